@@ -1,0 +1,172 @@
+/* Argument intake shared by every binding. The hot path is positional ints: nx_args returns the
+ * caller's array untouched, and each converter takes the exact-int branch first. */
+#include "convert.h"
+
+#include <stdint.h>
+
+PyObject *const *nx_args(const nx_sig *sig, Py_ssize_t nparams, PyObject *const *args, Py_ssize_t nargs,
+                         PyObject *kwnames, PyObject **buf)
+{
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (NX_LIKELY(nkw == 0 && nargs == nparams))
+        return args;
+    if (nargs + nkw != nparams || nargs > nparams) {
+        PyErr_Format(PyExc_TypeError, "%s() takes exactly %zd argument%s (%zd given)", sig->fname, nparams,
+                     nparams == 1 ? "" : "s", nargs + nkw);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nparams; i++)
+        buf[i] = i < nargs ? args[i] : NULL;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        Py_ssize_t i = 0;
+        while (i < nparams && PyUnicode_CompareWithASCIIString(key, sig->names[i]) != 0)
+            i++;
+        if (i == nparams) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", sig->fname, key);
+            return NULL;
+        }
+        if (buf[i] != NULL) {
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", sig->fname,
+                         sig->names[i]);
+            return NULL;
+        }
+        buf[i] = args[nargs + k];
+    }
+    return buf;
+}
+
+PyObject *nx_bad_arity2(const char *fname, Py_ssize_t a, Py_ssize_t b, Py_ssize_t got)
+{
+    PyErr_Format(PyExc_TypeError, "%s() takes %zd arguments (0.3 form) or %zd arguments (0.2 form), %zd given",
+                 fname, a, b, got);
+    return NULL;
+}
+
+/* Reads any int-like object as a long long, or as an unsigned long long when it does not fit;
+ * *neg tells which. -1 with TypeError when o has no __index__. */
+static int read_integer(PyObject *o, const char *fname, const char *argname, long long *sv,
+                        unsigned long long *uv, int *is_unsigned)
+{
+    PyObject *num;
+    if (NX_LIKELY(PyLong_CheckExact(o)))
+        num = Py_NewRef(o);
+    else if ((num = PyNumber_Index(o)) == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "%s() argument '%s' must be an int, not %.200s", fname, argname,
+                         Py_TYPE(o)->tp_name);
+        }
+        return -1;
+    }
+    int overflow;
+    *sv = PyLong_AsLongLongAndOverflow(num, &overflow);
+    *is_unsigned = 0;
+    if (overflow > 0) {
+        *uv = PyLong_AsUnsignedLongLong(num);
+        if (*uv == (unsigned long long)-1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            overflow = 2;
+        } else {
+            *is_unsigned = 1;
+            overflow = 0;
+        }
+    }
+    Py_DECREF(num);
+    if (*sv == -1 && !*is_unsigned && PyErr_Occurred())
+        return -1;
+    if (overflow != 0) {
+        PyErr_Format(PyExc_OverflowError, "%s() argument '%s' is out of range for a 64-bit value", fname, argname);
+        return -1;
+    }
+    return 0;
+}
+
+int nx_intptr(PyObject *o, const char *fname, const char *argname, intptr_t *out)
+{
+    long long s;
+    unsigned long long u;
+    int is_unsigned;
+    if (read_integer(o, fname, argname, &s, &u, &is_unsigned) < 0)
+        return -1;
+    /* Addresses above 2**63 arrive as large positive ints; keep their bits. */
+    *out = is_unsigned ? (intptr_t)(uintptr_t)u : (intptr_t)s;
+    return 0;
+}
+
+int nx_size(PyObject *o, const char *fname, const char *argname, size_t *out)
+{
+    long long s;
+    unsigned long long u;
+    int is_unsigned;
+    if (read_integer(o, fname, argname, &s, &u, &is_unsigned) < 0)
+        return -1;
+    if (!is_unsigned && s < 0) {
+        PyErr_Format(PyExc_OverflowError, "%s() argument '%s' must be non-negative, got %lld", fname, argname, s);
+        return -1;
+    }
+    *out = is_unsigned ? (size_t)u : (size_t)s;
+    return 0;
+}
+
+int nx_int(PyObject *o, const char *fname, const char *argname, int *out)
+{
+    long long s;
+    unsigned long long u;
+    int is_unsigned;
+    if (read_integer(o, fname, argname, &s, &u, &is_unsigned) < 0)
+        return -1;
+    if (is_unsigned || s < INT_MIN || s > INT_MAX) {
+        PyErr_Format(PyExc_OverflowError, "%s() argument '%s' does not fit in a C int", fname, argname);
+        return -1;
+    }
+    *out = (int)s;
+    return 0;
+}
+
+int nx_uint(PyObject *o, const char *fname, const char *argname, unsigned int *out)
+{
+    long long s;
+    unsigned long long u;
+    int is_unsigned;
+    if (read_integer(o, fname, argname, &s, &u, &is_unsigned) < 0)
+        return -1;
+    if (is_unsigned || s < 0 || s > (long long)UINT_MAX) {
+        PyErr_Format(PyExc_OverflowError, "%s() argument '%s' does not fit in a C unsigned int", fname, argname);
+        return -1;
+    }
+    *out = (unsigned int)s;
+    return 0;
+}
+
+int nx_enum(PyObject *o, const char *fname, const char *argname, int lo, int hi, const char *what, int *out)
+{
+    int v;
+    if (nx_int(o, fname, argname, &v) < 0)
+        return -1;
+    if (NX_UNLIKELY(v < lo || v > hi)) {
+        PyErr_Format(PyExc_ValueError, "%s() argument '%s' must be a %s value in [%d, %d], got %d", fname, argname,
+                     what, lo, hi, v);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int nx_dtype(PyObject *o, const char *fname, const char *argname, ncclDataType_t *out)
+{
+    int v;
+    if (nx_enum(o, fname, argname, 0, ncclNumTypes - 1, "DataType", &v) < 0)
+        return -1;
+    *out = (ncclDataType_t)v;
+    return 0;
+}
+
+int nx_redop(PyObject *o, const char *fname, const char *argname, ncclRedOp_t *out)
+{
+    int v;
+    if (nx_enum(o, fname, argname, 0, INT_MAX, "RedOp", &v) < 0)
+        return -1;
+    *out = (ncclRedOp_t)v;
+    return 0;
+}

@@ -1,0 +1,142 @@
+/* Exceptions: the classes live in nccl/_errors.py (NCCLError needs Python-level __new__ and
+ * pickling); this file fetches them and is the only code that formats a library failure. */
+#include "errors.h"
+
+#include "library.h"
+#include "loader.h"
+
+static const char *const exc_names[NX_NEXC] = {
+    [NX_EXC_NCCL_ERROR] = "NCCLError",
+    [NX_EXC_FUNCTION_NOT_FOUND] = "FunctionNotFoundError",
+    [NX_EXC_NOT_SUPPORTED] = "NotSupportedError",
+    [NX_EXC_HOST_BACKEND_WARNING] = "HostBackendWarning",
+};
+
+PyObject *nx_exception_class(nx_state *st, nx_exc_kind kind)
+{
+    if (st->exc[kind] != NULL)
+        return st->exc[kind];
+    PyObject *mod = PyImport_ImportModule("nccl._errors");
+    if (mod == NULL)
+        return NULL;
+    for (int i = 0; i < NX_NEXC; i++) {
+        if (st->exc[i] == NULL && (st->exc[i] = PyObject_GetAttrString(mod, exc_names[i])) == NULL) {
+            Py_DECREF(mod);
+            return NULL;
+        }
+    }
+    Py_DECREF(mod);
+    return st->exc[kind];
+}
+
+const char *nx_builtin_error_string(int status)
+{
+    switch (status) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
+    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    case ncclTimeout: return "timeout";
+    default: return "unknown result code";
+    }
+}
+
+PyObject *nx_raise_status(nx_state *st, ncclResult_t status, ncclComm_t comm)
+{
+    PyObject *cls = nx_exception_class(st, NX_EXC_NCCL_ERROR); /* borrowed */
+    if (cls == NULL)
+        return NULL;
+    /* String lookups are the one library use allowed with the GIL held: they do not block. */
+    const char *last = NULL;
+    if (nx_loader_ready() && nx_api.ncclGetLastError != NULL)
+        last = nx_api.ncclGetLastError(comm);
+    PyObject *exc = PyObject_CallFunction(cls, "is", (int)status, last ? last : "");
+    if (exc != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+    }
+    return NULL;
+}
+
+PyObject *nx_raise_function_not_found(nx_state *st, const char *symbol, const char *also)
+{
+    PyObject *cls = nx_exception_class(st, NX_EXC_FUNCTION_NOT_FOUND); /* borrowed */
+    if (cls == NULL)
+        return NULL;
+    const nx_library_info *li = nx_loader_info();
+    char version[32];
+    nx_format_version(li->version, version, sizeof version);
+    int since = 0;
+    for (size_t i = 0; i < nx_nsymbols; i++)
+        if (strcmp(nx_symbols[i].name, symbol) == 0)
+            since = nx_symbols[i].since;
+    if (since == 0) {
+        /* RCCL-only entry points: the peer's wording first, then where we looked. */
+        PyErr_Format(cls, "function %s is not found in the loaded RCCL library%s%s%s (%s: %s %s)", symbol,
+                     also ? " (also tried the deprecated " : "", also ? also : "", also ? ")" : "",
+                     li->path, nx_flavour_name(li->flavour), version);
+    } else {
+        char need[32];
+        nx_format_version(since, need, sizeof need);
+        PyErr_Format(cls, "function %s is not found in %s (%s %s); it requires NCCL >= %s", symbol, li->path,
+                     nx_flavour_name(li->flavour), version, need);
+    }
+    return NULL;
+}
+
+PyDoc_STRVAR(check_status__doc__, "check_status(status)\n--\n\n"
+"Raise NCCLError(status) unless status is Success (0) or InProgress (7).");
+
+static PyObject *check_status(PyObject *module, PyObject *arg)
+{
+    int overflow;
+    long v = PyLong_AsLongAndOverflow(arg, &overflow);
+    if (v == -1 && PyErr_Occurred())
+        return NULL;
+    if (overflow || v < INT_MIN || v > INT_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "check_status() argument 'status' does not fit in a C int");
+        return NULL;
+    }
+    if (NX_FAILED((int)v)) {
+        PyObject *cls = nx_exception_class(nx_get_state(module), NX_EXC_NCCL_ERROR);
+        if (cls != NULL)
+            PyErr_SetObject(cls, arg);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(error_text__doc__, "_error_text(status)\n--\n\n"
+"The library's ncclGetErrorString(status) if a library is already loaded, else NCCL 2.30's text.\n"
+"Never loads a library (NCCLError uses it while being constructed or unpickled).");
+
+static PyObject *error_text(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    int overflow;
+    long v = PyLong_AsLongAndOverflow(arg, &overflow);
+    if (v == -1 && PyErr_Occurred())
+        return NULL;
+    if (overflow || v < INT_MIN || v > INT_MAX)
+        return PyUnicode_FromString(nx_builtin_error_string(-1));
+    const char *s = NULL;
+    if (nx_loader_ready() && nx_api.ncclGetErrorString != NULL)
+        s = nx_api.ncclGetErrorString((ncclResult_t)v);
+    return PyUnicode_FromString(s ? s : nx_builtin_error_string((int)v));
+}
+
+static PyMethodDef errors_methods[] = {
+    {"check_status", check_status, METH_O, check_status__doc__},
+    {"_error_text", error_text, METH_O, error_text__doc__},
+    {NULL, NULL, 0, NULL},
+};
+
+int nx_errors_setup(PyObject *module, nx_state *st)
+{
+    (void)st;
+    return PyModule_AddFunctions(module, errors_methods);
+}

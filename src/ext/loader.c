@@ -1,0 +1,310 @@
+/* Library discovery (ARCHITECTURE.md "Library discovery", API.md section 2.2). Pure C: the
+ * Python side (library.c) builds the candidate lists, which need sys.path and ctypes, and calls
+ * nx_loader_load() with the GIL released. */
+#include "loader.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <unistd.h>
+
+nx_api_table nx_api;
+
+#define NX_SYMBOL_ROW(name, ret, params, args, since) {#name, since, offsetof(nx_api_table, name)},
+const nx_symbol nx_symbols[] = {NCCL_ABI(NX_SYMBOL_ROW)};
+#undef NX_SYMBOL_ROW
+const size_t nx_nsymbols = sizeof(nx_symbols) / sizeof(nx_symbols[0]);
+#define NX_COUNT_ROW(name, ret, params, args, since) +1
+const size_t nx_nnccl_symbols = 0 NCCL_ABI_NCCL(NX_COUNT_ROW);
+#undef NX_COUNT_ROW
+
+static pthread_mutex_t loader_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int loader_ready;   /* release-stored after every field below is written */
+static nx_library_info info;      /* guarded by loader_lock until loader_ready */
+static nx_attempt *attempts;      /* guarded by loader_lock; frozen once loader_ready */
+static size_t nattempts, cap_attempts;
+static int notices_pending;       /* guarded by loader_lock */
+static char loaded_path[PATH_MAX];
+static char host_info_copy[512];
+
+int nx_loader_ready(void) { return atomic_load_explicit(&loader_ready, memory_order_acquire); }
+
+const nx_library_info *nx_loader_info(void) { return &info; }
+
+void nx_format_version(int code, char *out, size_t outlen)
+{
+    int x, y, z;
+    if (code >= 10000) {
+        x = code / 10000, y = (code % 10000) / 100, z = code % 100;
+    } else {
+        x = code / 1000, y = (code % 1000) / 100, z = code % 100;
+    }
+    snprintf(out, outlen, "%d.%d.%d", x, y, z);
+}
+
+int nx_gpu_device_node_present(const char *dev_dir)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/kfd", dev_dir);
+    if (access(path, F_OK) == 0)
+        return 1;
+    DIR *d = opendir(dev_dir);
+    if (d == NULL)
+        return 0;
+    int found = 0;
+    struct dirent *e;
+    while (!found && (e = readdir(d)) != NULL) {
+        /* /dev/nvidia0, /dev/nvidia1, ...; not nvidiactl or nvidia-uvm, which exist without a GPU
+         * in some containers. */
+        if (strncmp(e->d_name, "nvidia", 6) == 0 && e->d_name[6] >= '0' && e->d_name[6] <= '9')
+            found = 1;
+    }
+    closedir(d);
+    return found;
+}
+
+static void clear_attempts(void)
+{
+    for (size_t i = 0; i < nattempts; i++) {
+        free(attempts[i].candidate);
+        free(attempts[i].outcome);
+    }
+    nattempts = 0;
+}
+
+/* Out of memory while recording leaves the list short; discovery itself goes on. */
+static void record(const char *candidate, const char *outcome)
+{
+    if (nattempts == cap_attempts) {
+        size_t cap = cap_attempts ? 2 * cap_attempts : 16;
+        nx_attempt *grown = realloc(attempts, cap * sizeof *grown);
+        if (grown == NULL)
+            return;
+        attempts = grown, cap_attempts = cap;
+    }
+    attempts[nattempts].candidate = strdup(candidate);
+    attempts[nattempts].outcome = outcome ? strdup(outcome) : NULL;
+    nattempts++;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* libnccl.so* or librccl.so*, but not our libnccl-host.so. */
+static int is_device_library_name(const char *name)
+{
+    const char *b = base_name(name);
+    return strncmp(b, "libnccl.so", 10) == 0 || strncmp(b, "librccl.so", 10) == 0;
+}
+
+typedef struct {
+    char first[PATH_MAX];
+    char second[PATH_MAX];
+} mapped_copies;
+
+static int collect_mapped(struct dl_phdr_info *pi, size_t size, void *data)
+{
+    (void)size;
+    mapped_copies *m = data;
+    if (pi->dlpi_name == NULL || pi->dlpi_name[0] == '\0' || !is_device_library_name(pi->dlpi_name))
+        return 0;
+    char real[PATH_MAX];
+    const char *name = realpath(pi->dlpi_name, real) ? real : pi->dlpi_name;
+    if (m->first[0] == '\0')
+        snprintf(m->first, sizeof m->first, "%s", name);
+    else if (strcmp(m->first, name) != 0 && m->second[0] == '\0')
+        snprintf(m->second, sizeof m->second, "%s", name);
+    return 0;
+}
+
+/* Opens one candidate and checks it is an NCCL-ABI library. Returns the handle or NULL, having
+ * recorded the outcome either way. */
+static void *try_open(const char *candidate, int check_exists)
+{
+    if (check_exists && access(candidate, F_OK) != 0) {
+        record(candidate, "not found");
+        return NULL;
+    }
+    dlerror();
+    void *h = dlopen(candidate, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
+        const char *err = dlerror();
+        char msg[2048];
+        /* A bare SONAME the dynamic loader cannot find is "not found"; anything else (a missing
+         * dependency, a wrong ELF class, a bad path) keeps its full dlerror text. */
+        if (strchr(candidate, '/') == NULL && err != NULL && strstr(err, candidate) != NULL &&
+            strstr(err, "No such file") != NULL)
+            snprintf(msg, sizeof msg, "not found");
+        else
+            snprintf(msg, sizeof msg, "found, failed to load: %s", err ? err : "no diagnostic");
+        record(candidate, msg);
+        return NULL;
+    }
+    if (dlsym(h, "ncclGetVersion") == NULL) {
+        dlclose(h);
+        record(candidate, "found, but not an NCCL/RCCL library (no ncclGetVersion)");
+        return NULL;
+    }
+    return h;
+}
+
+static nx_flavour detect_flavour(void *h, const char *path)
+{
+    if (dlsym(h, NCCL_HOST_INFO_SYMBOL) != NULL)
+        return NX_FLAVOUR_HOST;
+    if (strncmp(base_name(path), "librccl", 7) == 0 || dlsym(h, "ncclAllReduceWithBias") != NULL ||
+        dlsym(h, "ncclAlltoAllv") != NULL || dlsym(h, "ncclAllToAllv") != NULL)
+        return NX_FLAVOUR_RCCL;
+    return NX_FLAVOUR_NCCL;
+}
+
+/* Resolves every row of the table from h (absent ones stay NULL) and records what was loaded. */
+static int adopt(void *h, const char *candidate)
+{
+    nx_api_table table;
+    memset(&table, 0, sizeof table);
+    for (size_t i = 0; i < nx_nsymbols; i++) {
+        void *sym = dlsym(h, nx_symbols[i].name);
+        /* Storing a data pointer into a function-pointer slot: the conversion POSIX documents. */
+        memcpy((char *)&table + nx_symbols[i].offset, &sym, sizeof sym);
+    }
+    int version = 0;
+    ncclResult_t rc = table.ncclGetVersion(&version);
+    if (rc != ncclSuccess) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "found, but ncclGetVersion failed with status %d", (int)rc);
+        record(candidate, msg);
+        return -1;
+    }
+    Dl_info dli;
+    void *probe;
+    memcpy(&probe, &table.ncclGetVersion, sizeof probe);
+    const char *path = candidate;
+    if (dladdr(probe, &dli) != 0 && dli.dli_fname != NULL)
+        path = dli.dli_fname;
+    if (realpath(path, loaded_path) == NULL)
+        snprintf(loaded_path, sizeof loaded_path, "%s", path);
+
+    info.flavour = detect_flavour(h, loaded_path);
+    info.version = version;
+    info.path = loaded_path;
+    info.host_info = NULL;
+    if (info.flavour == NX_FLAVOUR_HOST) {
+        const char *(*get_info)(void);
+        void *sym = dlsym(h, NCCL_HOST_INFO_SYMBOL);
+        memcpy(&get_info, &sym, sizeof sym);
+        snprintf(host_info_copy, sizeof host_info_copy, "%s", get_info());
+        info.host_info = host_info_copy;
+    }
+    nx_api = table;
+    record(candidate, NULL);
+    return 0;
+}
+
+static int open_and_adopt(const char *candidate, int check_exists)
+{
+    void *h = try_open(candidate, check_exists);
+    if (h == NULL)
+        return -1;
+    /* Handles are never closed: function pointers from it live for the whole process. */
+    return adopt(h, candidate);
+}
+
+static int note_other_copy(const mapped_copies *m)
+{
+    const char *other = NULL;
+    if (m->first[0] != '\0' && strcmp(m->first, loaded_path) != 0)
+        other = m->first;
+    else if (m->second[0] != '\0' && strcmp(m->second, loaded_path) != 0)
+        other = m->second;
+    if (other == NULL)
+        return 0;
+    snprintf(info.other_copy, sizeof info.other_copy, "%s", other);
+    return NX_NOTICE_TWO_COPIES;
+}
+
+static int discover(const nx_load_request *req, int *notices)
+{
+    mapped_copies mapped;
+    memset(&mapped, 0, sizeof mapped);
+    dl_iterate_phdr(collect_mapped, &mapped);
+
+    if (req->override != NULL) {
+        /* An explicit request never falls back to anything else. */
+        int is_host = strcasecmp(req->override, "host") == 0;
+        const char *cand = is_host ? req->host_path : req->override;
+        if (open_and_adopt(cand, is_host) != 0)
+            return -1;
+        *notices |= note_other_copy(&mapped);
+        return 0;
+    }
+    if (!req->gpu_present) {
+        if (open_and_adopt(req->host_path, 1) != 0)
+            return -1;
+        *notices |= NX_NOTICE_HOST_AUTO | note_other_copy(&mapped);
+        return 0;
+    }
+    if (mapped.first[0] != '\0') {
+        /* Reuse the copy torch or CuPy already mapped rather than mapping a second one. */
+        dlerror();
+        void *h = dlopen(mapped.first, RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL);
+        if (h != NULL && dlsym(h, "ncclGetVersion") != NULL && adopt(h, mapped.first) == 0) {
+            *notices |= note_other_copy(&mapped);
+            return 0;
+        }
+        if (h == NULL)
+            record(mapped.first, "already mapped, but dlopen(RTLD_NOLOAD) failed");
+    }
+    for (size_t i = 0; i < req->nrccl; i++)
+        if (open_and_adopt(req->rccl[i], strchr(req->rccl[i], '/') != NULL) == 0)
+            return 0;
+    for (size_t i = 0; i < req->nnccl; i++)
+        if (open_and_adopt(req->nccl[i], strchr(req->nccl[i], '/') != NULL) == 0)
+            return 0;
+    return -1;
+}
+
+int nx_loader_load(const nx_load_request *req, const nx_attempt **out, size_t *nout, int *notices)
+{
+    int rc = 0;
+    *notices = 0;
+    pthread_mutex_lock(&loader_lock);
+    if (!atomic_load_explicit(&loader_ready, memory_order_relaxed)) {
+        /* A failed discovery is not cached: a corrected environment is tried afresh. */
+        clear_attempts();
+        memset(&info, 0, sizeof info);
+        int found = 0;
+        rc = discover(req, &found);
+        if (rc == 0) {
+            info.loaded = 1;
+            notices_pending = found;
+            atomic_store_explicit(&loader_ready, 1, memory_order_release);
+        }
+    }
+    if (rc == 0) {
+        *notices = notices_pending;
+        notices_pending = 0;
+    }
+    *out = attempts;
+    *nout = nattempts;
+    pthread_mutex_unlock(&loader_lock);
+    return rc;
+}
+
+void nx_loader_attempts(const nx_attempt **out, size_t *nout)
+{
+    pthread_mutex_lock(&loader_lock);
+    *out = attempts;
+    *nout = nattempts;
+    pthread_mutex_unlock(&loader_lock);
+}

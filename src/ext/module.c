@@ -1,0 +1,65 @@
+/* nccl._ext: multi-phase init, module state, and the exec slot that calls each file's setup. */
+#include "module.h"
+
+static int nx_exec(PyObject *module)
+{
+    nx_state *st = nx_get_state(module);
+    if (nx_errors_setup(module, st) < 0 || nx_library_setup(module, st) < 0 || nx_structs_setup(module, st) < 0 ||
+        nx_pointer_box_setup(module, st) < 0 || nx_bindings_setup(module, st) < 0 ||
+        nx_rocm_extensions_setup(module, st) < 0)
+        return -1;
+    return 0;
+}
+
+static int nx_traverse(PyObject *module, visitproc visit, void *arg)
+{
+    nx_state *st = nx_get_state(module);
+    for (int i = 0; i < NX_NSTRUCTS; i++) {
+        Py_VISIT(st->struct_types[i]);
+        Py_VISIT(st->struct_dtypes[i]);
+    }
+    for (int i = 0; i < NX_NEXC; i++)
+        Py_VISIT(st->exc[i]);
+    Py_VISIT(st->pointer_box_type);
+    Py_VISIT(st->ndarray_type);
+    return 0;
+}
+
+static int nx_clear(PyObject *module)
+{
+    nx_state *st = nx_get_state(module);
+    for (int i = 0; i < NX_NSTRUCTS; i++) {
+        Py_CLEAR(st->struct_types[i]);
+        Py_CLEAR(st->struct_dtypes[i]);
+    }
+    for (int i = 0; i < NX_NEXC; i++)
+        Py_CLEAR(st->exc[i]);
+    Py_CLEAR(st->pointer_box_type);
+    Py_CLEAR(st->ndarray_type);
+    return 0;
+}
+
+static void nx_free(void *module) { nx_clear((PyObject *)module); }
+
+static PyModuleDef_Slot nx_slots[] = {
+    {Py_mod_exec, nx_exec},
+#if PY_VERSION_HEX >= 0x030C0000
+    {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
+#endif
+    {0, NULL},
+};
+
+PyDoc_STRVAR(nx_doc, "C core of nccl4py: the loader, nccl.bindings.nccl and nccl.bindings.rocm_extensions.");
+
+static struct PyModuleDef nx_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "nccl._ext",
+    .m_doc = nx_doc,
+    .m_size = sizeof(nx_state),
+    .m_slots = nx_slots,
+    .m_traverse = nx_traverse,
+    .m_clear = nx_clear,
+    .m_free = nx_free,
+};
+
+PyMODINIT_FUNC PyInit__ext(void) { return PyModuleDef_Init(&nx_module); }

@@ -1,0 +1,9 @@
+"""nccl4py: Python bindings for RCCL and NCCL, with a host (CPU) backend for machines without a GPU.
+
+Importing this package loads no library. Low-level bindings are in nccl.bindings.
+"""
+
+from nccl._show_versions import LibraryInfo, VersionInfo, get_version, show_versions
+from nccl._version import __version__
+
+__all__ = ["__version__", "LibraryInfo", "VersionInfo", "get_version", "show_versions"]

@@ -1,0 +1,124 @@
+"""Exceptions of the binding layer.
+
+NCCLError is constructed as NCCLError(status) (upstream's convention) and turns itself into the
+subclass for that status, so ``except NCCLError`` and ``.status`` checks keep working while callers
+can also catch one code. Constructing or unpickling one never loads a library.
+"""
+
+from nccl._enums import Result
+
+__all__ = [
+    "NCCLError",
+    "NCCLUnhandledCudaError",
+    "NCCLSystemError",
+    "NCCLInternalError",
+    "NCCLInvalidArgument",
+    "NCCLInvalidUsage",
+    "NCCLRemoteError",
+    "NCCLTimeout",
+    "FunctionNotFoundError",
+    "NotSupportedError",
+    "HostBackendWarning",
+]
+
+
+def _error_text(status):
+    from nccl import _ext  # the C module; only its string lookups are used, nothing loads
+
+    return _ext._error_text(status)
+
+
+class NCCLError(Exception):
+    """A library call returned a status other than Success (0) or InProgress (7)."""
+
+    def __new__(cls, status, last_error="", *args, **kwargs):
+        if cls is NCCLError:
+            cls = _BY_STATUS.get(int(status), NCCLError)
+        return super().__new__(cls, status)
+
+    def __init__(self, status, last_error=""):
+        self.status = int(status)
+        self.last_error = str(last_error) if last_error else ""
+        super().__init__(self._message())
+
+    def _message(self):
+        try:
+            name = Result(self.status).name
+        except ValueError:
+            name = "Unknown"
+        text = f"{name} ({self.status}): {_error_text(self.status)}"
+        if self.last_error:
+            text += "\n  " + self.last_error
+        return text
+
+    def __reduce__(self):
+        return (type(self), (self.status,), {"last_error": self.last_error})
+
+    def __setstate__(self, state):
+        self.last_error = state.get("last_error", "")
+        self.args = (self._message(),)
+
+
+class NCCLUnhandledCudaError(NCCLError):
+    pass
+
+
+class NCCLSystemError(NCCLError):
+    pass
+
+
+class NCCLInternalError(NCCLError):
+    pass
+
+
+class NCCLInvalidArgument(NCCLError):
+    pass
+
+
+class NCCLInvalidUsage(NCCLError):
+    pass
+
+
+class NCCLRemoteError(NCCLError):
+    pass
+
+
+class NCCLTimeout(NCCLError):
+    pass
+
+
+_BY_STATUS = {
+    1: NCCLUnhandledCudaError,
+    2: NCCLSystemError,
+    3: NCCLInternalError,
+    4: NCCLInvalidArgument,
+    5: NCCLInvalidUsage,
+    6: NCCLRemoteError,
+    8: NCCLTimeout,
+}
+
+
+class FunctionNotFoundError(NotImplementedError):
+    """The loaded library does not export the C function a wrapper needs."""
+
+
+class NotSupportedError(RuntimeError):
+    """No NCCL/RCCL library could be loaded. ``attempts`` lists every candidate and its outcome."""
+
+    def __init__(self, message, attempts=()):
+        super().__init__(message)
+        self.attempts = tuple(attempts)
+
+    @classmethod
+    def _from_attempts(cls, attempts):
+        lines = ["Could not load RCCL or NCCL library. Tried:"]
+        lines += [f"  {candidate}: {outcome}" for candidate, outcome in attempts]
+        lines.append("Set NCCL_LIBRARY to a path or SONAME, or to 'host' for the bundled host backend.")
+        return cls("\n".join(lines), attempts)
+
+    def __reduce__(self):
+        return (type(self), (self.args[0] if self.args else "", self.attempts))
+
+
+class HostBackendWarning(RuntimeWarning):
+    """The bundled host backend was chosen because this machine has no GPU."""

@@ -1,0 +1,89 @@
+"""nccl.bindings.nccl: one function per NCCL host C function, 1:1 (upstream nccl4py's names and
+argument conventions: ints for pointers, PointerBox addresses for out-parameters, buffers or
+addresses for unique ids). The functions are C (nccl._ext); nothing here runs per call.
+
+Importing this module loads no library: the first call that needs one does.
+"""
+
+import numpy as _np
+
+from nccl import _ext
+from nccl._enums import (  # noqa: F401
+    CommMemStat,
+    DataType,
+    GinConnectionType,
+    GinType,
+    NCCL_API_MAGIC,
+    NCCL_CONFIG_UNDEF_INT,
+    NCCL_CTA_POLICY_DEFAULT,
+    NCCL_CTA_POLICY_EFFICIENCY,
+    NCCL_CTA_POLICY_ZERO,
+    NCCL_REVOKE_DEFAULT,
+    NCCL_SHRINK_ABORT,
+    NCCL_SHRINK_DEFAULT,
+    NCCL_SPLIT_NOCOLOR,
+    NCCL_SUSPEND_MEM,
+    NCCL_UNIQUE_ID_BYTES,
+    NCCL_WIN_COLL_SYMMETRIC,
+    NCCL_WIN_DEFAULT,
+    NCCL_WIN_REQUIRED_ALIGNMENT,
+    NCCL_WIN_STRICT_ORDERING,
+    RedOp,
+    RedOp_dummy,
+    Result,
+    ScalarResidence,
+)
+from nccl._errors import (  # noqa: F401
+    FunctionNotFoundError,
+    HostBackendWarning,
+    NCCLError,
+    NCCLInternalError,
+    NCCLInvalidArgument,
+    NCCLInvalidUsage,
+    NCCLRemoteError,
+    NCCLSystemError,
+    NCCLTimeout,
+    NCCLUnhandledCudaError,
+    NotSupportedError,
+)
+
+_FUNCTIONS = (
+    "mem_alloc", "mem_free", "get_version", "get_unique_id", "comm_init_rank_config", "comm_init_rank",
+    "comm_init_all", "comm_finalize", "comm_destroy", "comm_abort", "comm_revoke", "comm_split",
+    "comm_shrink", "comm_get_unique_id", "comm_grow", "comm_init_rank_scalable", "get_error_string",
+    "get_last_error", "comm_get_async_error", "comm_count", "comm_cu_device", "comm_user_rank",
+    "comm_register", "comm_deregister", "comm_suspend", "comm_resume", "comm_mem_stats",
+    "comm_window_register", "comm_window_deregister", "win_get_user_ptr", "red_op_create_pre_mul_sum",
+    "red_op_destroy", "reduce", "bcast", "broadcast", "all_reduce", "reduce_scatter", "all_gather",
+    "allto_all", "gather", "scatter", "send", "recv", "put_signal", "signal", "wait_signal",
+    "group_start", "group_end", "group_simulate_end", "comm_query_properties", "dev_comm_create",
+    "dev_comm_destroy", "get_lsa_multimem_device_pointer", "get_lsa_device_pointer",
+    "get_peer_device_pointer", "get_library_path", "get_library_flavour", "get_load_attempts",
+    "check_status",
+)
+_STRUCTS = ("UniqueId", "Config", "SimInfo", "WaitSignalDesc", "CommProperties", "PointerBox")
+
+globals().update({name: getattr(_ext, name) for name in _FUNCTIONS + _STRUCTS})
+
+
+def _make_dtypes():
+    # The offsets come from the C struct definitions (nccl_abi.h) through the extension, so the
+    # NumPy view can never drift from what the library reads.
+    made = {}
+    for cls_name, (dtype_name, size, fields) in _ext._struct_layouts().items():
+        names, formats, offsets = [], [], []
+        for field, offset, code, count in fields:
+            names.append(field)
+            formats.append((code, (count,)) if count != 1 else code)
+            offsets.append(offset)
+        made[cls_name] = (dtype_name, _np.dtype({"names": names, "formats": formats, "offsets": offsets,
+                                                 "itemsize": size}))
+    _ext._register_numpy(_np.ndarray, {cls: dt for cls, (_, dt) in made.items()})
+    return {dtype_name: dt for dtype_name, dt in made.values()}
+
+
+globals().update(_make_dtypes())
+
+__all__ = sorted(
+    [name for name in globals() if not name.startswith("_") and name != "annotations"]
+)
