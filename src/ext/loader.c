@@ -243,7 +243,7 @@ static int discover(const nx_load_request *req, int *notices)
         /* An explicit request never falls back to anything else. */
         int is_host = strcasecmp(req->override, "host") == 0;
         const char *cand = is_host ? req->host_path : req->override;
-        if (open_and_adopt(cand, is_host) != 0)
+        if (open_and_adopt(cand, strchr(cand, '/') != NULL) != 0)
             return -1;
         *notices |= note_other_copy(&mapped);
         return 0;

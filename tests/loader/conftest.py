@@ -1,0 +1,89 @@
+"""Fixtures for the loader tests: tiny NCCL-ABI libraries built with gcc, and a runner that executes
+a snippet in a fresh interpreter (the loaded library is process-wide, so each scenario needs one)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="session")
+def mini_libs(tmp_path_factory):
+    """Builds the mini libraries: returns a function name -> path of a fresh copy."""
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler to build the loader's test libraries")
+    out = tmp_path_factory.mktemp("mini")
+    variants = {
+        "nccl": ["-DMINI_VERSION=22903"],
+        "rccl": ["-DMINI_VERSION=22803", "-DMINI_RCCL"],
+        "rccl_other": ["-DMINI_VERSION=22703", "-DMINI_RCCL"],
+        "not_nccl": ["-DMINI_VERSION=0", "-DMINI_NOT_NCCL"],
+    }
+    built = {}
+    for name, flags in variants.items():
+        path = out / f"lib{name}.so"
+        subprocess.run([cc, "-shared", "-fPIC", "-O1", *flags, "-o", str(path), str(HERE / "mini_nccl.c")],
+                       check=True)
+        built[name] = path
+    return built
+
+
+def _place(src, directory, name):
+    """Copies a built library into directory under a file name of the test's choosing."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    dst = directory / name
+    shutil.copyfile(src, dst)
+    return dst
+
+
+@pytest.fixture
+def gpu_dev(tmp_path):
+    """A directory standing in for /dev on a machine with an NVIDIA GPU (NCCL4PY_DEV_DIR)."""
+    d = tmp_path / "dev_gpu"
+    d.mkdir()
+    (d / "nvidia0").touch()
+    return d
+
+
+@pytest.fixture
+def no_gpu_dev(tmp_path):
+    """A directory standing in for /dev on a machine without GPU device nodes."""
+    d = tmp_path / "dev_none"
+    d.mkdir()
+    (d / "nvidiactl").touch()  # present in some containers without a GPU; must not count
+    return d
+
+
+def _run_py(code, env_extra=None, drop=(), expect_ok=True):
+    """Runs code in a fresh interpreter with a controlled loader environment; returns the JSON the
+    snippet prints on its last line (or the CompletedProcess when expect_ok is False)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("NCCL_LIBRARY", "ROCM_PATH", "HIP_PATH", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH",
+                        "NCCL4PY_DEV_DIR", "LD_LIBRARY_PATH") and k not in drop}
+    env.update({k: str(v) for k, v in (env_extra or {}).items()})
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
+                          timeout=60)
+    if not expect_ok:
+        return proc
+    if proc.returncode != 0:
+        raise AssertionError(f"snippet failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def place():
+    return _place
+
+
+@pytest.fixture
+def run_py():
+    return _run_py

@@ -1,0 +1,118 @@
+"""Against the real libnccl.so.2 of the nvidia-nccl-cu12 wheel (a test extra): the version, the
+error strings, unique ids, the no-GPU failure path, and which ABI rows it exports."""
+
+import importlib.metadata
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nccl._enums import Result
+
+
+def _wheel_library():
+    spec = importlib.util.find_spec("nvidia.nccl")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for d in spec.submodule_search_locations:
+        lib = Path(d) / "lib" / "libnccl.so.2"
+        if lib.exists():
+            return lib
+    return None
+
+
+LIB = _wheel_library()
+pytestmark = pytest.mark.skipif(LIB is None, reason="the nvidia-nccl-cu12 wheel is not installed")
+
+
+def _wheel_version_code():
+    v = importlib.metadata.version("nvidia-nccl-cu12").split(".")
+    x, y, z = int(v[0]), int(v[1]), int(v[2])
+    return x * 10000 + y * 100 + z
+
+
+@pytest.fixture(scope="module")
+def real(request):
+    """Everything these tests need from one interpreter that loaded the wheel's library."""
+    import json
+
+    code = """
+import json, nccl
+import nccl.bindings.nccl as n
+from nccl.bindings._internal import nccl as internal
+from nccl import _ext
+out = {"version": n.get_version(), "path": n.get_library_path(), "flavour": n.get_library_flavour()}
+out["strings"] = {str(c): n.get_error_string(c) for c in range(0, 10)}
+uid = n.get_unique_id()
+out["uid_len"] = len(bytes(uid)); out["uid_nonzero"] = any(bytes(uid))
+box = n.PointerBox()
+try:
+    n.comm_init_rank(box.address, 1, uid, 0)
+    out["init"] = None
+except n.NCCLError as e:
+    out["init"] = [type(e).__name__, e.status, str(e), e.last_error]
+out["pointers"] = internal._inspect_function_pointers()
+out["rows"] = _ext._abi_symbols()
+info = nccl.get_version().nccl
+out["libinfo"] = [str(info.version), str(info.cuda_variant), str(info.path), info.flavour]
+print(json.dumps(out))
+"""
+    env = {k: v for k, v in os.environ.items() if k != "NCCL4PY_DEV_DIR"}
+    env["NCCL_LIBRARY"] = str(LIB)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_version_matches_the_wheel(real):
+    assert real["version"] == _wheel_version_code()
+    assert real["flavour"] == "nccl"
+    assert real["path"] == str(LIB.resolve())
+    version, cuda, path, flavour = real["libinfo"]
+    assert version == importlib.metadata.version("nvidia-nccl-cu12")
+    assert cuda.startswith("12.")
+    assert (path, flavour) == (str(LIB.resolve()), "nccl")
+
+
+def test_error_strings_match_the_built_in_table(real):
+    from nccl import _ext
+
+    for code in range(0, 9):
+        # _error_text without a loaded library is our built-in copy of NCCL 2.30's table.
+        assert real["strings"][str(code)] == _ext._error_text(code), Result(code).name
+
+
+def test_unique_id(real):
+    assert real["uid_len"] == 128 and real["uid_nonzero"]
+
+
+def test_init_without_a_gpu_raises_unhandled_cuda_error_with_last_error(real):
+    name, status, message, last = real["init"]
+    assert (name, status) == ("NCCLUnhandledCudaError", 1)
+    assert message.startswith("UnhandledCudaError (1): unhandled cuda error")
+    assert last and message.endswith("\n  " + last)
+
+
+def test_every_abi_row_the_version_should_have_resolves(real):
+    pointers = real["pointers"]
+    nccl_rows = [(name, since) for name, since, rccl_only in real["rows"] if not rccl_only]
+    assert len(nccl_rows) == 55 and set(pointers) == {f"__{name}" for name, _ in nccl_rows}
+    expected = [name for name, since in nccl_rows if since <= real["version"]]
+    missing = [name for name in expected if pointers[f"__{name}"] == 0]
+    assert missing == []
+
+
+def test_discovery_finds_the_wheel_on_a_gpu_machine(tmp_path):
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    (dev / "kfd").touch()
+    env = {k: v for k, v in os.environ.items() if k not in ("NCCL_LIBRARY", "ROCM_PATH", "HIP_PATH")}
+    env["NCCL4PY_DEV_DIR"] = str(dev)
+    proc = subprocess.run([sys.executable, "-c",
+                           "import nccl.bindings.nccl as n; print(n.get_library_path()); print(n.get_library_flavour())"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [str(LIB.resolve()), "nccl"]
