@@ -1,0 +1,92 @@
+"""Per-call cost of nccl.bindings.nccl.all_reduce against a null library, side by side in one run
+with (a) the floor, a bare METH_FASTCALL C function converting the same seven ints, and (b) a
+ctypes binding of the same symbol. Prints a table and, with --json, the raw figures.
+
+    python benchmarks/overhead.py [--repeat 7] [--number 200000] [--json out.json]
+
+The library is opened with NCCL_LIBRARY, so nothing else on the machine is involved. Not a test:
+timings on a shared machine are noise-prone, which is why the figures are reported as ratios of
+runs interleaved in the same process, with the median of several repeats.
+"""
+
+import argparse
+import ctypes
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import timeit
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def build(tmp):
+    cc = os.environ.get("CC", "gcc")
+    null = Path(tmp) / "libnull_nccl.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", str(null), str(HERE / "null_nccl.c")], check=True)
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    floor = Path(tmp) / f"floor_ext{suffix}"
+    subprocess.run([cc, "-shared", "-fPIC", "-O2", f"-I{sysconfig.get_paths()['include']}", "-o", str(floor),
+                    str(HERE / "floor_ext.c")], check=True)
+    spec = importlib.util.spec_from_file_location("floor_ext", floor)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return null, mod
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--number", type=int, default=200_000)
+    ap.add_argument("--json", help="write the raw figures to this file")
+    args = ap.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        null, floor = build(tmp)
+        os.environ["NCCL_LIBRARY"] = str(null)
+        import nccl.bindings.nccl as n
+
+        assert n.get_library_path() == str(null)
+
+        lib = ctypes.CDLL(str(null))
+        c_all_reduce = lib.ncclAllReduce
+        c_all_reduce.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                                 ctypes.c_void_p, ctypes.c_void_p]
+        c_all_reduce.restype = ctypes.c_int
+
+        buf = 0x7F0000001000  # a pointer-sized int, as upstream's callers pass
+        comm, stream = 0x55550000, 0
+        cases = {
+            "floor (bare FASTCALL, 7 ints)": lambda: floor.seven_ints(buf, buf, 1024, 7, 0, comm, stream),
+            "nccl.bindings.nccl.all_reduce": lambda: n.all_reduce(buf, buf, 1024, 7, 0, comm, stream),
+            "ctypes ncclAllReduce": lambda: c_all_reduce(buf, buf, 1024, 7, 0, comm, stream),
+        }
+        # Interleave the cases in every repeat so drifts in machine load hit all of them alike.
+        samples = {name: [] for name in cases}
+        for _ in range(args.repeat):
+            for name, fn in cases.items():
+                samples[name].append(min(timeit.repeat(fn, number=args.number // 10, repeat=3)) / (args.number // 10))
+        # The lambda adds the same frame to every case; measure it and take it out.
+        empty = min(timeit.repeat(lambda: None, number=args.number // 10, repeat=5)) / (args.number // 10)
+        med = {name: max(statistics.median(v) - empty, 1e-12) for name, v in samples.items()}
+
+    floor_ns = med["floor (bare FASTCALL, 7 ints)"] * 1e9
+    ours_ns = med["nccl.bindings.nccl.all_reduce"] * 1e9
+    ctypes_ns = med["ctypes ncclAllReduce"] * 1e9
+    print(f"{'case':36} {'ns/call':>9} {'vs floor':>9}")
+    for name, sec in med.items():
+        print(f"{name:36} {sec * 1e9:9.1f} {sec * 1e9 / floor_ns:8.2f}x")
+    print(f"\nall_reduce / floor = {ours_ns / floor_ns:.2f}   (target <= 1.3)")
+    print(f"ctypes / all_reduce = {ctypes_ns / ours_ns:.2f}  (target >= 6)")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"ns_per_call": {k: v * 1e9 for k, v in med.items()},
+                                               "python": sys.version, "empty_lambda_ns": empty * 1e9}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
