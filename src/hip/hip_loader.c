@@ -1,0 +1,261 @@
+/* HIP runtime discovery for the cuda.core shim. Order (API.md section 6.5, issue 5):
+ *
+ *   1. NCCL4PY_HIP_LIBRARY, when set and non-empty: the only candidate, passed to dlopen verbatim
+ *      (a path, or a SONAME for the dynamic loader). An explicit request never falls back.
+ *   2. A libamdhip64 already mapped in the process (librccl's own runtime, or the one torch or
+ *      hip-python loaded), so the process never holds two HIP runtimes.
+ *   3. libamdhip64.so, libamdhip64.so.6, libamdhip64.so.5 through the dynamic loader's search.
+ *   4. The same three names in $ROCM_PATH/lib (or /opt/rocm/lib when ROCM_PATH is unset), then in
+ *      $HIP_PATH/lib.
+ *
+ * Every library is opened RTLD_NOW | RTLD_LOCAL and never closed once chosen. */
+#include "hip_loader.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+nh_hip_table nh_hip;
+
+#define NH_SYMBOL_ROW(name, ret, params, need) {#name, need, offsetof(nh_hip_table, name)},
+const nh_symbol nh_symbols[] = {NH_HIP_API(NH_SYMBOL_ROW)};
+#undef NH_SYMBOL_ROW
+const size_t nh_nsymbols = sizeof(nh_symbols) / sizeof(nh_symbols[0]);
+
+static const char *const sonames[] = {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"};
+#define NSONAMES (sizeof(sonames) / sizeof(sonames[0]))
+
+static pthread_mutex_t loader_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int loader_ready;  /* release-stored after nh_hip, loaded_path and runtime_version */
+static char loaded_path[4096];   /* guarded by loader_lock until loader_ready */
+static int runtime_version = -1; /* likewise */
+static nh_attempt *attempts;     /* guarded by loader_lock; the latest discovery */
+static size_t nattempts, cap_attempts;
+
+int nh_loader_ready(void) { return atomic_load_explicit(&loader_ready, memory_order_acquire); }
+
+const char *nh_loader_path(void) { return loaded_path; }
+
+int nh_loader_runtime_version(void) { return runtime_version; }
+
+void nh_attempts_free(nh_attempt *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(list[i].candidate);
+        free(list[i].outcome);
+    }
+    free(list);
+}
+
+static void clear_attempts(void)
+{
+    nh_attempts_free(attempts, nattempts);
+    attempts = NULL;
+    nattempts = cap_attempts = 0;
+}
+
+/* Records one attempt. Out of memory drops the record, never the search. */
+static void record(const char *candidate, const char *outcome)
+{
+    if (nattempts == cap_attempts) {
+        size_t cap = cap_attempts ? 2 * cap_attempts : 8;
+        nh_attempt *grown = realloc(attempts, cap * sizeof *grown);
+        if (grown == NULL)
+            return;
+        attempts = grown;
+        cap_attempts = cap;
+    }
+    char *c = strdup(candidate);
+    char *o = outcome ? strdup(outcome) : NULL;
+    if (c == NULL || (outcome != NULL && o == NULL)) {
+        free(c);
+        free(o);
+        return;
+    }
+    attempts[nattempts].candidate = c;
+    attempts[nattempts].outcome = o;
+    nattempts++;
+}
+
+static int copy_attempts(nh_attempt **out, size_t *nout)
+{
+    *out = NULL;
+    *nout = 0;
+    if (nattempts == 0)
+        return 0;
+    nh_attempt *copy = calloc(nattempts, sizeof *copy);
+    if (copy == NULL)
+        return -1;
+    for (size_t i = 0; i < nattempts; i++) {
+        copy[i].candidate = strdup(attempts[i].candidate);
+        copy[i].outcome = attempts[i].outcome ? strdup(attempts[i].outcome) : NULL;
+        if (copy[i].candidate == NULL || (attempts[i].outcome != NULL && copy[i].outcome == NULL)) {
+            nh_attempts_free(copy, i + 1);
+            return -1;
+        }
+    }
+    *out = copy;
+    *nout = nattempts;
+    return 0;
+}
+
+/* Resolves the whole table from one handle. Returns the number of missing required symbols and
+ * writes their names (comma separated) into missing. */
+static int resolve(void *handle, nh_hip_table *table, char *missing, size_t missing_len)
+{
+    int nmissing = 0;
+    missing[0] = '\0';
+    for (size_t i = 0; i < nh_nsymbols; i++) {
+        void *sym = dlsym(handle, nh_symbols[i].name);
+        /* POSIX guarantees a data pointer from dlsym converts to a function pointer. */
+        memcpy((char *)table + nh_symbols[i].offset, &sym, sizeof sym);
+        if (sym == NULL && nh_symbols[i].required) {
+            size_t used = strlen(missing);
+            snprintf(missing + used, missing_len - used, "%s%s", nmissing ? ", " : "", nh_symbols[i].name);
+            nmissing++;
+        }
+    }
+    return nmissing;
+}
+
+/* A dlopen failure of `candidate` itself (rather than of one of its dependencies) means the file
+ * is not there: glibc then reports "<candidate>: cannot open shared object file: No such file". */
+static int is_not_found(const char *candidate, const char *err)
+{
+    if (strchr(candidate, '/') != NULL)
+        return access(candidate, F_OK) != 0;
+    size_t n = strlen(candidate);
+    return strncmp(err, candidate, n) == 0 && strstr(err + n, "No such file") != NULL;
+}
+
+/* Tries one candidate; on success fills nh_hip and loaded_path and returns 0. */
+static int try_candidate(const char *label, const char *file, int flags)
+{
+    char outcome[4096 + 256];
+    dlerror();
+    void *handle = dlopen(file, flags);
+    if (handle == NULL) {
+        const char *err = dlerror();
+        if (err == NULL)
+            err = "unknown dlopen error";
+        snprintf(outcome, sizeof outcome, "%s: %s", is_not_found(file, err) ? "not found" : "found, failed to load",
+                 err);
+        record(label, outcome);
+        return -1;
+    }
+    nh_hip_table table;
+    char missing[256];
+    if (resolve(handle, &table, missing, sizeof missing) != 0) {
+        snprintf(outcome, sizeof outcome, "loaded, but not a HIP runtime: it does not export %s", missing);
+        record(label, outcome);
+        dlclose(handle);
+        return -1;
+    }
+    struct link_map *lm = NULL;
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL && lm->l_name != NULL && lm->l_name[0] != '\0')
+        snprintf(loaded_path, sizeof loaded_path, "%s", lm->l_name);
+    else
+        snprintf(loaded_path, sizeof loaded_path, "%s", file);
+    int version = -1;
+    if (table.hipRuntimeGetVersion != NULL && table.hipRuntimeGetVersion(&version) != NH_hipSuccess)
+        version = -1;
+    runtime_version = version;
+    nh_hip = table;
+    record(label, NULL);
+    return 0;
+}
+
+static int find_loaded(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    const char *name = info->dlpi_name;
+    if (name == NULL || name[0] == '\0')
+        return 0;
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    if (strncmp(base, "libamdhip64.so", strlen("libamdhip64.so")) != 0)
+        return 0;
+    snprintf((char *)data, 4096, "%s", name);
+    return 1;
+}
+
+static int discover(void)
+{
+    const int flags = RTLD_NOW | RTLD_LOCAL;
+    char label[4096 + 64];
+    const char *override = getenv("NCCL4PY_HIP_LIBRARY");
+    if (override != NULL) {
+        while (*override == ' ' || *override == '\t' || *override == '\n')
+            override++;
+        char value[4096];
+        snprintf(value, sizeof value, "%s", override);
+        size_t n = strlen(value);
+        while (n > 0 && (value[n - 1] == ' ' || value[n - 1] == '\t' || value[n - 1] == '\n'))
+            value[--n] = '\0';
+        if (n > 0) {
+            snprintf(label, sizeof label, "NCCL4PY_HIP_LIBRARY=%s", value);
+            return try_candidate(label, value, flags);
+        }
+    }
+
+    char mapped[4096] = "";
+    if (dl_iterate_phdr(find_loaded, mapped) != 0 && mapped[0] != '\0') {
+        snprintf(label, sizeof label, "%s (already loaded in the process)", mapped);
+        if (try_candidate(label, mapped, flags | RTLD_NOLOAD) == 0)
+            return 0;
+    }
+
+    for (size_t i = 0; i < NSONAMES; i++)
+        if (try_candidate(sonames[i], sonames[i], flags) == 0)
+            return 0;
+
+    const char *rocm = getenv("ROCM_PATH");
+    const char *dirs[2] = {rocm != NULL && rocm[0] != '\0' ? rocm : "/opt/rocm", getenv("HIP_PATH")};
+    for (size_t d = 0; d < 2; d++) {
+        if (dirs[d] == NULL || dirs[d][0] == '\0')
+            continue;
+        for (size_t i = 0; i < NSONAMES; i++) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/lib/%s", dirs[d], sonames[i]);
+            if (try_candidate(path, path, flags) == 0)
+                return 0;
+        }
+    }
+    return -1;
+}
+
+int nh_loader_load(nh_attempt **out, size_t *nout)
+{
+    if (out != NULL) {
+        *out = NULL;
+        *nout = 0;
+    }
+    pthread_mutex_lock(&loader_lock);
+    int rc = 0;
+    if (!atomic_load_explicit(&loader_ready, memory_order_relaxed)) {
+        clear_attempts();
+        rc = discover();
+        if (rc == 0)
+            atomic_store_explicit(&loader_ready, 1, memory_order_release);
+    }
+    if (out != NULL && copy_attempts(out, nout) != 0) {
+        *out = NULL;
+        *nout = 0;
+    }
+    pthread_mutex_unlock(&loader_lock);
+    return rc;
+}
+
+int nh_loader_attempts(nh_attempt **out, size_t *nout)
+{
+    pthread_mutex_lock(&loader_lock);
+    int rc = copy_attempts(out, nout);
+    pthread_mutex_unlock(&loader_lock);
+    return rc;
+}
