@@ -166,8 +166,13 @@ static int unsigned_converter(PyObject *obj, unsigned long long max, unsigned lo
         goto exit;
     }
     unsigned long long v = PyLong_AsUnsignedLongLong(index);
-    if (v == (unsigned long long)-1 && PyErr_Occurred())
-        goto exit;
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            goto exit;
+        PyErr_Clear();
+        v = ULLONG_MAX;
+        max = v - 1; /* reported below */
+    }
     if (v > max) {
         PyErr_Format(PyExc_OverflowError, "%s %S is too large", what, index);
         goto exit;
