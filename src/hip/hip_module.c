@@ -74,7 +74,9 @@ static void nh_free(void *module) { nh_clear((PyObject *)module); }
 static PyModuleDef_Slot nh_slots[] = {
     {Py_mod_exec, nh_exec},
 #if PY_VERSION_HEX >= 0x030C0000
-    {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
+    /* The DLPack deleter may run on any thread and takes the GIL with PyGILState_Ensure, which
+     * only knows the main interpreter; numpy, which the shim's views use, has the same limit. */
+    {Py_mod_multiple_interpreters, Py_MOD_MULTIPLE_INTERPRETERS_NOT_SUPPORTED},
 #endif
 #ifdef Py_GIL_DISABLED
     /* Module state is written only by exec; the loader has its own mutex. */

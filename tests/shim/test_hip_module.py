@@ -207,3 +207,23 @@ def test_gil_released_while_hip_blocks(hip, stub):
     hip.stream_destroy(s)
     assert not t.is_alive()
     assert errors == []
+
+
+def test_reimport_makes_fresh_module_state(run_python):
+    run_python("""
+        import sys
+        from nccl._hip_compat import _hip as first
+        del sys.modules["nccl._hip_compat._hip"]
+        import importlib
+        second = importlib.import_module("nccl._hip_compat._hip")
+        assert second is not first and second.HipError is not first.HipError
+        assert second.get_device_count() == first.get_device_count() == 2
+        try:
+            second.set_device(9)
+        except second.HipError:
+            pass
+        try:
+            first.set_device(9)
+        except first.HipError:
+            pass
+    """)

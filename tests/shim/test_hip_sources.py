@@ -77,3 +77,17 @@ def test_no_hip_headers_needed():
     for path in HIP_SRC.glob("*.[ch]"):
         includes = re.findall(r'#include\s*[<"]([^>"]+)[>"]', path.read_text())
         assert not [i for i in includes if "hip/" in i or i.startswith("hip_runtime")], (path.name, includes)
+
+
+def test_stub_file_matches_the_module(hip):
+    import ast
+
+    tree = ast.parse((HIP_SRC.parent / "nccl" / "_hip_compat" / "_hip.pyi").read_text())
+    declared = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            declared.add(node.name)
+        elif isinstance(node, ast.AnnAssign):
+            declared.add(node.target.id)
+    public = {name for name in dir(hip) if not name.startswith("_")}
+    assert declared == public

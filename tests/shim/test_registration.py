@@ -29,9 +29,10 @@ def test_registers_without_opening_the_runtime(child, stub_path):
     child("""
         import sys
         from nccl._hip_compat import register_cuda_core_shim, is_cuda_core_shim_registered
-        from nccl._hip_compat import _hip
         assert not is_cuda_core_shim_registered()
         assert register_cuda_core_shim() is True
+        assert "nccl._hip_compat._hip" not in sys.modules, "registration imported the C module"
+        from nccl._hip_compat import _hip
         assert is_cuda_core_shim_registered()
         import cuda.core, cuda.core.system, cuda.core.utils, cuda.core.typing
         from cuda.core import (Device, Stream, StreamOptions, Event, EventOptions, Buffer, MemoryResource,
@@ -46,6 +47,7 @@ def test_registers_without_opening_the_runtime(child, stub_path):
             for name in dir(module):
                 getattr(module, name)
         assert not _hip.is_loaded(), "resolving names opened the HIP runtime"
+        assert "numpy" not in sys.modules, "resolving names imported numpy"
         maps = open("/proc/self/maps").read()
         assert %r not in maps and "libamdhip64" not in maps
     """ % str(stub_path))
