@@ -47,7 +47,8 @@ def main():
 
     uid = bytes(b.get_unique_id()).hex()  # the root of the id lives in this process until init ends
     print(f"library: {b.get_library_path()} ({b.get_library_flavour()})", flush=True)
-    env_base = dict(os.environ, DEMO_UNIQUE_ID=uid)
+    # The ranks open the very library this process chose (and skip its one-time notice).
+    env_base = dict(os.environ, DEMO_UNIQUE_ID=uid, NCCL_LIBRARY=b.get_library_path())
     procs = [subprocess.Popen([sys.executable, __file__, "--nranks", str(args.nranks)],
                               env=dict(env_base, DEMO_RANK=str(r))) for r in range(args.nranks)]
     codes = []
