@@ -6,6 +6,7 @@
  * and the call are one step that no other Python code on this thread can interleave with. */
 #include "hip_module.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "hip_loader.h"
@@ -537,6 +538,43 @@ static PyObject *get_error_name(PyObject *module, PyObject *const *args, Py_ssiz
     return PyUnicode_FromString(name ? name : "");
 }
 
+/* Host memory for the shim's host-flavour backend (no HIP involved): page-aligned, zeroed. */
+
+PyDoc_STRVAR(host_malloc__doc__, "host_malloc(size, /)\n--\n\n"
+"Zeroed, 4096-byte aligned host memory for the host-flavour backend. size must be positive.");
+
+static PyObject *host_malloc(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    size_t size;
+    if (!nh_check_nargs("host_malloc", nargs, 1, 1) || !nh_size_converter(args[0], &size))
+        return NULL;
+    if (size == 0) {
+        PyErr_SetString(PyExc_ValueError, "size must be positive, got 0");
+        return NULL;
+    }
+    void *ptr = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = posix_memalign(&ptr, 4096, size);
+    if (rc == 0)
+        memset(ptr, 0, size);
+    Py_END_ALLOW_THREADS
+    if (rc != 0)
+        return PyErr_NoMemory();
+    return PyLong_FromVoidPtr(ptr);
+}
+
+PyDoc_STRVAR(host_free__doc__, "host_free(ptr, /)\n--\n\nFree memory from host_malloc (0 is ignored).");
+
+static PyObject *host_free(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    uintptr_t ptr;
+    if (!nh_check_nargs("host_free", nargs, 1, 1) || !nh_handle_converter(args[0], &ptr))
+        return NULL;
+    free((void *)ptr);
+    Py_RETURN_NONE;
+}
+
 #define NH_FASTCALL(name, fn) {name, (PyCFunction)(void (*)(void))fn, METH_FASTCALL, fn##__doc__}
 
 PyMethodDef nh_runtime_methods[] = {
@@ -562,5 +600,7 @@ PyMethodDef nh_runtime_methods[] = {
     NH_FASTCALL("pointer_get_attributes", pointer_get_attributes),
     NH_FASTCALL("get_error_string", get_error_string),
     NH_FASTCALL("get_error_name", get_error_name),
+    NH_FASTCALL("host_malloc", host_malloc),
+    NH_FASTCALL("host_free", host_free),
     {NULL, NULL, 0, NULL},
 };

@@ -31,6 +31,8 @@ STUB_SRC = Path(__file__).resolve().parent / "stub_hip.c"
 HIP_SOURCES = ["hip_module.c", "hip_errors.c", "hip_library.c", "hip_runtime.c", "hip_dlpack.c", "hip_loader.c"]
 # The flags meson uses (warning_level=2, c_std=c11) plus those of src/hip/meson.build.
 EXT_CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-D_GNU_SOURCE", "-fvisibility=hidden", "-O1", "-g"]
+# Extra flags for the scratch extension and the stub, e.g. "-fsanitize=address,undefined".
+EXTRA_CFLAGS = os.environ.get("NCCL4PY_SHIM_TEST_CFLAGS", "").split()
 
 _session = {}
 
@@ -61,14 +63,14 @@ def build_extension(dest, extra_flags=()):
     """Compile nccl._hip_compat._hip from src/hip into dest; returns the file."""
     include = sysconfig.get_paths()["include"]
     out = Path(dest) / ("_hip" + sysconfig.get_config_var("EXT_SUFFIX"))
-    _gcc([*EXT_CFLAGS, *extra_flags, "-shared", "-fPIC", f"-I{include}",
+    _gcc([*EXT_CFLAGS, *EXTRA_CFLAGS, *extra_flags, "-shared", "-fPIC", f"-I{include}",
           *[str(HIP_SRC / name) for name in HIP_SOURCES], "-ldl", "-lpthread", "-o", str(out)])
     return out
 
 
 def build_stub(dest, name="libstub_hip.so", defines=()):
     out = Path(dest) / name
-    _gcc(["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-shared", "-fPIC",
+    _gcc(["-std=c11", "-O1", "-g", "-Wall", "-Wextra", *EXTRA_CFLAGS, "-shared", "-fPIC",
           *[f"-D{d}" for d in defines], str(STUB_SRC), "-lpthread", "-o", str(out)])
     return out
 

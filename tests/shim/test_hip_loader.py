@@ -269,3 +269,42 @@ def test_unbacked_cuda_backend(run_python):
         _runtime.set_backend(None)
         assert get_num_devices() == 2
     """)
+
+
+def test_host_flavour_backend(run_python, tmp_path):
+    """The host flavour: virtual devices, host memory exported as kDLCPU, no HIP runtime."""
+    run_python("""
+        import gc
+        import numpy as np
+        from nccl._hip_compat import _hip
+        from nccl._hip_compat.cuda_core_shim import (Buffer, Device, EventOptions, StridedMemoryView,
+                                                   get_num_devices, _runtime)
+        _runtime.set_backend(_runtime.HostBackend())
+        assert get_num_devices() == 3
+        d = Device(2)
+        d.set_current()
+        assert Device() is d and d.pci_bus_id == "host:0002"
+        s = d.create_stream()
+        b = d.allocate(64)
+        assert (b.is_device_accessible, b.is_host_accessible, b.__dlpack_device__()) == (False, True, (1, 0))
+        b.fill(9, stream=s)
+        a = np.from_dlpack(b)
+        assert (a == 9).all()
+        c = b.copy_to(stream=s)
+        assert (np.from_dlpack(c) == 9).all()
+        start = s.record(options=EventOptions(enable_timing=True))
+        end = s.record(options=EventOptions(enable_timing=True))
+        assert end.is_done and end - start >= 0.0
+        s.wait(end)
+        view = StridedMemoryView(b, stream_ptr=-1)
+        assert view.device_id == -1 and not view.is_device_accessible
+        try:
+            Device(3)
+        except ValueError as e:
+            assert str(e) == "device_id 3 is out of range; HIP reports 3 device(s)", str(e)
+        for obj in (start, end, c, b, s):
+            obj.close()
+        del a, view
+        gc.collect()
+        assert not _hip.is_loaded(), "the host flavour opened the HIP runtime"
+    """, env={"NCCL4PY_HIP_LIBRARY": str(tmp_path / "absent.so"), "NCCL_HOST_NUM_DEVICES": "3"})

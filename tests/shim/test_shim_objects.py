@@ -158,6 +158,15 @@ def test_stream_options(stub):
     Device(0).create_stream(options=StreamOptions(priority=-1)).close()
     assert stub.stubHipCalls(b"hipStreamCreateWithPriority") == priority + 1
     assert StreamOptions() == StreamOptions(nonblocking=True, priority=None)
+    Device(0).create_stream(options={"nonblocking": False}).close()
+    assert stub.stubHipCalls(b"hipStreamCreateWithFlags") == flags + 2
+    with pytest.raises(TypeError, match="options must be StreamOptions, a dict or None, got int"):
+        Device(0).create_stream(options=1)
+    e = Device(0).create_event({"enable_timing": True})
+    assert e.is_timing_disabled is False
+    e.close()
+    with pytest.raises(TypeError, match="options must be EventOptions"):
+        Device(0).create_event(options="fast")
 
 
 def test_stream_bad_priority_is_a_hip_error(hip):

@@ -38,8 +38,9 @@ class Event:
 
     @classmethod
     def _init(cls, options=None, device_id=None):
-        if options is None:
-            options = EventOptions()
+        from ._stream import _options
+
+        options = _options(EventOptions, options)
         hip = _runtime.hip()
         timing = bool(options.enable_timing)
         flags = hip.hipEventDefault if timing else hip.hipEventDisableTiming

@@ -249,7 +249,8 @@ class MemoryResource(abc.ABC):
 
 
 class _HipMallocResource(MemoryResource):
-    """Device memory from hipMalloc/hipFree on one device (the current one when None)."""
+    """Device memory from hipMalloc/hipFree on one device (the current one when None). With the
+    host-flavour backend it is host memory, and reports itself host-only."""
 
     __slots__ = ("_device_id",)
 
@@ -272,11 +273,11 @@ class _HipMallocResource(MemoryResource):
 
     @property
     def is_device_accessible(self):
-        return True
+        return not _runtime.host_memory()
 
     @property
     def is_host_accessible(self):
-        return False
+        return _runtime.host_memory()
 
     @property
     def device_id(self):

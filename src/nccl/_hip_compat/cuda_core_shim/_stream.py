@@ -20,6 +20,17 @@ class StreamOptions:
     priority: Optional[int] = None
 
 
+def _options(cls, options):
+    """None, an instance of cls, or a dict of its fields (as cuda.core accepts)."""
+    if options is None:
+        return cls()
+    if isinstance(options, cls):
+        return options
+    if isinstance(options, dict):
+        return cls(**options)
+    raise TypeError(f"options must be {cls.__name__}, a dict or None, got {type(options).__name__}")
+
+
 def _handle_arg(handle, what):
     if isinstance(handle, bool) or not hasattr(type(handle), "__index__"):
         raise TypeError(f"{what} must be an int, got {type(handle).__name__}")
@@ -90,8 +101,7 @@ class Stream:
             raise ValueError("obj and options cannot be both specified")
         if obj is not None:
             return cls._make(_handle_from_protocol(obj), obj, False, device_id)
-        if options is None:
-            options = StreamOptions()
+        options = _options(StreamOptions, options)
         hip = _runtime.hip()
         flags = hip.hipStreamNonBlocking if options.nonblocking else hip.hipStreamDefault
         if device_id is None:
