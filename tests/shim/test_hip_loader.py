@@ -37,6 +37,12 @@ def test_missing_runtime_never_crashes(run_python, tmp_path):
         import numpy as np
         assert StridedMemoryView(np.zeros(2), stream_ptr=-1).device_id == -1
         assert not _hip.is_loaded() and _hip.library_path() is None
+        from nccl._hip_compat import cuda_core_shim
+        try:
+            Device(0)
+        except cuda_core_shim.NotSupportedError:
+            pass
+        assert issubclass(cuda_core_shim.HipError, RuntimeError)
         assert len(_hip.load_attempts()) == 1
     """ % {"p": str(missing)}, env={"NCCL4PY_HIP_LIBRARY": str(missing)})
 

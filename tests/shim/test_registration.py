@@ -4,15 +4,28 @@ Registration is process-global, so each test runs in a fresh interpreter. The ch
 the variables that steer the decision, so the host's environment cannot change the outcome.
 """
 
+import textwrap
+
 import pytest
 
 STEERING = ("NCCL4PY_CUDA_CORE_SHIM", "NCCL_LIBRARY")
 
 
+# `import nccl` registers the shim once the package is installed with its real __init__; each
+# child first undoes that, so it starts from "not registered yet" in every layout.
+PRELUDE = """\
+import sys as _sys
+from nccl._hip_compat import _register as _reg
+for _name in [_k for _k in _sys.modules if _k == "cuda" or _k.startswith("cuda.")]:
+    del _sys.modules[_name]
+_reg._registered_core = None
+"""
+
+
 @pytest.fixture
 def child(run_python):
     def run(code, env=None, **kwargs):
-        return run_python(code, env=env, unset=STEERING, **kwargs)
+        return run_python(PRELUDE + textwrap.dedent(code), env=env, unset=STEERING, **kwargs)
 
     return run
 

@@ -4,7 +4,9 @@ Registered under ``cuda.core`` by ``nccl._hip_compat.register_cuda_core_shim()``
 package, or resolving any of its names, never opens the HIP runtime: ``libamdhip64`` is opened by
 the first call that needs a device (``NCCL4PY_HIP_LIBRARY`` names it explicitly). A missing
 runtime raises ``NotSupportedError`` (a ``RuntimeError``) from that call, and a failing HIP call
-raises ``HipError`` (also a ``RuntimeError``) whose message names the HIP function.
+raises ``HipError`` (also a ``RuntimeError``) whose message names the HIP function; both are
+served here. The backing can be switched with ``_runtime.set_backend()`` (host flavour, or an
+NVIDIA host without a real cuda.core).
 """
 
 import importlib
@@ -25,6 +27,8 @@ _NAMES = {
     "IsStreamT": "typing",
     "DevicePointerType": "typing",
     "DevicePointerT": "typing",
+    "HipError": "_runtime",
+    "NotSupportedError": "_runtime",
 }
 
 __all__ = sorted(_NAMES)
