@@ -11,8 +11,6 @@ Registration as ``cuda.core`` is process-global, so every test that registers ru
 interpreter (``run_python``).
 """
 
-import importlib.machinery
-import importlib.util
 import os
 import shutil
 import subprocess

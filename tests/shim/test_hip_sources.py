@@ -2,12 +2,10 @@
 
 import re
 import subprocess
-import sysconfig
-from pathlib import Path
 
 import pytest
 
-from conftest import EXT_CFLAGS, HIP_SOURCES, HIP_SRC, build_extension
+from conftest import HIP_SOURCES, HIP_SRC, build_extension
 
 C_FILES = sorted(HIP_SRC.glob("*.c"))
 # Functions documented to run with the GIL already released (called only inside such blocks).

@@ -3,7 +3,6 @@
 These use nccl._hip_compat.cuda_core_shim directly, without registering it as cuda.core.
 """
 
-import ctypes
 import gc
 import pickle
 import sys
