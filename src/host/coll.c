@@ -1,0 +1,318 @@
+/* Collectives as non-blocking state machines over the segment's per-rank slots (HOST_BACKEND.md
+ * sections 6, 7 and 11.4).
+ *
+ * Every collective is cut into steps; step s of the communicator is the same on every rank
+ * because chunk boundaries derive from counts that are verified equal. One step:
+ *   phase 0: wait until every rank finished reading step s-1 (its `done` >= s-1), so our slot may
+ *            be overwritten; copy our input chunk (or our sub-blocks for every destination) into
+ *            the slot, write the descriptor, publish seq = s, ring every peer;
+ *   phase 1: wait until every slot shows seq == s; compare every descriptor with ours (a
+ *            difference is a cross-rank mismatch: ncclInvalidUsage on every rank); read the slots
+ *            and combine them in rank order 0..n-1 into our output; publish done = s.
+ * Every rank publishes a descriptor at every step (even a Broadcast non-root), so every mismatch
+ * is seen by every rank, and each step doubles as a barrier. Inputs are staged in shared memory
+ * before any output is written, which makes every in-place form correct by construction; user
+ * memory is touched only inside the write ranges of section 6.1. */
+#include <stdio.h>
+#include <string.h>
+
+#include "nccl_host.h"
+
+static size_t min_sz(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+static int uses_subblocks(host_kind k)
+{
+    return k == HOST_K_REDUCESCATTER || k == HOST_K_ALLTOALL || k == HOST_K_SCATTER || k == HOST_K_ALLTOALLV;
+}
+
+ncclResult_t host_coll_begin(host_comm *c, host_coll_run *run, host_opd *op)
+{
+    size_t es = host_type_size(op->datatype);
+    size_t chunk = c->seg.chunk_bytes;
+    memset(run, 0, sizeof *run);
+    run->op = op;
+    run->elems = uses_subblocks(op->kind) ? chunk / (es * (size_t)c->nranks) : chunk / es;
+    if (run->elems == 0)
+        return host_fail(ncclInternalError, "%s: segment chunk of %zu bytes is too small for %d ranks", op->name, chunk,
+                         c->nranks);
+    if (op->kind == HOST_K_ALLTOALLV)
+        run->nsteps = 1; /* the count exchange; data steps are added once counts are known */
+    else
+        run->nsteps = (op->count + run->elems - 1) / run->elems;
+    /* ncclScalarDevice: the scalar is read when the collective executes (section 7.5). */
+    if (op->scalar_ptr != NULL)
+        memcpy(run->scalar, op->scalar_ptr, es);
+    else
+        memcpy(run->scalar, op->scalar, sizeof run->scalar);
+    run->coll_seq = ++c->coll_seq;
+    return ncclSuccess;
+}
+
+/* Copies this rank's contribution to step stepi into its slot. */
+static void publish_data(host_comm *c, host_coll_run *run, unsigned char *slot)
+{
+    host_opd *op = run->op;
+    int n = c->nranks, me = c->rank;
+    size_t es = host_type_size(op->datatype);
+    size_t E = run->elems;
+    const unsigned char *send = op->sendbuff;
+    if (op->kind == HOST_K_ALLTOALLV) {
+        const size_t *scount = op->v, *sdispl = op->v + n;
+        if (run->stepi == 0) {
+            uint64_t *counts = (uint64_t *)slot;
+            for (int d = 0; d < n; d++)
+                counts[d] = scount[d];
+            return;
+        }
+        size_t o = (size_t)(run->stepi - 1) * E;
+        for (int d = 0; d < n; d++) {
+            size_t len = scount[d] > o ? min_sz(E, scount[d] - o) : 0;
+            if (len > 0)
+                memcpy(slot + (size_t)d * E * es, send + (sdispl[d] + o) * es, len * es);
+        }
+        return;
+    }
+    size_t o = (size_t)run->stepi * E;
+    size_t len = min_sz(E, op->count - o);
+    switch (op->kind) {
+    case HOST_K_BROADCAST:
+        if (me != op->root)
+            return;
+        /* fall through */
+    case HOST_K_ALLREDUCE:
+    case HOST_K_ALLREDUCE_BIAS:
+    case HOST_K_REDUCE:
+    case HOST_K_ALLGATHER:
+    case HOST_K_GATHER:
+        memcpy(slot, send + o * es, len * es);
+        return;
+    case HOST_K_SCATTER:
+        if (me != op->root)
+            return;
+        /* fall through */
+    case HOST_K_REDUCESCATTER:
+    case HOST_K_ALLTOALL:
+        for (int d = 0; d < n; d++)
+            memcpy(slot + (size_t)d * E * es, send + ((size_t)d * op->count + o) * es, len * es);
+        return;
+    default:
+        return;
+    }
+}
+
+static void reduce_into(host_comm *c, host_coll_run *run, unsigned char *acc, size_t byte_off, size_t len)
+{
+    host_opd *op = run->op;
+    int n = c->nranks;
+    host_fp8_mode fp8 = host_params()->fp8;
+    for (int j = 0; j < n; j++) {
+        host_slot_hdr *sh = host_seg_slot(&c->seg, j);
+        host_op hop;
+        hop.kind = (host_op_kind)op->opkind;
+        memcpy(hop.scalar, sh->scalar, sizeof hop.scalar);
+        if (j == 0)
+            host_reduce_prepare(acc, host_seg_slot_data(&c->seg, j) + byte_off, len, op->datatype, &hop, fp8, n);
+        else
+            host_reduce_step(acc, host_seg_slot_data(&c->seg, j) + byte_off, len, op->datatype, &hop, fp8, n);
+        if (j == n - 1)
+            host_reduce_finish(acc, len, op->datatype, &hop, n);
+    }
+}
+
+/* Reads every slot of step stepi and writes this rank's output. */
+static ncclResult_t consume(host_comm *c, host_coll_run *run)
+{
+    host_opd *op = run->op;
+    int n = c->nranks, me = c->rank;
+    size_t es = host_type_size(op->datatype);
+    size_t E = run->elems;
+    unsigned char *recv = op->recvbuff;
+    if (op->kind == HOST_K_ALLTOALLV) {
+        const size_t *rcount = op->v + 2 * n, *rdispl = op->v + 3 * n;
+        if (run->stepi == 0) {
+            uint64_t maxv = 0;
+            for (int j = 0; j < n; j++) {
+                const uint64_t *counts = (const uint64_t *)host_seg_slot_data(&c->seg, j);
+                if (counts[me] != rcount[j]) {
+                    return host_fail(ncclInvalidUsage, "%s: rank %d sends %llu elements to rank %d, which expects %zu "
+                                     "(recvcounts[%d])", op->name, j, (unsigned long long)counts[me], me, rcount[j], j);
+                }
+                for (int d = 0; d < n; d++)
+                    if (counts[d] > maxv)
+                        maxv = counts[d];
+            }
+            run->maxv = maxv;
+            run->nsteps = 1 + (maxv + E - 1) / E;
+            return ncclSuccess;
+        }
+        size_t o = (size_t)(run->stepi - 1) * E;
+        for (int j = 0; j < n; j++) {
+            size_t len = rcount[j] > o ? min_sz(E, rcount[j] - o) : 0;
+            if (len > 0)
+                memcpy(recv + (rdispl[j] + o) * es, host_seg_slot_data(&c->seg, j) + (size_t)me * E * es, len * es);
+        }
+        return ncclSuccess;
+    }
+    size_t o = (size_t)run->stepi * E;
+    size_t len = min_sz(E, op->count - o);
+    switch (op->kind) {
+    case HOST_K_ALLREDUCE:
+    case HOST_K_ALLREDUCE_BIAS:
+        reduce_into(c, run, recv + o * es, 0, len);
+        if (op->kind == HOST_K_ALLREDUCE_BIAS)
+            host_reduce_add_bias(recv + o * es, (const unsigned char *)op->acc + o * es, len, op->datatype,
+                                 host_params()->fp8);
+        break;
+    case HOST_K_REDUCE:
+        if (me == op->root)
+            reduce_into(c, run, recv + o * es, 0, len);
+        break;
+    case HOST_K_REDUCESCATTER:
+        reduce_into(c, run, recv + o * es, (size_t)me * E * es, len);
+        break;
+    case HOST_K_BROADCAST:
+        memcpy(recv + o * es, host_seg_slot_data(&c->seg, op->root), len * es);
+        break;
+    case HOST_K_ALLGATHER:
+    case HOST_K_GATHER:
+        if (op->kind == HOST_K_GATHER && me != op->root)
+            break;
+        for (int j = 0; j < n; j++)
+            memcpy(recv + ((size_t)j * op->count + o) * es, host_seg_slot_data(&c->seg, j), len * es);
+        break;
+    case HOST_K_ALLTOALL:
+        for (int j = 0; j < n; j++)
+            memcpy(recv + ((size_t)j * op->count + o) * es, host_seg_slot_data(&c->seg, j) + (size_t)me * E * es,
+                   len * es);
+        break;
+    case HOST_K_SCATTER:
+        memcpy(recv + o * es, host_seg_slot_data(&c->seg, op->root) + (size_t)me * E * es, len * es);
+        break;
+    default:
+        break;
+    }
+    return ncclSuccess;
+}
+
+/* Records a cross-rank failure in the segment so ranks stuck elsewhere learn it too. */
+void host_seg_error(host_comm *c, ncclResult_t rc, const char *text)
+{
+    host_seg_header *h = c->seg.hdr;
+    uint32_t expected = 0;
+    if (atomic_compare_exchange_strong(&h->error_code, &expected, (uint32_t)rc)) {
+        h->error_rank = c->rank;
+        snprintf(h->error_text, sizeof h->error_text, "%s", text);
+    }
+    for (int r = 0; r < c->nranks; r++)
+        host_bell_ring(&host_seg_rankp(&c->seg, r)->bell);
+}
+
+static ncclResult_t check_descriptors(host_comm *c, host_coll_run *run)
+{
+    host_slot_hdr *mine = host_seg_slot(&c->seg, c->rank);
+    for (int j = 0; j < c->nranks; j++) {
+        host_slot_hdr *o = host_seg_slot(&c->seg, j);
+        const char *field = NULL;
+        long long a = 0, b = 0;
+        if (j == c->rank)
+            continue;
+        if (o->kind != mine->kind)
+            field = "collective", a = mine->kind, b = o->kind;
+        else if (o->datatype != mine->datatype)
+            field = "datatype", a = mine->datatype, b = o->datatype;
+        else if (o->count != mine->count)
+            field = "count", a = (long long)mine->count, b = (long long)o->count;
+        else if (o->opkind != mine->opkind)
+            field = "reduction op", a = mine->opkind, b = o->opkind;
+        else if (o->root != mine->root)
+            field = "root", a = mine->root, b = o->root;
+        else if (o->coll_seq != mine->coll_seq || o->stepi != mine->stepi)
+            field = "collective sequence", a = (long long)mine->coll_seq, b = (long long)o->coll_seq;
+        if (field != NULL) {
+            char text[256];
+            if (o->kind != mine->kind)
+                snprintf(text, sizeof text, "cross-rank mismatch in collective #%llu: rank %d called %s, rank %d called %s",
+                         (unsigned long long)mine->coll_seq, c->rank, host_kind_name((host_kind)mine->kind), j,
+                         host_kind_name((host_kind)o->kind));
+            else if (o->datatype != mine->datatype)
+                snprintf(text, sizeof text, "cross-rank mismatch in %s #%llu: rank %d has datatype %s, rank %d has %s",
+                         run->op->name, (unsigned long long)mine->coll_seq, c->rank, host_type_name(mine->datatype), j,
+                         host_type_name(o->datatype));
+            else if (o->opkind != mine->opkind)
+                snprintf(text, sizeof text, "cross-rank mismatch in %s #%llu: rank %d reduces with %s, rank %d with %s",
+                         run->op->name, (unsigned long long)mine->coll_seq, c->rank, host_op_name(mine->opkind), j,
+                         host_op_name(o->opkind));
+            else
+                snprintf(text, sizeof text, "cross-rank mismatch in %s #%llu: %s is %lld on rank %d but %lld on rank %d",
+                         run->op->name, (unsigned long long)mine->coll_seq, field, a, c->rank, b, j);
+            host_seg_error(c, ncclInvalidUsage, text);
+            return host_fail(ncclInvalidUsage, "%s rank %d: %s", c->name, c->rank, text);
+        }
+    }
+    return ncclSuccess;
+}
+
+ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress, int *done, host_blocked *b)
+{
+    int n = c->nranks, me = c->rank;
+    host_opd *op = run->op;
+    b->opname = op->name;
+    for (;;) {
+        if (run->phase == 0) {
+            uint64_t s = c->step + 1;
+            host_slot_hdr *sh = host_seg_slot(&c->seg, me);
+            for (int r = 0; r < n; r++) {
+                if (atomic_load_explicit(&host_seg_rankp(&c->seg, r)->done, memory_order_acquire) + 1 < s) {
+                    b->peer = r;
+                    b->what = "the previous collective step to be read";
+                    return ncclSuccess;
+                }
+            }
+            publish_data(c, run, host_seg_slot_data(&c->seg, me));
+            sh->coll_seq = run->coll_seq;
+            sh->kind = (int32_t)op->kind;
+            sh->datatype = (int32_t)op->datatype;
+            sh->opkind = op->opkind;
+            sh->root = op->root;
+            sh->count = op->kind == HOST_K_ALLTOALLV ? 0 : op->count;
+            sh->stepi = run->stepi;
+            sh->nsteps = run->nsteps;
+            memcpy(sh->scalar, run->scalar, sizeof sh->scalar);
+            atomic_store_explicit(&sh->seq, s, memory_order_release);
+            c->step = s;
+            run->s = s;
+            run->phase = 1;
+            *progress = 1;
+            for (int r = 0; r < n; r++)
+                if (r != me)
+                    host_bell_ring(&host_seg_rankp(&c->seg, r)->bell);
+        }
+        for (int r = 0; r < n; r++) {
+            if (atomic_load_explicit(&host_seg_slot(&c->seg, r)->seq, memory_order_acquire) != run->s) {
+                b->peer = r;
+                b->what = "its contribution to the collective";
+                return ncclSuccess;
+            }
+        }
+        HOST_CHECK(check_descriptors(c, run));
+        ncclResult_t rc = consume(c, run);
+        if (rc != ncclSuccess) {
+            host_seg_error(c, rc, host_last_error());
+            return rc;
+        }
+        atomic_store_explicit(&host_seg_rankp(&c->seg, me)->done, run->s, memory_order_release);
+        for (int r = 0; r < n; r++)
+            if (r != me)
+                host_bell_ring(&host_seg_rankp(&c->seg, r)->bell);
+        *progress = 1;
+        run->stepi++;
+        run->phase = 0;
+        if (run->stepi >= run->nsteps) {
+            *done = 1;
+            return ncclSuccess;
+        }
+    }
+}

@@ -1,0 +1,836 @@
+/* Communicator lifecycle (HOST_BACKEND.md section 4): create, init (blocking, nonblocking,
+ * grouped, scalable, InitAll), finalize, destroy, abort, split, shrink, queries.
+ *
+ * Every communicator has its own worker thread; the bootstrap itself runs there as the first
+ * task, so blocking init, nonblocking init and inits grouped from one thread share one path.
+ * Finalize and destroy are local (Differs from NCCL, section 4.6): peers learn through a LEAVE
+ * notice and the rank's state word in the segment; data this rank delivered stays receivable. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "nccl_host.h"
+
+static _Thread_local int host_device; /* ncclHostSetDevice */
+
+ncclResult_t host_set_device(int dev)
+{
+    int nd = host_params()->num_devices;
+    if (dev < 0 || dev >= nd)
+        return host_fail(ncclInvalidArgument, "ncclHostSetDevice: device %d is outside [0, %d) "
+                         "(NCCL_HOST_NUM_DEVICES)", dev, nd);
+    host_device = dev;
+    return ncclSuccess;
+}
+
+ncclResult_t host_get_device(int *dev)
+{
+    if (dev == NULL)
+        return host_fail(ncclInvalidArgument, "ncclHostGetDevice: device is NULL");
+    *dev = host_device;
+    return ncclSuccess;
+}
+
+int host_current_device(void)
+{
+    return host_device;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+ncclResult_t host_comm_create(int nranks, int rank, const ncclConfig_t *cfg, host_comm **out)
+{
+    host_comm *c = calloc(1, sizeof *c);
+    *out = NULL;
+    if (c == NULL)
+        return host_fail(ncclSystemError, "out of memory creating a communicator");
+    pthread_mutex_init(&c->lock, NULL);
+    host_cond_init(&c->cv);
+    c->nranks = nranks;
+    c->rank = rank;
+    c->device = host_current_device();
+    c->config = *cfg;
+    c->blocking = cfg->blocking;
+    if (cfg->commName != NULL)
+        snprintf(c->name, sizeof c->name, "%s", cfg->commName);
+    else
+        snprintf(c->name, sizeof c->name, "comm");
+    c->config.commName = NULL; /* the caller's string may not outlive the call */
+    c->config.netName = NULL;
+    c->fork_gen = atomic_load(&host_fork_gen);
+    c->phase = HOST_PHASE_INIT;
+    c->listen_fd = -1;
+    c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    c->peers = calloc((size_t)nranks, sizeof *c->peers);
+    c->send_pos = calloc((size_t)nranks, sizeof *c->send_pos);
+    c->recv_pos = calloc((size_t)nranks, sizeof *c->recv_pos);
+    if (c->wake_fd < 0 || c->peers == NULL || c->send_pos == NULL || c->recv_pos == NULL) {
+        int e = errno;
+        if (c->wake_fd >= 0)
+            close(c->wake_fd);
+        free(c->peers);
+        free(c->send_pos);
+        free(c->recv_pos);
+        free(c);
+        return host_fail(ncclSystemError, "cannot create a communicator: %s", strerror(e));
+    }
+    for (int j = 0; j < nranks; j++) {
+        c->peers[j].fd = -1;
+        pthread_mutex_init(&c->peers[j].send_lock, NULL);
+    }
+    *out = c;
+    return ncclSuccess;
+}
+
+void host_comm_free(host_comm *c)
+{
+    if (c == NULL)
+        return;
+    host_redop_free_all(c);
+    host_reg_free_all(c);
+    while (c->mail != NULL) {
+        host_mail *m = c->mail;
+        c->mail = m->next;
+        free(m);
+    }
+    for (int j = 0; j < c->nranks; j++) {
+        host_sock_close(&c->peers[j].fd);
+        pthread_mutex_destroy(&c->peers[j].send_lock);
+    }
+    host_sock_close(&c->listen_fd);
+    host_sock_close(&c->wake_fd);
+    host_seg_unmap(&c->seg);
+    free(c->peers);
+    free(c->send_pos);
+    free(c->recv_pos);
+    free(c->extra_ids);
+    pthread_mutex_destroy(&c->lock);
+    pthread_cond_destroy(&c->cv);
+    free(c);
+}
+
+/* Marks this rank gone in the segment and tells every peer, best effort, without waiting. */
+static void announce_departure(host_comm *c, int abort)
+{
+    uint32_t want = abort ? HOST_RANK_ABORTED : HOST_RANK_LEFT;
+    if (c->seg.base != NULL) {
+        host_seg_rank *me = host_seg_rankp(&c->seg, c->rank);
+        if (abort || atomic_load(&me->state) == HOST_RANK_ALIVE)
+            atomic_store(&me->state, want);
+        for (int r = 0; r < c->nranks; r++)
+            host_bell_ring(&host_seg_rankp(&c->seg, r)->bell);
+    }
+    for (int j = 0; j < c->nranks; j++)
+        if (j != c->rank && c->peers[j].fd >= 0)
+            (void)host_ctl_send(c, j, abort ? HOST_MSG_ABORT : HOST_MSG_LEAVE, 0, NULL, 0, host_now_ns());
+}
+
+void host_comm_teardown(host_comm *c, int abort)
+{
+    int64_t deadline = host_deadline_after(host_params()->timeout_ns);
+    host_worker_stop(c, deadline);
+    if (c->worker_started == 3)
+        return; /* the worker is stuck past the deadline: leak rather than free under it */
+    host_monitor_remove(c);
+    if (abort || c->phase != HOST_PHASE_FINALIZED) /* finalize already announced it */
+        announce_departure(c, abort);
+    host_comm_free(c);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Init                                                                                          */
+/* ------------------------------------------------------------------------------------------ */
+
+ncclResult_t host_run_init(host_comm *c)
+{
+    ncclResult_t rc;
+    if (atomic_load(&c->aborted))
+        return host_fail(ncclInvalidUsage, "%s rank %d: communicator aborted during init", c->name, c->rank);
+    HOST_CHECK(host_sock_listen(host_params()->bind_addr, &c->listen_fd, &c->listen_port_be));
+    rc = host_bootstrap(c);
+    host_sock_close(&c->listen_fd);
+    return rc;
+}
+
+ncclResult_t host_comm_start(host_comm *c)
+{
+    host_task *t;
+    HOST_CHECK(host_worker_start(c));
+    t = calloc(1, sizeof *t);
+    if (t == NULL)
+        return host_fail(ncclSystemError, "out of memory");
+    t->kind = HOST_TASK_INIT;
+    t->detached = 1;
+    return host_task_submit(c, t);
+}
+
+ncclResult_t host_comm_wait_init(host_comm *c)
+{
+    ncclResult_t rc;
+    pthread_mutex_lock(&c->lock);
+    /* The INIT task ends by itself (its waits have the deadline; abort wakes them). */
+    while (c->phase == HOST_PHASE_INIT && atomic_load(&c->error) == 0)
+        pthread_cond_wait(&c->cv, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+    rc = host_comm_error(c);
+    return rc;
+}
+
+/* Puts a communicator whose init never ran (a discarded group) into ERROR(rc). */
+static void force_error(host_comm *c, ncclResult_t rc)
+{
+    int expected = 0;
+    atomic_compare_exchange_strong(&c->error, &expected, (int)rc);
+    host_comm_wake(c);
+}
+
+ncclResult_t host_init_rank(ncclComm_t *comm, int nranks, const ncclUniqueId *ids, int nids, int rank,
+                            const ncclConfig_t *config, const char *fn)
+{
+    ncclConfig_t cfg;
+    host_comm *c = NULL, *pinned = NULL;
+    ncclComm_t h = NULL;
+    ncclResult_t rc;
+    (void)host_params();
+    if (comm == NULL)
+        return host_fail(ncclInvalidArgument, "%s: comm is NULL", fn);
+    *comm = NULL;
+    if (nranks < 1 || nranks > HOST_MAX_RANKS)
+        return host_fail(ncclInvalidArgument, "%s: nranks %d is outside [1, %d]", fn, nranks, HOST_MAX_RANKS);
+    if (rank < 0 || rank >= nranks)
+        return host_fail(ncclInvalidArgument, "%s: rank %d is outside [0, %d)", fn, rank, nranks);
+    for (int i = 0; i < nids; i++)
+        HOST_CHECK(host_id_check(&ids[i], fn));
+    HOST_CHECK(host_config_parse(config, &cfg, fn));
+    HOST_CHECK(host_comm_create(nranks, rank, &cfg, &c));
+    c->id = ids[0];
+    c->nids = nids;
+    c->idhash = host_ids_hash(ids, nids);
+    if (nids > 1) {
+        c->extra_ids = malloc(sizeof *ids * (size_t)(nids - 1));
+        if (c->extra_ids == NULL) {
+            host_comm_free(c);
+            return host_fail(ncclSystemError, "%s: out of memory", fn);
+        }
+        memcpy(c->extra_ids, ids + 1, sizeof *ids * (size_t)(nids - 1));
+    }
+    rc = host_handle_new(c, &h);
+    if (rc != ncclSuccess) {
+        host_comm_free(c);
+        return rc;
+    }
+    *comm = h; /* a valid handle before any rank talks to any other (section 4.2) */
+    HOST_CHECK(host_comm_enter(h, fn, &pinned));
+    if (host_group_depth() > 0) {
+        rc = host_group_add_job(HOST_JOB_INIT, h, NULL);
+        if (rc != ncclSuccess)
+            force_error(c, rc);
+        goto exit;
+    }
+    HOST_CHECKGOTO(host_comm_start(c), rc, fail);
+    if (!c->blocking) {
+        rc = ncclInProgress;
+        goto exit;
+    }
+    rc = host_comm_wait_init(c);
+    goto exit;
+fail:
+    force_error(c, rc);
+exit:
+    host_comm_leave(pinned);
+    return rc;
+}
+
+ncclResult_t host_init_all(ncclComm_t *comms, int ndev, const int *devlist)
+{
+    const host_params_t *p = host_params();
+    ncclConfig_t cfg;
+    ncclUniqueId id;
+    host_comm **cs = NULL;
+    ncclResult_t rc = ncclSuccess;
+    int created = 0;
+    if (comms == NULL)
+        return host_fail(ncclInvalidArgument, "ncclCommInitAll: comm is NULL");
+    if (ndev < 0)
+        return host_fail(ncclInvalidArgument, "ncclCommInitAll: ndev %d is negative", ndev);
+    if (ndev == 0)
+        return ncclSuccess;
+    if (ndev > HOST_MAX_RANKS)
+        return host_fail(ncclInvalidArgument, "ncclCommInitAll: ndev %d is larger than %d", ndev, HOST_MAX_RANKS);
+    for (int i = 0; devlist != NULL && i < ndev; i++) {
+        if (devlist[i] < 0 || devlist[i] >= p->num_devices)
+            return host_fail(ncclInvalidArgument, "ncclCommInitAll: devlist[%d] = %d is outside [0, %d)", i,
+                             devlist[i], p->num_devices);
+        for (int j = 0; j < i; j++)
+            if (devlist[j] == devlist[i] && !p->multi_rank_gpu)
+                return host_fail(ncclInvalidUsage, "ncclCommInitAll: device %d appears twice in devlist (set "
+                                 "NCCL_MULTI_RANK_GPU_ENABLE=1 to allow it)", devlist[i]);
+    }
+    for (int i = 0; i < ndev; i++)
+        comms[i] = NULL;
+    HOST_CHECK(host_config_parse(NULL, &cfg, "ncclCommInitAll"));
+    cfg.blocking = 1; /* InitAll returns initialised communicators */
+    HOST_CHECK(host_unique_id(&id));
+    cs = calloc((size_t)ndev, sizeof *cs);
+    if (cs == NULL)
+        return host_fail(ncclSystemError, "ncclCommInitAll: out of memory");
+    for (int i = 0; i < ndev; i++) {
+        host_comm *c;
+        HOST_CHECKGOTO(host_comm_create(ndev, i, &cfg, &c), rc, fail);
+        c->device = devlist != NULL ? devlist[i] : i;
+        c->id = id;
+        c->nids = 1;
+        c->idhash = host_ids_hash(&id, 1);
+        rc = host_handle_new(c, &comms[i]);
+        if (rc != ncclSuccess) {
+            host_comm_free(c);
+            goto fail;
+        }
+        cs[i] = c;
+        created++;
+    }
+    for (int i = 0; i < ndev; i++)
+        HOST_CHECKGOTO(host_comm_start(cs[i]), rc, fail);
+    for (int i = 0; i < ndev; i++)
+        HOST_CHECKIGNORE(host_comm_wait_init(cs[i]), rc);
+    if (rc != ncclSuccess)
+        goto fail;
+    free(cs);
+    return ncclSuccess;
+fail:
+    /* Differs (appendix 13): on failure every communicator created here is aborted and NULL. */
+    for (int i = 0; i < created; i++) {
+        host_comm *c;
+        if (host_comm_enter(comms[i], "ncclCommInitAll", &c) == ncclSuccess)
+            (void)host_destroy_impl(c, 1);
+        comms[i] = NULL;
+    }
+    free(cs);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Finalize, destroy, abort                                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+ncclResult_t host_run_finalize(host_comm *c)
+{
+    /* Everything this rank issued before has completed (FIFO). Tell the peers. */
+    announce_departure(c, 0);
+    return ncclSuccess;
+}
+
+static ncclResult_t submit_simple(host_comm *c, host_task_kind kind)
+{
+    host_task *t = calloc(1, sizeof *t);
+    if (t == NULL)
+        return host_fail(ncclSystemError, "out of memory");
+    t->kind = kind;
+    t->detached = !c->blocking;
+    host_task_submit(c, t);
+    if (!c->blocking)
+        return ncclInProgress;
+    return host_task_wait(c, t);
+}
+
+ncclResult_t host_finalize(ncclComm_t comm)
+{
+    host_comm *c;
+    ncclResult_t rc;
+    if (comm == NULL)
+        return ncclSuccess;
+    HOST_CHECK(host_comm_enter(comm, "ncclCommFinalize", &c));
+    if (atomic_load(&c->finalizing)) {
+        rc = host_fail(ncclInvalidArgument, "ncclCommFinalize: communicator was already finalized");
+        goto exit;
+    }
+    HOST_CHECKGOTO(host_comm_usable(c, "ncclCommFinalize"), rc, exit);
+    if (host_group_depth() > 0) {
+        rc = host_group_add_job(HOST_JOB_FINALIZE, comm, NULL);
+        if (rc == ncclSuccess)
+            atomic_store(&c->finalizing, 1);
+        goto exit;
+    }
+    atomic_store(&c->finalizing, 1);
+    rc = submit_simple(c, HOST_TASK_FINALIZE);
+exit:
+    host_comm_leave(c);
+    return rc;
+}
+
+/* c is pinned by the caller (host_comm_enter); this consumes the pin. */
+ncclResult_t host_destroy_impl(host_comm *c, int abort)
+{
+    int64_t deadline = host_deadline_after(host_params()->timeout_ns);
+    ncclResult_t rc;
+    if (abort) {
+        uint64_t one = 1;
+        ssize_t w;
+        atomic_store(&c->aborted, 1);
+        w = write(c->wake_fd, &one, sizeof one); /* ends every bootstrap poll of this comm */
+        (void)w;
+        announce_departure(c, 1);
+        host_comm_wake(c);
+    }
+    rc = host_handle_kill(c, deadline);
+    if (rc != ncclSuccess)
+        return rc; /* another thread is still inside: leaking is the only safe choice */
+    host_comm_teardown(c, abort);
+    return ncclSuccess;
+}
+
+ncclResult_t host_destroy(ncclComm_t comm)
+{
+    host_comm *c;
+    if (comm == NULL)
+        return ncclSuccess;
+    HOST_CHECK(host_comm_enter(comm, "ncclCommDestroy", &c));
+    if (host_group_depth() > 0) {
+        ncclResult_t rc = host_group_add_job(HOST_JOB_DESTROY, comm, NULL);
+        host_comm_leave(c);
+        return rc;
+    }
+    return host_destroy_impl(c, 0);
+}
+
+ncclResult_t host_abort(ncclComm_t comm)
+{
+    host_comm *c;
+    if (comm == NULL)
+        return ncclSuccess;
+    HOST_CHECK(host_comm_enter(comm, "ncclCommAbort", &c));
+    host_group_drop_comm(comm); /* immediate, even inside a group (appendix 14) */
+    return host_destroy_impl(c, 1);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Split and shrink                                                                             */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct {
+    int32_t color, key;
+    uint32_t pid, addr_be;
+    uint16_t port_be, pad;
+    int32_t flags, nexclude;
+    uint64_t exclude_hash;
+    uint8_t token[HOST_TOKEN_BYTES];
+} split_rec;
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+ncclResult_t host_run_split(host_comm *parent, host_task *t)
+{
+    host_split_args *a = t->split;
+    int shrink = t->kind == HOST_TASK_SHRINK;
+    const char *fn = shrink ? "ncclCommShrink" : "ncclCommSplit";
+    int n = parent->nranks, nm = 0, newn = 0, newrank = -1;
+    int *members = NULL, *newmembers = NULL;
+    split_rec mine, *recs = NULL;
+    host_peer_addr *table = NULL;
+    host_comm *child = NULL;
+    ncclComm_t h = NULL;
+    int lfd = -1;
+    uint16_t port = 0;
+    ncclConfig_t cfg;
+    ncclResult_t rc = ncclSuccess;
+
+    if (atomic_load(&parent->aborted))
+        return host_fail(ncclInvalidUsage, "%s: communicator aborted", fn);
+    if (!shrink && host_comm_error(parent) != ncclSuccess)
+        return host_comm_error(parent);
+    members = malloc(sizeof(int) * (size_t)n);
+    newmembers = malloc(sizeof(int) * (size_t)n);
+    recs = calloc((size_t)n, sizeof *recs);
+    table = calloc((size_t)n, sizeof *table);
+    if (members == NULL || newmembers == NULL || recs == NULL || table == NULL) {
+        rc = host_fail(ncclSystemError, "%s: out of memory", fn);
+        goto exit;
+    }
+    for (int r = 0, k = 0; r < n; r++) {
+        if (shrink && k < a->nexclude && a->exclude[k] == r) {
+            k++;
+            continue;
+        }
+        members[nm++] = r;
+    }
+    memset(&mine, 0, sizeof mine);
+    mine.color = a->color;
+    mine.key = a->key;
+    mine.pid = (uint32_t)getpid();
+    mine.addr_be = host_params()->bind_addr;
+    mine.flags = a->flags;
+    mine.nexclude = a->nexclude;
+    mine.exclude_hash = host_hash64(a->exclude, sizeof(int) * (size_t)a->nexclude, (uint64_t)a->flags);
+    HOST_CHECKGOTO(host_random_bytes(mine.token, sizeof mine.token), rc, exit);
+    if (shrink || a->color != NCCL_SPLIT_NOCOLOR) {
+        HOST_CHECKGOTO(host_sock_listen(host_params()->bind_addr, &lfd, &port), rc, exit);
+        mine.port_be = port;
+    }
+    HOST_CHECKGOTO(host_mgmt_allgather(parent, members, nm, &mine, sizeof mine, recs, fn), rc, exit);
+
+    if (shrink) {
+        for (int i = 0; i < nm; i++)
+            if (recs[i].flags != mine.flags || recs[i].nexclude != mine.nexclude ||
+                recs[i].exclude_hash != mine.exclude_hash) {
+                rc = host_fail(ncclInvalidUsage, "%s: rank %d and rank %d passed different exclusion lists or flags", fn,
+                               parent->rank, members[i]);
+                goto exit;
+            }
+        for (int i = 0; i < nm; i++) {
+            newmembers[newn] = i;
+            if (members[i] == parent->rank)
+                newrank = newn;
+            newn++;
+        }
+    } else {
+        if (a->color == NCCL_SPLIT_NOCOLOR)
+            goto exit; /* participates, gets NULL */
+        /* Same colour, ordered by key, ties by parent rank (stable). */
+        for (int i = 0; i < nm; i++)
+            if (recs[i].color == a->color)
+                newmembers[newn++] = i;
+        for (int i = 1; i < newn; i++) {
+            int v = newmembers[i], j = i - 1;
+            while (j >= 0 && recs[newmembers[j]].key > recs[v].key) {
+                newmembers[j + 1] = newmembers[j];
+                j--;
+            }
+            newmembers[j + 1] = v;
+        }
+        for (int i = 0; i < newn; i++)
+            if (members[newmembers[i]] == parent->rank)
+                newrank = i;
+    }
+    if (newrank < 0) {
+        rc = host_fail(ncclInternalError, "%s: this rank is missing from its own group", fn);
+        goto exit;
+    }
+    for (int i = 0; i < newn; i++) {
+        const split_rec *r = &recs[newmembers[i]];
+        table[i].pid = r->pid;
+        table[i].addr_be = r->addr_be;
+        table[i].port_be = r->port_be;
+    }
+    cfg = parent->config;
+    cfg.blocking = a->child_blocking;
+    HOST_CHECKGOTO(host_comm_create(newn, newrank, &cfg, &child), rc, exit);
+    snprintf(child->name, sizeof child->name, "%s", a->child_name[0] ? a->child_name : parent->name);
+    child->device = parent->device;
+    child->listen_fd = lfd;
+    child->listen_port_be = port;
+    lfd = -1;
+    memcpy(child->token, recs[newmembers[0]].token, sizeof child->token);
+    rc = host_handle_new(child, &h);
+    if (rc != ncclSuccess) {
+        host_comm_free(child);
+        child = NULL;
+        goto exit;
+    }
+    rc = host_mesh_build(child, table);
+    if (rc == ncclSuccess)
+        rc = host_worker_start(child);
+    if (rc != ncclSuccess) {
+        host_comm *pc;
+        if (host_comm_enter(h, fn, &pc) == ncclSuccess)
+            (void)host_destroy_impl(pc, 1);
+        child = NULL;
+        goto exit;
+    }
+    pthread_mutex_lock(&child->lock);
+    child->phase = HOST_PHASE_READY;
+    pthread_mutex_unlock(&child->lock);
+    HOST_INFO(HOST_SUB_INIT, "%s: parent rank %d -> rank %d of %d", fn, parent->rank, newrank, newn);
+    *a->newcomm = h;
+exit:
+    host_sock_close(&lfd);
+    free(members);
+    free(newmembers);
+    free(recs);
+    free(table);
+    return rc;
+}
+
+static ncclResult_t submit_split(host_comm *c, ncclComm_t comm, host_task_kind kind, host_split_args *a)
+{
+    host_task *t;
+    if (host_group_depth() > 0)
+        return host_group_add_job(kind == HOST_TASK_SPLIT ? HOST_JOB_SPLIT : HOST_JOB_SHRINK, comm, a);
+    t = calloc(1, sizeof *t);
+    if (t == NULL) {
+        free(a->exclude);
+        free(a);
+        return host_fail(ncclSystemError, "out of memory");
+    }
+    t->kind = kind;
+    t->split = a;
+    t->detached = !c->blocking;
+    host_task_submit(c, t);
+    if (!c->blocking)
+        return ncclInProgress;
+    return host_task_wait(c, t);
+}
+
+static ncclResult_t child_config(host_comm *parent, ncclConfig_t *config, host_split_args *a, const char *fn)
+{
+    ncclConfig_t cfg;
+    if (config == NULL) {
+        a->child_blocking = parent->blocking;
+        return ncclSuccess;
+    }
+    HOST_CHECK(host_config_parse(config, &cfg, fn));
+    a->child_blocking = cfg.blocking;
+    if (cfg.commName != NULL)
+        snprintf(a->child_name, sizeof a->child_name, "%s", cfg.commName);
+    return ncclSuccess;
+}
+
+ncclResult_t host_split(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config)
+{
+    host_comm *c;
+    host_split_args *a = NULL;
+    ncclResult_t rc;
+    HOST_CHECK(host_comm_enter(comm, "ncclCommSplit", &c));
+    HOST_CHECKGOTO(host_comm_usable(c, "ncclCommSplit"), rc, exit);
+    if (newcomm == NULL) {
+        rc = host_fail(ncclInvalidArgument, "ncclCommSplit: newcomm is NULL");
+        goto exit;
+    }
+    *newcomm = NULL;
+    if (color < NCCL_SPLIT_NOCOLOR)
+        HOST_WARN("ncclCommSplit: negative colour %d is treated as an ordinary colour (NCCL documents colours >= 0)",
+                  color);
+    a = calloc(1, sizeof *a);
+    if (a == NULL) {
+        rc = host_fail(ncclSystemError, "out of memory");
+        goto exit;
+    }
+    a->color = color;
+    a->key = key;
+    a->newcomm = newcomm;
+    rc = child_config(c, config, a, "ncclCommSplit");
+    if (rc != ncclSuccess) {
+        free(a);
+        goto exit;
+    }
+    rc = submit_split(c, comm, HOST_TASK_SPLIT, a);
+exit:
+    host_comm_leave(c);
+    return rc;
+}
+
+ncclResult_t host_shrink(ncclComm_t comm, int *exclude, int nexclude, ncclComm_t *newcomm, ncclConfig_t *config,
+                         int flags)
+{
+    host_comm *c;
+    host_split_args *a = NULL;
+    ncclResult_t rc = ncclSuccess;
+    int k = 0;
+    if (newcomm == NULL)
+        return host_fail(ncclInvalidArgument, "ncclCommShrink: newcomm is NULL");
+    if (exclude == NULL)
+        return host_fail(ncclInvalidArgument, "ncclCommShrink: excludeRanksList is NULL");
+    if (nexclude <= 0)
+        return host_fail(ncclInvalidArgument, "ncclCommShrink: excludeRanksCount %d must be > 0", nexclude);
+    HOST_CHECK(host_comm_enter(comm, "ncclCommShrink", &c));
+    *newcomm = NULL;
+    qsort(exclude, (size_t)nexclude, sizeof *exclude, cmp_int); /* visible to the caller, as in NCCL */
+    for (int i = 0; i < nexclude; i++) {
+        if (exclude[i] == c->rank) {
+            rc = host_fail(ncclInvalidArgument, "ncclCommShrink: the calling rank %d is in the exclusion list", c->rank);
+            goto exit;
+        }
+        if (exclude[i] < 0 || exclude[i] >= c->nranks) {
+            rc = host_fail(ncclInvalidArgument, "ncclCommShrink: excluded rank %d is outside [0, %d)", exclude[i],
+                           c->nranks);
+            goto exit;
+        }
+    }
+    if (flags != NCCL_SHRINK_DEFAULT && flags != NCCL_SHRINK_ABORT) {
+        rc = host_fail(ncclInvalidArgument, "ncclCommShrink: shrinkFlags %d is neither NCCL_SHRINK_DEFAULT nor "
+                       "NCCL_SHRINK_ABORT", flags);
+        goto exit;
+    }
+    if (flags == NCCL_SHRINK_DEFAULT) {
+        HOST_CHECKGOTO(host_comm_usable(c, "ncclCommShrink"), rc, exit);
+    } else {
+        int phase;
+        if (atomic_load(&c->aborted) || c->fork_gen != atomic_load(&host_fork_gen)) {
+            rc = host_fail(ncclInvalidUsage, "ncclCommShrink: communicator aborted or used after fork");
+            goto exit;
+        }
+        pthread_mutex_lock(&c->lock);
+        phase = c->phase;
+        pthread_mutex_unlock(&c->lock);
+        if (phase != HOST_PHASE_READY) {
+            rc = host_fail(ncclInvalidArgument, "ncclCommShrink: communicator is not initialised or was finalized");
+            goto exit;
+        }
+    }
+    a = calloc(1, sizeof *a);
+    if (a != NULL)
+        a->exclude = malloc(sizeof(int) * (size_t)nexclude);
+    if (a == NULL || a->exclude == NULL) {
+        if (a != NULL)
+            free(a);
+        rc = host_fail(ncclSystemError, "out of memory");
+        goto exit;
+    }
+    for (int i = 0; i < nexclude; i++) /* duplicates ignored */
+        if (k == 0 || a->exclude[k - 1] != exclude[i])
+            a->exclude[k++] = exclude[i];
+    a->nexclude = k;
+    a->flags = flags;
+    a->color = 0;
+    a->newcomm = newcomm;
+    rc = child_config(c, config, a, "ncclCommShrink");
+    if (rc != ncclSuccess) {
+        free(a->exclude);
+        free(a);
+        goto exit;
+    }
+    if (flags == NCCL_SHRINK_ABORT) {
+        /* Cancel queued and running work: it completes with the parent's error (section 4.5). */
+        atomic_fetch_add(&c->cancel_epoch, 1);
+        host_comm_wake(c);
+    }
+    rc = submit_split(c, comm, HOST_TASK_SHRINK, a);
+exit:
+    host_comm_leave(c);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Queries                                                                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+ncclResult_t host_get_async_error(ncclComm_t comm, ncclResult_t *err)
+{
+    host_comm *c;
+    ncclResult_t e;
+    if (err == NULL)
+        return host_fail(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
+    HOST_CHECK(host_comm_enter(comm, "ncclCommGetAsyncError", &c));
+    e = host_comm_error(c);
+    if (e == ncclSuccess) {
+        pthread_mutex_lock(&c->lock);
+        if (c->phase == HOST_PHASE_INIT || c->inflight > 0)
+            e = ncclInProgress;
+        pthread_mutex_unlock(&c->lock);
+    }
+    *err = e;
+    host_comm_leave(c);
+    return ncclSuccess;
+}
+
+/* Queries are allowed on FINALIZED comms; INIT/BUSY -> IA, ERROR -> the error. */
+static ncclResult_t query_usable(host_comm *c, const char *fn)
+{
+    ncclResult_t e = host_comm_error(c);
+    int phase, inflight;
+    if (e != ncclSuccess)
+        return host_fail(e, "%s: communicator is in an error state (%s)", fn, host_error_string(e));
+    pthread_mutex_lock(&c->lock);
+    phase = c->phase;
+    inflight = c->inflight;
+    pthread_mutex_unlock(&c->lock);
+    if (phase == HOST_PHASE_INIT || inflight > 0)
+        return host_fail(ncclInvalidArgument, "%s: communicator used before the previous operation returned "
+                         "ncclSuccess", fn);
+    return ncclSuccess;
+}
+
+ncclResult_t host_comm_query(ncclComm_t comm, int what, int *out, const char *fn)
+{
+    host_comm *c;
+    ncclResult_t rc;
+    HOST_CHECK(host_comm_enter(comm, fn, &c));
+    HOST_CHECKGOTO(query_usable(c, fn), rc, exit);
+    if (out == NULL) {
+        rc = host_fail(ncclInvalidArgument, "%s: output pointer is NULL", fn);
+        goto exit;
+    }
+    *out = what == 0 ? c->nranks : what == 1 ? c->device : c->rank;
+exit:
+    host_comm_leave(c);
+    return rc;
+}
+
+ncclResult_t host_query_properties(ncclComm_t comm, ncclCommProperties_t *props)
+{
+    host_comm *c;
+    ncclCommProperties_t p;
+    ncclResult_t rc;
+    size_t n;
+    HOST_CHECK(host_comm_enter(comm, "ncclCommQueryProperties", &c));
+    HOST_CHECKGOTO(query_usable(c, "ncclCommQueryProperties"), rc, exit);
+    if (props == NULL) {
+        rc = host_fail(ncclInvalidArgument, "ncclCommQueryProperties: props is NULL");
+        goto exit;
+    }
+    memset(&p, 0, sizeof p);
+    p.size = props->size;
+    p.magic = props->magic;
+    p.version = props->version;
+    p.rank = c->rank;
+    p.nRanks = c->nranks;
+    p.cudaDev = c->device;
+    p.nvmlDev = c->device;
+    p.ginType = ncclGinTypeNone;
+    p.nLsaTeams = 1;
+    p.railedGinType = ncclGinTypeNone;
+    n = props->size < sizeof p ? props->size : sizeof p;
+    memcpy(props, &p, n);
+exit:
+    host_comm_leave(c);
+    return rc;
+}
+
+ncclResult_t host_suspend(ncclComm_t comm, int flags, int resume)
+{
+    host_comm *c;
+    ncclResult_t rc = ncclSuccess;
+    const char *fn = resume ? "ncclCommResume" : "ncclCommSuspend";
+    HOST_CHECK(host_comm_enter(comm, fn, &c));
+    if (!resume && flags != 0 && flags != NCCL_SUSPEND_MEM) {
+        rc = host_fail(ncclInvalidArgument, "%s: flags %d are not supported", fn, flags);
+        goto exit;
+    }
+    if (resume != atomic_load(&c->suspended)) {
+        rc = host_fail(ncclInvalidUsage, "%s: communicator is %s suspended", fn, resume ? "not" : "already");
+        goto exit;
+    }
+    if (!resume)
+        HOST_CHECKGOTO(host_comm_usable(c, fn), rc, exit);
+    atomic_store(&c->suspended, !resume);
+exit:
+    host_comm_leave(c);
+    return rc;
+}
+
+ncclResult_t host_mem_stats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t *value)
+{
+    host_comm *c;
+    ncclResult_t rc = ncclSuccess;
+    HOST_CHECK(host_comm_enter(comm, "ncclCommMemStats", &c));
+    if (value == NULL) {
+        rc = host_fail(ncclInvalidArgument, "ncclCommMemStats: value is NULL");
+        goto exit;
+    }
+    switch (stat) {
+    case ncclStatGpuMemSuspend: *value = 0; break;
+    case ncclStatGpuMemSuspended: *value = (uint64_t)atomic_load(&c->suspended); break;
+    case ncclStatGpuMemPersist:
+    case ncclStatGpuMemTotal: *value = c->seg.size; break;
+    default: rc = host_fail(ncclInvalidArgument, "ncclCommMemStats: unknown stat %d", (int)stat); break;
+    }
+exit:
+    host_comm_leave(c);
+    return rc;
+}

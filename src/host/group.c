@@ -1,0 +1,763 @@
+/* Groups and the entry path of every communication call (HOST_BACKEND.md sections 5, 6.2, 6.3).
+ *
+ * A call validates its arguments on the calling thread, then either runs at once (one task on
+ * the communicator's worker; a blocking call waits for it) or, inside ncclGroupStart/End, is
+ * copied (arguments and op state) into the thread's group state. The outermost ncclGroupEnd turns
+ * each communicator's queued ops into one task, submits every task before waiting for any (so one
+ * thread can drive several ranks), then waits (blocking) or returns ncclInProgress.
+ *
+ * Errors inside a group follow NCCL 2.30's implementation, not the user guide: the failing call
+ * returns its error and records it; the outermost ncclGroupEnd then returns the recorded error and
+ * discards the whole group (no op of any communicator runs, queued inits go to ERROR). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "nccl_host.h"
+
+typedef struct host_gitem {
+    int job;                     /* host_job_kind, 0 for a communication op */
+    ncclComm_t comm;
+    host_opd *op;
+    host_split_args *args;
+    host_task *task;             /* a submitted split/shrink task to wait for */
+    struct host_gitem *next;
+} host_gitem;
+
+typedef struct {
+    int depth;
+    ncclResult_t error;          /* last error recorded inside the group */
+    int blocking;                /* blocking mode of the group's comms, -1 before the first */
+    int nops, ninit;
+    host_gitem *head, *tail;
+} host_group_state;
+
+static _Thread_local host_group_state G = {0, ncclSuccess, -1, 0, 0, NULL, NULL};
+
+int host_group_depth(void)
+{
+    return G.depth;
+}
+
+ncclResult_t host_group_start(void)
+{
+    G.depth++;
+    return ncclSuccess;
+}
+
+void host_group_record(ncclResult_t rc)
+{
+    if (G.depth > 0 && rc != ncclSuccess && rc != ncclInProgress)
+        G.error = rc;
+}
+
+static void opd_free(host_opd *o)
+{
+    if (o != NULL) {
+        free(o->v);
+        free(o);
+    }
+}
+
+static void item_free(host_gitem *it)
+{
+    opd_free(it->op);
+    if (it->args != NULL)
+        free(it->args->exclude);
+    free(it->args);
+    free(it);
+}
+
+static host_opd *opd_dup(const host_opd *op, int nranks)
+{
+    host_opd *o = malloc(sizeof *o);
+    if (o == NULL)
+        return NULL;
+    *o = *op;
+    o->next = NULL;
+    o->v = NULL;
+    if (op->v != NULL) {
+        o->v = malloc(sizeof(size_t) * 4 * (size_t)nranks);
+        if (o->v == NULL) {
+            free(o);
+            return NULL;
+        }
+        memcpy(o->v, op->v, sizeof(size_t) * 4 * (size_t)nranks);
+    }
+    return o;
+}
+
+static void append(host_gitem *it)
+{
+    it->next = NULL;
+    if (G.tail != NULL)
+        G.tail->next = it;
+    else
+        G.head = it;
+    G.tail = it;
+}
+
+static int is_init_job(int job)
+{
+    return job == HOST_JOB_INIT || job == HOST_JOB_SPLIT || job == HOST_JOB_SHRINK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Argument checks (section 6.3)                                                                */
+/* ------------------------------------------------------------------------------------------ */
+
+static int overlaps(const void *a, size_t al, const void *b, size_t bl)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return al > 0 && bl > 0 && x < y + bl && y < x + al;
+}
+
+static int readable(const void *p, size_t len)
+{
+    char b;
+    struct iovec l = {&b, 1}, r = {(void *)p, 1};
+    if (len == 0)
+        return 1;
+    if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) != 1)
+        return 0;
+    r.iov_base = (char *)p + len - 1;
+    return process_vm_readv(getpid(), &l, 1, &r, 1, 0) == 1;
+}
+
+static ncclResult_t need(const host_opd *op, const void *p, size_t bytes, const char *which)
+{
+    if (p == NULL)
+        return host_fail(ncclInvalidArgument, "%s: %s is NULL with count %zu", op->name, which, op->count);
+    if (host_params()->check_pointers && !readable(p, bytes))
+        return host_fail(ncclInvalidArgument, "%s: %s %p is not readable memory", op->name, which, p);
+    return ncclSuccess;
+}
+
+static ncclResult_t validate_alltoallv(host_comm *c, host_opd *op, int *all_zero)
+{
+    int n = c->nranks;
+    size_t es = host_type_size(op->datatype);
+    size_t send_end = 0, recv_end = 0;
+    int szero = 1, rzero = 1;
+    for (int j = 0; j < n; j++) {
+        size_t e, b;
+        if (__builtin_add_overflow(op->v[n + j], op->v[j], &e) || __builtin_mul_overflow(e, es, &b))
+            return host_fail(ncclInvalidArgument, "%s: sdispls[%d] + sendcounts[%d] overflows", op->name, j, j);
+        if (op->v[j] > 0) {
+            szero = 0;
+            send_end = b > send_end ? b : send_end;
+        }
+        if (__builtin_add_overflow(op->v[3 * n + j], op->v[2 * n + j], &e) || __builtin_mul_overflow(e, es, &b))
+            return host_fail(ncclInvalidArgument, "%s: rdispls[%d] + recvcounts[%d] overflows", op->name, j, j);
+        if (op->v[2 * n + j] > 0) {
+            rzero = 0;
+            recv_end = b > recv_end ? b : recv_end;
+        }
+    }
+    if (!szero)
+        HOST_CHECK(need(op, op->sendbuff, send_end, "sendbuff"));
+    if (!rzero)
+        HOST_CHECK(need(op, op->recvbuff, recv_end, "recvbuff"));
+    *all_zero = szero && rzero;
+    return ncclSuccess;
+}
+
+/* Validates op on c; on success *skip tells whether the call is a local no-op (count 0). */
+static ncclResult_t validate(host_comm *c, host_opd *op, int *skip)
+{
+    int n = c->nranks, me = c->rank;
+    size_t es, cb, nb;
+    const char *send = op->sendbuff;
+    char *recv = op->recvbuff;
+    int rooted = op->kind == HOST_K_BROADCAST || op->kind == HOST_K_REDUCE || op->kind == HOST_K_GATHER ||
+                 op->kind == HOST_K_SCATTER;
+    int p2p = op->kind == HOST_K_SEND || op->kind == HOST_K_RECV;
+    int checks = host_params()->checks;
+    *skip = 0;
+    if ((int)op->datatype < 0 || (int)op->datatype >= ncclNumTypes)
+        return host_fail(ncclInvalidArgument, "%s: invalid datatype %d", op->name, (int)op->datatype);
+    es = host_type_size(op->datatype);
+    if (rooted && (op->root < 0 || op->root >= n))
+        return host_fail(ncclInvalidArgument, "%s: root %d is outside [0, %d)", op->name, op->root, n);
+    if (p2p && (op->root < 0 || op->root >= n))
+        return host_fail(ncclInvalidArgument, "%s: peer %d is outside [0, %d)", op->name, op->root, n);
+    if (op->has_op)
+        HOST_CHECK(host_redop_resolve(c, (ncclRedOp_t)op->opkind, op->datatype, op));
+    if (op->kind == HOST_K_ALLREDUCE_BIAS && op->acc == NULL)
+        return host_fail(ncclInvalidArgument, "%s: acc is NULL", op->name);
+    if (op->kind == HOST_K_ALLTOALLV) {
+        int zero = 0;
+        HOST_CHECK(validate_alltoallv(c, op, &zero));
+        *skip = zero;
+        return ncclSuccess;
+    }
+    if (__builtin_mul_overflow(op->count, es, &cb) || __builtin_mul_overflow(cb, (size_t)n, &nb))
+        return host_fail(ncclInvalidArgument, "%s: count %zu x %zu bytes x %d ranks overflows size_t", op->name,
+                         op->count, es, n);
+    if (op->count == 0) {
+        *skip = !p2p; /* count-0 collectives are dropped locally; p2p must still be matched */
+        return ncclSuccess;
+    }
+    switch (op->kind) {
+    case HOST_K_ALLREDUCE:
+    case HOST_K_ALLREDUCE_BIAS:
+        HOST_CHECK(need(op, send, cb, "sendbuff"));
+        HOST_CHECK(need(op, recv, cb, "recvbuff"));
+        if (op->kind == HOST_K_ALLREDUCE_BIAS)
+            HOST_CHECK(need(op, op->acc, cb, "acc"));
+        if (checks && send != recv && overlaps(send, cb, recv, cb))
+            goto partial;
+        break;
+    case HOST_K_BROADCAST:
+        HOST_CHECK(need(op, recv, cb, "recvbuff"));
+        if (me == op->root) {
+            HOST_CHECK(need(op, send, cb, "sendbuff"));
+            if (checks && send != recv && overlaps(send, cb, recv, cb))
+                goto partial;
+        }
+        break;
+    case HOST_K_REDUCE:
+        HOST_CHECK(need(op, send, cb, "sendbuff"));
+        if (me == op->root) {
+            HOST_CHECK(need(op, recv, cb, "recvbuff"));
+            if (checks && send != recv && overlaps(send, cb, recv, cb))
+                goto partial;
+        }
+        break;
+    case HOST_K_ALLGATHER:
+        HOST_CHECK(need(op, send, cb, "sendbuff"));
+        HOST_CHECK(need(op, recv, nb, "recvbuff"));
+        if (checks && send != recv + (size_t)me * cb && overlaps(send, cb, recv, nb))
+            goto partial;
+        break;
+    case HOST_K_REDUCESCATTER:
+        HOST_CHECK(need(op, send, nb, "sendbuff"));
+        HOST_CHECK(need(op, recv, cb, "recvbuff"));
+        if (checks && recv != send + (size_t)me * cb && overlaps(send, nb, recv, cb))
+            goto partial;
+        break;
+    case HOST_K_ALLTOALL:
+        HOST_CHECK(need(op, send, nb, "sendbuff"));
+        HOST_CHECK(need(op, recv, nb, "recvbuff"));
+        if (checks && overlaps(send, nb, recv, nb))
+            return host_fail(ncclInvalidArgument, "%s: sendbuff and recvbuff overlap; in-place all-to-all is not "
+                             "supported", op->name);
+        break;
+    case HOST_K_GATHER:
+        HOST_CHECK(need(op, send, cb, "sendbuff"));
+        if (me == op->root) {
+            HOST_CHECK(need(op, recv, nb, "recvbuff"));
+            if (checks && send != recv + (size_t)op->root * cb && overlaps(send, cb, recv, nb))
+                goto partial;
+        }
+        break;
+    case HOST_K_SCATTER:
+        HOST_CHECK(need(op, recv, cb, "recvbuff"));
+        if (me == op->root) {
+            HOST_CHECK(need(op, send, nb, "sendbuff"));
+            if (checks && recv != send + (size_t)op->root * cb && overlaps(send, nb, recv, cb))
+                goto partial;
+        }
+        break;
+    case HOST_K_SEND: HOST_CHECK(need(op, send, cb, "sendbuff")); break;
+    case HOST_K_RECV: HOST_CHECK(need(op, recv, cb, "recvbuff")); break;
+    default: break;
+    }
+    return ncclSuccess;
+partial:
+    return host_fail(ncclInvalidArgument, "%s: sendbuff %p and recvbuff %p overlap without being the in-place form",
+                     op->name, (const void *)send, (void *)recv);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Queueing and running                                                                          */
+/* ------------------------------------------------------------------------------------------ */
+
+static ncclResult_t claim_for_group(host_comm *c, const char *fn)
+{
+    ncclResult_t rc = ncclSuccess;
+    pthread_mutex_lock(&c->lock);
+    if (c->group_owner != NULL && c->group_owner != (void *)&G)
+        rc = host_fail(ncclInvalidUsage, "%s: communicator is queued in another thread's open group", fn);
+    else if (c->active && !pthread_equal(c->active_thread, pthread_self()))
+        rc = host_fail(ncclInvalidUsage, "%s: communicator is in use by another thread", fn);
+    else
+        c->group_owner = (void *)&G;
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+static ncclResult_t group_queue(host_comm *c, ncclComm_t comm, const host_opd *op)
+{
+    host_gitem *it;
+    if (G.ninit > 0)
+        return host_fail(ncclInvalidUsage, "%s: communication calls cannot share a group with init, split or shrink",
+                         op->name);
+    if (G.blocking >= 0 && G.blocking != c->blocking)
+        return host_fail(ncclInvalidArgument, "%s: blocking and nonblocking communicators are not allowed in the same "
+                         "group", op->name);
+    for (host_gitem *g = G.head; g != NULL; g = g->next)
+        if (g->comm == comm && (g->job == HOST_JOB_FINALIZE || g->job == HOST_JOB_DESTROY))
+            return host_fail(ncclInvalidUsage, "%s: communicator is finalized or destroyed in the same group", op->name);
+    HOST_CHECK(claim_for_group(c, op->name));
+    it = calloc(1, sizeof *it);
+    if (it != NULL)
+        it->op = opd_dup(op, c->nranks);
+    if (it == NULL || it->op == NULL) {
+        free(it);
+        return host_fail(ncclSystemError, "%s: out of memory queueing the operation", op->name);
+    }
+    it->comm = comm;
+    append(it);
+    G.blocking = c->blocking;
+    G.nops++;
+    return ncclSuccess;
+}
+
+static ncclResult_t run_now(host_comm *c, const host_opd *op)
+{
+    host_task *t;
+    ncclResult_t rc;
+    if ((op->kind == HOST_K_SEND || op->kind == HOST_K_RECV) && op->root == c->rank)
+        return host_fail(ncclInvalidUsage, "%s: a send to or receive from oneself outside a group can never complete; "
+                         "put both halves in one group", op->name);
+    pthread_mutex_lock(&c->lock);
+    if ((c->active && !pthread_equal(c->active_thread, pthread_self())) || c->group_owner != NULL) {
+        pthread_mutex_unlock(&c->lock);
+        return host_fail(ncclInvalidUsage, "%s: communicator is in use by another thread", op->name);
+    }
+    c->active++;
+    c->active_thread = pthread_self();
+    pthread_mutex_unlock(&c->lock);
+
+    t = calloc(1, sizeof *t);
+    if (t != NULL)
+        t->ops = opd_dup(op, c->nranks);
+    if (t == NULL || t->ops == NULL) {
+        free(t);
+        rc = host_fail(ncclSystemError, "%s: out of memory", op->name);
+        goto exit;
+    }
+    t->kind = HOST_TASK_OPS;
+    t->detached = !c->blocking;
+    host_task_submit(c, t);
+    rc = c->blocking ? host_task_wait(c, t) : ncclInProgress;
+exit:
+    pthread_mutex_lock(&c->lock);
+    c->active--;
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+static ncclResult_t coll_call(host_opd *op, ncclComm_t comm)
+{
+    host_comm *c;
+    ncclResult_t rc;
+    int skip = 0;
+    (void)host_params();
+    HOST_TRACE(HOST_SUB_CALL, "%s(send %p, recv %p, count %zu, type %d, op %d, root %d, comm %p)", op->name,
+               op->sendbuff, op->recvbuff, op->count, (int)op->datatype, op->opkind, op->root, (void *)comm);
+    HOST_CHECK(host_comm_enter(comm, op->name, &c));
+    HOST_CHECKGOTO(host_comm_usable(c, op->name), rc, exit);
+    if (op->kind == HOST_K_ALLTOALLV) {
+        size_t n = (size_t)c->nranks;
+        for (int i = 0; i < 4; i++)
+            if (op->uv[i] == NULL) {
+                static const char *names[] = {"sendcounts", "sdispls", "recvcounts", "rdispls"};
+                rc = host_fail(ncclInvalidArgument, "%s: %s is NULL", op->name, names[i]);
+                goto exit;
+            }
+        op->v = malloc(sizeof(size_t) * 4 * n);
+        if (op->v == NULL) {
+            rc = host_fail(ncclSystemError, "%s: out of memory", op->name);
+            goto exit;
+        }
+        for (int i = 0; i < 4; i++)
+            memcpy(op->v + (size_t)i * n, op->uv[i], sizeof(size_t) * n);
+    }
+    HOST_CHECKGOTO(validate(c, op, &skip), rc, exit);
+    if (skip)
+        goto exit; /* count 0: succeeds locally, consumes no sequence number (section 6.2) */
+    if (G.depth > 0)
+        rc = group_queue(c, comm, op);
+    else
+        rc = run_now(c, op);
+exit:
+    free(op->v); /* queued or submitted ops hold their own copies */
+    op->v = NULL;
+    host_comm_leave(c);
+    return rc;
+}
+
+ncclResult_t host_coll_call(host_opd *op, ncclComm_t comm)
+{
+    ncclResult_t rc = coll_call(op, comm);
+    host_group_record(rc);
+    return rc;
+}
+
+ncclResult_t host_group_add_job(host_job_kind kind, ncclComm_t comm, host_split_args *args)
+{
+    host_comm *c;
+    host_gitem *it;
+    ncclResult_t rc = ncclSuccess;
+    int blocking;
+    if (host_comm_enter(comm, "ncclGroupEnd", &c) != ncclSuccess) {
+        rc = ncclInvalidArgument;
+        goto fail;
+    }
+    blocking = c->blocking;
+    host_comm_leave(c);
+    if (is_init_job((int)kind) && G.nops > 0) {
+        rc = host_fail(ncclInvalidUsage, "init, split and shrink cannot share a group with communication calls");
+        goto fail;
+    }
+    if (G.blocking >= 0 && G.blocking != blocking && kind != HOST_JOB_DESTROY) {
+        rc = host_fail(ncclInvalidArgument, "blocking and nonblocking communicators are not allowed in the same group");
+        goto fail;
+    }
+    if (kind == HOST_JOB_FINALIZE || kind == HOST_JOB_DESTROY)
+        for (host_gitem *g = G.head; g != NULL; g = g->next)
+            if (g->comm == comm && g->job == 0) {
+                rc = host_fail(ncclInvalidUsage, "communicator is finalized or destroyed in the group that uses it");
+                goto fail;
+            }
+    it = calloc(1, sizeof *it);
+    if (it == NULL) {
+        rc = host_fail(ncclSystemError, "out of memory");
+        goto fail;
+    }
+    it->job = (int)kind;
+    it->comm = comm;
+    it->args = args;
+    append(it);
+    if (kind != HOST_JOB_DESTROY)
+        G.blocking = blocking;
+    if (is_init_job((int)kind))
+        G.ninit++;
+    return ncclSuccess;
+fail:
+    if (args != NULL)
+        free(args->exclude);
+    free(args);
+    host_group_record(rc);
+    return rc;
+}
+
+void host_group_drop_comm(ncclComm_t comm)
+{
+    host_gitem **pp = &G.head, *last = NULL;
+    while (*pp != NULL) {
+        host_gitem *it = *pp;
+        if (it->comm == comm) {
+            *pp = it->next;
+            if (it->job == 0)
+                G.nops--;
+            else if (is_init_job(it->job))
+                G.ninit--;
+            item_free(it);
+            continue;
+        }
+        last = it;
+        pp = &it->next;
+    }
+    G.tail = last;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* ncclGroupEnd                                                                                  */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct {
+    ncclComm_t comm;
+    host_comm *c;        /* pinned */
+    host_task *task;     /* OPS task being built */
+    host_opd *last;
+} group_comm;
+
+static void discard(host_gitem *items, ncclResult_t err)
+{
+    while (items != NULL) {
+        host_gitem *it = items;
+        host_comm *c;
+        items = it->next;
+        if (host_comm_enter(it->comm, "ncclGroupEnd", &c) == ncclSuccess) {
+            if (it->job == HOST_JOB_INIT) {
+                int expected = 0;
+                atomic_compare_exchange_strong(&c->error, &expected, (int)err);
+                host_comm_wake(c);
+            }
+            pthread_mutex_lock(&c->lock);
+            if (c->group_owner == (void *)&G)
+                c->group_owner = NULL;
+            pthread_mutex_unlock(&c->lock);
+            host_comm_leave(c);
+        }
+        item_free(it);
+    }
+}
+
+static double estimate_us(const host_gitem *items)
+{
+    double t = 0;
+    for (const host_gitem *it = items; it != NULL; it = it->next)
+        if (it->job == 0)
+            t += 5.0 + (double)it->op->count * (double)host_type_size(it->op->datatype) / 1e4;
+    return t;
+}
+
+static ncclResult_t execute(host_gitem *items, int simulate)
+{
+    group_comm *gc = NULL;
+    int ngc = 0, cap = 0, blocking = 1;
+    ncclResult_t rc = ncclSuccess;
+    host_gitem *it;
+
+    /* 1. One task per communicator, ops in issue order; check every comm is still usable. */
+    for (it = items; it != NULL && !simulate; it = it->next) {
+        int k;
+        if (it->job != 0)
+            continue;
+        for (k = 0; k < ngc && gc[k].comm != it->comm; k++)
+            ;
+        if (k == ngc) {
+            if (ngc == cap) {
+                group_comm *ng = realloc(gc, sizeof *gc * (size_t)(cap = cap ? cap * 2 : 8));
+                if (ng == NULL) {
+                    rc = host_fail(ncclSystemError, "ncclGroupEnd: out of memory");
+                    goto fail;
+                }
+                gc = ng;
+            }
+            memset(&gc[k], 0, sizeof gc[k]);
+            gc[k].comm = it->comm;
+            HOST_CHECKGOTO(host_comm_enter(it->comm, "ncclGroupEnd", &gc[k].c), rc, fail);
+            ngc++;
+            HOST_CHECKGOTO(host_comm_usable(gc[k].c, "ncclGroupEnd"), rc, fail);
+            gc[k].task = calloc(1, sizeof *gc[k].task);
+            if (gc[k].task == NULL) {
+                rc = host_fail(ncclSystemError, "ncclGroupEnd: out of memory");
+                goto fail;
+            }
+            gc[k].task->kind = HOST_TASK_OPS;
+            blocking = gc[k].c->blocking;
+        }
+        if (gc[k].last != NULL)
+            gc[k].last->next = it->op;
+        else
+            gc[k].task->ops = it->op;
+        gc[k].last = it->op;
+        it->op = NULL;
+    }
+    /* Self p2p must pair up inside each task; an unmatched half could never complete. */
+    for (int k = 0; k < ngc; k++) {
+        int ns = 0, nr = 0;
+        for (host_opd *o = gc[k].task->ops; o != NULL; o = o->next) {
+            ns += o->kind == HOST_K_SEND && o->root == gc[k].c->rank;
+            nr += o->kind == HOST_K_RECV && o->root == gc[k].c->rank;
+        }
+        if (ns != nr) {
+            rc = host_fail(ncclInvalidUsage, "ncclGroupEnd: rank %d has %d self send(s) but %d self receive(s) in the "
+                           "group", gc[k].c->rank, ns, nr);
+            goto fail;
+        }
+    }
+
+    /* 2. Start everything before waiting on anything. */
+    for (it = items; it != NULL; it = it->next) {
+        host_comm *c;
+        if (it->job == 0 || it->job == HOST_JOB_FINALIZE || it->job == HOST_JOB_DESTROY)
+            continue;
+        if (host_comm_enter(it->comm, "ncclGroupEnd", &c) != ncclSuccess) {
+            HOST_CHECKIGNORE(ncclInvalidArgument, rc);
+            continue;
+        }
+        blocking = c->blocking;
+        if (it->job == HOST_JOB_INIT) {
+            ncclResult_t r = host_comm_start(c);
+            if (r != ncclSuccess) {
+                int expected = 0;
+                atomic_compare_exchange_strong(&c->error, &expected, (int)r);
+                HOST_CHECKIGNORE(r, rc);
+            }
+        } else {
+            host_task *t = calloc(1, sizeof *t);
+            if (t == NULL) {
+                HOST_CHECKIGNORE(host_fail(ncclSystemError, "ncclGroupEnd: out of memory"), rc);
+            } else {
+                t->kind = it->job == HOST_JOB_SPLIT ? HOST_TASK_SPLIT : HOST_TASK_SHRINK;
+                t->split = it->args;
+                it->args = NULL;
+                t->detached = !c->blocking;
+                host_task_submit(c, t);
+                if (c->blocking)
+                    it->task = t;
+            }
+        }
+        host_comm_leave(c);
+    }
+    for (int k = 0; k < ngc; k++) {
+        gc[k].task->detached = !gc[k].c->blocking;
+        host_task_submit(gc[k].c, gc[k].task);
+    }
+
+    /* 3. Wait (blocking) for every task; the first error among the comms wins. */
+    if (blocking) {
+        for (it = items; it != NULL; it = it->next) {
+            host_comm *c;
+            if (it->job == 0 || it->job == HOST_JOB_FINALIZE || it->job == HOST_JOB_DESTROY)
+                continue;
+            if (host_comm_enter(it->comm, "ncclGroupEnd", &c) != ncclSuccess)
+                continue;
+            if (it->job == HOST_JOB_INIT) {
+                HOST_CHECKIGNORE(host_comm_wait_init(c), rc);
+            } else if (it->task != NULL) {
+                HOST_CHECKIGNORE(host_task_wait(c, it->task), rc);
+                it->task = NULL;
+            }
+            host_comm_leave(c);
+        }
+        for (int k = 0; k < ngc; k++) {
+            HOST_CHECKIGNORE(host_task_wait(gc[k].c, gc[k].task), rc);
+            gc[k].task = NULL;
+        }
+    } else {
+        for (int k = 0; k < ngc; k++)
+            gc[k].task = NULL; /* detached: the worker frees them */
+    }
+
+    /* 4. Finalize and destroy jobs run after the group's work. */
+    for (it = items; it != NULL; it = it->next) {
+        host_comm *c;
+        if (it->job != HOST_JOB_FINALIZE && it->job != HOST_JOB_DESTROY)
+            continue;
+        if (host_comm_enter(it->comm, "ncclGroupEnd", &c) != ncclSuccess) {
+            HOST_CHECKIGNORE(ncclInvalidArgument, rc);
+            continue;
+        }
+        if (it->job == HOST_JOB_DESTROY) {
+            pthread_mutex_lock(&c->lock);
+            if (c->group_owner == (void *)&G)
+                c->group_owner = NULL;
+            pthread_mutex_unlock(&c->lock);
+            HOST_CHECKIGNORE(host_destroy_impl(c, 0), rc);
+            continue;
+        }
+        {
+            host_task *t = calloc(1, sizeof *t);
+            if (t == NULL) {
+                HOST_CHECKIGNORE(host_fail(ncclSystemError, "out of memory"), rc);
+            } else {
+                t->kind = HOST_TASK_FINALIZE;
+                t->detached = !c->blocking;
+                host_task_submit(c, t);
+                if (c->blocking)
+                    HOST_CHECKIGNORE(host_task_wait(c, t), rc);
+            }
+        }
+        host_comm_leave(c);
+    }
+    if (rc == ncclSuccess && !blocking)
+        rc = ncclInProgress;
+fail:
+    for (int k = 0; k < ngc; k++) {
+        if (gc[k].c == NULL)
+            continue;
+        if (gc[k].task != NULL) { /* never submitted */
+            host_task_free(gc[k].task);
+            gc[k].task = NULL;
+        }
+        pthread_mutex_lock(&gc[k].c->lock);
+        if (gc[k].c->group_owner == (void *)&G)
+            gc[k].c->group_owner = NULL;
+        pthread_mutex_unlock(&gc[k].c->lock);
+        host_comm_leave(gc[k].c);
+    }
+    free(gc);
+    return rc;
+}
+
+ncclResult_t host_group_end(ncclSimInfo_t *sim, int simulate)
+{
+    host_gitem *items;
+    ncclResult_t err, rc;
+    double est;
+    if (G.depth == 0)
+        return host_fail(ncclInvalidUsage, "%s: not in a group call (ncclGroupEnd without ncclGroupStart)",
+                         simulate ? "ncclGroupSimulateEnd" : "ncclGroupEnd");
+    if (simulate && sim != NULL && sim->magic != NCCL_SIM_INFO_MAGIC) {
+        G.error = host_fail(ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo->magic is 0x%x, not 0x%x: initialise "
+                            "it with NCCL_SIM_INFO_INITIALIZER", sim->magic, NCCL_SIM_INFO_MAGIC);
+    }
+    if (--G.depth > 0)
+        return simulate && sim != NULL && sim->magic != NCCL_SIM_INFO_MAGIC ? ncclInvalidArgument : ncclSuccess;
+    items = G.head;
+    err = G.error;
+    G.head = G.tail = NULL;
+    G.error = ncclSuccess;
+    G.blocking = -1;
+    G.nops = G.ninit = 0;
+    if (err != ncclSuccess) {
+        discard(items, err);
+        return err;
+    }
+    simulate = simulate && sim != NULL;
+    est = estimate_us(items);
+    rc = execute(items, simulate);
+    /* Items still holding ops (simulation, or a failure before submission) release them here. */
+    for (host_gitem *it = items; it != NULL;) {
+        host_gitem *next = it->next;
+        host_comm *c;
+        if (it->job == 0 && host_comm_enter(it->comm, "ncclGroupEnd", &c) == ncclSuccess) {
+            pthread_mutex_lock(&c->lock);
+            if (c->group_owner == (void *)&G)
+                c->group_owner = NULL;
+            pthread_mutex_unlock(&c->lock);
+            host_comm_leave(c);
+        }
+        item_free(it);
+        it = next;
+    }
+    if (simulate) {
+        size_t end = offsetof(ncclSimInfo_t, estimatedTime) + sizeof sim->estimatedTime;
+        if (sim->size >= end)
+            sim->estimatedTime = (float)est;
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+const char *host_kind_name(host_kind k)
+{
+    switch (k) {
+    case HOST_K_ALLREDUCE: return "ncclAllReduce";
+    case HOST_K_BROADCAST: return "ncclBroadcast";
+    case HOST_K_REDUCE: return "ncclReduce";
+    case HOST_K_ALLGATHER: return "ncclAllGather";
+    case HOST_K_REDUCESCATTER: return "ncclReduceScatter";
+    case HOST_K_ALLTOALL: return "ncclAlltoAll";
+    case HOST_K_GATHER: return "ncclGather";
+    case HOST_K_SCATTER: return "ncclScatter";
+    case HOST_K_ALLTOALLV: return "ncclAllToAllv";
+    case HOST_K_ALLREDUCE_BIAS: return "ncclAllReduceWithBias";
+    case HOST_K_SEND: return "ncclSend";
+    case HOST_K_RECV: return "ncclRecv";
+    default: return "unknown";
+    }
+}
+
+const char *host_type_name(ncclDataType_t dt)
+{
+    static const char *names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
+                                  "float16", "float32", "float64", "bfloat16", "float8e4m3", "float8e5m2"};
+    return (int)dt >= 0 && (int)dt < ncclNumTypes ? names[dt] : "invalid";
+}
+
+const char *host_op_name(int opkind)
+{
+    static const char *names[] = {"sum", "prod", "max", "min", "avg", "premulsum"};
+    return opkind >= 0 && opkind <= HOST_OP_PREMULSUM ? names[opkind] : "none";
+}

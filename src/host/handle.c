@@ -1,0 +1,212 @@
+/* The process-wide handle table and the state checks every call makes (sections 4.1, 6.3).
+ *
+ * A handle (ncclComm_t) points to a small header that is never freed and never reused, kept in
+ * a hash set. So a destroyed, foreign or garbage handle is recognised without dereferencing it:
+ * membership is checked first, then the header's impl pointer (NULL once destroyed).
+ * host_comm_enter also counts the threads inside the API on a communicator (inapi), so destroy
+ * and abort can wait for them before freeing anything. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nccl_host.h"
+
+static pthread_mutex_t host_handles_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t host_handles_cv;          /* inapi reached its floor; with host_handles_lock */
+static pthread_once_t host_handles_once = PTHREAD_ONCE_INIT;
+static struct ncclComm **host_handles;          /* open-addressing set; guarded by host_handles_lock */
+static size_t host_handles_cap, host_handles_len; /* guarded by host_handles_lock */
+
+_Atomic uint64_t host_fork_gen;
+
+static void handles_init(void)
+{
+    host_cond_init(&host_handles_cv);
+}
+
+static size_t slot_of(const void *p, size_t cap)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return (size_t)x & (cap - 1);
+}
+
+static int set_contains(const struct ncclComm *h)
+{
+    if (host_handles_cap == 0)
+        return 0;
+    for (size_t i = slot_of(h, host_handles_cap);; i = (i + 1) & (host_handles_cap - 1)) {
+        if (host_handles[i] == h)
+            return 1;
+        if (host_handles[i] == NULL)
+            return 0;
+    }
+}
+
+static void set_put(struct ncclComm **tab, size_t cap, struct ncclComm *h)
+{
+    size_t i = slot_of(h, cap);
+    while (tab[i] != NULL)
+        i = (i + 1) & (cap - 1);
+    tab[i] = h;
+}
+
+ncclResult_t host_handle_new(host_comm *c, ncclComm_t *out)
+{
+    struct ncclComm *h = calloc(1, sizeof *h);
+    pthread_once(&host_handles_once, handles_init);
+    if (h == NULL)
+        return host_fail(ncclSystemError, "out of memory allocating a communicator handle");
+    h->magic = HOST_HANDLE_MAGIC;
+    h->impl = c;
+    pthread_mutex_lock(&host_handles_lock);
+    if ((host_handles_len + 1) * 2 > host_handles_cap) {
+        size_t ncap = host_handles_cap ? host_handles_cap * 2 : 64;
+        struct ncclComm **nt = calloc(ncap, sizeof *nt);
+        if (nt == NULL) {
+            pthread_mutex_unlock(&host_handles_lock);
+            free(h);
+            return host_fail(ncclSystemError, "out of memory growing the handle table");
+        }
+        for (size_t i = 0; i < host_handles_cap; i++)
+            if (host_handles[i] != NULL)
+                set_put(nt, ncap, host_handles[i]);
+        free(host_handles);
+        host_handles = nt;
+        host_handles_cap = ncap;
+    }
+    set_put(host_handles, host_handles_cap, h);
+    host_handles_len++;
+    pthread_mutex_unlock(&host_handles_lock);
+    c->handle = h;
+    *out = h;
+    return ncclSuccess;
+}
+
+ncclResult_t host_comm_enter(ncclComm_t h, const char *fn, host_comm **out)
+{
+    host_comm *c;
+    *out = NULL;
+    if (h == NULL)
+        return host_fail(ncclInvalidArgument, "%s: comm is NULL", fn);
+    pthread_mutex_lock(&host_handles_lock);
+    if (!set_contains(h)) {
+        pthread_mutex_unlock(&host_handles_lock);
+        return host_fail(ncclInvalidArgument, "%s: %p is not a communicator created by this library", fn, (void *)h);
+    }
+    c = h->impl;
+    if (c == NULL) {
+        pthread_mutex_unlock(&host_handles_lock);
+        return host_fail(ncclInvalidArgument, "%s: communicator %p was already destroyed or aborted", fn, (void *)h);
+    }
+    c->inapi++;
+    pthread_mutex_unlock(&host_handles_lock);
+    *out = c;
+    return ncclSuccess;
+}
+
+void host_comm_leave(host_comm *c)
+{
+    pthread_mutex_lock(&host_handles_lock);
+    if (--c->inapi <= 1)
+        pthread_cond_broadcast(&host_handles_cv);
+    pthread_mutex_unlock(&host_handles_lock);
+}
+
+ncclResult_t host_handle_kill(host_comm *c, int64_t deadline)
+{
+    ncclResult_t rc = ncclSuccess;
+    pthread_mutex_lock(&host_handles_lock);
+    c->handle->impl = NULL; /* from here on new calls get IA */
+    while (c->inapi > 1) {
+        if (host_cond_wait(&host_handles_cv, &host_handles_lock, deadline) == ETIMEDOUT) {
+            rc = host_fail(host_timeout_code(),
+                           "communicator %s rank %d: %d other thread(s) still inside a call after the deadline",
+                           c->name, c->rank, c->inapi - 1);
+            break;
+        }
+    }
+    c->inapi--;
+    pthread_mutex_unlock(&host_handles_lock);
+    return rc;
+}
+
+/* fork: the child has none of our threads; every communicator created before the fork answers
+ * IU there (section 10). The handle lock is taken across fork so the child never inherits it
+ * locked. */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&host_handles_lock);
+}
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&host_handles_lock);
+}
+void host_monitor_atfork_child(void);
+static void fork_child(void)
+{
+    pthread_mutex_unlock(&host_handles_lock);
+    atomic_fetch_add(&host_fork_gen, 1);
+    host_monitor_atfork_child();
+}
+
+void host_fork_setup(void)
+{
+    pthread_once(&host_handles_once, handles_init);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+ncclResult_t host_comm_error(host_comm *c)
+{
+    return (ncclResult_t)atomic_load(&c->error);
+}
+
+void host_comm_wake(host_comm *c)
+{
+    pthread_mutex_lock(&c->lock);
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->lock);
+    if (c->seg.base != NULL)
+        host_bell_ring(&host_seg_rankp(&c->seg, c->rank)->bell);
+}
+
+void host_comm_set_error(host_comm *c, ncclResult_t rc)
+{
+    int expected = 0;
+    if (rc == ncclSuccess || rc == ncclInProgress || rc == ncclInvalidArgument)
+        return;
+    atomic_compare_exchange_strong(&c->error, &expected, (int)rc);
+    host_comm_wake(c);
+}
+
+ncclResult_t host_comm_usable(host_comm *c, const char *fn)
+{
+    ncclResult_t err;
+    int phase, inflight;
+    if (c->fork_gen != atomic_load(&host_fork_gen))
+        return host_fail(ncclInvalidUsage, "%s: communicator was created before fork(); it cannot be used in the child",
+                         fn);
+    if (atomic_load(&c->aborted))
+        return host_fail(ncclInvalidUsage, "%s: communicator aborted", fn);
+    err = host_comm_error(c);
+    if (err != ncclSuccess)
+        return host_fail(err, "%s: communicator %s rank %d is in an error state (%s) from an earlier failure", fn,
+                         c->name, c->rank, host_error_string(err));
+    pthread_mutex_lock(&c->lock);
+    phase = c->phase;
+    inflight = c->inflight;
+    pthread_mutex_unlock(&c->lock);
+    if (phase == HOST_PHASE_INIT || inflight > 0)
+        return host_fail(ncclInvalidArgument, "%s: communicator used before the previous operation returned ncclSuccess",
+                         fn);
+    if (phase == HOST_PHASE_FINALIZED)
+        return host_fail(ncclInvalidUsage, "%s: communicator was finalized", fn);
+    if (atomic_load(&c->suspended))
+        return host_fail(ncclInvalidUsage, "%s: communicator is suspended", fn);
+    return ncclSuccess;
+}

@@ -1,0 +1,135 @@
+/* ncclMemAlloc/ncclMemFree and buffer registration (HOST_BACKEND.md section 2.4).
+ *
+ * ncclMemAlloc hands out page-aligned host memory rounded up to a page; the blocks are kept in a
+ * process-wide list so ncclMemFree can reject pointers it never returned. Registration has no
+ * effect on the data path (Differs 10): it records the range and returns a non-NULL handle. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nccl_host.h"
+
+typedef struct host_block {
+    void *ptr;
+    size_t size;
+    struct host_block *next;
+} host_block;
+
+static pthread_mutex_t host_blocks_lock = PTHREAD_MUTEX_INITIALIZER;
+static host_block *host_blocks; /* guarded by host_blocks_lock */
+
+ncclResult_t host_mem_alloc(void **ptr, size_t size)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), rounded;
+    host_block *b;
+    void *p = NULL;
+    int r;
+    if (ptr == NULL)
+        return host_fail(ncclInvalidArgument, "ncclMemAlloc: ptr is NULL");
+    *ptr = NULL;
+    if (size == 0)
+        return ncclSuccess;
+    if (size > SIZE_MAX - page)
+        return host_fail(ncclSystemError, "ncclMemAlloc: cannot allocate %zu bytes", size);
+    rounded = (size + page - 1) / page * page;
+    b = malloc(sizeof *b);
+    if (b == NULL)
+        return host_fail(ncclSystemError, "ncclMemAlloc: out of memory");
+    r = posix_memalign(&p, page, rounded);
+    if (r != 0) {
+        free(b);
+        return host_fail(ncclSystemError, "ncclMemAlloc: cannot allocate %zu bytes: %s", size, strerror(r));
+    }
+    b->ptr = p;
+    b->size = rounded;
+    pthread_mutex_lock(&host_blocks_lock);
+    b->next = host_blocks;
+    host_blocks = b;
+    pthread_mutex_unlock(&host_blocks_lock);
+    HOST_INFO(HOST_SUB_ALLOC, "ncclMemAlloc: %zu bytes at %p", rounded, p);
+    *ptr = p;
+    return ncclSuccess;
+}
+
+ncclResult_t host_mem_free(void *ptr)
+{
+    host_block *found = NULL;
+    if (ptr == NULL)
+        return ncclSuccess;
+    pthread_mutex_lock(&host_blocks_lock);
+    for (host_block **pp = &host_blocks; *pp != NULL; pp = &(*pp)->next)
+        if ((*pp)->ptr == ptr) {
+            found = *pp;
+            *pp = found->next;
+            break;
+        }
+    pthread_mutex_unlock(&host_blocks_lock);
+    if (found == NULL)
+        return host_fail(ncclInvalidArgument, "ncclMemFree: %p was not returned by ncclMemAlloc (or was freed)", ptr);
+    free(found->ptr);
+    free(found);
+    return ncclSuccess;
+}
+
+ncclResult_t host_register(ncclComm_t comm, void *buff, size_t size, void **handle)
+{
+    host_comm *c;
+    host_reg *r;
+    ncclResult_t rc;
+    HOST_CHECK(host_comm_enter(comm, "ncclCommRegister", &c));
+    HOST_CHECKGOTO(host_comm_usable(c, "ncclCommRegister"), rc, exit);
+    if (handle == NULL || (buff == NULL && size > 0)) {
+        rc = host_fail(ncclInvalidArgument, "ncclCommRegister: %s is NULL", handle == NULL ? "handle" : "buff");
+        goto exit;
+    }
+    r = malloc(sizeof *r);
+    if (r == NULL) {
+        rc = host_fail(ncclSystemError, "ncclCommRegister: out of memory");
+        goto exit;
+    }
+    r->buff = buff;
+    r->size = size;
+    pthread_mutex_lock(&c->lock);
+    r->next = c->regs;
+    c->regs = r;
+    pthread_mutex_unlock(&c->lock);
+    *handle = r;
+exit:
+    host_comm_leave(c);
+    return rc;
+}
+
+ncclResult_t host_deregister(ncclComm_t comm, void *handle)
+{
+    host_comm *c;
+    host_reg *found = NULL;
+    HOST_CHECK(host_comm_enter(comm, "ncclCommDeregister", &c));
+    if (handle != NULL) {
+        pthread_mutex_lock(&c->lock);
+        for (host_reg **pp = &c->regs; *pp != NULL; pp = &(*pp)->next)
+            if (*pp == handle) {
+                found = *pp;
+                *pp = found->next;
+                break;
+            }
+        pthread_mutex_unlock(&c->lock);
+    }
+    host_comm_leave(c);
+    if (handle == NULL)
+        return ncclSuccess;
+    if (found == NULL)
+        return host_fail(ncclInvalidUsage, "ncclCommDeregister: %p is not a registration handle of this communicator",
+                         handle);
+    free(found);
+    return ncclSuccess;
+}
+
+void host_reg_free_all(host_comm *c)
+{
+    while (c->regs != NULL) {
+        host_reg *r = c->regs;
+        c->regs = r->next;
+        free(r);
+    }
+}

@@ -1,0 +1,658 @@
+/* Internal declarations of libnccl-host, the host-memory implementation of the NCCL C ABI.
+ *
+ * Semantics: shared/reference/HOST_BACKEND.md (section numbers in comments refer to it).
+ * Everything here is internal: host_/HOST_ names, hidden visibility. The exported nccl* functions
+ * live in api.c as thin shells over the host_* functions declared below.
+ *
+ * Components (one file each):
+ *   params.c     tunables, read once (pthread_once) into host_params
+ *   debug.c      logging by level and subsystem, the process-global last-error text
+ *   sys.c        clocks, futexes and event counts, random bytes, CRC-32, socket helpers
+ *   handle.c     the process-wide handle table, entering/leaving a communicator, fork detection
+ *   config.c     size- and version-aware ncclConfig_t parsing
+ *   bootstrap.c  unique ids, the root listener thread, the control mesh, the segment handshake
+ *   monitor.c    one thread per process reading every control socket (peer death, notices, mail)
+ *   shm.c        the per-communicator shared segment: layout, create, attach, sweep
+ *   comm.c       communicator lifecycle: init, finalize, destroy, abort, split, shrink, queries
+ *   worker.c     per-communicator worker thread and its task FIFO; the op-task progress loop
+ *   coll.c       collectives as non-blocking state machines over the segment's slots
+ *   p2p.c        send/recv over per-pair rings in the segment
+ *   group.c      thread-local group state and the entry path of every communication call
+ *   redop.c      ncclRedOpCreatePreMulSum / ncclRedOpDestroy
+ *   mem.c        ncclMemAlloc/Free, ncclCommRegister/Deregister
+ *   api.c        the exported entry points
+ *
+ * Lock order (outer first): host_handles_lock -> monitor registry lock -> comm->lock.
+ * No lock is ever held while waiting for another rank. */
+#ifndef NCCL_HOST_H
+#define NCCL_HOST_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "abi.h"
+#include "reduce.h"
+
+#define HOST_API __attribute__((visibility("default")))
+#define HOST_COLD __attribute__((cold, noinline))
+#define HOST_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define HOST_LIKELY(x) __builtin_expect(!!(x), 1)
+#define HOST_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+#define HOST_LIB_VERSION "0.1.0"
+#define HOST_LIB_VERSION_NUM 100      /* compared in the bootstrap handshake */
+#define HOST_PROTO_VERSION 1          /* wire protocol of the bootstrap and the mesh */
+#define HOST_ID_LAYOUT 1              /* unique id layout version (section 3) */
+#define HOST_SEG_LAYOUT 1             /* shared segment layout version */
+#define HOST_TOKEN_BYTES 16
+#define HOST_SECRET_BYTES 16
+#define HOST_MAX_RANKS 4096
+#define HOST_CACHELINE 64
+
+/* ------------------------------------------------------------------------------------------ */
+/* params.c: tunables (section 12). Read once; const afterwards.                              */
+/* ------------------------------------------------------------------------------------------ */
+
+enum { HOST_FLAVOR_NCCL = 0, HOST_FLAVOR_RCCL = 1 };
+
+typedef struct {
+    int flavor;               /* NCCL_HOST_FLAVOR */
+    int version_code;         /* NCCL_HOST_VERSION_CODE */
+    host_fp8_mode fp8;        /* NCCL_HOST_FP8 */
+    double timeout_s;         /* NCCL_HOST_TIMEOUT; 0 = infinite */
+    int64_t timeout_ns;       /* INT64_MAX when infinite */
+    int64_t root_idle_ns;     /* NCCL_HOST_ROOT_IDLE_TIMEOUT */
+    size_t chunk_bytes;       /* NCCL_HOST_CHUNK_BYTES */
+    size_t p2p_bytes;         /* NCCL_HOST_P2P_BYTES */
+    size_t p2p_eager;         /* NCCL_HOST_P2P_EAGER */
+    int checks;               /* NCCL_HOST_CHECKS */
+    int check_pointers;       /* NCCL_HOST_CHECK_POINTERS / NCCL_CHECK_POINTERS */
+    uint32_t bind_addr;       /* NCCL_HOST_BIND_ADDR, network byte order */
+    int allow_nonloopback;    /* NCCL_HOST_ALLOW_NONLOOPBACK */
+    int num_devices;          /* NCCL_HOST_NUM_DEVICES */
+    int comm_blocking;        /* NCCL_COMM_BLOCKING: -1 unset, 0, 1 */
+    int multi_rank_gpu;       /* NCCL_MULTI_RANK_GPU_ENABLE */
+    const char *comm_id;      /* NCCL_COMM_ID (not supported: reported at GetUniqueId) */
+} host_params_t;
+
+/* Loads the tunables on first use (pthread_once) and returns them. Never NULL. */
+const host_params_t *host_params(void);
+/* ncclTimeout, or ncclRemoteError when mimicking a release without it (section 2.1). */
+ncclResult_t host_timeout_code(void);
+const char *host_info_text(void);
+
+/* ------------------------------------------------------------------------------------------ */
+/* debug.c: logging and the last-error text (sections 9.2, 12)                                */
+/* ------------------------------------------------------------------------------------------ */
+
+enum { HOST_LOG_NONE = 0, HOST_LOG_VERSION = 1, HOST_LOG_WARN = 2, HOST_LOG_INFO = 3, HOST_LOG_TRACE = 5 };
+enum {
+    HOST_SUB_INIT = 1u << 0,
+    HOST_SUB_BOOTSTRAP = 1u << 1,
+    HOST_SUB_COLL = 1u << 2,
+    HOST_SUB_P2P = 1u << 3,
+    HOST_SUB_SHM = 1u << 4,
+    HOST_SUB_ENV = 1u << 5,
+    HOST_SUB_ALLOC = 1u << 6,
+    HOST_SUB_CALL = 1u << 7,
+    HOST_SUB_ALL = 0xffffffffu
+};
+
+extern int host_log_level;        /* written once by host_log_init (params once routine) */
+extern unsigned host_log_subsys;
+void host_log_init(void);
+void host_log(int level, unsigned subsys, const char *fmt, ...) HOST_PRINTF(3, 4);
+void host_vlog(int level, unsigned subsys, const char *fmt, va_list ap);
+/* The calling thread's rank for the log prefix (-1: none). */
+void host_log_set_rank(int rank);
+/* A copy of the last WARN text, in a thread-local buffer. */
+const char *host_last_error(void);
+/* NCCL 2.30's fixed strings (section 9.1), flavour-aware. */
+const char *host_error_string(ncclResult_t rc);
+/* WARN (sets the last-error text) and return rc. */
+ncclResult_t host_fail(ncclResult_t rc, const char *fmt, ...) HOST_PRINTF(2, 3) HOST_COLD;
+
+#define HOST_WARN(...) host_log(HOST_LOG_WARN, HOST_SUB_ALL, __VA_ARGS__)
+#define HOST_INFO(sub, ...)                                                                    \
+    do {                                                                                       \
+        if (HOST_UNLIKELY(host_log_level >= HOST_LOG_INFO && (host_log_subsys & (sub))))        \
+            host_log(HOST_LOG_INFO, (sub), __VA_ARGS__);                                       \
+    } while (0)
+#define HOST_TRACE(sub, ...)                                                                   \
+    do {                                                                                       \
+        if (HOST_UNLIKELY(host_log_level >= HOST_LOG_TRACE && (host_log_subsys & (sub))))       \
+            host_log(HOST_LOG_TRACE, (sub), __VA_ARGS__);                                      \
+    } while (0)
+
+/* Error propagation leaves a file:line breadcrumb at TRACE, so NCCL_DEBUG=TRACE reads like a
+ * backtrace (STYLE.md section 3). */
+#define HOST_CHECK(call)                                                                       \
+    do {                                                                                       \
+        ncclResult_t r_ = (call);                                                              \
+        if (HOST_UNLIKELY(r_ != ncclSuccess)) {                                                \
+            HOST_TRACE(HOST_SUB_ALL, "%s:%d -> %d", __FILE__, __LINE__, (int)r_);              \
+            return r_;                                                                         \
+        }                                                                                      \
+    } while (0)
+#define HOST_CHECKGOTO(call, res, label)                                                       \
+    do {                                                                                       \
+        (res) = (call);                                                                        \
+        if (HOST_UNLIKELY((res) != ncclSuccess)) {                                             \
+            HOST_TRACE(HOST_SUB_ALL, "%s:%d -> %d", __FILE__, __LINE__, (int)(res));           \
+            goto label;                                                                        \
+        }                                                                                      \
+    } while (0)
+/* Cleanup paths keep the first error. */
+#define HOST_CHECKIGNORE(call, res)                                                            \
+    do {                                                                                       \
+        ncclResult_t r_ = (call);                                                              \
+        if (r_ != ncclSuccess && (res) == ncclSuccess)                                         \
+            (res) = r_;                                                                        \
+    } while (0)
+
+/* ------------------------------------------------------------------------------------------ */
+/* sys.c: time, futexes, event counts, randomness, CRC, sockets                                */
+/* ------------------------------------------------------------------------------------------ */
+
+#define HOST_NEVER INT64_MAX
+int64_t host_now_ns(void);
+/* now + timeout, or HOST_NEVER when the timeout is infinite. */
+int64_t host_deadline_after(int64_t timeout_ns);
+double host_elapsed_s(int64_t since_ns);
+/* Absolute CLOCK_MONOTONIC timespec for condvars (created with host_cond_init). */
+void host_abstime(int64_t deadline_ns, struct timespec *ts);
+void host_cond_init(pthread_cond_t *cv);
+/* 0 when signalled (or spurious), ETIMEDOUT at the deadline. */
+int host_cond_wait(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_ns);
+
+/* Shared (not FUTEX_PRIVATE) futex words, so they work across processes in the segment. */
+int host_futex_wait(_Atomic uint32_t *word, uint32_t expected, int64_t deadline_ns);
+void host_futex_wake(_Atomic uint32_t *word);
+
+/* An event count ("doorbell"): a waiter snapshots, re-checks its conditions, then sleeps only
+ * if nothing rang since the snapshot, so no wakeup is lost. The waiters word lets ringers skip
+ * the wake syscall when nobody sleeps. Both words live in shared memory. */
+typedef struct {
+    _Atomic uint32_t seq;
+    _Atomic uint32_t waiters;
+} host_bell;
+uint32_t host_bell_prepare(host_bell *b);                  /* waiters++, returns the snapshot */
+int host_bell_wait(host_bell *b, uint32_t snap, int64_t deadline_ns); /* sleeps; waiters-- */
+void host_bell_cancel(host_bell *b);                       /* waiters-- without sleeping */
+void host_bell_ring(host_bell *b);
+
+ncclResult_t host_random_bytes(void *buf, size_t len);
+uint32_t host_crc32(const void *buf, size_t len);
+uint64_t host_hash64(const void *buf, size_t len, uint64_t seed);
+int host_consttime_equal(const void *a, const void *b, size_t len);
+
+/* Outcome of a socket operation; callers turn it into a result code with context. */
+typedef enum { HOST_IO_OK = 0, HOST_IO_EOF, HOST_IO_TIMEOUT, HOST_IO_ABORT, HOST_IO_ERROR } host_io;
+/* Listener on addr:0 (kernel-chosen port), CLOEXEC, nonblocking accept. */
+ncclResult_t host_sock_listen(uint32_t addr_be, int *fd, uint16_t *port_be);
+/* Connects to addr:port; waits up to the deadline; wake_fd (may be -1) readable = abort. */
+host_io host_sock_connect(uint32_t addr_be, uint16_t port_be, int64_t deadline, int wake_fd, int *fd);
+host_io host_sock_send(int fd, const void *buf, size_t len, int64_t deadline, int wake_fd);
+host_io host_sock_recv(int fd, void *buf, size_t len, int64_t deadline, int wake_fd);
+/* Accept one connection (loopback peers only unless allowed) or report TIMEOUT/ABORT. */
+host_io host_sock_accept(int lfd, int64_t deadline, int wake_fd, int *fd);
+void host_sock_close(int *fd);
+const char *host_io_str(host_io io);
+/* Turns an I/O failure into a result code: EOF -> RE, TIMEOUT -> TO, ABORT -> IU, ERROR -> SE. */
+ncclResult_t host_io_result(host_io io);
+
+/* Creating internal threads: all blockable signals blocked, as section 10 requires. */
+ncclResult_t host_thread_create(pthread_t *t, void *(*fn)(void *), void *arg, int detached);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Wire messages (bootstrap and the control mesh)                                             */
+/* ------------------------------------------------------------------------------------------ */
+
+enum {
+    HOST_MSG_HELLO = 0x48454c4f,   /* rank -> root */
+    HOST_MSG_DISMISS,              /* rank 0 -> extra scalable roots */
+    HOST_MSG_ROOT_OK,              /* root -> rank: peer table */
+    HOST_MSG_ROOT_FAIL,            /* root -> rank: bootstrap failed */
+    HOST_MSG_MESH_HELLO,           /* lower rank -> higher rank on the mesh */
+    HOST_MSG_MESH_FAIL,            /* mesh setup failure reported to a peer */
+    HOST_MSG_SEG_NAME,             /* rank 0 -> all: segment to attach */
+    HOST_MSG_SEG_ACK,              /* all -> rank 0 */
+    HOST_MSG_READY,                /* rank 0 -> all */
+    HOST_MSG_LEAVE,                /* finalize/destroy notice */
+    HOST_MSG_ABORT,                /* abort notice */
+    HOST_MSG_MGMT                  /* split/shrink exchange, tagged */
+};
+
+typedef struct {
+    uint32_t type;
+    uint32_t len; /* payload bytes after this header */
+    uint64_t tag;
+} host_msg_hdr;
+
+#define HOST_MSG_MAX_PAYLOAD (1u << 20)
+
+/* ------------------------------------------------------------------------------------------ */
+/* The shared segment (shm.c; section 11.3)                                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+enum { HOST_RANK_ALIVE = 0, HOST_RANK_LEFT = 1, HOST_RANK_ABORTED = 2 };
+
+typedef struct {
+    host_bell bell;                 /* rung whenever something rank r waits for may have changed */
+    _Atomic uint32_t state;         /* HOST_RANK_* written by the rank itself */
+    uint32_t pid;
+    _Atomic uint64_t done;          /* last collective step this rank finished reading */
+    char pad[HOST_CACHELINE - 24];
+} host_seg_rank;
+
+typedef struct {
+    uint64_t magic;
+    uint32_t layout;
+    uint32_t nranks;
+    uint64_t chunk_bytes;
+    uint64_t p2p_bytes;
+    uint64_t slot_stride;
+    uint64_t ring_stride;
+    uint64_t off_ranks, off_slots, off_rings;
+    uint64_t total_bytes;
+    uint8_t token[HOST_TOKEN_BYTES]; /* proves the attacher opened the right object */
+    _Atomic uint32_t error_code;     /* first cross-rank failure (mismatch), 0 = none */
+    int32_t error_rank;              /* rank that detected it */
+    char error_text[256];
+} host_seg_header;
+
+/* Descriptor a rank publishes with every collective step (section 6.4). */
+typedef struct {
+    _Atomic uint64_t seq;  /* step number; written last (release) */
+    uint64_t coll_seq;     /* collective number on this comm */
+    int32_t kind, datatype, opkind, root;
+    uint64_t count;
+    uint64_t stepi, nsteps;
+    uint64_t total;        /* AllToAllv: max pair count seen by this rank; others: 0 */
+    uint8_t scalar[8];     /* PreMulSum scalar of this rank */
+    char pad[128 - 80];
+} host_slot_hdr;
+
+typedef struct {
+    _Atomic uint64_t head; /* bytes written by the sender */
+    char pad0[HOST_CACHELINE - 8];
+    _Atomic uint64_t tail; /* bytes consumed by the receiver */
+    char pad1[HOST_CACHELINE - 8];
+} host_ring_hdr;
+
+/* One p2p message header inside a ring's byte stream. */
+typedef struct {
+    uint64_t count;
+    uint32_t datatype;
+    uint32_t magic;
+} host_p2p_msg;
+#define HOST_P2P_MSG_MAGIC 0x50325021u
+
+typedef struct {
+    void *base;
+    size_t size;
+    host_seg_header *hdr;
+    int nranks;
+    size_t chunk_bytes, p2p_bytes;
+} host_seg;
+
+ncclResult_t host_seg_create(host_seg *seg, int nranks, const uint8_t token[HOST_TOKEN_BYTES], char *name,
+                             size_t namelen);
+ncclResult_t host_seg_attach(host_seg *seg, const char *name, int nranks, const uint8_t token[HOST_TOKEN_BYTES]);
+ncclResult_t host_seg_unlink(const char *name);
+void host_seg_unmap(host_seg *seg);
+static inline host_seg_rank *host_seg_rankp(const host_seg *s, int r)
+{
+    return (host_seg_rank *)((char *)s->base + s->hdr->off_ranks) + r;
+}
+static inline host_slot_hdr *host_seg_slot(const host_seg *s, int r)
+{
+    return (host_slot_hdr *)((char *)s->base + s->hdr->off_slots + (size_t)r * s->hdr->slot_stride);
+}
+static inline unsigned char *host_seg_slot_data(const host_seg *s, int r)
+{
+    return (unsigned char *)host_seg_slot(s, r) + sizeof(host_slot_hdr);
+}
+/* Ring carrying src -> dst (src != dst). */
+static inline host_ring_hdr *host_seg_ring(const host_seg *s, int src, int dst)
+{
+    int n = s->nranks;
+    size_t idx = (size_t)src * (size_t)(n - 1) + (size_t)(dst < src ? dst : dst - 1);
+    return (host_ring_hdr *)((char *)s->base + s->hdr->off_rings + idx * s->hdr->ring_stride);
+}
+static inline unsigned char *host_seg_ring_data(const host_seg *s, int src, int dst)
+{
+    return (unsigned char *)host_seg_ring(s, src, dst) + sizeof(host_ring_hdr);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Communicators                                                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+/* What a communication call carries into a task: a copy of its arguments and op state. */
+typedef enum {
+    HOST_K_ALLREDUCE = 1,
+    HOST_K_BROADCAST,
+    HOST_K_REDUCE,
+    HOST_K_ALLGATHER,
+    HOST_K_REDUCESCATTER,
+    HOST_K_ALLTOALL,
+    HOST_K_GATHER,
+    HOST_K_SCATTER,
+    HOST_K_ALLTOALLV,
+    HOST_K_ALLREDUCE_BIAS,
+    HOST_K_SEND,
+    HOST_K_RECV
+} host_kind;
+
+typedef struct host_opd {
+    host_kind kind;
+    const char *name;          /* API name for messages */
+    const void *sendbuff;
+    void *recvbuff;
+    size_t count;
+    ncclDataType_t datatype;
+    int root;                  /* root, or peer for send/recv; -1 when unused */
+    int has_op;                /* a reduction: opkind holds the caller's ncclRedOp_t until resolved */
+    int opkind;                /* host_op_kind after validation, -1 for non-reductions */
+    uint8_t scalar[8];         /* PreMulSum host-immediate scalar */
+    const void *scalar_ptr;    /* PreMulSum device-residence scalar, read at execution */
+    const void *acc;           /* AllReduceWithBias */
+    size_t *v;                 /* AllToAllv: sendcounts, sdispls, recvcounts, rdispls (4*n), owned */
+    const size_t *uv[4];       /* AllToAllv: the caller's arrays, copied into v at the call */
+    struct host_opd *next;
+} host_opd;
+
+typedef enum {
+    HOST_TASK_INIT = 1,     /* bootstrap */
+    HOST_TASK_OPS,          /* collectives and p2p */
+    HOST_TASK_SPLIT,
+    HOST_TASK_SHRINK,
+    HOST_TASK_FINALIZE,
+    HOST_TASK_EXIT
+} host_task_kind;
+
+struct host_comm;
+typedef struct host_split_args {
+    int color, key;                 /* split */
+    int *exclude;                   /* shrink: sorted, deduplicated */
+    int nexclude;
+    int flags;
+    ncclComm_t *newcomm;            /* written when the job ends */
+    int child_blocking;
+    char child_name[64];
+    int child_device;
+} host_split_args;
+
+typedef struct host_task {
+    host_task_kind kind;
+    struct host_task *next;
+    host_opd *ops;                  /* OPS: owned list */
+    host_split_args *split;         /* SPLIT/SHRINK: owned */
+    uint64_t epoch;                 /* cancellation epoch at submission */
+    int detached;                   /* nobody waits: the worker frees it */
+    int done;                       /* guarded by comm->lock */
+    ncclResult_t result;
+} host_task;
+
+typedef struct host_userop {
+    ncclRedOp_t value;
+    ncclDataType_t datatype;
+    ncclScalarResidence_t residence;
+    uint8_t scalar[8];
+    const void *scalar_ptr;
+    struct host_userop *next;
+} host_userop;
+
+typedef struct host_reg {
+    void *buff;
+    size_t size;
+    struct host_reg *next;
+} host_reg;
+
+typedef struct host_mail {
+    int from;
+    uint64_t tag;
+    uint32_t len;
+    struct host_mail *next;
+    unsigned char data[];
+} host_mail;
+
+enum { HOST_PEER_ALIVE = 0, HOST_PEER_LEFT = 1, HOST_PEER_DEAD = 2, HOST_PEER_ABORTED = 3 };
+
+typedef struct {
+    int fd;                      /* control socket, -1 for self */
+    pthread_mutex_t send_lock;   /* one writer at a time on fd */
+    _Atomic int gone;            /* HOST_PEER_*, set by the monitor or teardown */
+    uint32_t pid;
+} host_peer;
+
+enum { HOST_PHASE_INIT = 0, HOST_PHASE_READY = 1, HOST_PHASE_FINALIZED = 2 };
+
+/* The public handle: a small header that is never freed, so a stale handle is recognised. */
+struct ncclComm {
+    uint64_t magic;
+    struct host_comm *impl;      /* NULL once destroyed/aborted; guarded by host_handles_lock */
+};
+#define HOST_HANDLE_MAGIC 0x6e63636c686f7374ull
+
+typedef struct host_comm {
+    struct ncclComm *handle;
+    pthread_mutex_t lock;        /* state below, task queue, mailbox */
+    pthread_cond_t cv;           /* CLOCK_MONOTONIC; task completion, mail, state */
+    int nranks, rank, device;
+    int blocking;
+    char name[64];
+    ncclConfig_t config;         /* parsed copy (for split/shrink inheritance) */
+    uint64_t fork_gen;
+
+    /* state (section 4.1) */
+    int phase;                   /* HOST_PHASE_*; guarded by lock */
+    _Atomic int error;           /* first asynchronous/fatal error, 0 = none */
+    _Atomic int aborted;         /* ncclCommAbort called */
+    _Atomic int finalizing;      /* finalize issued */
+    _Atomic int suspended;
+    int inflight;                /* submitted, unfinished tasks (guarded by lock) */
+    int inapi;                   /* threads inside the API on this comm (host_handles_lock) */
+    pthread_t active_thread;     /* thread in an exclusive call (guarded by lock) */
+    int active;
+    void *group_owner;           /* thread group state holding queued work (guarded by lock) */
+    _Atomic uint64_t cancel_epoch;
+
+    /* bootstrap */
+    ncclUniqueId id;
+    int nids;
+    uint64_t idhash;             /* scalable-init hash of all ids */
+    ncclUniqueId *extra_ids;     /* InitRankScalable: roots to dismiss (rank 0) */
+    int listen_fd;               /* this rank's mesh listener until the mesh is complete */
+    uint16_t listen_port_be;
+    int wake_fd;                 /* eventfd made readable by abort: ends bootstrap polls */
+    uint8_t token[HOST_TOKEN_BYTES];
+    host_peer *peers;
+    host_mail *mail;             /* mailbox (guarded by lock) */
+    uint64_t mgmt_seq;           /* split/shrink exchanges on this comm */
+    int monitored;
+
+    /* data plane */
+    host_seg seg;
+    uint64_t step;               /* last collective step used */
+    uint64_t coll_seq;
+    uint64_t *send_pos;          /* per peer: bytes I wrote into my ring to it */
+    uint64_t *recv_pos;          /* per peer: bytes I consumed from its ring to me */
+
+    /* worker */
+    pthread_t worker;
+    int worker_started;
+    int worker_busy;             /* executing a task (guarded by lock) */
+    host_task *q_head, *q_tail;  /* guarded by lock */
+
+    host_userop *userops;        /* guarded by lock */
+    host_reg *regs;              /* guarded by lock */
+} host_comm;
+
+/* handle.c */
+ncclResult_t host_handle_new(host_comm *c, ncclComm_t *out);
+/* Checks a handle and pins its communicator (inapi++). IA for NULL/foreign/dead handles. */
+ncclResult_t host_comm_enter(ncclComm_t h, const char *fn, host_comm **out);
+void host_comm_leave(host_comm *c);
+/* Marks the handle dead and waits until no other thread is inside the API on it. */
+ncclResult_t host_handle_kill(host_comm *c, int64_t deadline);
+extern _Atomic uint64_t host_fork_gen;
+void host_fork_setup(void);
+void host_monitor_atfork_child(void);
+
+/* State checks for an operation (section 6.3): IA for INIT/BUSY, the error for ERROR, IU for
+ * FINALIZED/suspended/forked. */
+ncclResult_t host_comm_usable(host_comm *c, const char *fn);
+/* Records a fatal error (first wins) and wakes every waiter. */
+void host_comm_set_error(host_comm *c, ncclResult_t rc);
+ncclResult_t host_comm_error(host_comm *c);
+/* Wakes the worker and every waiter of this comm (abort, errors from the monitor). */
+void host_comm_wake(host_comm *c);
+
+/* config.c */
+ncclResult_t host_config_parse(const ncclConfig_t *in, ncclConfig_t *out, const char *fn);
+void host_config_default(ncclConfig_t *out);
+
+/* comm.c */
+ncclResult_t host_comm_create(int nranks, int rank, const ncclConfig_t *cfg, host_comm **out);
+void host_comm_free(host_comm *c);
+ncclResult_t host_init_rank(ncclComm_t *comm, int nranks, const ncclUniqueId *ids, int nids, int rank,
+                            const ncclConfig_t *config, const char *fn);
+ncclResult_t host_init_all(ncclComm_t *comms, int ndev, const int *devlist);
+ncclResult_t host_finalize(ncclComm_t comm);
+ncclResult_t host_destroy(ncclComm_t comm);
+ncclResult_t host_abort(ncclComm_t comm);
+ncclResult_t host_split(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config);
+ncclResult_t host_shrink(ncclComm_t comm, int *exclude, int nexclude, ncclComm_t *newcomm, ncclConfig_t *config,
+                         int flags);
+ncclResult_t host_get_async_error(ncclComm_t comm, ncclResult_t *err);
+ncclResult_t host_comm_query(ncclComm_t comm, int what, int *out, const char *fn);
+ncclResult_t host_query_properties(ncclComm_t comm, ncclCommProperties_t *props);
+ncclResult_t host_suspend(ncclComm_t comm, int flags, int resume);
+ncclResult_t host_mem_stats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t *value);
+/* Run by the worker for SPLIT/SHRINK tasks and by the INIT task. */
+ncclResult_t host_run_split(host_comm *parent, host_task *t);
+ncclResult_t host_run_init(host_comm *c);
+ncclResult_t host_run_finalize(host_comm *c);
+/* Thread-local "current device" (section 2.5). */
+ncclResult_t host_set_device(int dev);
+ncclResult_t host_get_device(int *dev);
+int host_current_device(void);
+/* The group layer starts queued init/split jobs through these. */
+ncclResult_t host_comm_start(host_comm *c);           /* starts the worker with the INIT task */
+ncclResult_t host_comm_wait_init(host_comm *c);
+void host_comm_teardown(host_comm *c, int abort);
+ncclResult_t host_destroy_impl(host_comm *c, int abort);
+
+/* bootstrap.c */
+ncclResult_t host_unique_id(ncclUniqueId *id);
+ncclResult_t host_id_check(const ncclUniqueId *id, const char *fn);
+uint64_t host_ids_hash(const ncclUniqueId *ids, int nids);
+ncclResult_t host_bootstrap(host_comm *c);     /* phase 1 via the root, then host_mesh_build */
+typedef struct {
+    uint32_t pid;
+    uint32_t addr_be;
+    uint16_t port_be;
+    uint16_t pad;
+} host_peer_addr;
+ncclResult_t host_mesh_build(host_comm *c, const host_peer_addr *peers);
+void host_dismiss_roots(const ncclUniqueId *ids, int nids);
+/* Control-mesh sends (any thread; per-peer send lock). */
+ncclResult_t host_ctl_send(host_comm *c, int peer, uint32_t type, uint64_t tag, const void *payload, uint32_t len,
+                           int64_t deadline);
+/* Allgather of a fixed-size record among `members` (parent ranks, ascending, including me) over
+ * the control mesh, tagged with the comm's next mgmt sequence. out has nmembers*len bytes. */
+ncclResult_t host_mgmt_allgather(host_comm *c, const int *members, int nmembers, const void *mine, uint32_t len,
+                                 void *out, const char *fn);
+
+/* monitor.c */
+ncclResult_t host_monitor_add(host_comm *c);
+void host_monitor_remove(host_comm *c);
+
+/* worker.c */
+ncclResult_t host_worker_start(host_comm *c);
+/* Queues a task; with wait, blocks until it finished and returns its result (task freed). */
+ncclResult_t host_task_submit(host_comm *c, host_task *t);
+ncclResult_t host_task_wait(host_comm *c, host_task *t);
+void host_task_free(host_task *t);
+void host_worker_stop(host_comm *c, int64_t deadline);
+ncclResult_t host_run_ops(host_comm *c, host_task *t);
+
+/* What a progress function is stuck on, for the deadline message and peer-gone checks. */
+typedef struct {
+    int peer;            /* first peer we are waiting for, -1 if none */
+    const char *what;    /* "collective step", "send", ... */
+    const char *opname;
+    int nmissing;
+} host_blocked;
+
+/* coll.c: a collective in progress */
+typedef struct {
+    host_opd *op;
+    uint64_t nsteps, stepi;
+    uint64_t s;          /* global step number of the current step */
+    int phase;           /* 0: waiting to publish, 1: waiting for peers */
+    size_t elems;        /* elements per slot (or per sub-block) */
+    uint64_t maxv;       /* AllToAllv: largest pair count */
+    uint64_t coll_seq;   /* collective number on this comm */
+    uint8_t scalar[8];   /* this rank's PreMulSum scalar, captured at execution */
+} host_coll_run;
+ncclResult_t host_coll_begin(host_comm *c, host_coll_run *run, host_opd *op);
+/* Advances as far as possible without blocking. *progress set when something moved; *done when
+ * the collective finished on this rank. */
+ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress, int *done, host_blocked *b);
+
+/* Records a cross-rank failure (first wins) in the segment header and rings every rank, so
+ * ranks waiting elsewhere fail with it too. */
+void host_seg_error(host_comm *c, ncclResult_t rc, const char *text);
+
+/* p2p.c */
+typedef struct {
+    host_opd *op;
+    uint64_t start, end;  /* byte positions of this message in the ring stream */
+    uint64_t pos;         /* next byte to move */
+    int started;
+    host_p2p_msg hdr;     /* the message header (built by the sender, read by the receiver) */
+} host_p2p_run;
+ncclResult_t host_p2p_progress(host_comm *c, host_p2p_run *run, int *progress, int *done, host_blocked *b);
+
+/* group.c */
+int host_group_depth(void);
+ncclResult_t host_group_start(void);
+ncclResult_t host_group_end(ncclSimInfo_t *sim, int simulate);
+/* Entry path of every communication call after its argument checks. */
+ncclResult_t host_enqueue(ncclComm_t comm, host_opd *op);
+/* Management jobs (init, split, shrink, finalize, destroy) inside a group. */
+typedef enum { HOST_JOB_INIT = 1, HOST_JOB_SPLIT, HOST_JOB_SHRINK, HOST_JOB_FINALIZE, HOST_JOB_DESTROY } host_job_kind;
+ncclResult_t host_group_add_job(host_job_kind kind, ncclComm_t comm, host_split_args *args);
+void host_group_record(ncclResult_t rc);
+void host_group_drop_comm(ncclComm_t comm);  /* abort inside a group */
+ncclResult_t host_coll_call(host_opd *op, ncclComm_t comm);
+
+/* redop.c */
+ncclResult_t host_redop_create(ncclRedOp_t *op, void *scalar, ncclDataType_t dt, ncclScalarResidence_t res,
+                               ncclComm_t comm);
+ncclResult_t host_redop_destroy(ncclRedOp_t op, ncclComm_t comm);
+/* Resolves an op value for a call on c into opd (kind, scalar). IA if unknown or mismatched. */
+ncclResult_t host_redop_resolve(host_comm *c, ncclRedOp_t op, ncclDataType_t dt, host_opd *opd);
+void host_redop_free_all(host_comm *c);
+
+/* mem.c */
+ncclResult_t host_mem_alloc(void **ptr, size_t size);
+ncclResult_t host_mem_free(void *ptr);
+ncclResult_t host_register(ncclComm_t comm, void *buff, size_t size, void **handle);
+ncclResult_t host_deregister(ncclComm_t comm, void *handle);
+void host_reg_free_all(host_comm *c);
+
+/* Names for messages. */
+const char *host_kind_name(host_kind k);
+const char *host_type_name(ncclDataType_t dt);
+const char *host_op_name(int opkind);
+
+#endif

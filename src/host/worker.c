@@ -1,0 +1,397 @@
+/* The per-communicator worker thread and its task FIFO (HOST_BACKEND.md sections 8, 11.1).
+ *
+ * Every task of a communicator runs on its worker, in submission order: the bootstrap (INIT),
+ * groups of communication ops (OPS), split/shrink jobs, finalize. Why a worker even for blocking
+ * calls: one thread's group may hold several ranks' communicators that must progress at the same
+ * time, and nonblocking communicators need progress that never depends on the polling thread.
+ *
+ * An OPS task is driven by host_run_ops: every p2p op and the current collective are advanced in
+ * non-blocking steps; when none can move, the worker sleeps on its rank's doorbell in the segment
+ * (an event count rung by peers, the monitor and abort), with a deadline that restarts whenever
+ * something moves. No spinning, and no lock is held while waiting for a peer. */
+#include <errno.h>
+#include <fenv.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nccl_host.h"
+
+void host_task_free(host_task *t)
+{
+    if (t == NULL)
+        return;
+    while (t->ops != NULL) {
+        host_opd *o = t->ops;
+        t->ops = o->next;
+        free(o->v);
+        free(o);
+    }
+    if (t->split != NULL)
+        free(t->split->exclude);
+    free(t->split);
+    free(t);
+}
+
+static void *worker_main(void *arg)
+{
+    host_comm *c = arg;
+    int exiting = 0;
+    /* A process may run with flush-to-zero or another rounding mode set by a fast-math library;
+     * reductions must not depend on it (section 7.3). */
+    fesetenv(FE_DFL_ENV);
+    host_log_set_rank(c->rank);
+    while (!exiting) {
+        host_task *t;
+        ncclResult_t rc = ncclSuccess;
+        pthread_mutex_lock(&c->lock);
+        /* Idle: waiting for our own API threads, not for a peer; no deadline applies. */
+        while (c->q_head == NULL)
+            pthread_cond_wait(&c->cv, &c->lock);
+        t = c->q_head;
+        c->q_head = t->next;
+        if (c->q_head == NULL)
+            c->q_tail = NULL;
+        c->worker_busy = 1;
+        pthread_mutex_unlock(&c->lock);
+
+        switch (t->kind) {
+        case HOST_TASK_INIT: rc = host_run_init(c); break;
+        case HOST_TASK_OPS: rc = host_run_ops(c, t); break;
+        case HOST_TASK_SPLIT:
+        case HOST_TASK_SHRINK: rc = host_run_split(c, t); break;
+        case HOST_TASK_FINALIZE: rc = host_run_finalize(c); break;
+        case HOST_TASK_EXIT: exiting = 1; break;
+        }
+        if (rc != ncclSuccess)
+            host_comm_set_error(c, rc);
+
+        pthread_mutex_lock(&c->lock);
+        t->result = rc;
+        t->done = 1;
+        c->inflight--;
+        c->worker_busy = 0;
+        if (t->kind == HOST_TASK_INIT && rc == ncclSuccess)
+            c->phase = HOST_PHASE_READY;
+        if (t->kind == HOST_TASK_FINALIZE && rc == ncclSuccess)
+            c->phase = HOST_PHASE_FINALIZED;
+        if (exiting)
+            c->worker_started = 2; /* exited: host_worker_stop may join */
+        pthread_cond_broadcast(&c->cv);
+        if (t->detached) {
+            pthread_mutex_unlock(&c->lock);
+            host_task_free(t);
+        } else {
+            pthread_mutex_unlock(&c->lock);
+        }
+    }
+    return NULL;
+}
+
+ncclResult_t host_worker_start(host_comm *c)
+{
+    ncclResult_t rc;
+    pthread_mutex_lock(&c->lock);
+    if (c->worker_started) {
+        pthread_mutex_unlock(&c->lock);
+        return ncclSuccess;
+    }
+    c->worker_started = 1;
+    pthread_mutex_unlock(&c->lock);
+    rc = host_thread_create(&c->worker, worker_main, c, 0);
+    if (rc != ncclSuccess) {
+        pthread_mutex_lock(&c->lock);
+        c->worker_started = 0;
+        pthread_mutex_unlock(&c->lock);
+    }
+    return rc;
+}
+
+ncclResult_t host_task_submit(host_comm *c, host_task *t)
+{
+    t->next = NULL;
+    t->done = 0;
+    t->epoch = atomic_load(&c->cancel_epoch);
+    pthread_mutex_lock(&c->lock);
+    if (c->q_tail != NULL)
+        c->q_tail->next = t;
+    else
+        c->q_head = t;
+    c->q_tail = t;
+    c->inflight++;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->lock);
+    return ncclSuccess;
+}
+
+ncclResult_t host_task_wait(host_comm *c, host_task *t)
+{
+    ncclResult_t rc;
+    pthread_mutex_lock(&c->lock);
+    /* The worker ends every task by itself: each of its waits has the deadline, and abort wakes
+     * it. This wait needs no deadline of its own. */
+    while (!t->done)
+        pthread_cond_wait(&c->cv, &c->lock);
+    rc = t->result;
+    pthread_mutex_unlock(&c->lock);
+    host_task_free(t);
+    return rc;
+}
+
+void host_worker_stop(host_comm *c, int64_t deadline)
+{
+    host_task *t;
+    int started;
+    pthread_mutex_lock(&c->lock);
+    started = c->worker_started;
+    pthread_mutex_unlock(&c->lock);
+    if (!started)
+        return;
+    t = calloc(1, sizeof *t);
+    if (t != NULL) {
+        t->kind = HOST_TASK_EXIT;
+        t->detached = 1;
+        host_task_submit(c, t);
+    }
+    pthread_mutex_lock(&c->lock);
+    while (c->worker_started != 2) {
+        if (t == NULL || host_cond_wait(&c->cv, &c->lock, deadline) == ETIMEDOUT) {
+            pthread_mutex_unlock(&c->lock);
+            HOST_WARN("%s rank %d: worker thread did not stop before the deadline; leaving it detached", c->name,
+                      c->rank);
+            pthread_detach(c->worker);
+            c->worker_started = 3; /* leaked on purpose: it may still touch the communicator */
+            return;
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    pthread_join(c->worker, NULL);
+    c->worker_started = 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* OPS tasks                                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+static int any_peer_gone(host_comm *c, int *who)
+{
+    for (int r = 0; r < c->nranks; r++) {
+        if (r == c->rank)
+            continue;
+        if (atomic_load(&c->peers[r].gone) != HOST_PEER_ALIVE ||
+            atomic_load(&host_seg_rankp(&c->seg, r)->state) != HOST_RANK_ALIVE) {
+            *who = r;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int peer_gone(host_comm *c, int r)
+{
+    return atomic_load(&c->peers[r].gone) != HOST_PEER_ALIVE ||
+           atomic_load(&host_seg_rankp(&c->seg, r)->state) != HOST_RANK_ALIVE;
+}
+
+static const char *gone_how(host_comm *c, int r)
+{
+    uint32_t st = atomic_load(&host_seg_rankp(&c->seg, r)->state);
+    int g = atomic_load(&c->peers[r].gone);
+    if (st == HOST_RANK_ABORTED || g == HOST_PEER_ABORTED)
+        return "aborted";
+    if (g == HOST_PEER_DEAD)
+        return "died";
+    return "left the communicator (finalize/destroy)";
+}
+
+/* Nothing could move: is there a reason it never will? */
+static ncclResult_t stuck_check(host_comm *c, host_task *t, int coll_pending, const host_blocked *b)
+{
+    host_seg_header *h = c->seg.hdr;
+    uint32_t code = atomic_load(&h->error_code);
+    ncclResult_t err;
+    int who;
+    if (code != 0)
+        return host_fail((ncclResult_t)code, "%s rank %d: %s failed: %s", c->name, c->rank,
+                         b->opname ? b->opname : "operation", h->error_text);
+    if (t->epoch < atomic_load(&c->cancel_epoch))
+        return host_fail(ncclInvalidUsage, "%s rank %d: %s cancelled by ncclCommShrink(NCCL_SHRINK_ABORT)", c->name,
+                         c->rank, b->opname ? b->opname : "operation");
+    err = host_comm_error(c);
+    if (err != ncclSuccess)
+        return host_fail(err, "%s rank %d: %s failed: communicator is in error (%s)", c->name, c->rank,
+                         b->opname ? b->opname : "operation", host_error_string(err));
+    if (coll_pending && any_peer_gone(c, &who))
+        return host_fail(ncclRemoteError, "%s rank %d: %s needs rank %d, which %s", c->name, c->rank,
+                         b->opname ? b->opname : "collective", who, gone_how(c, who));
+    if (b->peer >= 0 && b->peer != c->rank && peer_gone(c, b->peer))
+        return host_fail(ncclRemoteError, "%s rank %d: %s needs rank %d, which %s", c->name, c->rank,
+                         b->opname ? b->opname : "operation", b->peer, gone_how(c, b->peer));
+    return ncclSuccess;
+}
+
+typedef struct {
+    host_p2p_run run;
+    int next;        /* next op with the same (peer, direction), -1 at the end */
+} p2p_slot;
+
+static ncclResult_t self_p2p(host_comm *c, host_opd *ops)
+{
+    /* Self send/recv: the k-th self send of the task matches its k-th self recv (section 5). */
+    host_opd *s = ops, *r = ops;
+    for (;;) {
+        while (s != NULL && !(s->kind == HOST_K_SEND && s->root == c->rank))
+            s = s->next;
+        while (r != NULL && !(r->kind == HOST_K_RECV && r->root == c->rank))
+            r = r->next;
+        if (s == NULL && r == NULL)
+            return ncclSuccess;
+        if (s == NULL || r == NULL)
+            return host_fail(ncclInvalidUsage, "%s rank %d: unmatched self %s: a send to and a receive from oneself "
+                             "must be in the same group", c->name, c->rank, s ? "ncclSend" : "ncclRecv");
+        if (s->count != r->count || s->datatype != r->datatype)
+            return host_fail(ncclInvalidUsage, "%s rank %d: self send of %zu x %s does not match self receive of "
+                             "%zu x %s", c->name, c->rank, s->count, host_type_name(s->datatype), r->count,
+                             host_type_name(r->datatype));
+        if (s->count > 0 && r->recvbuff != s->sendbuff)
+            memmove(r->recvbuff, s->sendbuff, s->count * host_type_size(s->datatype));
+        s = s->next;
+        r = r->next;
+    }
+}
+
+ncclResult_t host_run_ops(host_comm *c, host_task *t)
+{
+    const host_params_t *p = host_params();
+    int n = c->nranks, np = 0, ncoll = 0;
+    p2p_slot *ps = NULL;
+    int *head = NULL, *tail = NULL; /* per peer: [0,n) sends, [n,2n) recvs */
+    host_opd *coll = NULL;          /* current collective */
+    host_coll_run crun;
+    host_bell *bell = &host_seg_rankp(&c->seg, c->rank)->bell;
+    int64_t deadline = host_deadline_after(p->timeout_ns), last = host_now_ns();
+    ncclResult_t rc = ncclSuccess;
+
+    if (atomic_load(&c->aborted))
+        return host_fail(ncclInvalidUsage, "%s rank %d: communicator aborted", c->name, c->rank);
+    if (host_comm_error(c) != ncclSuccess)
+        return host_comm_error(c);
+    HOST_CHECK(self_p2p(c, t->ops));
+    for (host_opd *o = t->ops; o != NULL; o = o->next) {
+        if (o->kind == HOST_K_SEND || o->kind == HOST_K_RECV)
+            np += o->root != c->rank;
+        else
+            ncoll++;
+    }
+    if (np > 0) {
+        ps = calloc((size_t)np, sizeof *ps);
+        head = malloc(sizeof(int) * 4 * (size_t)n);
+        if (ps == NULL || head == NULL) {
+            rc = host_fail(ncclSystemError, "out of memory scheduling %d p2p operations", np);
+            goto exit;
+        }
+        tail = head + 2 * n;
+        for (int i = 0; i < 2 * n; i++)
+            head[i] = tail[i] = -1;
+        int i = 0;
+        for (host_opd *o = t->ops; o != NULL; o = o->next) {
+            int q;
+            if ((o->kind != HOST_K_SEND && o->kind != HOST_K_RECV) || o->root == c->rank)
+                continue;
+            q = o->root + (o->kind == HOST_K_RECV ? n : 0);
+            ps[i].run.op = o;
+            ps[i].next = -1;
+            if (tail[q] >= 0)
+                ps[tail[q]].next = i;
+            else
+                head[q] = i;
+            tail[q] = i;
+            i++;
+        }
+    }
+    for (coll = t->ops; coll != NULL && (coll->kind == HOST_K_SEND || coll->kind == HOST_K_RECV); coll = coll->next)
+        ;
+    if (coll != NULL)
+        HOST_CHECKGOTO(host_coll_begin(c, &crun, coll), rc, exit);
+
+    for (;;) {
+        host_blocked b = {-1, NULL, NULL, 0};
+        int progress = 0, pending = 0;
+        uint32_t snap;
+        if (atomic_load(&c->aborted)) {
+            rc = host_fail(ncclInvalidUsage, "%s rank %d: communicator aborted", c->name, c->rank);
+            goto exit;
+        }
+        snap = host_bell_prepare(bell);
+        for (int q = 0; q < 2 * n && np > 0; q++) {
+            while (head[q] >= 0) {
+                int done = 0, moved = 0;
+                host_blocked pb = {-1, NULL, NULL, 0};
+                rc = host_p2p_progress(c, &ps[head[q]].run, &moved, &done, &pb);
+                if (rc != ncclSuccess) {
+                    host_bell_cancel(bell);
+                    goto exit;
+                }
+                progress |= moved;
+                if (!done) {
+                    if (b.peer < 0)
+                        b = pb;
+                    pending = 1;
+                    break;
+                }
+                head[q] = ps[head[q]].next;
+            }
+        }
+        while (coll != NULL) {
+            int done = 0, moved = 0;
+            host_blocked cb = {-1, NULL, NULL, 0};
+            rc = host_coll_progress(c, &crun, &moved, &done, &cb);
+            if (rc != ncclSuccess) {
+                host_bell_cancel(bell);
+                goto exit;
+            }
+            progress |= moved;
+            if (!done) {
+                if (b.peer < 0 || b.what == NULL)
+                    b = cb;
+                pending = 2 | pending;
+                break;
+            }
+            do
+                coll = coll->next;
+            while (coll != NULL && (coll->kind == HOST_K_SEND || coll->kind == HOST_K_RECV));
+            if (coll != NULL) {
+                rc = host_coll_begin(c, &crun, coll);
+                if (rc != ncclSuccess) {
+                    host_bell_cancel(bell);
+                    goto exit;
+                }
+            }
+        }
+        if (!pending) {
+            host_bell_cancel(bell);
+            break;
+        }
+        if (progress) {
+            host_bell_cancel(bell);
+            last = host_now_ns();
+            deadline = host_deadline_after(p->timeout_ns);
+            continue;
+        }
+        rc = stuck_check(c, t, coll != NULL, &b);
+        if (rc != ncclSuccess) {
+            host_bell_cancel(bell);
+            goto exit;
+        }
+        if (host_bell_wait(bell, snap, deadline) == ETIMEDOUT) {
+            rc = host_fail(host_timeout_code(),
+                           "%s rank %d: %s timed out after %.1f s without progress, waiting for rank %d (%s)", c->name,
+                           c->rank, b.opname ? b.opname : "operation", host_elapsed_s(last), b.peer,
+                           b.what ? b.what : "?");
+            goto exit;
+        }
+    }
+exit:
+    free(ps);
+    free(head);
+    return rc;
+}
