@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1258,6 +1259,47 @@ static void scen_hammer(int n)
         pthread_join(t[i], NULL);
 }
 
+/* A rank blocked for a while in a collective (and an idle communicator) must not burn CPU:
+ * waits block on futexes, condvars and poll, never spin (section 10). */
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec / 1e6;
+}
+
+static void *late_main(void *p)
+{
+    ncclComm_t c = p;
+    int32_t x = 1, s;
+    sleep_s(1.5);
+    OK(ncclAllReduce(&x, &s, 1, ncclInt32, ncclSum, c, NULL));
+    CHECK(s == 2);
+    return NULL;
+}
+
+static void scen_idle(int n)
+{
+    ncclComm_t comms[2];
+    pthread_t t;
+    int32_t x = 1, s;
+    double c0, w0;
+    (void)n;
+    OK(ncclCommInitAll(comms, 2, NULL));
+    c0 = cpu_s();
+    w0 = now_s();
+    pthread_create(&t, NULL, late_main, comms[1]);
+    OK(ncclAllReduce(&x, &s, 1, ncclInt32, ncclSum, comms[0], NULL)); /* waits ~1.5 s for rank 1 */
+    pthread_join(t, NULL);
+    CHECK(s == 2);
+    sleep_s(0.5); /* idle communicators */
+    if (cpu_s() - c0 > 0.15 * (now_s() - w0))
+        FAILF("used %.3f s of CPU in %.3f s of waiting", cpu_s() - c0, now_s() - w0);
+    OK(ncclCommDestroy(comms[0]));
+    OK(ncclCommDestroy(comms[1]));
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -1269,7 +1311,7 @@ int main(int argc, char **argv)
         {"timeout", scen_timeout, 2},   {"mismatch", scen_mismatch, 2},   {"abort", scen_abort, 2},
         {"argcheck", scen_argcheck, 2}, {"bootstrap", scen_bootstrap, 3}, {"procs", scen_procs, 3},
         {"kill", scen_kill, 3},         {"fork", scen_fork, 2},           {"rccl", scen_rccl, 3},
-        {"hammer", scen_hammer, 4},
+        {"hammer", scen_hammer, 4},     {"idle", scen_idle, 2},
     };
     g_self = "/proc/self/exe";
     {
