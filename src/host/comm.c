@@ -533,7 +533,16 @@ ncclResult_t host_run_split(host_comm *parent, host_task *t)
         child = NULL;
         goto exit;
     }
-    rc = host_mesh_build(child, table);
+    /* While the child is built it listens to the parent's wake fd: aborting the parent cancels
+     * the child under construction (section 4.6). Nobody else holds the child yet. */
+    {
+        int own = child->wake_fd;
+        child->wake_fd = parent->wake_fd;
+        rc = host_mesh_build(child, table);
+        child->wake_fd = own;
+        if (rc == ncclSuccess && atomic_load(&parent->aborted))
+            rc = host_fail(ncclInvalidUsage, "%s: parent communicator aborted", fn);
+    }
     if (rc == ncclSuccess)
         rc = host_worker_start(child);
     if (rc != ncclSuccess) {
@@ -720,7 +729,7 @@ ncclResult_t host_get_async_error(ncclComm_t comm, ncclResult_t *err)
     e = host_comm_error(c);
     if (e == ncclSuccess) {
         pthread_mutex_lock(&c->lock);
-        if (c->phase == HOST_PHASE_INIT || c->inflight > 0)
+        if (c->phase == HOST_PHASE_INIT || (c->inflight > 0 && !c->blocking))
             e = ncclInProgress;
         pthread_mutex_unlock(&c->lock);
     }
@@ -740,7 +749,7 @@ static ncclResult_t query_usable(host_comm *c, const char *fn)
     phase = c->phase;
     inflight = c->inflight;
     pthread_mutex_unlock(&c->lock);
-    if (phase == HOST_PHASE_INIT || inflight > 0)
+    if (phase == HOST_PHASE_INIT || (inflight > 0 && !c->blocking)) /* BUSY: nonblocking comms only */
         return host_fail(ncclInvalidArgument, "%s: communicator used before the previous operation returned "
                          "ncclSuccess", fn);
     return ncclSuccess;

@@ -201,7 +201,7 @@ ncclResult_t host_comm_usable(host_comm *c, const char *fn)
     phase = c->phase;
     inflight = c->inflight;
     pthread_mutex_unlock(&c->lock);
-    if (phase == HOST_PHASE_INIT || inflight > 0)
+    if (phase == HOST_PHASE_INIT || (inflight > 0 && !c->blocking)) /* BUSY: nonblocking comms only */
         return host_fail(ncclInvalidArgument, "%s: communicator used before the previous operation returned ncclSuccess",
                          fn);
     if (phase == HOST_PHASE_FINALIZED)

@@ -1300,6 +1300,134 @@ static void scen_idle(int n)
     OK(ncclCommDestroy(comms[1]));
 }
 
+/* Misuse that NCCL leaves undefined, turned into errors (section 5, 6.3, appendix 5). */
+typedef struct {
+    ncclComm_t c;
+    int ex;
+    ncclComm_t out;
+    ncclResult_t rc;
+} shrink_arg;
+
+static void *shrink_main(void *p)
+{
+    shrink_arg *a = p;
+    int ex[1] = {a->ex};
+    a->rc = ncclCommShrink(a->c, ex, 1, &a->out, NULL, NCCL_SHRINK_ABORT);
+    return NULL;
+}
+
+static ncclConfig_t config_v(unsigned version, int blocking)
+{
+    ncclConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.size = sizeof cfg;
+    cfg.magic = NCCL_API_MAGIC;
+    cfg.version = version;
+    cfg.blocking = blocking;
+    cfg.cgaClusterSize = cfg.minCTAs = cfg.maxCTAs = cfg.splitShare = cfg.trafficClass = NCCL_CONFIG_UNDEF_INT;
+    cfg.collnetEnable = cfg.CTAPolicy = cfg.shrinkShare = cfg.nvlsCTAs = NCCL_CONFIG_UNDEF_INT;
+    cfg.nChannelsPerNetPeer = cfg.nvlinkCentricSched = cfg.graphUsageMode = NCCL_CONFIG_UNDEF_INT;
+    cfg.numRmaCtx = cfg.maxP2pPeers = cfg.graphStreamOrdering = NCCL_CONFIG_UNDEF_INT;
+    return cfg;
+}
+
+static void scen_misuse(int n)
+{
+    ncclComm_t comms[3];
+    pthread_t t, t1;
+    int32_t x = 1, s;
+    int cnt;
+    (void)n;
+    OK(ncclCommInitAll(comms, 3, NULL));
+    /* rank 0 is stuck in a collective that ranks 1 and 2 never join */
+    pthread_create(&t, NULL, stuck_main, comms[0]);
+    sleep_s(0.2);
+    EXPECT_RC(ncclAllReduce(&x, &s, 1, ncclInt32, ncclSum, comms[0], NULL), ncclInvalidUsage); /* 2nd thread */
+    CHECK(strstr(ncclGetLastError(NULL), "another thread") != NULL);
+    OK(ncclCommCount(comms[0], &cnt)); /* queries are fine meanwhile */
+    {
+        ncclResult_t st;
+        OK(ncclCommGetAsyncError(comms[0], &st));
+        EXPECT_RC(st, ncclSuccess);
+    }
+    /* ranks 0 and 1 shrink rank 2 away with NCCL_SHRINK_ABORT: rank 0's stuck op is cancelled */
+    {
+        shrink_arg a0 = {comms[0], 2, NULL, ncclSuccess}, a1 = {comms[1], 2, NULL, ncclSuccess};
+        ncclComm_t nc[2];
+        int32_t v[2] = {3, 4}, r[2];
+        pthread_create(&t1, NULL, shrink_main, &a1);
+        shrink_main(&a0);
+        pthread_join(t1, NULL);
+        pthread_join(t, NULL);
+        EXPECT_RC(g_abort_rc, ncclInvalidUsage);
+        OK(a0.rc);
+        OK(a1.rc);
+        nc[0] = a0.out;
+        nc[1] = a1.out;
+        OK(ncclGroupStart());
+        for (int i = 0; i < 2; i++)
+            OK(ncclAllReduce(&v[i], &r[i], 1, ncclInt32, ncclSum, nc[i], NULL));
+        OK(ncclGroupEnd());
+        CHECK(r[0] == 7 && r[1] == 7);
+        for (int i = 0; i < 2; i++)
+            OK(ncclCommDestroy(nc[i]));
+    }
+    for (int i = 0; i < 3; i++)
+        OK(ncclCommAbort(comms[i]));
+
+    OK(ncclCommInitAll(comms, 1, NULL));
+    /* a finalize or destroy in the group that uses the comm -> IU, and the group is discarded */
+    OK(ncclGroupStart());
+    OK(ncclAllReduce(&x, &s, 1, ncclInt32, ncclSum, comms[0], NULL));
+    EXPECT_RC(ncclCommDestroy(comms[0]), ncclInvalidUsage);
+    EXPECT_RC(ncclGroupEnd(), ncclInvalidUsage);
+    /* init and communication in one group -> IU */
+    {
+        ncclUniqueId id;
+        ncclComm_t c = NULL;
+        OK(ncclGetUniqueId(&id));
+        OK(ncclGroupStart());
+        OK(ncclCommInitRank(&c, 1, id, 0));
+        EXPECT_RC(ncclAllReduce(&x, &s, 1, ncclInt32, ncclSum, comms[0], NULL), ncclInvalidUsage);
+        EXPECT_RC(ncclGroupEnd(), ncclInvalidUsage);
+        {
+            ncclResult_t st;
+            OK(ncclCommGetAsyncError(c, &st)); /* the queued init was never started: ERROR */
+            CHECK(st == ncclInvalidUsage);
+        }
+        OK(ncclCommDestroy(c));
+    }
+    /* blocking and nonblocking comms in one group -> IA; config version gating */
+    {
+        ncclUniqueId id;
+        ncclComm_t nb = NULL, old = NULL;
+        ncclConfig_t cfg = config_v(NCCL_ABI_API_VERSION, 0);
+        ncclResult_t rc;
+        OK(ncclGetUniqueId(&id));
+        rc = ncclCommInitRankConfig(&nb, 1, id, 0, &cfg);
+        CHECK(rc == ncclInProgress || rc == ncclSuccess);
+        wait_ready(nb);
+        OK(ncclGroupStart());
+        OK(ncclAllReduce(&x, &s, 1, ncclInt32, ncclSum, comms[0], NULL));
+        EXPECT_RC(ncclAllReduce(&x, &s, 1, ncclInt32, ncclSum, nb, NULL), ncclInvalidArgument);
+        EXPECT_RC(ncclGroupEnd(), ncclInvalidArgument);
+        OK(ncclCommDestroy(nb));
+        /* a caller stamping 2.13 never set blocking: the 0 is ignored and init blocks */
+        cfg = config_v(NCCL_ABI_VERSION_CODE(2, 13, 0), 0);
+        OK(ncclGetUniqueId(&id));
+        OK(ncclCommInitRankConfig(&old, 1, id, 0, &cfg));
+        OK(ncclCommDestroy(old));
+        /* RCCL's short layout ends at splitShare: fields after it are not read */
+        cfg = config_v(NCCL_ABI_API_VERSION, 1);
+        cfg.size = offsetof(ncclConfig_t, splitShare) + sizeof(int);
+        cfg.CTAPolicy = 99; /* beyond size: ignored */
+        OK(ncclGetUniqueId(&id));
+        OK(ncclCommInitRankConfig(&old, 1, id, 0, &cfg));
+        OK(ncclCommDestroy(old));
+    }
+    OK(ncclCommDestroy(comms[0]));
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -1312,6 +1440,7 @@ int main(int argc, char **argv)
         {"argcheck", scen_argcheck, 2}, {"bootstrap", scen_bootstrap, 3}, {"procs", scen_procs, 3},
         {"kill", scen_kill, 3},         {"fork", scen_fork, 2},           {"rccl", scen_rccl, 3},
         {"hammer", scen_hammer, 4},     {"idle", scen_idle, 2},
+        {"misuse", scen_misuse, 3},
     };
     g_self = "/proc/self/exe";
     {

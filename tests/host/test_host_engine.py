@@ -255,3 +255,11 @@ def test_large_chunks_and_eager(build):
     """Default chunk and ring sizes, and an eager p2p limit, through the same suite."""
     run_scenario(build, "threads", 2, NCCL_HOST_CHUNK_BYTES="262144", NCCL_HOST_P2P_BYTES="65536",
                  NCCL_HOST_P2P_EAGER="1024")
+
+
+@pytest.mark.timeout(60)
+def test_misuse_becomes_errors(build):
+    """A comm used from two threads at once (IU); shrink with NCCL_SHRINK_ABORT cancelling a stuck op;
+    finalize/destroy or init mixed with ops in a group (IU); blocking + nonblocking in one group (IA);
+    config version gating and RCCL's short config layout."""
+    run_scenario(build, "misuse")
