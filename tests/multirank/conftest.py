@@ -1,0 +1,44 @@
+"""Fixtures of the multi-rank suite: run_ranks (the launcher) and a /dev/shm leftover check."""
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+os.environ["NCCL_LIBRARY"] = "host"
+os.environ.setdefault("NCCL_HOST_TIMEOUT", "30")
+
+import harness  # noqa: E402
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "mpi: requires mpirun and >=2 ranks")
+
+
+def _shm_names():
+    try:
+        return {n for n in os.listdir("/dev/shm") if n.startswith("nccl-host-")}
+    except FileNotFoundError:
+        return set()
+
+
+@pytest.fixture(autouse=True)
+def no_shm_leftovers():
+    """Every test leaves no /dev/shm/nccl-host-* segment behind (crashes included)."""
+    before = _shm_names()
+    yield
+    left = _shm_names() - before
+    assert not left, f"shared-memory segments left behind: {sorted(left)}"
+
+
+@pytest.fixture
+def run_ranks():
+    """run_ranks(nranks, target, timeout=60, **kw) -> [RankResult]; see harness.launch."""
+
+    def run(nranks, target, timeout=60, **kw):
+        return harness.launch(nranks, target, timeout=timeout, **kw)
+
+    return run
