@@ -14,7 +14,9 @@
  *   NCCL_HOST_CHUNK_BYTES         262144      per-rank slot size
  *   NCCL_HOST_P2P_BYTES           65536       per-pair ring size
  *   NCCL_HOST_P2P_EAGER           0           sends up to this size complete without the receiver
- *   NCCL_HOST_CHECKS              1           0 NCCL-like, 1 section 6.3/6.4 checks, 2 strict extras
+ *   NCCL_HOST_CHECKS              1           0 NCCL-like (no overlap checks), 1 section 6.3/6.4 checks;
+ *                                             2 is accepted and behaves as 1 (strict extras not implemented)
+ *   NCCL_HOST_SHUFFLE, NCCL_HOST_SHM=memfd    not implemented: WARN and ignored
  *   NCCL_HOST_CHECK_POINTERS      0           probe buffers (NCCL_CHECK_POINTERS=1 also enables)
  *   NCCL_HOST_BIND_ADDR           127.0.0.1   listener address (loopback unless allowed)
  *   NCCL_HOST_ALLOW_NONLOOPBACK   0
@@ -151,6 +153,13 @@ static void params_load(void)
     p->num_devices = parse_long("NCCL_HOST_NUM_DEVICES", 1, 1 << 20, 64);
     p->comm_blocking = parse_long("NCCL_COMM_BLOCKING", -1, 1, -1);
     p->multi_rank_gpu = parse_long("NCCL_MULTI_RANK_GPU_ENABLE", 0, 1, 0);
+    /* Documented tunables this release does not implement: say so instead of ignoring them. */
+    if (parse_long("NCCL_HOST_SHUFFLE", 0, 1, 0))
+        HOST_WARN("NCCL_HOST_SHUFFLE=1 is not implemented in libnccl-host %s; group ops run in issue order",
+                  HOST_LIB_VERSION);
+    s = getenv("NCCL_HOST_SHM");
+    if (s != NULL && *s != '\0' && strcasecmp(s, "posix") != 0)
+        HOST_WARN("NCCL_HOST_SHM=%s is not supported; using posix shared memory (shm_open, unlinked after attach)", s);
     s = getenv("NCCL_COMM_ID");
     p->comm_id = (s != NULL && *s != '\0') ? "set" : NULL;
 

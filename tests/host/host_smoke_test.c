@@ -1219,6 +1219,12 @@ static void rank_rccl(ncclComm_t c, int r, int n)
         CHECK(y[i] == n * (n - 1) / 2 + bias[i]);
     EXPECT_RC(ncclAllReduceWithBias(x, y, 8, ncclInt32, ncclSum, c, NULL, NULL), ncclInvalidArgument);
     EXPECT_RC(ncclAllToAllv(send, NULL, sd, recv, rcnt, rd, ncclInt32, c, NULL), ncclInvalidArgument);
+    /* pairwise count mismatch: rank 0 sends 10 more to rank 1 than rank 1 expects -> IU on every rank */
+    if (n > 1) {
+        if (r == 0)
+            sc[1] += 10;
+        EXPECT_RC(ncclAllToAllv(send, sc, sd, recv, rcnt, rd, ncclInt32, c, NULL), ncclInvalidUsage);
+    }
 }
 
 static void scen_rccl(int n)
