@@ -1,0 +1,274 @@
+"""Rank-side checks of every collective x datatype x op against reference.py.
+
+Each rank derives every rank's input from (datatype, count, rank, salt), so it can compute the
+expected result of any collective locally.  Buffers carry guard elements on both sides that must
+come back untouched (the backend writes only inside the ranges of HOST_BACKEND.md section 6.1).
+A check returns {"failures": [...], "digest": ...}; the digest covers outputs that must be
+bit-identical on every rank (AllReduce, Broadcast, AllGather).
+"""
+
+import hashlib
+
+import numpy as np
+
+import nccl.bindings.nccl as b
+import reference as R
+
+GUARD = 3
+SENTINEL = 0xA5
+MAX_FAILURES = 40
+
+
+class Guarded:
+    """count elements of dt with GUARD sentinel elements on each side."""
+
+    def __init__(self, dt, count, fill=None):
+        t = R.NP_TYPES[dt]
+        self.t, self.count = t, count
+        self.raw = np.empty(count + 2 * GUARD, dtype=t)
+        self.raw.view(np.uint8)[:] = SENTINEL
+        if fill is not None:
+            self.body[:] = fill
+
+    @property
+    def body(self):
+        return self.raw[GUARD:GUARD + self.count]
+
+    def at(self, elem=0):
+        return self.raw.ctypes.data + (GUARD + elem) * self.t.itemsize
+
+    def guards_ok(self):
+        u = self.raw.view(np.uint8)
+        g = GUARD * self.t.itemsize
+        return bool((u[:g] == SENTINEL).all() and (u[len(u) - g:] == SENTINEL).all())
+
+    def untouched(self):
+        return bool((self.raw.view(np.uint8) == SENTINEL).all())
+
+
+class Checker:
+    def __init__(self, ctx):
+        self.ctx, self.rank, self.size, self.comm = ctx, ctx.rank, ctx.size, ctx.comm
+        self.failures, self.ncalls = [], 0
+        self.digest = hashlib.sha256()
+
+    def fail(self, what):
+        if len(self.failures) < MAX_FAILURES:
+            self.failures.append(f"rank {self.rank}/{self.size}: {what}")
+
+    def expect(self, what, got, want, buf=None):
+        if buf is not None and not buf.guards_ok():
+            self.fail(f"{what}: wrote outside the buffer")
+        if not R.same_bits(got, want):
+            self.fail(f"{what}: got {np.asarray(got)[:8]!r} want {np.asarray(want)[:8]!r}")
+
+    def result(self):
+        return {"failures": self.failures, "digest": self.digest.hexdigest(), "ncalls": self.ncalls}
+
+    def call(self, fn, *args):
+        self.ncalls += 1
+        fn(*args, self.comm, 0)
+
+    def inputs(self, dt, count, salt):
+        return [R.make_input(dt, count, r, salt) for r in range(self.size)]
+
+
+def _name(dt):
+    return R.DT(dt).name
+
+
+def _counts(ctx):
+    return tuple((ctx.params or {}).get("counts", (0, 1, 37)))
+
+
+def reductions(ctx):
+    """AllReduce, Reduce (roots 0 and n-1) and ReduceScatter: every type x op, in and out of
+    place, the configured counts (0 with NULL buffers)."""
+    c = Checker(ctx)
+    n, r = c.size, c.rank
+    roots = sorted({0, n - 1})
+    for dt in R.ALL_TYPES:
+        for op in R.OPS:
+            for count in _counts(ctx):
+                salt = int(op) * 7 + 1
+                xs = c.inputs(dt, count, salt)
+                want = R.reduce_ref(xs, op, dt)
+                tag = f"{_name(dt)} {R.b.RedOp(op).name} count={count}"
+                if count == 0:
+                    c.call(b.all_reduce, 0, 0, 0, dt, op)
+                    c.call(b.reduce, 0, 0, 0, dt, op, 0)
+                    c.call(b.reduce_scatter, 0, 0, 0, dt, op)
+                    continue
+                # AllReduce out of place / in place
+                s, d = Guarded(dt, count, xs[r]), Guarded(dt, count)
+                c.call(b.all_reduce, s.at(), d.at(), count, dt, op)
+                c.expect(f"AllReduce {tag}", d.body, want, d)
+                c.expect(f"AllReduce {tag} send buffer", s.body, xs[r], s)
+                c.digest.update(d.body.tobytes())
+                ip = Guarded(dt, count, xs[r])
+                c.call(b.all_reduce, ip.at(), ip.at(), count, dt, op)
+                c.expect(f"AllReduce in place {tag}", ip.body, want, ip)
+                # Reduce
+                for root in roots:
+                    s, d = Guarded(dt, count, xs[r]), Guarded(dt, count)
+                    null_off_root = root == 0 and r != root
+                    c.call(b.reduce, s.at(), 0 if null_off_root else d.at(), count, dt, op, root)
+                    if r == root:
+                        c.expect(f"Reduce root={root} {tag}", d.body, want, d)
+                    elif not d.untouched():
+                        c.fail(f"Reduce root={root} {tag}: wrote recv off root")
+                    ip = Guarded(dt, count, xs[r])
+                    c.call(b.reduce, ip.at(), ip.at(), count, dt, op, root)
+                    c.expect(f"Reduce in place root={root} {tag}", ip.body, want if r == root else xs[r], ip)
+                # ReduceScatter: recvcount = count, send n*count
+                big = c.inputs(dt, n * count, salt + 1)
+                wantb = R.reduce_ref(big, op, dt)[r * count:(r + 1) * count]
+                s, d = Guarded(dt, n * count, big[r]), Guarded(dt, count)
+                c.call(b.reduce_scatter, s.at(), d.at(), count, dt, op)
+                c.expect(f"ReduceScatter {tag}", d.body, wantb, d)
+                ip = Guarded(dt, n * count, big[r])
+                c.call(b.reduce_scatter, ip.at(), ip.at(r * count), count, dt, op)
+                other = np.concatenate([big[r][:r * count], wantb, big[r][(r + 1) * count:]])
+                c.expect(f"ReduceScatter in place {tag}", ip.body, other, ip)
+    return c.result()
+
+
+def data_movement(ctx):
+    """Broadcast, Bcast, AllGather, AlltoAll, Gather, Scatter and send/recv rings: every type,
+    roots 0 and n-1, in and out of place, the configured counts."""
+    c = Checker(ctx)
+    n, r = c.size, c.rank
+    roots = sorted({0, n - 1})
+    for dt in R.ALL_TYPES:
+        for count in _counts(ctx):
+            tag = f"{_name(dt)} count={count}"
+            xs = c.inputs(dt, count, 101)
+            big = c.inputs(dt, n * count, 102)
+            if count == 0:
+                c.call(b.broadcast, 0, 0, 0, dt, 0)
+                c.call(b.bcast, 0, 0, dt, n - 1)
+                c.call(b.all_gather, 0, 0, 0, dt)
+                c.call(b.allto_all, 0, 0, 0, dt)
+                c.call(b.gather, 0, 0, 0, dt, 0)
+                c.call(b.scatter, 0, 0, 0, dt, n - 1)
+            else:
+                for root in roots:
+                    rt = f"{tag} root={root}"
+                    null_off_root = root == 0 and r != root
+                    # Broadcast
+                    s = Guarded(dt, count, xs[r])
+                    d = Guarded(dt, count)
+                    c.call(b.broadcast, 0 if null_off_root else s.at(), d.at(), count, dt, root)
+                    c.expect(f"Broadcast {rt}", d.body, xs[root], d)
+                    c.digest.update(d.body.tobytes())
+                    ip = Guarded(dt, count, xs[r])
+                    c.call(b.broadcast, ip.at(), ip.at(), count, dt, root)
+                    c.expect(f"Broadcast in place {rt}", ip.body, xs[root], ip)
+                    # Bcast (always in place)
+                    ip = Guarded(dt, count, xs[r])
+                    c.call(b.bcast, ip.at(), count, dt, root)
+                    c.expect(f"Bcast {rt}", ip.body, xs[root], ip)
+                    # Gather: recv n*count at root
+                    want = np.concatenate(xs)
+                    s = Guarded(dt, count, xs[r])
+                    d = Guarded(dt, n * count)
+                    c.call(b.gather, s.at(), 0 if null_off_root else d.at(), count, dt, root)
+                    if r == root:
+                        c.expect(f"Gather {rt}", d.body, want, d)
+                    elif not d.untouched():
+                        c.fail(f"Gather {rt}: wrote recv off root")
+                    if r == root:
+                        ip = Guarded(dt, n * count)
+                        ip.body[root * count:(root + 1) * count] = xs[r]
+                        c.call(b.gather, ip.at(root * count), ip.at(), count, dt, root)
+                        c.expect(f"Gather in place {rt}", ip.body, want, ip)
+                    else:
+                        s = Guarded(dt, count, xs[r])
+                        c.call(b.gather, s.at(), 0, count, dt, root)
+                    # Scatter: send n*count at root (big[root] is the root's send buffer)
+                    s = Guarded(dt, n * count, big[r])
+                    d = Guarded(dt, count)
+                    c.call(b.scatter, 0 if null_off_root else s.at(), d.at(), count, dt, root)
+                    c.expect(f"Scatter {rt}", d.body, big[root][r * count:(r + 1) * count], d)
+                    if r == root:
+                        ip = Guarded(dt, n * count, big[r])
+                        c.call(b.scatter, ip.at(), ip.at(root * count), count, dt, root)
+                        c.expect(f"Scatter in place {rt}", ip.body, big[r], ip)
+                    else:
+                        d = Guarded(dt, count)
+                        c.call(b.scatter, 0, d.at(), count, dt, root)
+                        c.expect(f"Scatter (in-place root) {rt}", d.body,
+                                 big[root][r * count:(r + 1) * count], d)
+                # AllGather
+                want = np.concatenate(xs)
+                s, d = Guarded(dt, count, xs[r]), Guarded(dt, n * count)
+                c.call(b.all_gather, s.at(), d.at(), count, dt)
+                c.expect(f"AllGather {tag}", d.body, want, d)
+                c.digest.update(d.body.tobytes())
+                ip = Guarded(dt, n * count)
+                ip.body[r * count:(r + 1) * count] = xs[r]
+                c.call(b.all_gather, ip.at(r * count), ip.at(), count, dt)
+                c.expect(f"AllGather in place {tag}", ip.body, want, ip)
+                # AlltoAll: block j of rank i goes to rank j, lands as block i
+                s, d = Guarded(dt, n * count, big[r]), Guarded(dt, n * count)
+                c.call(b.allto_all, s.at(), d.at(), count, dt)
+                want = np.concatenate([big[i][r * count:(r + 1) * count] for i in range(n)])
+                c.expect(f"AlltoAll {tag}", d.body, want, d)
+            ring(c, dt, count, xs)
+    return c.result()
+
+
+def ring(c, dt, count, xs):
+    """send to r+1, receive from r-1: grouped, and (n > 1) as a chain without a group."""
+    n, r = c.size, c.rank
+    nxt, prv = (r + 1) % n, (r - 1) % n
+    tag = f"{_name(dt)} count={count}"
+    s, d = Guarded(dt, count, xs[r]), Guarded(dt, count)
+    b.group_start()
+    c.call(b.send, s.at(), count, dt, nxt)
+    c.call(b.recv, d.at(), count, dt, prv)
+    b.group_end()
+    c.expect(f"send/recv ring (group) {tag}", d.body, xs[prv], d)
+    if n > 1:
+        d = Guarded(dt, count)
+        if r == 0:
+            c.call(b.send, s.at(), count, dt, nxt)
+            c.call(b.recv, d.at(), count, dt, prv)
+        else:
+            c.call(b.recv, d.at(), count, dt, prv)
+            c.call(b.send, s.at(), count, dt, nxt)
+        c.expect(f"send/recv ring (chain) {tag}", d.body, xs[prv], d)
+
+
+def large(ctx):
+    """Counts beyond one shared-memory chunk (256 KiB) and one p2p ring (64 KiB): AllReduce,
+    ReduceScatter, AllGather, Broadcast, AlltoAll and a grouped ring for float32 and bfloat16."""
+    c = Checker(ctx)
+    n, r = c.size, c.rank
+    for dt, count in ((R.DT.Float32, 100_003), (R.DT.Bfloat16, 150_001)):
+        tag = f"{_name(dt)} count={count}"
+        xs = c.inputs(dt, count, 201)
+        s, d = Guarded(dt, count, xs[r]), Guarded(dt, count)
+        c.call(b.all_reduce, s.at(), d.at(), count, dt, R.b.RedOp.Sum)
+        c.expect(f"AllReduce {tag}", d.body, R.reduce_ref(xs, R.b.RedOp.Sum, dt), d)
+        c.digest.update(d.body.tobytes())
+        ip = Guarded(dt, count, xs[r])
+        c.call(b.all_reduce, ip.at(), ip.at(), count, dt, R.b.RedOp.Avg)
+        c.expect(f"AllReduce Avg in place {tag}", ip.body, R.reduce_ref(xs, R.b.RedOp.Avg, dt), ip)
+        big = c.inputs(dt, n * count, 202)
+        s, d = Guarded(dt, n * count, big[r]), Guarded(dt, count)
+        c.call(b.reduce_scatter, s.at(), d.at(), count, dt, R.b.RedOp.Max)
+        c.expect(f"ReduceScatter Max {tag}", d.body,
+                 R.reduce_ref(big, R.b.RedOp.Max, dt)[r * count:(r + 1) * count], d)
+        s, d = Guarded(dt, count, xs[r]), Guarded(dt, n * count)
+        c.call(b.all_gather, s.at(), d.at(), count, dt)
+        c.expect(f"AllGather {tag}", d.body, np.concatenate(xs), d)
+        ip = Guarded(dt, count, xs[r])
+        c.call(b.broadcast, ip.at(), ip.at(), count, dt, n - 1)
+        c.expect(f"Broadcast in place root={n - 1} {tag}", ip.body, xs[n - 1], ip)
+        s, d = Guarded(dt, n * count, big[r]), Guarded(dt, n * count)
+        c.call(b.allto_all, s.at(), d.at(), count, dt)
+        c.expect(f"AlltoAll {tag}", d.body,
+                 np.concatenate([big[i][r * count:(r + 1) * count] for i in range(n)]), d)
+        ring(c, dt, count, xs)
+    return c.result()

@@ -1,0 +1,41 @@
+"""Every collective x datatype x op at 1, 2, 3 and 4 ranks against numpy references.
+
+One launch per (rank count, family) runs the whole matrix on every rank (see ranks_collectives.py);
+each rank compares its outputs with reference.py bit for bit, and the outputs that every rank
+must share are hashed so the ranks can be compared with each other.
+"""
+
+import pytest
+
+RANKS = [1, 2, 3, 4]
+
+
+def _check(results):
+    failures = [f for r in results for f in r.value["failures"]]
+    assert not failures, "\n".join(failures[:60])
+    digests = {r.value["digest"] for r in results}
+    assert len(digests) == 1, f"ranks disagree bit for bit: {[r.value['digest'] for r in results]}"
+    assert all(r.value["ncalls"] == results[0].value["ncalls"] for r in results)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("nranks", RANKS)
+def test_reductions(run_ranks, nranks):
+    """AllReduce, Reduce (roots 0, n-1), ReduceScatter; 12 types x 5 ops; in/out of place;
+    counts 0 (NULL buffers), 1 and 37."""
+    _check(run_ranks(nranks, "ranks_collectives:reductions", timeout=90))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("nranks", RANKS)
+def test_data_movement(run_ranks, nranks):
+    """Broadcast, Bcast, Gather, Scatter (roots 0, n-1, NULL off-root buffers), AllGather,
+    AlltoAll, send/recv rings (grouped and chained); 12 types; counts 0, 1 and 37."""
+    _check(run_ranks(nranks, "ranks_collectives:data_movement", timeout=90))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_large_counts(run_ranks, nranks):
+    """Counts beyond one shared-memory chunk and one p2p ring."""
+    _check(run_ranks(nranks, "ranks_collectives:large", timeout=90))
