@@ -275,6 +275,15 @@ ncclResult_t host_run_ops(host_comm *c, host_task *t)
         return host_fail(ncclInvalidUsage, "%s rank %d: communicator aborted", c->name, c->rank);
     if (host_comm_error(c) != ncclSuccess)
         return host_comm_error(c);
+    /* An aborted peer cancelled its side of everything: work that its stale, already published
+     * contribution could still complete must fail instead (its abort marked the segment before
+     * returning, so a call issued after it always sees this). */
+    for (int r = 0; r < n; r++)
+        if (r != c->rank && atomic_load(&host_seg_rankp(&c->seg, r)->state) == HOST_RANK_ABORTED)
+            return host_fail(ncclRemoteError, "%s rank %d: peer rank %d aborted the communicator", c->name, c->rank, r);
+    if (t->epoch < atomic_load(&c->cancel_epoch))
+        return host_fail(ncclInvalidUsage, "%s rank %d: cancelled by ncclCommShrink(NCCL_SHRINK_ABORT)", c->name,
+                         c->rank);
     HOST_CHECK(self_p2p(c, t->ops));
     for (host_opd *o = t->ops; o != NULL; o = o->next) {
         if (o->kind == HOST_K_SEND || o->kind == HOST_K_RECV)

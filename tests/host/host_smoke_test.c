@@ -327,6 +327,21 @@ static void suite(ncclComm_t comm, int r, int n)
         EXPECT_RC(ncclAllReduce(a, b, N, ncclInt32, op, comm, NULL), ncclInvalidArgument);
     }
 
+    /* PreMulSum with ncclScalarDevice: the scalar is read when the collective executes */
+    {
+        ncclRedOp_t op;
+        int32_t scalar = 0, s2 = 0;
+        OK(ncclRedOpCreatePreMulSum(&op, &scalar, ncclInt32, ncclScalarDevice, comm));
+        scalar = 2 * (r + 1); /* set after creation: must be seen */
+        for (size_t i = 0; i < 8; i++)
+            a[i] = 1;
+        OK(ncclAllReduce(a, b, 8, ncclInt32, op, comm, NULL));
+        for (int j = 0; j < n; j++)
+            s2 += 2 * (j + 1);
+        CHECK(b[0] == s2 && b[7] == s2);
+        OK(ncclRedOpDestroy(op, comm));
+    }
+
     /* float sum in rank order: bit-identical on every rank */
     {
         float f[5] = {0.1f * (float)(r + 1), 1e-8f, 3.0f, -1.5f * (float)r, 1e20f}, g[5];

@@ -263,3 +263,24 @@ def test_misuse_becomes_errors(build):
     finalize/destroy or init mixed with ops in a group (IU); blocking + nonblocking in one group (IA);
     config version gating and RCCL's short config layout."""
     run_scenario(build, "misuse")
+
+
+@pytest.mark.timeout(60)
+def test_stale_segment_of_dead_creator_is_swept(build):
+    """A creator killed inside the attach window leaves its name; the next creator removes it."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    name = f"/dev/shm/nccl-host-{os.geteuid()}-{dead.pid}-00000000deadbeef"
+    alive = f"/dev/shm/nccl-host-{os.geteuid()}-{os.getpid()}-00000000cafef00d"
+    for path in (name, alive):
+        with open(path, "wb") as f:
+            f.write(b"x")
+        os.chmod(path, 0o600)
+    try:
+        run_scenario(build, "threads", 2)
+        assert not os.path.exists(name), "stale segment of a dead pid was not swept"
+        assert os.path.exists(alive), "a live process's segment must never be touched"
+    finally:
+        for path in (name, alive):
+            if os.path.exists(path):
+                os.unlink(path)
