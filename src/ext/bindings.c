@@ -11,6 +11,13 @@
 
 /* ---- argument helpers shared with rocm_extensions.c ---- */
 
+int nx_is_address(PyObject *o)
+{
+    /* numpy arrays have __index__ too (for size-1 integer arrays): anything that is also a buffer
+     * or a sequence is data, not an address. */
+    return PyLong_Check(o) || (PyIndex_Check(o) && !PyObject_CheckBuffer(o) && !PySequence_Check(o));
+}
+
 static NX_COLD int bad_bytes_arg(const char *fname, const char *argname, size_t size)
 {
     PyErr_Format(PyExc_ValueError,
@@ -22,7 +29,7 @@ static NX_COLD int bad_bytes_arg(const char *fname, const char *argname, size_t 
 
 int nx_read_bytes_arg(PyObject *o, const char *fname, const char *argname, void *out, size_t size)
 {
-    if (PyIndex_Check(o)) {
+    if (nx_is_address(o)) {
         intptr_t p;
         if (nx_intptr(o, fname, argname, &p) < 0)
             return -1;
@@ -49,7 +56,7 @@ int nx_size_array_arg(PyObject *o, const char *fname, const char *argname, Py_ss
                       size_t **copy)
 {
     *copy = NULL;
-    if (PyIndex_Check(o)) {
+    if (nx_is_address(o)) {
         intptr_t p;
         if (nx_intptr(o, fname, argname, &p) < 0)
             return -1;
@@ -115,7 +122,7 @@ static int int_array_arg(PyObject *o, const char *fname, const char *argname, Py
         *out = NULL;
         return 0;
     }
-    if (PyIndex_Check(o)) {
+    if (nx_is_address(o)) {
         intptr_t p;
         if (nx_intptr(o, fname, argname, &p) < 0)
             return -1;
@@ -1013,7 +1020,7 @@ static PyObject *wait_signal(PyObject *m, PyObject *const *args, Py_ssize_t narg
     }
     ncclWaitSignalDesc_t *descs = NULL;
     intptr_t addr = 0;
-    if (PyIndex_Check(a[1])) {
+    if (nx_is_address(a[1])) {
         if (NX_ARG_PTR(1, addr))
             return NULL;
         descs = (ncclWaitSignalDesc_t *)addr;

@@ -48,6 +48,9 @@
 #define NX_FASTCALL_DEF(fn) \
     {#fn, (PyCFunction)(void (*)(void))fn, METH_FASTCALL | METH_KEYWORDS, fn##__doc__}
 
+/* True when o stands for an address (an int, PointerBox, ...) rather than for data. */
+int nx_is_address(PyObject *o);
+
 /* Copies `size` bytes given either as an int address or as a contiguous buffer of exactly that
  * length (read-only buffers welcome: the library only reads them). */
 int nx_read_bytes_arg(PyObject *o, const char *fname, const char *argname, void *out, size_t size);

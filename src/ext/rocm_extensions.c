@@ -54,7 +54,7 @@ static PyObject *all_to_all_v(PyObject *m, PyObject *const *args, Py_ssize_t nar
      * unless every array is a raw address. */
     int nranks = 0;
     for (int k = 0; k < 4; k++) {
-        if (!PyIndex_Check(a[arr_index[k]]) && nranks == 0) {
+        if (!nx_is_address(a[arr_index[k]]) && nranks == 0) {
             if (nx_api.ncclCommCount == NULL)
                 return nx_raise_function_not_found(st, "ncclCommCount", NULL);
             NX_CALL(st, comm, nx_api.ncclCommCount((ncclComm_t)comm, &nranks));
