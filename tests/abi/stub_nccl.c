@@ -4,8 +4,10 @@
  * returns a scripted status. Entry points that must produce outputs write recognisable values.
  * Build with -DSTUB_WITHOUT_SINCE=<code> to leave out every row introduced at or after that NCCL
  * version, which is how an older library looks to the loader. Tests drive it through ctypes. */
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "abi.h"
 
@@ -49,8 +51,51 @@ static uint64_t widen_bytes(const void *p, size_t n)
 
 #define STUB_WIDEN(x) widen_bytes(&(x), sizeof(x))
 
+/* Blocking: the named function waits inside the call until stub_release(), or 5 s at most, so a
+ * test can prove the binding released the GIL (the releasing thread must run Python meanwhile). */
+static pthread_mutex_t block_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t block_cv = PTHREAD_COND_INITIALIZER;
+static char block_name[48];
+static int block_entered, block_released, block_timed_out;
+
+STUB_API void stub_block(const char *name)
+{
+    pthread_mutex_lock(&block_mu);
+    strncpy(block_name, name, sizeof block_name - 1);
+    block_entered = block_released = block_timed_out = 0;
+    pthread_mutex_unlock(&block_mu);
+}
+STUB_API int stub_entered(void) { return __atomic_load_n(&block_entered, __ATOMIC_ACQUIRE); }
+STUB_API int stub_timed_out(void) { return block_timed_out; }
+STUB_API void stub_release(void)
+{
+    pthread_mutex_lock(&block_mu);
+    block_released = 1;
+    block_name[0] = '\0';
+    pthread_cond_broadcast(&block_cv);
+    pthread_mutex_unlock(&block_mu);
+}
+
+static void maybe_block(const char *name)
+{
+    pthread_mutex_lock(&block_mu);
+    if (block_name[0] != '\0' && strcmp(name, block_name) == 0) {
+        struct timespec deadline;
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_sec += 5;
+        __atomic_store_n(&block_entered, 1, __ATOMIC_RELEASE);
+        while (!block_released)
+            if (pthread_cond_timedwait(&block_cv, &block_mu, &deadline) != 0) {
+                block_timed_out = 1;
+                break;
+            }
+    }
+    pthread_mutex_unlock(&block_mu);
+}
+
 static ncclResult_t record(const char *name, int nargs, const uint64_t *args)
 {
+    maybe_block(name);
     strncpy(last.name, name, sizeof last.name - 1);
     last.nargs = nargs;
     memcpy(last.args, args, (size_t)nargs * sizeof *args);
