@@ -59,7 +59,7 @@ static int PointerBox_bool(PyObject *op) { return ((nx_PointerBox *)op)->slot !=
 static PyObject *PointerBox_repr(PyObject *op)
 {
     char text[48];
-    snprintf(text, sizeof text, "<PointerBox ptr=%#zx>", (size_t)(uintptr_t)((nx_PointerBox *)op)->slot);
+    snprintf(text, sizeof text, "<PointerBox ptr=0x%zx>", (size_t)(uintptr_t)((nx_PointerBox *)op)->slot);
     return PyUnicode_FromString(text);
 }
 
