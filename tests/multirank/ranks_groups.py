@@ -1,0 +1,344 @@
+"""Rank-side checks of groups, communicator lifecycle, PreMulSum and faults."""
+
+import os
+import signal
+import time
+
+import numpy as np
+
+import nccl.bindings.nccl as b
+import reference as R
+from ranks_collectives import Checker, Guarded
+
+DT, OP = R.DT, b.RedOp
+
+
+def mixed_group(ctx):
+    """AllReduce, Broadcast, AllGather, ReduceScatter, Reduce and a send/recv ring in one nested
+    group: nothing is touched before the outermost group_end, everything is right after it."""
+    c = Checker(ctx)
+    n, r = c.size, c.rank
+    k = 13
+    xa = c.inputs(DT.Float32, k, 1)
+    xb = c.inputs(DT.Int32, k, 2)
+    xg = c.inputs(DT.Bfloat16, k, 3)
+    xs = c.inputs(DT.Float16, n * k, 4)
+    xr = c.inputs(DT.Float8e4m3, k, 5)
+    xp = c.inputs(DT.Uint64, k, 6)
+    ar_s, ar_d = Guarded(DT.Float32, k, xa[r]), Guarded(DT.Float32, k)
+    bc = Guarded(DT.Int32, k, xb[r])
+    ag_s, ag_d = Guarded(DT.Bfloat16, k, xg[r]), Guarded(DT.Bfloat16, n * k)
+    rs_s, rs_d = Guarded(DT.Float16, n * k, xs[r]), Guarded(DT.Float16, k)
+    rd = Guarded(DT.Float8e4m3, k, xr[r])
+    p_s, p_d = Guarded(DT.Uint64, k, xp[r]), Guarded(DT.Uint64, k)
+    outputs = [ar_d, ag_d, rs_d, p_d]
+    b.group_start()
+    b.group_start()
+    c.call(b.all_reduce, ar_s.at(), ar_d.at(), k, DT.Float32, OP.Avg)
+    c.call(b.broadcast, bc.at(), bc.at(), k, DT.Int32, n - 1)
+    b.group_end()  # inner: only decrements
+    c.call(b.recv, p_d.at(), k, DT.Uint64, (r - 1) % n)
+    c.call(b.all_gather, ag_s.at(), ag_d.at(), k, DT.Bfloat16)
+    c.call(b.reduce_scatter, rs_s.at(), rs_d.at(), k, DT.Float16, OP.Min)
+    c.call(b.reduce, rd.at(), rd.at(), k, DT.Float8e4m3, OP.Prod, 0)
+    c.call(b.send, p_s.at(), k, DT.Uint64, (r + 1) % n)
+    if not all(o.untouched() for o in outputs) or not R.same_bits(bc.body, xb[r]):
+        c.fail("a grouped operation ran before the outermost group_end")
+    b.group_end()
+    c.expect("grouped AllReduce Avg fp32", ar_d.body, R.reduce_ref(xa, OP.Avg, DT.Float32), ar_d)
+    c.expect("grouped Broadcast int32", bc.body, xb[n - 1], bc)
+    c.expect("grouped AllGather bf16", ag_d.body, np.concatenate(xg), ag_d)
+    c.expect("grouped ReduceScatter Min fp16", rs_d.body,
+             R.reduce_ref(xs, OP.Min, DT.Float16)[r * k:(r + 1) * k], rs_d)
+    c.expect("grouped Reduce Prod e4m3", rd.body,
+             R.reduce_ref(xr, OP.Prod, DT.Float8e4m3) if r == 0 else xr[r], rd)
+    c.expect("grouped recv", p_d.body, xp[(r - 1) % n], p_d)
+    c.digest.update(ar_d.body.tobytes() + ag_d.body.tobytes())
+    return c.result()
+
+
+def p2p_all_pairs(ctx):
+    """Every rank sends a different message to every rank (itself included) in one group, posted in
+    a rank-dependent order; then two messages per pair across two groups matched in order."""
+    c = Checker(ctx)
+    n, r = c.size, c.rank
+    k = 11
+
+    def msg(src, dst, salt):
+        return R.make_input(DT.Int64, k, src * 64 + dst, salt)
+
+    sends = {j: Guarded(DT.Int64, k, msg(r, j, 1)) for j in range(n)}
+    recvs = {i: Guarded(DT.Int64, k) for i in range(n)}
+    order = list(range(n)) if r % 2 == 0 else list(reversed(range(n)))
+    b.group_start()
+    for j in order:
+        if r % 2:
+            c.call(b.recv, recvs[j].at(), k, DT.Int64, j)
+            c.call(b.send, sends[j].at(), k, DT.Int64, j)
+        else:
+            c.call(b.send, sends[j].at(), k, DT.Int64, j)
+            c.call(b.recv, recvs[j].at(), k, DT.Int64, j)
+    b.group_end()
+    for i in range(n):
+        c.expect(f"all-pairs recv from {i}", recvs[i].body, msg(i, r, 1), recvs[i])
+    if n == 1:  # self send/recv must pair up inside one group; the rest needs a peer
+        return c.result()
+    # k-th send matches k-th recv per ordered pair, whatever the group boundaries
+    nxt, prv = (r + 1) % n, (r - 1) % n
+    s1, s2 = Guarded(DT.Int64, k, msg(r, nxt, 2)), Guarded(DT.Int64, k, msg(r, nxt, 3))
+    d1, d2 = Guarded(DT.Int64, k), Guarded(DT.Int64, k)
+    if r % 2 == 0:
+        b.group_start()
+        c.call(b.send, s1.at(), k, DT.Int64, nxt)
+        c.call(b.send, s2.at(), k, DT.Int64, nxt)
+        c.call(b.recv, d1.at(), k, DT.Int64, prv)
+        b.group_end()
+        b.group_start()
+        c.call(b.recv, d2.at(), k, DT.Int64, prv)
+        b.group_end()
+    else:
+        b.group_start()
+        c.call(b.recv, d1.at(), k, DT.Int64, prv)
+        c.call(b.send, s1.at(), k, DT.Int64, nxt)
+        b.group_end()
+        b.group_start()
+        c.call(b.recv, d2.at(), k, DT.Int64, prv)
+        c.call(b.send, s2.at(), k, DT.Int64, nxt)
+        b.group_end()
+    c.expect("first message of the pair", d1.body, msg(prv, r, 2), d1)
+    c.expect("second message of the pair", d2.body, msg(prv, r, 3), d2)
+    return c.result()
+
+
+def group_error_discards(ctx):
+    """A bad call inside a group raises, the outermost group_end raises too and runs nothing;
+    the communicator stays usable."""
+    c = Checker(ctx)
+    k = 5
+    x = R.make_input(DT.Float32, k, c.rank, 9)
+    d = Guarded(DT.Float32, k)
+    b.group_start()
+    b.all_reduce(x.ctypes.data, d.at(), k, DT.Float32, OP.Sum, c.comm, 0)
+    try:
+        b.broadcast(x.ctypes.data, d.at(), k, DT.Float32, c.size, c.comm, 0)
+        c.fail("root == nranks inside a group did not raise")
+    except b.NCCLInvalidArgument:
+        pass
+    try:
+        b.group_end()
+        c.fail("group_end after a failed call in the group did not raise")
+    except b.NCCLError:
+        pass
+    if not d.untouched():
+        c.fail("a discarded group executed an operation")
+    b.all_reduce(x.ctypes.data, d.at(), k, DT.Float32, OP.Sum, c.comm, 0)
+    xs = c.inputs(DT.Float32, k, 9)
+    c.expect("AllReduce after a discarded group", d.body, R.reduce_ref(xs, OP.Sum, DT.Float32), d)
+    return c.result()
+
+
+def init_all_one_thread(ctx):
+    """ncclCommInitAll with ndev communicators in this process, driven by one thread in groups."""
+    ndev = ctx.params["ndev"]
+    failures = []
+    comms = list(b.comm_init_all(ndev, None))
+    try:
+        if [b.comm_user_rank(x) for x in comms] != list(range(ndev)):
+            failures.append("user ranks are not 0..ndev-1")
+        if {b.comm_count(x) for x in comms} != {ndev}:
+            failures.append("comm_count is not ndev")
+        k = 9
+        for dt, op in ((DT.Float32, OP.Sum), (DT.Bfloat16, OP.Avg), (DT.Int8, OP.Prod)):
+            xs = [R.make_input(dt, k, i, 3) for i in range(ndev)]
+            outs = [np.zeros(k, R.NP_TYPES[dt]) for _ in range(ndev)]
+            b.group_start()
+            for i, cm in enumerate(comms):
+                b.all_reduce(xs[i].ctypes.data, outs[i].ctypes.data, k, dt, op, cm, 0)
+            b.group_end()
+            want = R.reduce_ref(xs, op, dt)
+            for i in range(ndev):
+                if not R.same_bits(outs[i], want):
+                    failures.append(f"comm {i} {R.DT(dt).name} {OP(op).name}: {outs[i]} != {want}")
+        # a ring of send/recv between the communicators, plus an AllGather, all in one group
+        xs = [R.make_input(DT.Uint32, k, i, 4) for i in range(ndev)]
+        got = [np.zeros(k, np.uint32) for _ in range(ndev)]
+        gat = [np.zeros(ndev * k, np.uint32) for _ in range(ndev)]
+        b.group_start()
+        for i, cm in enumerate(comms):
+            b.send(xs[i].ctypes.data, k, DT.Uint32, (i + 1) % ndev, cm, 0)
+            b.recv(got[i].ctypes.data, k, DT.Uint32, (i - 1) % ndev, cm, 0)
+            b.all_gather(xs[i].ctypes.data, gat[i].ctypes.data, k, DT.Uint32, cm, 0)
+        b.group_end()
+        for i in range(ndev):
+            if not R.same_bits(got[i], xs[(i - 1) % ndev]):
+                failures.append(f"comm {i}: ring message wrong")
+            if not R.same_bits(gat[i], np.concatenate(xs)):
+                failures.append(f"comm {i}: grouped AllGather wrong")
+    finally:
+        for cm in comms:  # a plain loop, no group
+            b.comm_destroy(cm)
+    return {"failures": failures}
+
+
+def _split(comm, color, key):
+    box = b.PointerBox()
+    b.comm_split(comm, color, key, box.address, 0)
+    return box.ptr
+
+
+def split(ctx):
+    """comm_split by colour with reversed keys, by key ties (parent order), and NOCOLOR."""
+    c = Checker(ctx)
+    n, r = c.size, c.rank
+    # colour r % 2, key -r: members of a colour in descending parent rank
+    child = _split(c.comm, r % 2, -r)
+    members = sorted([p for p in range(n) if p % 2 == r % 2], reverse=True)
+    try:
+        if b.comm_count(child) != len(members):
+            c.fail(f"colour split: count {b.comm_count(child)} != {len(members)}")
+        if b.comm_user_rank(child) != members.index(r):
+            c.fail(f"colour split: rank {b.comm_user_rank(child)} != {members.index(r)}")
+        mine = np.array([r], np.int32)
+        got = np.full(len(members), -1, np.int32)
+        b.all_gather(mine.ctypes.data, got.ctypes.data, 1, DT.Int32, child, 0)
+        if list(got) != members:
+            c.fail(f"colour split: members by child rank {list(got)} != {members}")
+    finally:
+        b.comm_destroy(child)
+    # one colour, equal keys: parent order; the last rank opts out with NOCOLOR (n > 1)
+    out = n > 1 and r == n - 1
+    child = _split(c.comm, b.NCCL_SPLIT_NOCOLOR if out else 7, 0)
+    if out:
+        if child != 0:
+            c.fail(f"NCCL_SPLIT_NOCOLOR gave comm {child:#x}, not NULL")
+            b.comm_destroy(child)
+    else:
+        try:
+            m = n - 1 if n > 1 else 1
+            if (b.comm_count(child), b.comm_user_rank(child)) != (m, r):
+                c.fail(f"tie split: (count, rank) = {(b.comm_count(child), b.comm_user_rank(child))}")
+            x = np.array([r + 1.0], np.float64)
+            b.all_reduce(x.ctypes.data, x.ctypes.data, 1, DT.Float64, OP.Sum, child, 0)
+            if x[0] != m * (m + 1) / 2:
+                c.fail(f"tie split: AllReduce gave {x[0]}")
+        finally:
+            b.comm_destroy(child)
+    # the parent stays usable
+    x = np.array([r], np.int64)
+    b.all_reduce(x.ctypes.data, x.ctypes.data, 1, DT.Int64, OP.Sum, c.comm, 0)
+    if x[0] != n * (n - 1) // 2:
+        c.fail(f"parent AllReduce after split gave {x[0]}")
+    return c.result()
+
+
+def _scalar(dt, r):
+    if R.is_int(dt):
+        return np.array([r + 2], R.NP_TYPES[dt])
+    return R.to_type(np.float32([0.5 * (r + 1) + 0.125]), dt)
+
+
+def premulsum(ctx):
+    """PreMulSum with a different scalar on every rank, every datatype, host-immediate scalars
+    (copied at creation) and device scalars (read when the collective executes)."""
+    c = Checker(ctx)
+    n, r = c.size, c.rank
+    k = 17
+    for dt in R.ALL_TYPES:
+        name = R.DT(dt).name
+        xs = c.inputs(dt, k, 31)
+        scalars = [_scalar(dt, i) for i in range(n)]
+        want = R.premulsum_ref(xs, scalars, dt)
+        # host immediate: changing the scalar after creation has no effect
+        sc = scalars[r].copy()
+        op = b.red_op_create_pre_mul_sum(sc.ctypes.data, dt, b.ScalarResidence.HostImmediate, c.comm)
+        sc[:] = _scalar(dt, r + 5)
+        s, d = Guarded(dt, k, xs[r]), Guarded(dt, k)
+        c.call(b.all_reduce, s.at(), d.at(), k, dt, op)
+        c.expect(f"PreMulSum host scalar AllReduce {name}", d.body, want, d)
+        c.digest.update(d.body.tobytes())
+        big = c.inputs(dt, n * k, 32)
+        wantb = R.premulsum_ref(big, scalars, dt)
+        rs = Guarded(dt, k)
+        s = Guarded(dt, n * k, big[r])
+        c.call(b.reduce_scatter, s.at(), rs.at(), k, dt, op)
+        c.expect(f"PreMulSum ReduceScatter {name}", rs.body, wantb[r * k:(r + 1) * k], rs)
+        b.red_op_destroy(op, c.comm)
+        # device residence: the value at execution (the outermost group_end) counts
+        dev = _scalar(dt, r + 9)
+        op = b.red_op_create_pre_mul_sum(dev.ctypes.data, dt, b.ScalarResidence.Device, c.comm)
+        ip = Guarded(dt, k, xs[r])
+        b.group_start()
+        c.call(b.reduce, ip.at(), ip.at(), k, dt, op, n - 1)
+        b.red_op_destroy(op, c.comm)  # allowed once the call has returned
+        dev[:] = scalars[r]
+        b.group_end()
+        c.expect(f"PreMulSum device scalar Reduce {name}", ip.body, want if r == n - 1 else xs[r], ip)
+    return c.result()
+
+
+def mismatch(ctx):
+    """Different counts / datatypes / ops / roots across ranks: NCCLInvalidUsage on every rank.
+    Each mismatch gets its own child communicator, since a mismatch leaves a comm in ERROR."""
+    n, r = ctx.size, ctx.rank
+    out = {}
+    x = np.zeros(64, np.float32)
+    calls = {
+        "count": lambda cm: b.all_reduce(x.ctypes.data, x.ctypes.data, 8 + r, DT.Float32, OP.Sum, cm, 0),
+        "datatype": lambda cm: b.all_reduce(x.ctypes.data, x.ctypes.data, 8,
+                                            DT.Float32 if r == 0 else DT.Int32, OP.Sum, cm, 0),
+        "op": lambda cm: b.all_reduce(x.ctypes.data, x.ctypes.data, 8, DT.Float32,
+                                      OP.Sum if r == 0 else OP.Max, cm, 0),
+        "root": lambda cm: b.broadcast(x.ctypes.data, x.ctypes.data, 8, DT.Float32, r, cm, 0),
+        "kind": lambda cm: (b.all_reduce(x.ctypes.data, x.ctypes.data, 8, DT.Float32, OP.Sum, cm, 0)
+                            if r == 0 else
+                            b.broadcast(x.ctypes.data, x.ctypes.data, 8, DT.Float32, 0, cm, 0)),
+    }
+    for what, call in calls.items():
+        child = _split(ctx.comm, 0, r)
+        t0 = time.monotonic()
+        try:
+            call(child)
+            out[what] = {"type": None}
+        except b.NCCLError as exc:
+            out[what] = {"type": type(exc).__name__, "status": int(exc.status), "msg": str(exc)}
+        out[what]["elapsed"] = time.monotonic() - t0
+        b.comm_destroy(child)
+    return out
+
+
+def killed_peer(ctx):
+    """The last rank dies (SIGKILL) after one good AllReduce; the others' next AllReduce raises."""
+    n, r = ctx.size, ctx.rank
+    x = np.ones(1000, np.float32)
+    b.all_reduce(x.ctypes.data, x.ctypes.data, x.size, DT.Float32, OP.Sum, ctx.comm, 0)
+    if r == n - 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    t0 = time.monotonic()
+    res = {"type": None}
+    try:
+        b.all_reduce(x.ctypes.data, x.ctypes.data, x.size, DT.Float32, OP.Sum, ctx.comm, 0)
+    except b.NCCLError as exc:
+        res = {"type": type(exc).__name__, "status": int(exc.status), "msg": str(exc)}
+    res["elapsed"] = time.monotonic() - t0
+    c, ctx.comm = ctx.comm, None
+    b.comm_abort(c)
+    return res
+
+
+def missing_rank(ctx):
+    """The last rank never calls the collective: the others raise NCCLTimeout at the deadline."""
+    n, r = ctx.size, ctx.rank
+    x = np.ones(4, np.float64)
+    res = {"type": None}
+    if r != n - 1:
+        t0 = time.monotonic()
+        try:
+            b.all_reduce(x.ctypes.data, x.ctypes.data, 4, DT.Float64, OP.Sum, ctx.comm, 0)
+        except b.NCCLError as exc:
+            res = {"type": type(exc).__name__, "status": int(exc.status), "msg": str(exc)}
+        res["elapsed"] = time.monotonic() - t0
+    else:
+        time.sleep(ctx.params["sleep"])  # past the others' deadline, then leave
+    c, ctx.comm = ctx.comm, None
+    b.comm_abort(c)
+    return res

@@ -1,0 +1,88 @@
+"""Groups, communicator lifecycle, PreMulSum and faults through the bindings on the host backend.
+
+Rank logic lives in ranks_groups.py; every test here launches its ranks with run_ranks, and the
+autouse fixture of conftest.py checks that no /dev/shm/nccl-host-* segment is left behind.
+"""
+
+import pytest
+
+RANKS = [1, 2, 3, 4]
+
+
+def _clean(results):
+    failures = [f for r in results for f in r.value["failures"]]
+    assert not failures, "\n".join(failures[:60])
+    if "digest" in results[0].value:
+        assert len({r.value["digest"] for r in results}) == 1, "ranks disagree bit for bit"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("nranks", RANKS)
+def test_mixed_collectives_in_one_nested_group(run_ranks, nranks):
+    _clean(run_ranks(nranks, "ranks_groups:mixed_group", timeout=45))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("nranks", [1, 3, 4])
+def test_send_recv_all_pairs_and_ordering_across_groups(run_ranks, nranks):
+    _clean(run_ranks(nranks, "ranks_groups:p2p_all_pairs", timeout=45))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("nranks", [1, 2])
+def test_error_inside_group_discards_the_group(run_ranks, nranks):
+    _clean(run_ranks(nranks, "ranks_groups:group_error_discards", timeout=45))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("ndev", [2, 3])
+def test_comm_init_all_driven_by_one_thread(run_ranks, ndev):
+    """Threads-as-ranks in one process (a subprocess, so the test process stays clean)."""
+    _clean(run_ranks(1, "ranks_groups:init_all_one_thread", timeout=45, init=False,
+                     params={"ndev": ndev}))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("nranks", RANKS)
+def test_comm_split_colour_key_and_nocolor(run_ranks, nranks):
+    _clean(run_ranks(nranks, "ranks_groups:split", timeout=45))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("nranks", [1, 2, 3])
+def test_premulsum_per_rank_scalars(run_ranks, nranks):
+    _clean(run_ranks(nranks, "ranks_groups:premulsum", timeout=45))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_mismatched_calls_raise_invalid_usage(run_ranks, nranks):
+    results = run_ranks(nranks, "ranks_groups:mismatch", timeout=45)
+    for r in results:
+        for what, got in r.value.items():
+            assert got["type"] == "NCCLInvalidUsage", f"rank {r.rank} {what} mismatch: {got}"
+            assert got["elapsed"] < 10, f"rank {r.rank} {what} mismatch took {got['elapsed']:.1f} s"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_killed_peer_raises_remote_error_well_before_deadline(run_ranks, nranks):
+    deadline = 30
+    results = run_ranks(nranks, "ranks_groups:killed_peer", timeout=45, expect_death={nranks - 1},
+                        env={"NCCL_HOST_TIMEOUT": str(deadline)})
+    assert results[-1].returncode == -9
+    for r in results[:-1]:
+        v = r.value
+        assert v["type"] in ("NCCLRemoteError", "NCCLError"), f"rank {r.rank}: {v}"
+        assert v["elapsed"] < deadline / 3, f"rank {r.rank} took {v['elapsed']:.1f} s to notice"
+
+
+@pytest.mark.timeout(60)
+def test_rank_that_never_arrives_times_out(run_ranks):
+    deadline = 3
+    results = run_ranks(3, "ranks_groups:missing_rank", timeout=45, params={"sleep": deadline + 2},
+                        env={"NCCL_HOST_TIMEOUT": str(deadline)})
+    for r in results[:-1]:
+        v = r.value
+        assert v["type"] == "NCCLTimeout", f"rank {r.rank}: {v}"
+        assert deadline - 0.5 <= v["elapsed"] < deadline + 5, f"rank {r.rank}: {v}"
