@@ -147,9 +147,7 @@ ncclResult_t ncclCommAbort(ncclComm_t comm)
 
 ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags)
 {
-    (void)comm;
-    (void)revokeFlags;
-    return unsupported("ncclCommRevoke");
+    return host_revoke(comm, revokeFlags);
 }
 
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config)

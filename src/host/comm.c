@@ -347,6 +347,10 @@ ncclResult_t host_finalize(ncclComm_t comm)
         rc = host_fail(ncclInvalidArgument, "ncclCommFinalize: communicator was already finalized");
         goto exit;
     }
+    if (atomic_load(&c->revoked)) {
+        rc = host_fail(ncclInvalidArgument, "ncclCommFinalize: communicator was revoked; destroy or abort it");
+        goto exit;
+    }
     HOST_CHECKGOTO(host_comm_usable(c, "ncclCommFinalize"), rc, exit);
     if (host_group_depth() > 0) {
         rc = host_group_add_job(HOST_JOB_FINALIZE, comm, NULL);
@@ -606,7 +610,7 @@ ncclResult_t host_split(ncclComm_t comm, int color, int key, ncclComm_t *newcomm
     host_split_args *a = NULL;
     ncclResult_t rc;
     HOST_CHECK(host_comm_enter(comm, "ncclCommSplit", &c));
-    HOST_CHECKGOTO(host_comm_usable(c, "ncclCommSplit"), rc, exit);
+    HOST_CHECKGOTO(host_comm_usable_revoked(c, "ncclCommSplit"), rc, exit);
     if (newcomm == NULL) {
         rc = host_fail(ncclInvalidArgument, "ncclCommSplit: newcomm is NULL");
         goto exit;
@@ -667,7 +671,7 @@ ncclResult_t host_shrink(ncclComm_t comm, int *exclude, int nexclude, ncclComm_t
         goto exit;
     }
     if (flags == NCCL_SHRINK_DEFAULT) {
-        HOST_CHECKGOTO(host_comm_usable(c, "ncclCommShrink"), rc, exit);
+        HOST_CHECKGOTO(host_comm_usable_revoked(c, "ncclCommShrink"), rc, exit);
     } else {
         int phase;
         if (atomic_load(&c->aborted) || c->fork_gen != atomic_load(&host_fork_gen)) {
@@ -819,6 +823,35 @@ ncclResult_t host_suspend(ncclComm_t comm, int flags, int resume)
         HOST_CHECKGOTO(host_comm_usable(c, fn), rc, exit);
     atomic_store(&c->suspended, !resume);
 exit:
+    host_comm_leave(c);
+    return rc;
+}
+
+/* ncclCommRevoke (O): stops in-flight work (it completes with ncclInvalidUsage), keeps every
+ * resource; afterwards communication calls return IU and finalize IA, while split, shrink,
+ * destroy and abort still work. Local, like abort: peers that wait for this rank's part of a
+ * cancelled operation end at their deadline unless they revoke too. */
+ncclResult_t host_revoke(ncclComm_t comm, int flags)
+{
+    host_comm *c;
+    ncclResult_t rc = ncclSuccess;
+    int phase;
+    if (comm == NULL)
+        return ncclSuccess;
+    HOST_CHECK(host_comm_enter(comm, "ncclCommRevoke", &c));
+    pthread_mutex_lock(&c->lock);
+    phase = c->phase;
+    pthread_mutex_unlock(&c->lock);
+    if (flags != NCCL_REVOKE_DEFAULT)
+        rc = host_fail(ncclInvalidArgument, "ncclCommRevoke: revokeFlags %d is not NCCL_REVOKE_DEFAULT", flags);
+    else if (phase != HOST_PHASE_READY || atomic_load(&c->finalizing))
+        rc = host_fail(ncclInvalidArgument, "ncclCommRevoke: communicator is not initialised or was finalized");
+    else if (atomic_exchange(&c->revoked, 1))
+        rc = host_fail(ncclInvalidArgument, "ncclCommRevoke: communicator was already revoked");
+    if (rc == ncclSuccess) {
+        atomic_fetch_add(&c->cancel_epoch, 1);
+        host_comm_wake(c);
+    }
     host_comm_leave(c);
     return rc;
 }

@@ -184,7 +184,7 @@ void host_comm_set_error(host_comm *c, ncclResult_t rc)
     host_comm_wake(c);
 }
 
-ncclResult_t host_comm_usable(host_comm *c, const char *fn)
+static ncclResult_t usable(host_comm *c, const char *fn, int allow_revoked)
 {
     ncclResult_t err;
     int phase, inflight;
@@ -208,5 +208,17 @@ ncclResult_t host_comm_usable(host_comm *c, const char *fn)
         return host_fail(ncclInvalidUsage, "%s: communicator was finalized", fn);
     if (atomic_load(&c->suspended))
         return host_fail(ncclInvalidUsage, "%s: communicator is suspended", fn);
+    if (!allow_revoked && atomic_load(&c->revoked))
+        return host_fail(ncclInvalidUsage, "%s: communicator was revoked (ncclCommRevoke)", fn);
     return ncclSuccess;
+}
+
+ncclResult_t host_comm_usable(host_comm *c, const char *fn)
+{
+    return usable(c, fn, 0);
+}
+
+ncclResult_t host_comm_usable_revoked(host_comm *c, const char *fn)
+{
+    return usable(c, fn, 1);
 }

@@ -457,6 +457,7 @@ typedef struct host_comm {
     _Atomic int aborted;         /* ncclCommAbort called */
     _Atomic int finalizing;      /* finalize issued */
     _Atomic int suspended;
+    _Atomic int revoked;         /* ncclCommRevoke: collectives -> IU, split/shrink/destroy still allowed */
     int inflight;                /* submitted, unfinished tasks (guarded by lock) */
     int inapi;                   /* threads inside the API on this comm (host_handles_lock) */
     pthread_t active_thread;     /* thread in an exclusive call (guarded by lock) */
@@ -509,6 +510,8 @@ void host_monitor_atfork_child(void);
 /* State checks for an operation (section 6.3): IA for INIT/BUSY, the error for ERROR, IU for
  * FINALIZED/suspended/forked. */
 ncclResult_t host_comm_usable(host_comm *c, const char *fn);
+/* The same, but a revoked communicator passes (split, shrink). */
+ncclResult_t host_comm_usable_revoked(host_comm *c, const char *fn);
 /* Records a fatal error (first wins) and wakes every waiter. */
 void host_comm_set_error(host_comm *c, ncclResult_t rc);
 ncclResult_t host_comm_error(host_comm *c);
@@ -535,6 +538,7 @@ ncclResult_t host_get_async_error(ncclComm_t comm, ncclResult_t *err);
 ncclResult_t host_comm_query(ncclComm_t comm, int what, int *out, const char *fn);
 ncclResult_t host_query_properties(ncclComm_t comm, ncclCommProperties_t *props);
 ncclResult_t host_suspend(ncclComm_t comm, int flags, int resume);
+ncclResult_t host_revoke(ncclComm_t comm, int flags);
 ncclResult_t host_mem_stats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t *value);
 /* Run by the worker for SPLIT/SHRINK tasks and by the INIT task. */
 ncclResult_t host_run_split(host_comm *parent, host_task *t);

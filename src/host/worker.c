@@ -62,7 +62,8 @@ static void *worker_main(void *arg)
         case HOST_TASK_FINALIZE: rc = host_run_finalize(c); break;
         case HOST_TASK_EXIT: exiting = 1; break;
         }
-        if (rc != ncclSuccess)
+        /* Work cancelled by revoke/shrink-abort does not make the communicator fail by itself. */
+        if (rc != ncclSuccess && !(rc == ncclInvalidUsage && t->epoch < atomic_load(&c->cancel_epoch)))
             host_comm_set_error(c, rc);
 
         pthread_mutex_lock(&c->lock);
@@ -214,7 +215,7 @@ static ncclResult_t stuck_check(host_comm *c, host_task *t, int coll_pending, co
         return host_fail((ncclResult_t)code, "%s rank %d: %s failed: %s", c->name, c->rank,
                          b->opname ? b->opname : "operation", h->error_text);
     if (t->epoch < atomic_load(&c->cancel_epoch))
-        return host_fail(ncclInvalidUsage, "%s rank %d: %s cancelled by ncclCommShrink(NCCL_SHRINK_ABORT)", c->name,
+        return host_fail(ncclInvalidUsage, "%s rank %d: %s cancelled by ncclCommRevoke or ncclCommShrink(NCCL_SHRINK_ABORT)", c->name,
                          c->rank, b->opname ? b->opname : "operation");
     err = host_comm_error(c);
     if (err != ncclSuccess)
@@ -282,7 +283,7 @@ ncclResult_t host_run_ops(host_comm *c, host_task *t)
         if (r != c->rank && atomic_load(&host_seg_rankp(&c->seg, r)->state) == HOST_RANK_ABORTED)
             return host_fail(ncclRemoteError, "%s rank %d: peer rank %d aborted the communicator", c->name, c->rank, r);
     if (t->epoch < atomic_load(&c->cancel_epoch))
-        return host_fail(ncclInvalidUsage, "%s rank %d: cancelled by ncclCommShrink(NCCL_SHRINK_ABORT)", c->name,
+        return host_fail(ncclInvalidUsage, "%s rank %d: cancelled by ncclCommRevoke or ncclCommShrink(NCCL_SHRINK_ABORT)", c->name,
                          c->rank);
     HOST_CHECK(self_p2p(c, t->ops));
     for (host_opd *o = t->ops; o != NULL; o = o->next) {

@@ -885,8 +885,12 @@ static void scen_argcheck(int n)
         EXPECT_RC(ncclAllToAll(buf, out, 4, ncclInt32, c, NULL), ncclInvalidUsage);
         EXPECT_RC(ncclAllReduceWithBias(buf, out, 4, ncclInt32, ncclSum, c, NULL, buf), ncclInvalidUsage);
         /* optional calls say they are not supported */
-        EXPECT_RC(ncclCommRevoke(c, 0), ncclInvalidUsage);
-        CHECK(strstr(ncclGetLastError(NULL), "not supported by the host backend") != NULL);
+        {
+            ncclWindow_t w;
+            EXPECT_RC(ncclCommWindowRegister(c, buf, sizeof buf, &w, 0), ncclInvalidUsage);
+            CHECK(strstr(ncclGetLastError(NULL), "not supported by the host backend") != NULL);
+        }
+        EXPECT_RC(ncclCommRevoke(c, 1), ncclInvalidArgument);
         /* an error inside a group is returned by the call and by ncclGroupEnd; nothing runs */
         OK(ncclGroupStart());
         OK(ncclAllReduce(buf, out, 4, ncclInt32, ncclSum, c, NULL));
@@ -1395,6 +1399,36 @@ static void scen_misuse(int n)
     }
     for (int i = 0; i < 3; i++)
         OK(ncclCommAbort(comms[i]));
+
+    /* ncclCommRevoke from another thread stops a stuck op; later ops IU, finalize IA, split works */
+    OK(ncclCommInitAll(comms, 2, NULL));
+    pthread_create(&t, NULL, stuck_main, comms[0]);
+    sleep_s(0.2);
+    {
+        double t0 = now_s();
+        ncclComm_t sub[2];
+        int32_t v[2] = {5, 6}, r2[2];
+        OK(ncclCommRevoke(comms[0], NCCL_REVOKE_DEFAULT));
+        pthread_join(t, NULL);
+        CHECK(now_s() - t0 < 1.0);
+        EXPECT_RC(g_abort_rc, ncclInvalidUsage);
+        EXPECT_RC(ncclAllReduce(&x, &s, 1, ncclInt32, ncclSum, comms[0], NULL), ncclInvalidUsage);
+        EXPECT_RC(ncclCommFinalize(comms[0]), ncclInvalidArgument);
+        EXPECT_RC(ncclCommRevoke(comms[0], 0), ncclInvalidArgument);
+        OK(ncclGroupStart());
+        OK(ncclCommSplit(comms[0], 0, 0, &sub[0], NULL));
+        OK(ncclCommSplit(comms[1], 0, 1, &sub[1], NULL));
+        OK(ncclGroupEnd());
+        OK(ncclGroupStart());
+        for (int i = 0; i < 2; i++)
+            OK(ncclAllReduce(&v[i], &r2[i], 1, ncclInt32, ncclSum, sub[i], NULL));
+        OK(ncclGroupEnd());
+        CHECK(r2[0] == 11 && r2[1] == 11);
+        for (int i = 0; i < 2; i++) {
+            OK(ncclCommDestroy(sub[i]));
+            OK(ncclCommDestroy(comms[i]));
+        }
+    }
 
     OK(ncclCommInitAll(comms, 1, NULL));
     /* a finalize or destroy in the group that uses the comm -> IU, and the group is discarded */

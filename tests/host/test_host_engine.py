@@ -259,7 +259,8 @@ def test_large_chunks_and_eager(build):
 
 @pytest.mark.timeout(60)
 def test_misuse_becomes_errors(build):
-    """A comm used from two threads at once (IU); shrink with NCCL_SHRINK_ABORT cancelling a stuck op;
+    """A comm used from two threads at once (IU); shrink with NCCL_SHRINK_ABORT and ncclCommRevoke
+    cancelling a stuck op (then IU for ops, IA for finalize, split still works);
     finalize/destroy or init mixed with ops in a group (IU); blocking + nonblocking in one group (IA);
     config version gating and RCCL's short config layout."""
     run_scenario(build, "misuse")
