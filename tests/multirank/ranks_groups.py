@@ -337,6 +337,7 @@ def missing_rank(ctx):
         except b.NCCLError as exc:
             res = {"type": type(exc).__name__, "status": int(exc.status), "msg": str(exc)}
         res["elapsed"] = time.monotonic() - t0
+        time.sleep(1.0)  # the other waiters time out too before this abort reaches them
     else:
         time.sleep(ctx.params["sleep"])  # past the others' deadline, then leave
     c, ctx.comm = ctx.comm, None

@@ -85,4 +85,5 @@ def test_rank_that_never_arrives_times_out(run_ranks):
     for r in results[:-1]:
         v = r.value
         assert v["type"] == "NCCLTimeout", f"rank {r.rank}: {v}"
+        assert "rank 2" in v["msg"], f"rank {r.rank}: the message does not name the missing rank: {v}"
         assert deadline - 0.5 <= v["elapsed"] < deadline + 5, f"rank {r.rank}: {v}"
