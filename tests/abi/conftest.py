@@ -12,6 +12,13 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
+
+# The stub is loaded into the test process itself, and the loaded library is process-wide, so
+# these tests run in a pytest session of their own (tests/test_abi_stub_session.py starts it); in
+# any other session they are not collected, and cannot take the library from other tests.
+SESSION_VAR = "NCCL4PY_STUB_SESSION"
+if os.environ.get(SESSION_VAR) != "1":
+    collect_ignore_glob = ["test_*.py"]
 ROOT = HERE.parent.parent
 
 
