@@ -14,6 +14,8 @@ import numpy as np
 import nccl.bindings.nccl as b
 import reference as R
 
+DT, OP = R.DT, b.RedOp
+
 GUARD = 3
 SENTINEL = 0xA5
 MAX_FAILURES = 40
@@ -271,4 +273,59 @@ def large(ctx):
         c.expect(f"AlltoAll {tag}", d.body,
                  np.concatenate([big[i][r * count:(r + 1) * count] for i in range(n)]), d)
         ring(c, dt, count, xs)
+    return c.result()
+
+
+def spec_examples(ctx):
+    """The worked cases of HOST_BACKEND.md section 7, computed from the rank count: fp8 Avg
+    (three 7.0s in e4m3 average to 7.5), fp8 saturation, fp16 overflow to Inf, NaN-suppressing
+    Max/Min, -0 < +0 for fp16/bf16, signed integer Avg truncating toward zero."""
+    c = Checker(ctx)
+    n, r = c.size, c.rank
+    T = R.NP_TYPES
+
+    def allreduce(dt, vals, op):
+        x = np.array(vals, dtype=np.float64 if not R.is_int(dt) else np.int64)
+        s = R.to_type(x.astype(np.float32), dt) if not R.is_int(dt) else x.astype(T[dt])
+        d = Guarded(dt, len(vals))
+        c.call(b.all_reduce, s.ctypes.data, d.at(), len(vals), dt, op)
+        if not d.guards_ok():
+            c.fail(f"{R.DT(dt).name}: wrote outside the buffer")
+        return d.body.astype(np.float64) if not R.is_int(dt) else d.body.astype(np.int64)
+
+    got = allreduce(DT.Float8e4m3, [7.0], OP.Avg)[0]
+    want = float(R.reduce_ref([R.to_type(np.float32([7.0]), DT.Float8e4m3)] * n, OP.Avg, DT.Float8e4m3)[0])
+    if got != want or (n == 3 and got != 7.5):
+        c.fail(f"e4m3 Avg of {n} x 7.0: {got}, want {want}")
+    got = allreduce(DT.Float8e4m3, [448.0, -448.0], OP.Sum)
+    if list(got) != [448.0, -448.0]:
+        c.fail(f"e4m3 Sum of {n} x +-448 does not saturate: {got}")
+    got = allreduce(DT.Float8e5m2, [57344.0], OP.Prod)[0]
+    if got != 57344.0:
+        c.fail(f"e5m2 Prod of {n} x 57344 does not saturate: {got}")
+    got = allreduce(DT.Float16, [60000.0], OP.Sum)[0]
+    if (n == 1 and got != 60000.0) or (n > 1 and got != np.inf):
+        c.fail(f"fp16 Sum of {n} x 60000: {got}")
+    for dt in (DT.Float16, DT.Bfloat16, DT.Float32, DT.Float64):
+        name = R.DT(dt).name
+        nan_here = r == 0
+        got = allreduce(dt, [np.nan if nan_here else float(r), np.nan], OP.Max)
+        want0 = float(n - 1) if n > 1 else np.nan
+        if not (np.isnan(got[0]) if np.isnan(want0) else got[0] == want0) or not np.isnan(got[1]):
+            c.fail(f"{name} Max with NaN on rank 0: {got}, want [{want0}, nan]")
+        got = allreduce(dt, [np.nan if nan_here else -float(r)], OP.Min)[0]
+        want0 = -float(n - 1) if n > 1 else np.nan
+        if not (np.isnan(got) if np.isnan(want0) else got == want0):
+            c.fail(f"{name} Min with NaN on rank 0: {got}, want {want0}")
+    if n > 1:
+        for dt in (DT.Float16, DT.Bfloat16):
+            v = [-0.0 if r % 2 == 0 else 0.0]
+            mx, mn = allreduce(dt, v, OP.Max)[0], allreduce(dt, v, OP.Min)[0]
+            if np.signbit(mx) or not np.signbit(mn):
+                c.fail(f"{R.DT(dt).name} Max/Min of -0 and +0: {mx!r}/{mn!r}, want +0/-0")
+    got = allreduce(DT.Int32, [-(r + 1) * 5 - 1, (r + 1) * 5 + 1], OP.Avg)
+    s = sum(-(i + 1) * 5 - 1 for i in range(n))
+    want = [-(abs(s) // n), abs(s) // n]
+    if list(got) != want:
+        c.fail(f"int32 Avg toward zero: {list(got)}, want {want}")
     return c.result()

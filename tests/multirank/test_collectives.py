@@ -39,3 +39,10 @@ def test_data_movement(run_ranks, nranks):
 def test_large_counts(run_ranks, nranks):
     """Counts beyond one shared-memory chunk and one p2p ring."""
     _check(run_ranks(nranks, "ranks_collectives:large", timeout=90))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("nranks", RANKS)
+def test_numerics_worked_examples(run_ranks, nranks):
+    """fp8 Avg/saturation, fp16 overflow, NaN-suppressing Max/Min, signed zeros, integer Avg."""
+    _check(run_ranks(nranks, "ranks_collectives:spec_examples", timeout=45))
