@@ -343,3 +343,105 @@ def missing_rank(ctx):
     c, ctx.comm = ctx.comm, None
     b.comm_abort(c)
     return res
+
+
+def _err(exc, t0):
+    return {"type": type(exc).__name__, "status": int(exc.status), "msg": str(exc),
+            "elapsed": time.monotonic() - t0}
+
+
+def abort_from_thread(ctx):
+    """The last rank never joins an AllReduce; rank 0's stuck call is unblocked by comm_abort from
+    another thread, and the other waiting ranks then fail at once."""
+    import threading
+
+    n, r = ctx.size, ctx.rank
+    comm, ctx.comm = ctx.comm, None
+    x = np.ones(8, np.float32)
+    res = {"type": None}
+    if r == n - 1:
+        time.sleep(ctx.params["hold"])
+        b.comm_abort(comm)
+        return res
+    if r == 0:
+        threading.Timer(0.5, b.comm_abort, args=(comm,)).start()
+    t0 = time.monotonic()
+    try:
+        b.all_reduce(x.ctypes.data, x.ctypes.data, 8, DT.Float32, OP.Sum, comm, 0)
+        res["elapsed"] = time.monotonic() - t0
+    except b.NCCLError as exc:
+        res = _err(exc, t0)
+    if r != 0:
+        b.comm_abort(comm)
+    return res
+
+
+def shrink(ctx):
+    """The last rank leaves: the survivors shrink it away (default mode) and use the child; then
+    rank n-1 of the child is killed and the rest shrink again with NCCL_SHRINK_ABORT."""
+    n, r = ctx.size, ctx.rank
+    failures = []
+    if r == n - 1:
+        return {"failures": failures}
+    box = b.PointerBox()
+    b.comm_shrink(ctx.comm, [n - 1], 1, box.address, 0, b.NCCL_SHRINK_DEFAULT)
+    child = box.ptr
+    m = n - 1
+    if (b.comm_count(child), b.comm_user_rank(child)) != (m, r):
+        failures.append(f"shrink: (count, rank) = {(b.comm_count(child), b.comm_user_rank(child))}")
+    x = np.array([r + 1], np.int32)
+    b.all_reduce(x.ctypes.data, x.ctypes.data, 1, DT.Int32, OP.Sum, child, 0)
+    if x[0] != m * (m + 1) // 2:
+        failures.append(f"shrunk AllReduce gave {x[0]}")
+    if m >= 2:
+        if r == m - 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        t0 = time.monotonic()
+        try:
+            b.all_reduce(x.ctypes.data, x.ctypes.data, 1, DT.Int32, OP.Sum, child, 0)
+            failures.append("AllReduce with a dead peer succeeded")
+        except b.NCCLError as exc:
+            if time.monotonic() - t0 > 10:
+                failures.append(f"dead peer noticed after {time.monotonic() - t0:.1f} s")
+            if not isinstance(exc, b.NCCLRemoteError):
+                failures.append(f"dead peer gave {exc!r}")
+        box2 = b.PointerBox()
+        b.comm_shrink(child, [m - 1], 1, box2.address, 0, b.NCCL_SHRINK_ABORT)
+        grand = box2.ptr
+        y = np.array([2.0 * r], np.float64)
+        b.all_reduce(y.ctypes.data, y.ctypes.data, 1, DT.Float64, OP.Sum, grand, 0)
+        if y[0] != sum(2.0 * i for i in range(m - 1)):
+            failures.append(f"AllReduce after SHRINK_ABORT gave {y[0]}")
+        b.comm_destroy(grand)
+        b.comm_abort(child)
+    else:
+        b.comm_destroy(child)
+    return {"failures": failures}
+
+
+def nonblocking_init(ctx):
+    """blocking = 0: init returns at once (success or in progress); poll the async state."""
+    cfg = b.Config()
+    cfg.blocking = 0
+    box = b.PointerBox()
+    b.comm_init_rank_config(box.address, ctx.size, ctx.uid, ctx.rank, cfg.ptr)
+    comm = box.ptr
+    deadline = time.monotonic() + 20
+    states = []
+    while True:
+        st = int(b.comm_get_async_error(comm))
+        states.append(st)
+        if st != int(b.Result.InProgress) or time.monotonic() > deadline:
+            break
+        time.sleep(0.001)
+    failures = [] if st == 0 else [f"rank {ctx.rank}: nonblocking init ended in state {st}"]
+    if st == 0:
+        x = np.array([ctx.rank + 1.0], np.float32)
+        b.all_reduce(x.ctypes.data, x.ctypes.data, 1, DT.Float32, OP.Sum, comm, 0)
+        while int(b.comm_get_async_error(comm)) == int(b.Result.InProgress):
+            time.sleep(0.001)
+        n = ctx.size
+        if x[0] != n * (n + 1) / 2:
+            failures.append(f"rank {ctx.rank}: AllReduce on the nonblocking comm gave {x[0]}")
+    b.comm_destroy(comm)
+    return {"failures": failures, "in_progress_seen": int(b.Result.InProgress) in states}

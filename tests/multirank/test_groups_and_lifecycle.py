@@ -87,3 +87,29 @@ def test_rank_that_never_arrives_times_out(run_ranks):
         assert v["type"] == "NCCLTimeout", f"rank {r.rank}: {v}"
         assert "rank 2" in v["msg"], f"rank {r.rank}: the message does not name the missing rank: {v}"
         assert deadline - 0.5 <= v["elapsed"] < deadline + 5, f"rank {r.rank}: {v}"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_abort_from_another_thread_unblocks_a_stuck_rank(run_ranks, nranks):
+    results = run_ranks(nranks, "ranks_groups:abort_from_thread", timeout=45, params={"hold": 1.5},
+                        env={"NCCL_HOST_TIMEOUT": "30"})
+    stuck = results[0].value
+    assert stuck["type"] == "NCCLInvalidUsage" and "aborted" in stuck["msg"], stuck
+    assert stuck["elapsed"] < 5, stuck
+    for r in results[1:-1]:
+        assert r.value["type"] == "NCCLRemoteError" and r.value["elapsed"] < 5, (r.rank, r.value)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("nranks", [2, 3, 4])
+def test_shrink_default_then_abort_mode_after_a_death(run_ranks, nranks):
+    dead = {nranks - 2} if nranks >= 3 else set()
+    results = run_ranks(nranks, "ranks_groups:shrink", timeout=45, expect_death=dead)
+    _clean([r for r in results if r.rank not in dead])
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("nranks", [1, 3])
+def test_nonblocking_init_and_collective(run_ranks, nranks):
+    _clean(run_ranks(nranks, "ranks_groups:nonblocking_init", timeout=45, init=False))
