@@ -11,6 +11,7 @@ interpreters (the stub_python fixture); this process loads no library.
 import struct
 
 import pytest
+from api_tables import API_MIN_VERSION, C_TO_PY, DUAL_FORMS, LOADER_FUNCTIONS, version_code
 
 from nccl import _ext
 
@@ -134,75 +135,6 @@ PLAIN = [
                                     ("op", 0), ("comm", P[2]), ("stream", P[3]), ("acc", HIGH)],
      "ncclAllReduceWithBias", [P[0], P[1], SIZE, 7, 0, P[2], P[3], HIGH], None),
 ]
-
-# The C symbol behind every Python function (API.md sections 3.3 and 4): the independent list the
-# ABI table is checked against. Fallback spellings map to the function that falls back to them.
-C_TO_PY = {
-    "ncclMemAlloc": "mem_alloc", "ncclMemFree": "mem_free", "ncclGetVersion": "get_version",
-    "ncclGetUniqueId": "get_unique_id", "ncclCommInitRankConfig": "comm_init_rank_config",
-    "ncclCommInitRank": "comm_init_rank", "ncclCommInitAll": "comm_init_all",
-    "ncclCommFinalize": "comm_finalize", "ncclCommDestroy": "comm_destroy", "ncclCommAbort": "comm_abort",
-    "ncclCommRevoke": "comm_revoke", "ncclCommSplit": "comm_split", "ncclCommShrink": "comm_shrink",
-    "ncclCommGetUniqueId": "comm_get_unique_id", "ncclCommGrow": "comm_grow",
-    "ncclCommInitRankScalable": "comm_init_rank_scalable", "ncclGetErrorString": "get_error_string",
-    "ncclGetLastError": "get_last_error", "ncclCommGetAsyncError": "comm_get_async_error",
-    "ncclCommCount": "comm_count", "ncclCommCuDevice": "comm_cu_device", "ncclCommUserRank": "comm_user_rank",
-    "ncclCommRegister": "comm_register", "ncclCommDeregister": "comm_deregister",
-    "ncclCommSuspend": "comm_suspend", "ncclCommResume": "comm_resume", "ncclCommMemStats": "comm_mem_stats",
-    "ncclCommWindowRegister": "comm_window_register", "ncclCommWindowDeregister": "comm_window_deregister",
-    "ncclWinGetUserPtr": "win_get_user_ptr", "ncclRedOpCreatePreMulSum": "red_op_create_pre_mul_sum",
-    "ncclRedOpDestroy": "red_op_destroy", "ncclReduce": "reduce", "ncclBcast": "bcast",
-    "ncclBroadcast": "broadcast", "ncclAllReduce": "all_reduce", "ncclReduceScatter": "reduce_scatter",
-    "ncclAllGather": "all_gather", "ncclAlltoAll": "allto_all", "ncclGather": "gather", "ncclScatter": "scatter",
-    "ncclSend": "send", "ncclRecv": "recv", "ncclPutSignal": "put_signal", "ncclSignal": "signal",
-    "ncclWaitSignal": "wait_signal", "ncclGroupStart": "group_start", "ncclGroupEnd": "group_end",
-    "ncclGroupSimulateEnd": "group_simulate_end", "ncclCommQueryProperties": "comm_query_properties",
-    "ncclDevCommCreate": "dev_comm_create", "ncclDevCommDestroy": "dev_comm_destroy",
-    "ncclGetLsaMultimemDevicePointer": "get_lsa_multimem_device_pointer",
-    "ncclGetLsaDevicePointer": "get_lsa_device_pointer", "ncclGetPeerDevicePointer": "get_peer_device_pointer",
-    # RCCL-only rows
-    "ncclAllReduceWithBias": "rocm_extensions.all_reduce_with_bias",
-    "ncclAlltoAllv": "rocm_extensions.all_to_all_v",
-    "ncclAllToAllv": "rocm_extensions.all_to_all_v",
-    "ncclAllToAll": "allto_all",
-}
-LOADER_FUNCTIONS = {"get_library_path", "get_library_flavour", "get_load_attempts", "check_status"}
-
-# Minimum NCCL versions of API.md section 3.3 ("<=2.3" is 2.3.0, the table's "always").
-API_MIN_VERSION = {
-    "ncclMemAlloc": "2.19.1", "ncclMemFree": "2.19.1", "ncclGetVersion": "2.3.0", "ncclGetUniqueId": "2.3.0",
-    "ncclCommInitRankConfig": "2.14.3", "ncclCommInitRank": "2.3.0", "ncclCommInitAll": "2.3.0",
-    "ncclCommFinalize": "2.14.3", "ncclCommDestroy": "2.3.0", "ncclCommAbort": "2.4.2",
-    "ncclCommRevoke": "2.28.7", "ncclCommSplit": "2.18.1", "ncclCommShrink": "2.27.3",
-    "ncclCommGetUniqueId": "2.29.2", "ncclCommGrow": "2.29.2", "ncclCommInitRankScalable": "2.23.4",
-    "ncclGetErrorString": "2.3.0", "ncclGetLastError": "2.13.4", "ncclCommGetAsyncError": "2.4.2",
-    "ncclCommCount": "2.3.0", "ncclCommCuDevice": "2.3.0", "ncclCommUserRank": "2.3.0",
-    "ncclCommRegister": "2.19.1", "ncclCommDeregister": "2.19.1", "ncclCommSuspend": "2.29.7",
-    "ncclCommResume": "2.29.7", "ncclCommMemStats": "2.29.7", "ncclCommWindowRegister": "2.27.3",
-    "ncclCommWindowDeregister": "2.27.3", "ncclWinGetUserPtr": "2.29.2", "ncclRedOpCreatePreMulSum": "2.11.4",
-    "ncclRedOpDestroy": "2.11.4", "ncclReduce": "2.3.0", "ncclBcast": "2.3.0", "ncclBroadcast": "2.3.0",
-    "ncclAllReduce": "2.3.0", "ncclReduceScatter": "2.3.0", "ncclAllGather": "2.3.0", "ncclAlltoAll": "2.28.3",
-    "ncclGather": "2.28.3", "ncclScatter": "2.28.3", "ncclSend": "2.7.3", "ncclRecv": "2.7.3",
-    "ncclPutSignal": "2.29.2", "ncclSignal": "2.29.2", "ncclWaitSignal": "2.29.2", "ncclGroupStart": "2.3.0",
-    "ncclGroupEnd": "2.3.0", "ncclGroupSimulateEnd": "2.22.3", "ncclCommQueryProperties": "2.29.2",
-    "ncclDevCommCreate": "2.28.3", "ncclDevCommDestroy": "2.28.3", "ncclGetLsaMultimemDevicePointer": "2.29.2",
-    "ncclGetLsaDevicePointer": "2.29.2", "ncclGetPeerDevicePointer": "2.29.2",
-}
-
-# The dual-form functions of API.md section 3.4: (0.3.1 argument count, 0.2.0 argument count).
-DUAL_FORMS = {
-    "get_unique_id": (0, 1), "comm_init_rank_config": (5, 4), "comm_init_rank": (4, 3), "comm_split": (5, 4),
-    "comm_shrink": (6, 5), "comm_get_unique_id": (1, 2), "comm_grow": (6, 5), "comm_init_rank_scalable": (6, 5),
-    "comm_window_register": (5, 4), "group_simulate_end": (0, 1), "comm_query_properties": (1, 2),
-}
-# dev_comm_create's 0.3.1 form (comm, reqs) -> DevComm is not provided (the device structs are out
-# of scope in this build); only its 3-argument form is tested, as a plain call.
-
-
-def version_code(text):
-    x, y, z = (int(p) for p in text.split("."))
-    return x * 1000 + y * 100 + z if x <= 2 and y <= 8 else x * 10000 + y * 100 + z
-
 
 COVERED = {case[3] for case in PLAIN}
 
