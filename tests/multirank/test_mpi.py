@@ -50,6 +50,7 @@ def _run(ctx, func, params=None):
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("check", [
     ranks_collectives.reductions, ranks_collectives.data_movement, ranks_collectives.large,
+    ranks_collectives.spec_examples,
     ranks_groups.mixed_group, ranks_groups.p2p_all_pairs, ranks_groups.group_error_discards,
     ranks_groups.split, ranks_groups.premulsum,
 ], ids=lambda f: f.__name__)
