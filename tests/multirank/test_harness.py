@@ -1,5 +1,7 @@
 """The launcher itself: results come back per rank, failures and timeouts name the rank."""
 
+import time
+
 import pytest
 
 import harness
@@ -13,11 +15,13 @@ def test_code_string_and_rank_identity(run_ranks):
 
 @pytest.mark.timeout(60)
 def test_failing_rank_is_named():
-    code = "if rank == 1:\n    raise ValueError('boom on one')\nresult = rank"
+    code = ("import sys\nif rank == 1:\n    print('said on stderr', file=sys.stderr)\n"
+            "    raise ValueError('boom on one')\nresult = rank")
     with pytest.raises(pytest.fail.Exception) as ei:
         harness.launch(2, code, timeout=30)
     msg = str(ei.value)
     assert "rank 1/2 raised ValueError" in msg and "boom on one" in msg
+    assert "said on stderr" in msg
     assert "rank 0/2" not in msg
 
 
@@ -25,7 +29,28 @@ def test_failing_rank_is_named():
 def test_straggler_is_killed_and_named():
     code = "import time\nif rank == 0:\n    time.sleep(60)\nresult = rank"
     with pytest.raises(pytest.fail.Exception) as ei:
-        harness.launch(2, code, timeout=3)
+        harness.launch(2, code, timeout=2)
     msg = str(ei.value)
-    assert "rank 0/2 timed out after 3 s" in msg
+    assert "rank 0/2 timed out after 2 s" in msg
     assert "rank 1/2" not in msg
+
+
+@pytest.mark.timeout(60)
+def test_crashed_rank_is_named_and_peers_are_not_left_waiting():
+    """Rank 1 dies by a signal before a collective; rank 0 fails (the backend notices the death,
+    or the launcher kills it after its grace period) long before the library deadline."""
+    code = ("import os, numpy as np\nif rank == 1:\n    os.abort()\n"
+            "x = np.ones(4, np.float32)\n"
+            "b.all_reduce(x.ctypes.data, x.ctypes.data, 4, b.DataType.Float32, b.RedOp.Sum, comm, 0)\n")
+    t0 = time.monotonic()
+    with pytest.raises(pytest.fail.Exception) as ei:
+        harness.launch(2, code, timeout=30, env={"NCCL_HOST_TIMEOUT": "20"})
+    assert time.monotonic() - t0 < 15
+    assert "rank 1/2 exited with code -6" in str(ei.value)
+
+
+@pytest.mark.timeout(60)
+def test_expected_death_is_not_a_failure(run_ranks):
+    res = run_ranks(2, "import os, signal\nif rank == 1:\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+                       "result = 'alive'", expect_death={1})
+    assert res[0].value == "alive" and res[1].returncode == -9
