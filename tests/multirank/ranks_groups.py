@@ -445,3 +445,55 @@ def nonblocking_init(ctx):
             failures.append(f"rank {ctx.rank}: AllReduce on the nonblocking comm gave {x[0]}")
     b.comm_destroy(comm)
     return {"failures": failures, "in_progress_seen": int(b.Result.InProgress) in states}
+
+
+def bad_arguments(ctx):
+    """Argument errors raise the HOST_BACKEND.md section 6.3 code on the calling rank, touch no
+    buffer and consume no sequence number: a good AllReduce afterwards still lines up."""
+    n, r = ctx.size, ctx.rank
+    comm = ctx.comm
+    failures = []
+    x = Guarded(DT.Float32, 8, np.ones(8, np.float32))
+    y = Guarded(DT.Float32, 8 * n)
+    IA, IU = b.NCCLInvalidArgument, b.NCCLInvalidUsage
+
+    def expect(what, exc, fn, *args):
+        try:
+            fn(*args)
+            failures.append(f"rank {r}: {what} did not raise")
+        except exc:
+            pass
+        except b.NCCLError as e:
+            failures.append(f"rank {r}: {what} raised {type(e).__name__}, not {exc.__name__}")
+        if not y.untouched():
+            failures.append(f"rank {r}: {what} wrote to a buffer")
+            y.raw.view(np.uint8)[:] = 0xA5
+
+    expect("root == nranks", IA, b.broadcast, x.at(), y.at(), 8, DT.Float32, n, comm, 0)
+    expect("negative root", IA, b.reduce, x.at(), y.at(), 8, DT.Float32, OP.Sum, -1, comm, 0)
+    expect("NULL recv, count > 0", IA, b.all_reduce, x.at(), 0, 8, DT.Float32, OP.Sum, comm, 0)
+    expect("NULL send, count > 0", IA, b.all_gather, 0, y.at(), 8, DT.Float32, comm, 0)
+    expect("partial overlap", IA, b.all_reduce, y.at(), y.at(1), 4, DT.Float32, OP.Sum, comm, 0)
+    expect("AlltoAll in place", IA, b.allto_all, y.at(), y.at(), 8, DT.Float32, comm, 0)
+    expect("peer == nranks", IA, b.send, x.at(), 8, DT.Float32, n, comm, 0)
+    expect("unknown user op", IA, b.all_reduce, x.at(), y.at(), 8, DT.Float32, 1000, comm, 0)
+    expect("group_end outside a group", IU, b.group_end)
+    sc = np.array([2.0], np.float32)
+    op = b.red_op_create_pre_mul_sum(sc.ctypes.data, DT.Float32, b.ScalarResidence.HostImmediate, comm)
+    expect("PreMulSum op with another datatype", IA, b.all_reduce, x.at(), y.at(), 8, DT.Float64, op,
+           comm, 0)
+    child = _split(comm, 0, r)
+    expect("another comm's op", IA, b.all_reduce, x.at(), y.at(), 8, DT.Float32, op, child, 0)
+    b.comm_destroy(child)
+    b.red_op_destroy(op, comm)
+    expect("destroyed op", IA, b.all_reduce, x.at(), y.at(), 8, DT.Float32, op, comm, 0)
+    expect("destroying a built-in op", IA, b.red_op_destroy, int(OP.Sum), comm)
+    # zero-length send/recv is a real message that must be matched (not dropped)
+    b.group_start()
+    b.send(0, 0, DT.Float32, (r + 1) % n, comm, 0)
+    b.recv(0, 0, DT.Float32, (r - 1) % n, comm, 0)
+    b.group_end()
+    b.all_reduce(x.at(), y.at(), 8, DT.Float32, OP.Sum, comm, 0)
+    if not (y.body[:8] == n).all():
+        failures.append(f"rank {r}: AllReduce after the bad calls gave {y.body[:8]}")
+    return {"failures": failures}

@@ -113,3 +113,9 @@ def test_shrink_default_then_abort_mode_after_a_death(run_ranks, nranks):
 @pytest.mark.parametrize("nranks", [1, 3])
 def test_nonblocking_init_and_collective(run_ranks, nranks):
     _clean(run_ranks(nranks, "ranks_groups:nonblocking_init", timeout=45, init=False))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("nranks", [1, 2])
+def test_bad_arguments_raise_and_leave_the_comm_in_step(run_ranks, nranks):
+    _clean(run_ranks(nranks, "ranks_groups:bad_arguments", timeout=45))
