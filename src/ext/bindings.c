@@ -52,6 +52,35 @@ int nx_read_bytes_arg(PyObject *o, const char *fname, const char *argname, void 
     return ok ? 0 : bad_bytes_arg(fname, argname, size);
 }
 
+/* nx_read_bytes_arg into new PyMem storage (*out, which the caller frees), allocated only once a
+ * buffer argument is known to hold exactly size bytes: a wrong-length buffer is a ValueError
+ * naming the argument, whatever size it claims (never a MemoryError first). */
+static int read_bytes_alloc(PyObject *o, const char *fname, const char *argname, size_t size, void **out)
+{
+    *out = NULL;
+    if (!nx_is_address(o)) {
+        Py_buffer view;
+        if (!PyObject_CheckBuffer(o) || PyObject_GetBuffer(o, &view, PyBUF_ND) < 0) {
+            PyErr_Clear();
+            return bad_bytes_arg(fname, argname, size);
+        }
+        int ok = view.ndim <= 1 && PyBuffer_IsContiguous(&view, 'C') && (size_t)view.len == size;
+        PyBuffer_Release(&view);
+        if (!ok)
+            return bad_bytes_arg(fname, argname, size);
+    }
+    if ((*out = PyMem_Malloc(size > 0 ? size : 1)) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (nx_read_bytes_arg(o, fname, argname, *out, size) < 0) {
+        PyMem_Free(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 int nx_size_array_arg(PyObject *o, const char *fname, const char *argname, Py_ssize_t n, const size_t **out,
                       size_t **copy)
 {
@@ -159,6 +188,34 @@ done:
     return rc;
 }
 
+/* A function with two forms told apart by the total argument count: n03 arguments (0.3.1, sig
+ * s03) or n02 (0.2.0, sig s02, which may be s03 itself when the names are shared). Returns the
+ * arguments in parameter order and sets *legacy and *S; NULL with TypeError otherwise. `buf` has
+ * room for the larger count. */
+static PyObject *const *dual_args(const nx_sig *s03, Py_ssize_t n03, const nx_sig *s02, Py_ssize_t n02,
+                                  PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **buf,
+                                  int *legacy, const nx_sig **S)
+{
+    Py_ssize_t total = nx_total_args(nargs, kwnames);
+    if (total != n03 && total != n02) {
+        nx_bad_arity2(s03->fname, n03, n02, total);
+        return NULL;
+    }
+    *legacy = total == n02;
+    *S = *legacy ? s02 : s03;
+    return nx_args(*S, total, args, nargs, kwnames, buf);
+}
+
+/* A wrapper freshly filled by the library, or the exception for a failed call (dropping it). */
+static PyObject *struct_result(nx_state *st, PyObject *obj, ncclResult_t rc, ncclComm_t comm)
+{
+    if (NX_FAILED(rc)) {
+        Py_DECREF(obj);
+        return nx_raise_status(st, rc, comm);
+    }
+    return obj;
+}
+
 /* ---- memory, version, unique ids ---- */
 
 NX_SIG(mem_alloc, "size");
@@ -206,17 +263,16 @@ PyDoc_STRVAR(get_unique_id__doc__, "get_unique_id()\n--\n\n"
 "ncclGetUniqueId: a new UniqueId. The 0.2.0 form get_unique_id(unique_id) writes to that address.");
 static PyObject *get_unique_id(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    Py_ssize_t total = nx_total_args(nargs, kwnames);
-    if (total != 0 && total != 1)
-        return nx_bad_arity2("get_unique_id", 0, 1, total);
+    int legacy;
+    const nx_sig *S;
     PyObject *buf[1];
-    const nx_sig *S = &S_get_unique_id_02;
-    PyObject *const *a = total ? nx_args(S, 1, args, nargs, kwnames, buf) : args;
+    PyObject *const *a = dual_args(&S_get_unique_id_02, 0, &S_get_unique_id_02, 1, args, nargs, kwnames, buf,
+                                   &legacy, &S);
     if (a == NULL)
         return NULL;
     nx_state *st = nx_get_state(m);
     NX_REQUIRE(st, ncclGetUniqueId);
-    if (total == 1) {
+    if (legacy) {
         intptr_t out;
         if (NX_ARG_PTR(0, out))
             return NULL;
@@ -229,11 +285,7 @@ static PyObject *get_unique_id(PyObject *m, PyObject *const *args, Py_ssize_t na
     ncclUniqueId *p = nx_struct_storage(st, id, NX_STRUCT_UNIQUE_ID);
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclGetUniqueId(p));
-    if (NX_FAILED(rc)) {
-        Py_DECREF(id);
-        return nx_raise_status(st, rc, NULL);
-    }
-    return id;
+    return struct_result(st, id, rc, NULL);
 }
 
 /* ---- communicator creation: 0.3.1 form returns the status, 0.2.0 form the new comm ---- */
@@ -255,13 +307,10 @@ PyDoc_STRVAR(comm_init_rank_config__doc__, "comm_init_rank_config(comm, nranks, 
 "0.2.0 form comm_init_rank_config(nranks, comm_id, rank, config) returns the new comm.");
 static PyObject *comm_init_rank_config(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    Py_ssize_t total = nx_total_args(nargs, kwnames);
-    if (total != 5 && total != 4)
-        return nx_bad_arity2("comm_init_rank_config", 5, 4, total);
-    int legacy = total == 4;
-    const nx_sig *S = legacy ? &S_comm_init_rank_config_02 : &S_comm_init_rank_config;
+    int legacy;
+    const nx_sig *S;
     PyObject *buf[5];
-    PyObject *const *a = nx_args(S, total, args, nargs, kwnames, buf);
+    PyObject *const *a = dual_args(&S_comm_init_rank_config, 5, &S_comm_init_rank_config_02, 4, args, nargs, kwnames, buf, &legacy, &S);
     if (a == NULL)
         return NULL;
     nx_state *st = nx_get_state(m);
@@ -288,13 +337,10 @@ PyDoc_STRVAR(comm_init_rank__doc__, "comm_init_rank(comm, nranks, comm_id, rank)
 "0.2.0 form comm_init_rank(nranks, comm_id, rank) returns the new comm.");
 static PyObject *comm_init_rank(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    Py_ssize_t total = nx_total_args(nargs, kwnames);
-    if (total != 4 && total != 3)
-        return nx_bad_arity2("comm_init_rank", 4, 3, total);
-    int legacy = total == 3;
-    const nx_sig *S = legacy ? &S_comm_init_rank_02 : &S_comm_init_rank;
+    int legacy;
+    const nx_sig *S;
     PyObject *buf[4];
-    PyObject *const *a = nx_args(S, total, args, nargs, kwnames, buf);
+    PyObject *const *a = dual_args(&S_comm_init_rank, 4, &S_comm_init_rank_02, 3, args, nargs, kwnames, buf, &legacy, &S);
     if (a == NULL)
         return NULL;
     nx_state *st = nx_get_state(m);
@@ -406,13 +452,10 @@ PyDoc_STRVAR(comm_split__doc__, "comm_split(comm, color, key, newcomm, config)\n
 "0.2.0 form comm_split(comm, color, key, config) returns the new comm.");
 static PyObject *comm_split(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    Py_ssize_t total = nx_total_args(nargs, kwnames);
-    if (total != 5 && total != 4)
-        return nx_bad_arity2("comm_split", 5, 4, total);
-    int legacy = total == 4;
-    const nx_sig *S = legacy ? &S_comm_split_02 : &S_comm_split;
+    int legacy;
+    const nx_sig *S;
     PyObject *buf[5];
-    PyObject *const *a = nx_args(S, total, args, nargs, kwnames, buf);
+    PyObject *const *a = dual_args(&S_comm_split, 5, &S_comm_split_02, 4, args, nargs, kwnames, buf, &legacy, &S);
     if (a == NULL)
         return NULL;
     nx_state *st = nx_get_state(m);
@@ -441,13 +484,10 @@ PyDoc_STRVAR(comm_shrink__doc__,
 "returns the new comm.");
 static PyObject *comm_shrink(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    Py_ssize_t total = nx_total_args(nargs, kwnames);
-    if (total != 6 && total != 5)
-        return nx_bad_arity2("comm_shrink", 6, 5, total);
-    int legacy = total == 5;
-    const nx_sig *S = legacy ? &S_comm_shrink_02 : &S_comm_shrink;
+    int legacy;
+    const nx_sig *S;
     PyObject *buf[6];
-    PyObject *const *a = nx_args(S, total, args, nargs, kwnames, buf);
+    PyObject *const *a = dual_args(&S_comm_shrink, 6, &S_comm_shrink_02, 5, args, nargs, kwnames, buf, &legacy, &S);
     if (a == NULL)
         return NULL;
     nx_state *st = nx_get_state(m);
@@ -472,20 +512,18 @@ PyDoc_STRVAR(comm_get_unique_id__doc__, "comm_get_unique_id(comm)\n--\n\n"
 "ncclCommGetUniqueId: a UniqueId for growing comm. 0.2.0 form (comm, unique_id) writes to that address.");
 static PyObject *comm_get_unique_id(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    Py_ssize_t total = nx_total_args(nargs, kwnames);
-    if (total != 1 && total != 2)
-        return nx_bad_arity2("comm_get_unique_id", 1, 2, total);
-    const nx_sig *S = &S_comm_get_unique_id;
+    int legacy;
+    const nx_sig *S;
     PyObject *buf[2];
-    PyObject *const *a = nx_args(S, total, args, nargs, kwnames, buf);
+    PyObject *const *a = dual_args(&S_comm_get_unique_id, 1, &S_comm_get_unique_id, 2, args, nargs, kwnames, buf, &legacy, &S);
     if (a == NULL)
         return NULL;
     nx_state *st = nx_get_state(m);
     NX_REQUIRE(st, ncclCommGetUniqueId);
     intptr_t comm, out = 0;
-    if (NX_ARG_PTR(0, comm) || (total == 2 && NX_ARG_PTR(1, out)))
+    if (NX_ARG_PTR(0, comm) || (legacy && NX_ARG_PTR(1, out)))
         return NULL;
-    if (total == 2) {
+    if (legacy) {
         NX_CALL(st, comm, nx_api.ncclCommGetUniqueId((ncclComm_t)comm, (ncclUniqueId *)out));
         Py_RETURN_NONE;
     }
@@ -495,11 +533,7 @@ static PyObject *comm_get_unique_id(PyObject *m, PyObject *const *args, Py_ssize
     ncclUniqueId *p = nx_struct_storage(st, id, NX_STRUCT_UNIQUE_ID);
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommGetUniqueId((ncclComm_t)comm, p));
-    if (NX_FAILED(rc)) {
-        Py_DECREF(id);
-        return nx_raise_status(st, rc, (ncclComm_t)comm);
-    }
-    return id;
+    return struct_result(st, id, rc, (ncclComm_t)comm);
 }
 
 static const nx_sig S_comm_grow = {
@@ -511,13 +545,10 @@ PyDoc_STRVAR(comm_grow__doc__, "comm_grow(comm, n_ranks, unique_id, rank, newcom
 "0.2.0 form (without newcomm) returns the new comm.");
 static PyObject *comm_grow(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    Py_ssize_t total = nx_total_args(nargs, kwnames);
-    if (total != 6 && total != 5)
-        return nx_bad_arity2("comm_grow", 6, 5, total);
-    int legacy = total == 5;
-    const nx_sig *S = legacy ? &S_comm_grow_02 : &S_comm_grow;
+    int legacy;
+    const nx_sig *S;
     PyObject *buf[6];
-    PyObject *const *a = nx_args(S, total, args, nargs, kwnames, buf);
+    PyObject *const *a = dual_args(&S_comm_grow, 6, &S_comm_grow_02, 5, args, nargs, kwnames, buf, &legacy, &S);
     if (a == NULL)
         return NULL;
     nx_state *st = nx_get_state(m);
@@ -544,13 +575,10 @@ PyDoc_STRVAR(comm_init_rank_scalable__doc__, "comm_init_rank_scalable(newcomm, n
 "or a buffer of n_id * 128 bytes. 0.2.0 form (without newcomm) returns the new comm.");
 static PyObject *comm_init_rank_scalable(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    Py_ssize_t total = nx_total_args(nargs, kwnames);
-    if (total != 6 && total != 5)
-        return nx_bad_arity2("comm_init_rank_scalable", 6, 5, total);
-    int legacy = total == 5;
-    const nx_sig *S = legacy ? &S_comm_init_rank_scalable_02 : &S_comm_init_rank_scalable;
+    int legacy;
+    const nx_sig *S;
     PyObject *buf[6];
-    PyObject *const *a = nx_args(S, total, args, nargs, kwnames, buf);
+    PyObject *const *a = dual_args(&S_comm_init_rank_scalable, 6, &S_comm_init_rank_scalable_02, 5, args, nargs, kwnames, buf, &legacy, &S);
     if (a == NULL)
         return NULL;
     nx_state *st = nx_get_state(m);
@@ -565,13 +593,9 @@ static PyObject *comm_init_rank_scalable(PyObject *m, PyObject *const *args, Py_
         PyErr_Format(PyExc_ValueError, "comm_init_rank_scalable() argument 'n_id' must be at least 1, got %d", n_id);
         return NULL;
     }
-    ncclUniqueId *ids = PyMem_Malloc((size_t)n_id * sizeof *ids);
-    if (ids == NULL)
-        return PyErr_NoMemory();
-    if (nx_read_bytes_arg(a[o + 4], S->fname, S->names[o + 4], ids, (size_t)n_id * sizeof *ids) < 0) {
-        PyMem_Free(ids);
+    ncclUniqueId *ids;
+    if (read_bytes_alloc(a[o + 4], S->fname, S->names[o + 4], (size_t)n_id * sizeof *ids, (void **)&ids) < 0)
         return NULL;
-    }
     ncclComm_t *out = legacy ? &newcomm : (ncclComm_t *)slot;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommInitRankScalable(out, nranks, myrank, n_id, ids, (ncclConfig_t *)config));
@@ -709,13 +733,10 @@ PyDoc_STRVAR(comm_window_register__doc__, "comm_window_register(comm, buff, size
 "0.2.0 form (without win) returns the window.");
 static PyObject *comm_window_register(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    Py_ssize_t total = nx_total_args(nargs, kwnames);
-    if (total != 5 && total != 4)
-        return nx_bad_arity2("comm_window_register", 5, 4, total);
-    int legacy = total == 4;
-    const nx_sig *S = legacy ? &S_comm_window_register_02 : &S_comm_window_register;
+    int legacy;
+    const nx_sig *S;
     PyObject *buf[5];
-    PyObject *const *a = nx_args(S, total, args, nargs, kwnames, buf);
+    PyObject *const *a = dual_args(&S_comm_window_register, 5, &S_comm_window_register_02, 4, args, nargs, kwnames, buf, &legacy, &S);
     if (a == NULL)
         return NULL;
     nx_state *st = nx_get_state(m);
@@ -1024,13 +1045,8 @@ static PyObject *wait_signal(PyObject *m, PyObject *const *args, Py_ssize_t narg
         if (NX_ARG_PTR(1, addr))
             return NULL;
         descs = (ncclWaitSignalDesc_t *)addr;
-    } else {
-        if ((descs = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *descs)) == NULL)
-            return PyErr_NoMemory();
-        if (nx_read_bytes_arg(a[1], S->fname, S->names[1], descs, (size_t)n * sizeof *descs) < 0) {
-            PyMem_Free(descs);
-            return NULL;
-        }
+    } else if (read_bytes_alloc(a[1], S->fname, S->names[1], (size_t)n * sizeof *descs, (void **)&descs) < 0) {
+        return NULL;
     }
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclWaitSignal(n, descs, (ncclComm_t)comm, (cudaStream_t)stream));
@@ -1069,17 +1085,15 @@ PyDoc_STRVAR(group_simulate_end__doc__, "group_simulate_end()\n--\n\n"
 "0.2.0 form group_simulate_end(sim_info) fills the struct at that address.");
 static PyObject *group_simulate_end(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    Py_ssize_t total = nx_total_args(nargs, kwnames);
-    if (total != 0 && total != 1)
-        return nx_bad_arity2("group_simulate_end", 0, 1, total);
-    const nx_sig *S = &S_group_simulate_end;
+    int legacy;
+    const nx_sig *S;
     PyObject *buf[1];
-    PyObject *const *a = total ? nx_args(S, 1, args, nargs, kwnames, buf) : args;
+    PyObject *const *a = dual_args(&S_group_simulate_end, 0, &S_group_simulate_end, 1, args, nargs, kwnames, buf, &legacy, &S);
     if (a == NULL)
         return NULL;
     nx_state *st = nx_get_state(m);
     NX_REQUIRE(st, ncclGroupSimulateEnd);
-    if (total == 1) {
+    if (legacy) {
         intptr_t p;
         if (NX_ARG_PTR(0, p))
             return NULL;
@@ -1092,11 +1106,7 @@ static PyObject *group_simulate_end(PyObject *m, PyObject *const *args, Py_ssize
     ncclSimInfo_t *p = nx_struct_storage(st, info, NX_STRUCT_SIM_INFO);
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclGroupSimulateEnd(p));
-    if (NX_FAILED(rc)) {
-        Py_DECREF(info);
-        return nx_raise_status(st, rc, NULL);
-    }
-    return info;
+    return struct_result(st, info, rc, NULL);
 }
 
 /* ---- properties and device communicators ---- */
@@ -1106,20 +1116,18 @@ PyDoc_STRVAR(comm_query_properties__doc__, "comm_query_properties(comm)\n--\n\n"
 "ncclCommQueryProperties: a CommProperties. 0.2.0 form (comm, props) fills the struct at that address.");
 static PyObject *comm_query_properties(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    Py_ssize_t total = nx_total_args(nargs, kwnames);
-    if (total != 1 && total != 2)
-        return nx_bad_arity2("comm_query_properties", 1, 2, total);
-    const nx_sig *S = &S_comm_query_properties;
+    int legacy;
+    const nx_sig *S;
     PyObject *buf[2];
-    PyObject *const *a = nx_args(S, total, args, nargs, kwnames, buf);
+    PyObject *const *a = dual_args(&S_comm_query_properties, 1, &S_comm_query_properties, 2, args, nargs, kwnames, buf, &legacy, &S);
     if (a == NULL)
         return NULL;
     nx_state *st = nx_get_state(m);
     NX_REQUIRE(st, ncclCommQueryProperties);
     intptr_t comm, out = 0;
-    if (NX_ARG_PTR(0, comm) || (total == 2 && NX_ARG_PTR(1, out)))
+    if (NX_ARG_PTR(0, comm) || (legacy && NX_ARG_PTR(1, out)))
         return NULL;
-    if (total == 2) {
+    if (legacy) {
         NX_CALL(st, comm, nx_api.ncclCommQueryProperties((ncclComm_t)comm, (ncclCommProperties_t *)out));
         Py_RETURN_NONE;
     }
@@ -1129,11 +1137,7 @@ static PyObject *comm_query_properties(PyObject *m, PyObject *const *args, Py_ss
     ncclCommProperties_t *p = nx_struct_storage(st, props, NX_STRUCT_COMM_PROPERTIES);
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommQueryProperties((ncclComm_t)comm, p));
-    if (NX_FAILED(rc)) {
-        Py_DECREF(props);
-        return nx_raise_status(st, rc, (ncclComm_t)comm);
-    }
-    return props;
+    return struct_result(st, props, rc, (ncclComm_t)comm);
 }
 
 NX_SIG(dev_comm_create, "comm", "reqs", "out_dev_comm");
