@@ -279,7 +279,7 @@ def premulsum(ctx):
 def mismatch(ctx):
     """Different counts / datatypes / ops / roots across ranks: NCCLInvalidUsage on every rank.
     Each mismatch gets its own child communicator, since a mismatch leaves a comm in ERROR."""
-    n, r = ctx.size, ctx.rank
+    r = ctx.rank
     out = {}
     x = np.zeros(64, np.float32)
     calls = {
