@@ -80,3 +80,33 @@ result = prove("ncclGroupEnd", held, deadline=1.0, wait=0.2)
     # either way it never ran while the call was blocked, and the call hit its deadline.
     assert not r["still_blocked"], r
     assert r["timed_out"] and r["outcome"] == ("ok", 8)  # the stub gave up: ncclTimeout
+
+
+def test_first_load_runs_without_the_gil(fresh_python):
+    """The load itself (here: the loader's ncclGetVersion probe, blocked) and a second thread
+    waiting for the loader's lock both leave the main thread running; the library is loaded once."""
+    r = fresh_python("""
+        import threading, time
+        stub.set_block_deadline(3.0)
+        stub.block("ncclGetVersion")
+        out = []
+        first = threading.Thread(target=lambda: out.append(("first", catch(b.get_library_flavour))))
+        first.start()
+        blocked = stub.wait_blocked("ncclGetVersion", 5.0)
+        second = threading.Thread(target=lambda: out.append(("second", catch(b.all_reduce, 1, 2, 3, 7, 0, 4, 5))))
+        second.start()
+        spins, t0 = 0, time.monotonic()
+        while time.monotonic() - t0 < 0.1:
+            spins += 1
+        still = stub.is_blocked("ncclGetVersion") and first.is_alive() and second.is_alive()
+        stub.unblock("ncclGetVersion")
+        first.join(10)
+        second.join(10)
+        result = (blocked, still, spins, stub.timed_out("ncclGetVersion"), sorted(out), stub.calls(),
+                  b.get_load_attempts())
+    """, variant="nccl", open_stub=True)
+    blocked, still, spins, timed_out, out, calls, attempts = r
+    assert blocked and still and spins > 0 and not timed_out
+    assert out == [("first", ("ok", "nccl")), ("second", ("ok", None))]
+    assert [name for name, _ in calls] == ["ncclGetVersion", "ncclAllReduce"]  # one load
+    assert len(attempts) == 1 and attempts[0][1] is None
