@@ -9,7 +9,7 @@ PyObject *const *nx_args(const nx_sig *sig, Py_ssize_t nparams, PyObject *const 
 {
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     if (NX_LIKELY(nkw == 0 && nargs == nparams))
-        return args;
+        return args != NULL ? args : buf; /* a call without arguments may come with no array (NULL) */
     if (nargs + nkw != nparams || nargs > nparams) {
         PyErr_Format(PyExc_TypeError, "%s() takes exactly %zd argument%s (%zd given)", sig->fname, nparams,
                      nparams == 1 ? "" : "s", nargs + nkw);

@@ -13,8 +13,8 @@ typedef struct {
 
 /* Checks that exactly nparams arguments were passed (positionally and/or by keyword) and returns
  * them in parameter order: `args` itself when there are no keywords (the hot path, no copy),
- * else `buf` (room for nparams). NULL with TypeError on a bad count or an unknown/duplicate
- * keyword. */
+ * else `buf` (room for nparams; also what a call without any argument array gets, so that NULL
+ * always means an error). NULL with TypeError on a bad count or an unknown/duplicate keyword. */
 PyObject *const *nx_args(const nx_sig *sig, Py_ssize_t nparams, PyObject *const *args, Py_ssize_t nargs,
                          PyObject *kwnames, PyObject **buf);
 
