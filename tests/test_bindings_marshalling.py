@@ -870,3 +870,15 @@ def test_keyword_errors(stub_python):
     assert props_only[0] == "TypeError" and "'props'" in props_only[1]
     assert grow_mixed[0] == "ok"  # 6 arguments: the 0.3.1 form, newcomm by keyword
     assert [name for name, _ in calls] == ["ncclCommGrow"]
+
+
+def test_no_argument_calls_from_c(stub_python):
+    """A call with no arguments made from C (PyObject_CallNoArgs: a defaultdict factory, say) may
+    come with no argument array at all; the 0-argument forms must still work."""
+    r = stub_python("nccl").run("""
+        import collections
+        result = {f.__name__: type(collections.defaultdict(f)["key"]).__name__
+                  for f in (b.get_unique_id, b.group_simulate_end, b.group_start, b.group_end, b.get_version)}
+    """)
+    assert r == {"get_unique_id": "UniqueId", "group_simulate_end": "SimInfo", "group_start": "NoneType",
+                 "group_end": "NoneType", "get_version": "int"}
