@@ -12,8 +12,9 @@ library never call the bindings in the pytest process: they run code in a child 
   namespace is described in tests/stubs/stubctl.py. The stub is reset before every snippet.
 * ``fresh_python(code, variant=None, env=None, open_stub=False)``: the same, in a new interpreter
   that runs just this snippet: for anything about the first load, or state that must not leak.
-* ``child_env(**overrides)``: the environment the children get: this one without the variables
-  that steer library discovery, with tests/stubs on PYTHONPATH.
+
+Both start their children with ``child_env(**overrides)``: this process's environment without the
+variables that steer library discovery (LOADER_VARIABLES), with tests/stubs on PYTHONPATH.
 """
 
 import os
@@ -119,12 +120,6 @@ def child_env(**overrides):
     return env
 
 
-@pytest.fixture(scope="session")
-def child_environment():
-    """child_env, as a fixture."""
-    return child_env
-
-
 class ChildInterpreter:
     """A child interpreter running tests/stubs/stubctl.py's serve() loop."""
 
@@ -171,8 +166,13 @@ class ChildInterpreter:
     def run(self, code, timeout=None):
         """Runs the snippet; returns its `result`. A snippet that raises fails the test with the
         child's traceback."""
-        pickle.dump(textwrap.dedent(code), self.proc.stdin)
-        self.proc.stdin.flush()
+        try:
+            pickle.dump(textwrap.dedent(code), self.proc.stdin)
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            self.proc.wait(timeout=10)
+            raise AssertionError(f"the child interpreter is gone (exit status {self.proc.returncode})\n"
+                                 f"{self.stderr()}") from None
         status, value = self._read_reply(timeout or self.timeout)
         if status != "ok":
             raise AssertionError(f"the snippet raised in the child interpreter:\n{value}")

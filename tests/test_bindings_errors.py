@@ -360,6 +360,16 @@ def test_not_an_nccl_library(fresh_python, stub_libs):
     assert version == 23007 and path == os.path.realpath(stub_libs["nccl"])
 
 
+def test_not_supported_error_pickles_with_its_attempts():
+    import pickle
+
+    import nccl.bindings.nccl as b
+    err = b.NotSupportedError._from_attempts((("/x/libnccl.so.2", "not found"), ("librccl.so", "not found")))
+    again = pickle.loads(pickle.dumps(err))
+    assert type(again) is b.NotSupportedError and again.attempts == err.attempts and str(again) == str(err)
+    assert str(err).splitlines()[1:3] == ["  /x/libnccl.so.2: not found", "  librccl.so: not found"]
+
+
 def test_exceptions_built_in_c_are_the_python_classes():
     import nccl._errors as errors
     import nccl.bindings.nccl as b
