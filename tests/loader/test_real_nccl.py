@@ -14,7 +14,10 @@ from nccl._enums import Result
 
 
 def _wheel_library():
-    spec = importlib.util.find_spec("nvidia.nccl")
+    try:
+        spec = importlib.util.find_spec("nvidia.nccl")
+    except ModuleNotFoundError:  # no nvidia namespace package at all
+        return None
     if spec is None or not spec.submodule_search_locations:
         return None
     for d in spec.submodule_search_locations:
