@@ -507,34 +507,39 @@ static PyObject *comm_shrink(PyObject *m, PyObject *const *args, Py_ssize_t narg
     return creation_result(st, rc, legacy, newcomm, (ncclComm_t)comm);
 }
 
-static const nx_sig S_comm_get_unique_id = {"comm_get_unique_id", (const char *const[]){"comm", "unique_id", NULL}};
-PyDoc_STRVAR(comm_get_unique_id__doc__, "comm_get_unique_id(comm)\n--\n\n"
-"ncclCommGetUniqueId: a UniqueId for growing comm. 0.2.0 form (comm, unique_id) writes to that address.");
-static PyObject *comm_get_unique_id(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    int legacy;
-    const nx_sig *S;
-    PyObject *buf[2];
-    PyObject *const *a = dual_args(&S_comm_get_unique_id, 1, &S_comm_get_unique_id, 2, args, nargs, kwnames, buf, &legacy, &S);
-    if (a == NULL)
-        return NULL;
-    nx_state *st = nx_get_state(m);
-    NX_REQUIRE(st, ncclCommGetUniqueId);
-    intptr_t comm, out = 0;
-    if (NX_ARG_PTR(0, comm) || (legacy && NX_ARG_PTR(1, out)))
-        return NULL;
-    if (legacy) {
-        NX_CALL(st, comm, nx_api.ncclCommGetUniqueId((ncclComm_t)comm, (ncclUniqueId *)out));
-        Py_RETURN_NONE;
+/* (comm) -> a new struct wrapper the library fills; the 0.2.0 form (comm, out) fills the struct at
+ * address out instead and returns None. */
+#define COMM_STRUCT_QUERY(fn, cname, outname, kind, ctype, doc)                              \
+    static const nx_sig S_##fn = {#fn, (const char *const[]){"comm", outname, NULL}};        \
+    PyDoc_STRVAR(fn##__doc__, #fn "(comm)\n--\n\n" doc);                                    \
+    static PyObject *fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) \
+    {                                                                                        \
+        int legacy;                                                                          \
+        const nx_sig *S;                                                                     \
+        PyObject *buf[2];                                                                    \
+        PyObject *const *a = dual_args(&S_##fn, 1, &S_##fn, 2, args, nargs, kwnames, buf, &legacy, &S); \
+        if (a == NULL)                                                                       \
+            return NULL;                                                                     \
+        nx_state *st = nx_get_state(m);                                                      \
+        NX_REQUIRE(st, cname);                                                               \
+        intptr_t comm, out = 0;                                                              \
+        if (NX_ARG_PTR(0, comm) || (legacy && NX_ARG_PTR(1, out)))                           \
+            return NULL;                                                                     \
+        if (legacy) {                                                                        \
+            NX_CALL(st, comm, nx_api.cname((ncclComm_t)comm, (ctype *)out));                 \
+            Py_RETURN_NONE;                                                                  \
+        }                                                                                    \
+        PyObject *obj = nx_struct_new(st, kind);                                             \
+        if (obj == NULL)                                                                     \
+            return NULL;                                                                     \
+        ctype *p = nx_struct_storage(st, obj, kind);                                         \
+        ncclResult_t rc;                                                                     \
+        NX_RUN(rc, nx_api.cname((ncclComm_t)comm, p));                                       \
+        return struct_result(st, obj, rc, (ncclComm_t)comm);                                 \
     }
-    PyObject *id = nx_struct_new(st, NX_STRUCT_UNIQUE_ID);
-    if (id == NULL)
-        return NULL;
-    ncclUniqueId *p = nx_struct_storage(st, id, NX_STRUCT_UNIQUE_ID);
-    ncclResult_t rc;
-    NX_RUN(rc, nx_api.ncclCommGetUniqueId((ncclComm_t)comm, p));
-    return struct_result(st, id, rc, (ncclComm_t)comm);
-}
+
+COMM_STRUCT_QUERY(comm_get_unique_id, ncclCommGetUniqueId, "unique_id", NX_STRUCT_UNIQUE_ID, ncclUniqueId,
+                  "ncclCommGetUniqueId: a UniqueId for growing comm. 0.2.0 form (comm, unique_id) writes to that address.")
 
 static const nx_sig S_comm_grow = {
     "comm_grow", (const char *const[]){"comm", "n_ranks", "unique_id", "rank", "newcomm", "config", NULL}};
@@ -1111,34 +1116,9 @@ static PyObject *group_simulate_end(PyObject *m, PyObject *const *args, Py_ssize
 
 /* ---- properties and device communicators ---- */
 
-static const nx_sig S_comm_query_properties = {"comm_query_properties", (const char *const[]){"comm", "props", NULL}};
-PyDoc_STRVAR(comm_query_properties__doc__, "comm_query_properties(comm)\n--\n\n"
-"ncclCommQueryProperties: a CommProperties. 0.2.0 form (comm, props) fills the struct at that address.");
-static PyObject *comm_query_properties(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    int legacy;
-    const nx_sig *S;
-    PyObject *buf[2];
-    PyObject *const *a = dual_args(&S_comm_query_properties, 1, &S_comm_query_properties, 2, args, nargs, kwnames, buf, &legacy, &S);
-    if (a == NULL)
-        return NULL;
-    nx_state *st = nx_get_state(m);
-    NX_REQUIRE(st, ncclCommQueryProperties);
-    intptr_t comm, out = 0;
-    if (NX_ARG_PTR(0, comm) || (legacy && NX_ARG_PTR(1, out)))
-        return NULL;
-    if (legacy) {
-        NX_CALL(st, comm, nx_api.ncclCommQueryProperties((ncclComm_t)comm, (ncclCommProperties_t *)out));
-        Py_RETURN_NONE;
-    }
-    PyObject *props = nx_struct_new(st, NX_STRUCT_COMM_PROPERTIES);
-    if (props == NULL)
-        return NULL;
-    ncclCommProperties_t *p = nx_struct_storage(st, props, NX_STRUCT_COMM_PROPERTIES);
-    ncclResult_t rc;
-    NX_RUN(rc, nx_api.ncclCommQueryProperties((ncclComm_t)comm, p));
-    return struct_result(st, props, rc, (ncclComm_t)comm);
-}
+COMM_STRUCT_QUERY(comm_query_properties, ncclCommQueryProperties, "props", NX_STRUCT_COMM_PROPERTIES,
+                  ncclCommProperties_t,
+                  "ncclCommQueryProperties: a CommProperties. 0.2.0 form (comm, props) fills the struct at that address.")
 
 NX_SIG(dev_comm_create, "comm", "reqs", "out_dev_comm");
 PyDoc_STRVAR(dev_comm_create__doc__, "dev_comm_create(comm, reqs, out_dev_comm)\n--\n\n"
