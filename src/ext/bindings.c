@@ -258,35 +258,39 @@ static PyObject *get_version(PyObject *m, PyObject *unused)
     return PyLong_FromLong(v);
 }
 
-static const nx_sig S_get_unique_id_02 = {"get_unique_id", (const char *const[]){"unique_id", NULL}};
-PyDoc_STRVAR(get_unique_id__doc__, "get_unique_id()\n--\n\n"
-"ncclGetUniqueId: a new UniqueId. The 0.2.0 form get_unique_id(unique_id) writes to that address.");
-static PyObject *get_unique_id(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    int legacy;
-    const nx_sig *S;
-    PyObject *buf[1];
-    PyObject *const *a = dual_args(&S_get_unique_id_02, 0, &S_get_unique_id_02, 1, args, nargs, kwnames, buf,
-                                   &legacy, &S);
-    if (a == NULL)
-        return NULL;
-    nx_state *st = nx_get_state(m);
-    NX_REQUIRE(st, ncclGetUniqueId);
-    if (legacy) {
-        intptr_t out;
-        if (NX_ARG_PTR(0, out))
-            return NULL;
-        NX_CALL(st, NULL, nx_api.ncclGetUniqueId((ncclUniqueId *)out));
-        Py_RETURN_NONE;
+/* () -> a new struct wrapper the library fills; the 0.2.0 form (out) fills the struct at address
+ * out instead and returns None. */
+#define STRUCT_OUT(fn, cname, outname, kind, ctype, doc)                                     \
+    static const nx_sig S_##fn = {#fn, (const char *const[]){outname, NULL}};                \
+    PyDoc_STRVAR(fn##__doc__, #fn "()\n--\n\n" doc);                                        \
+    static PyObject *fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) \
+    {                                                                                        \
+        int legacy;                                                                          \
+        const nx_sig *S;                                                                     \
+        PyObject *buf[1];                                                                    \
+        PyObject *const *a = dual_args(&S_##fn, 0, &S_##fn, 1, args, nargs, kwnames, buf, &legacy, &S); \
+        if (a == NULL)                                                                       \
+            return NULL;                                                                     \
+        nx_state *st = nx_get_state(m);                                                      \
+        NX_REQUIRE(st, cname);                                                               \
+        if (legacy) {                                                                        \
+            intptr_t out;                                                                    \
+            if (NX_ARG_PTR(0, out))                                                          \
+                return NULL;                                                                 \
+            NX_CALL(st, NULL, nx_api.cname((ctype *)out));                                   \
+            Py_RETURN_NONE;                                                                  \
+        }                                                                                    \
+        PyObject *obj = nx_struct_new(st, kind);                                             \
+        if (obj == NULL)                                                                     \
+            return NULL;                                                                     \
+        ctype *p = nx_struct_storage(st, obj, kind);                                         \
+        ncclResult_t rc;                                                                     \
+        NX_RUN(rc, nx_api.cname(p));                                                         \
+        return struct_result(st, obj, rc, NULL);                                             \
     }
-    PyObject *id = nx_struct_new(st, NX_STRUCT_UNIQUE_ID);
-    if (id == NULL)
-        return NULL;
-    ncclUniqueId *p = nx_struct_storage(st, id, NX_STRUCT_UNIQUE_ID);
-    ncclResult_t rc;
-    NX_RUN(rc, nx_api.ncclGetUniqueId(p));
-    return struct_result(st, id, rc, NULL);
-}
+
+STRUCT_OUT(get_unique_id, ncclGetUniqueId, "unique_id", NX_STRUCT_UNIQUE_ID, ncclUniqueId,
+           "ncclGetUniqueId: a new UniqueId. The 0.2.0 form get_unique_id(unique_id) writes to that address.")
 
 /* ---- communicator creation: 0.3.1 form returns the status, 0.2.0 form the new comm ---- */
 
@@ -1084,35 +1088,9 @@ static PyObject *group_end(PyObject *m, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-static const nx_sig S_group_simulate_end = {"group_simulate_end", (const char *const[]){"sim_info", NULL}};
-PyDoc_STRVAR(group_simulate_end__doc__, "group_simulate_end()\n--\n\n"
-"ncclGroupSimulateEnd: end the group without communicating; returns a SimInfo with the estimate.\n"
-"0.2.0 form group_simulate_end(sim_info) fills the struct at that address.");
-static PyObject *group_simulate_end(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    int legacy;
-    const nx_sig *S;
-    PyObject *buf[1];
-    PyObject *const *a = dual_args(&S_group_simulate_end, 0, &S_group_simulate_end, 1, args, nargs, kwnames, buf, &legacy, &S);
-    if (a == NULL)
-        return NULL;
-    nx_state *st = nx_get_state(m);
-    NX_REQUIRE(st, ncclGroupSimulateEnd);
-    if (legacy) {
-        intptr_t p;
-        if (NX_ARG_PTR(0, p))
-            return NULL;
-        NX_CALL(st, NULL, nx_api.ncclGroupSimulateEnd((ncclSimInfo_t *)p));
-        Py_RETURN_NONE;
-    }
-    PyObject *info = nx_struct_new(st, NX_STRUCT_SIM_INFO);
-    if (info == NULL)
-        return NULL;
-    ncclSimInfo_t *p = nx_struct_storage(st, info, NX_STRUCT_SIM_INFO);
-    ncclResult_t rc;
-    NX_RUN(rc, nx_api.ncclGroupSimulateEnd(p));
-    return struct_result(st, info, rc, NULL);
-}
+STRUCT_OUT(group_simulate_end, ncclGroupSimulateEnd, "sim_info", NX_STRUCT_SIM_INFO, ncclSimInfo_t,
+           "ncclGroupSimulateEnd: end the group without communicating; returns a SimInfo with the estimate.\n"
+           "0.2.0 form group_simulate_end(sim_info) fills the struct at that address.")
 
 /* ---- properties and device communicators ---- */
 
