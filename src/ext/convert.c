@@ -170,3 +170,40 @@ int nx_redop(PyObject *o, const char *fname, const char *argname, ncclRedOp_t *o
     *out = (ncclRedOp_t)v;
     return 0;
 }
+
+int nx_margs(const nx_msig *sig, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **out)
+{
+    Py_ssize_t nnames = 0;
+    while (sig->names[nnames] != NULL)
+        nnames++;
+    if (nargs > sig->npos) {
+        PyErr_Format(PyExc_TypeError, "%s() takes at most %d positional argument%s (%zd given)", sig->fname,
+                     sig->npos, sig->npos == 1 ? "" : "s", nargs);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nnames; i++)
+        out[i] = i < nargs ? args[i] : NULL;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        Py_ssize_t i = 0;
+        while (i < nnames && PyUnicode_CompareWithASCIIString(key, sig->names[i]) != 0)
+            i++;
+        if (i == nnames) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", sig->fname, key);
+            return -1;
+        }
+        if (out[i] != NULL) {
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", sig->fname, sig->names[i]);
+            return -1;
+        }
+        out[i] = args[nargs + k];
+    }
+    for (int i = 0; i < sig->nrequired; i++)
+        if (out[i] == NULL) {
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s' (pos %d)", sig->fname, sig->names[i],
+                         i + 1);
+            return -1;
+        }
+    return 0;
+}

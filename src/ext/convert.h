@@ -42,4 +42,21 @@ int nx_enum(PyObject *o, const char *fname, const char *argname, int lo, int hi,
 
 #define NX_PTR(p) ((void *)(p))
 
+/* Methods (nccl.core) take optional and keyword-only parameters, unlike the bindings. */
+/* A method signature: `npos` parameters may be passed positionally; the rest are keyword-only.
+ * The first `nrequired` are required. */
+typedef struct {
+    const char *fname;            /* "allreduce" */
+    const char *const *names;     /* NULL-terminated */
+    int npos;
+    int nrequired;
+} nx_msig;
+
+/* Fills out[i] (one slot per name) with a borrowed reference, or NULL for an omitted optional
+ * parameter. 0, or -1 with the TypeError CPython would raise. */
+int nx_margs(const nx_msig *sig, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **out);
+
+#define NX_MSIG(fn, npos, nreq, ...) \
+    static const nx_msig M_##fn = {#fn, (const char *const[]){__VA_ARGS__, NULL}, (npos), (nreq)}
+
 #endif

@@ -10,6 +10,7 @@ static const char *const exc_names[NX_NEXC] = {
     [NX_EXC_FUNCTION_NOT_FOUND] = "FunctionNotFoundError",
     [NX_EXC_NOT_SUPPORTED] = "NotSupportedError",
     [NX_EXC_HOST_BACKEND_WARNING] = "HostBackendWarning",
+    [NX_EXC_NCCL_INVALID] = "NcclInvalid",
 };
 
 PyObject *nx_exception_class(nx_state *st, nx_exc_kind kind)

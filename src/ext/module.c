@@ -1,12 +1,14 @@
 /* nccl._ext: multi-phase init, module state, and the exec slot that calls each file's setup. */
-#include "module.h"
+#include "core.h"
 
 static int nx_exec(PyObject *module)
 {
     nx_state *st = nx_get_state(module);
     if (nx_errors_setup(module, st) < 0 || nx_library_setup(module, st) < 0 || nx_structs_setup(module, st) < 0 ||
         nx_pointer_box_setup(module, st) < 0 || nx_bindings_setup(module, st) < 0 ||
-        nx_rocm_extensions_setup(module, st) < 0)
+        nx_rocm_extensions_setup(module, st) < 0 ||
+        nx_buffer_setup(module, st) < 0 || nx_stream_setup(module, st) < 0 || nx_resources_setup(module, st) < 0 ||
+        nx_communicator_setup(module, st) < 0)
         return -1;
     return 0;
 }
@@ -22,6 +24,12 @@ static int nx_traverse(PyObject *module, visitproc visit, void *arg)
         Py_VISIT(st->exc[i]);
     Py_VISIT(st->pointer_box_type);
     Py_VISIT(st->ndarray_type);
+    for (int i = 0; i < NX_NCORE_TYPES; i++)
+        Py_VISIT(st->core_types[i]);
+    for (int i = 0; i < NX_NLAZY; i++)
+        Py_VISIT(st->lazy[i]);
+    /* buffer.c and stream.c caches */
+
     return 0;
 }
 
@@ -36,6 +44,12 @@ static int nx_clear(PyObject *module)
         Py_CLEAR(st->exc[i]);
     Py_CLEAR(st->pointer_box_type);
     Py_CLEAR(st->ndarray_type);
+    for (int i = 0; i < NX_NCORE_TYPES; i++)
+        Py_CLEAR(st->core_types[i]);
+    for (int i = 0; i < NX_NLAZY; i++)
+        Py_CLEAR(st->lazy[i]);
+    /* buffer.c and stream.c caches */
+
     return 0;
 }
 
@@ -49,9 +63,9 @@ static PyModuleDef_Slot nx_slots[] = {
     {0, NULL},
 };
 
-PyDoc_STRVAR(nx_doc, "C core of nccl4py: the loader, nccl.bindings.nccl and nccl.bindings.rocm_extensions.");
+PyDoc_STRVAR(nx_doc, "C core of nccl4py: the loader, nccl.bindings.nccl, nccl.bindings.rocm_extensions and nccl.core's types.");
 
-static struct PyModuleDef nx_module = {
+struct PyModuleDef nx_module_def = {
     PyModuleDef_HEAD_INIT,
     .m_name = "nccl._ext",
     .m_doc = nx_doc,
@@ -62,4 +76,4 @@ static struct PyModuleDef nx_module = {
     .m_free = nx_free,
 };
 
-PyMODINIT_FUNC PyInit__ext(void) { return PyModuleDef_Init(&nx_module); }
+PyMODINIT_FUNC PyInit__ext(void) { return PyModuleDef_Init(&nx_module_def); }

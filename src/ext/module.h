@@ -28,8 +28,33 @@ typedef enum {
     NX_EXC_FUNCTION_NOT_FOUND,
     NX_EXC_NOT_SUPPORTED,
     NX_EXC_HOST_BACKEND_WARNING,
+    NX_EXC_NCCL_INVALID,
     NX_NEXC
 } nx_exc_kind;
+
+/* Python-level objects nccl.core's C code uses, fetched on first use (lazy.c). */
+typedef enum {
+    NX_LAZY_DATATYPE,      /* nccl.core._types.NcclDataType */
+    NX_LAZY_RESULT,        /* nccl._enums.Result */
+    NX_LAZY_UNIQUE_ID,     /* nccl.core._unique_id.UniqueId */
+    NX_LAZY_NCCL_CONFIG,   /* nccl.core._config.NCCLConfig */
+    NX_LAZY_GET_DEVICE,    /* nccl.core.cuda.get_cuda_device(device_id) -> cuda.core Device */
+    NX_LAZY_NUM_DEVICES,   /* nccl.core.cuda.get_num_devices() -> int */
+    NX_LAZY_WAIT_SIGNAL,   /* nccl.core._config.WaitSignalDesc */
+    NX_LAZY_FROM_ENV,      /* nccl.core._env.from_env(cls, **kwargs) -> Communicator */
+    NX_NLAZY
+} nx_lazy_kind;
+
+/* The heap types of nccl.core defined in C. */
+typedef enum {
+    NX_TYPE_COMMUNICATOR,
+    NX_TYPE_NCCL_BUFFER,
+    NX_TYPE_COMM_RESOURCE,
+    NX_TYPE_REGISTERED_BUFFER,
+    NX_TYPE_REGISTERED_WINDOW,
+    NX_TYPE_CUSTOM_RED_OP,
+    NX_NCORE_TYPES
+} nx_core_type;
 
 typedef struct {
     PyTypeObject *struct_types[NX_NSTRUCTS];
@@ -37,9 +62,30 @@ typedef struct {
     PyObject *exc[NX_NEXC];     /* NULL until first needed */
     PyObject *ndarray_type;     /* numpy.ndarray, registered by nccl.bindings.nccl */
     PyObject *struct_dtypes[NX_NSTRUCTS]; /* numpy dtypes, registered likewise */
+    PyTypeObject *core_types[NX_NCORE_TYPES]; /* nccl.core's C types */
+    PyObject *lazy[NX_NLAZY];                 /* NULL until first needed */
+
+    /* buffer.c and stream.c caches (owned references, visited and cleared in module.c) */
+
 } nx_state;
 
 static inline nx_state *nx_get_state(PyObject *module) { return (nx_state *)PyModule_GetState(module); }
+
+extern struct PyModuleDef nx_module_def;
+
+/* The state of the module that defined tp or one of its bases (for slots of heap types, which
+ * get no defining class); NULL with TypeError if none did. */
+static inline nx_state *nx_state_of_type(PyTypeObject *tp)
+{
+    PyObject *m = PyType_GetModuleByDef(tp, &nx_module_def);
+    return m ? nx_get_state(m) : NULL;
+}
+
+/* PointerBox (pointerbox.c): one pointer slot at a stable address. */
+typedef struct {
+    PyObject_HEAD
+    void *slot;
+} nx_PointerBox;
 
 /* Setup functions, called by the module's exec slot in this order. */
 int nx_errors_setup(PyObject *module, nx_state *st);
@@ -48,5 +94,6 @@ int nx_structs_setup(PyObject *module, nx_state *st);
 int nx_pointer_box_setup(PyObject *module, nx_state *st);
 int nx_bindings_setup(PyObject *module, nx_state *st);
 int nx_rocm_extensions_setup(PyObject *module, nx_state *st);
+/* nccl.core's C side (core.h): lazy, buffer, stream, resources, communicator. */
 
 #endif

@@ -2,11 +2,6 @@
  * (nonblocking communicator creation). `address` is the slot's address, valid for the box's life. */
 #include "module.h"
 
-typedef struct {
-    PyObject_HEAD
-    void *slot;
-} nx_PointerBox;
-
 static PyObject *PointerBox_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"ptr", NULL};

@@ -19,6 +19,7 @@ __all__ = [
     "FunctionNotFoundError",
     "NotSupportedError",
     "HostBackendWarning",
+    "NcclInvalid",
 ]
 
 
@@ -122,3 +123,21 @@ class NotSupportedError(RuntimeError):
 
 class HostBackendWarning(RuntimeWarning):
     """The bundled host backend was chosen because this machine has no GPU."""
+
+
+class NcclInvalid(Exception):
+    """nccl.core rejected an argument before calling the library (exported as nccl.core.NcclInvalid).
+
+    It lives here, beside the binding exceptions, so the C core can raise it without importing
+    nccl.core.
+    """
+
+    def __init__(self, msg):
+        super().__init__(msg)
+        self.msg = msg
+
+    def __reduce__(self):
+        return (type(self), (self.msg,))
+
+    def __repr__(self):
+        return f"<NcclInvalid: {self.msg}>"
