@@ -678,7 +678,13 @@ static int from_dlpack(nx_state *st, PyObject *obj, const char *name, nx_buffer 
 done:
     Py_XDECREF(dev);
     Py_XDECREF(vers);
-    Py_XDECREF(cap);
+    if (cap != NULL) {
+        /* an unconsumed capsule's destructor runs the producer's code: not with our error pending */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        Py_DECREF(cap);
+        PyErr_Restore(et, ev, tb);
+    }
     return rc;
 }
 
