@@ -15,7 +15,7 @@
 enum {
     S_DATA_PTR, S_NUMEL, S_DTYPE, S_IS_CONTIGUOUS, S_IS_CUDA, S_GET_DEVICE, S_DEVICE, S_TYPE,
     S_DLPACK, S_DLPACK_DEVICE, S_KW_VERSIONED, S_KW_LEGACY, S_MAX_VERSION, S_CAI, S_HANDLE, S_SIZE,
-    S_STRIDE, S_SHAPE, S_IS_CPU, S_MINUS_ONE, S_NSTR
+    S_STRIDE, S_SHAPE, S_IS_CPU, S_MINUS_ONE, S_MODULE0, S_NSTR = S_MODULE0 + 6
 };
 static const char *const str_values[S_NSTR] = {
     [S_DATA_PTR] = "data_ptr", [S_NUMEL] = "numel", [S_DTYPE] = "dtype", [S_IS_CONTIGUOUS] = "is_contiguous",
@@ -28,6 +28,7 @@ _Static_assert(S_NSTR <= NX_BUF_NSTR, "grow NX_BUF_NSTR");
 /* ---- types seen in sys.modules (st->buf_types) ---- */
 enum { T_NDARRAY, T_TORCH, T_CUPY, T_CC_BUFFER, T_CC_BUFFER_EXP, T_SHIM_BUFFER, T_NTYPES };
 _Static_assert(T_NTYPES <= NX_BUF_NTYPES, "grow NX_BUF_NTYPES");
+_Static_assert(T_NTYPES == S_NSTR - S_MODULE0, "one interned module name per type");
 static const struct {
     const char *module, *attr;
 } type_names[T_NTYPES] = {
@@ -45,9 +46,12 @@ static PyTypeObject *seen_type(nx_state *st, int which)
 {
     if (NX_LIKELY(st->buf_types[which] != NULL))
         return (PyTypeObject *)st->buf_types[which];
-    PyObject *mod = PyDict_GetItemString(PyImport_GetModuleDict(), type_names[which].module); /* borrowed */
-    if (mod == NULL)
+    /* interned key: this lookup runs on every call until the framework is imported */
+    PyObject *mod = PyDict_GetItemWithError(PyImport_GetModuleDict(), st->buf_str[S_MODULE0 + which]); /* borrowed */
+    if (mod == NULL || mod == Py_None) {
+        PyErr_Clear();
         return NULL;
+    }
     PyObject *tp = PyObject_GetAttrString(mod, type_names[which].attr);
     if (tp == NULL || !PyType_Check(tp)) {
         PyErr_Clear();
@@ -481,7 +485,11 @@ static int attr_true(PyObject *obj, const char *attr)
 static int from_cc_buffer(nx_state *st, PyObject *obj, const char *name, nx_buffer *out)
 {
     size_t ptr, size;
-    if (as_size(PyObject_GetAttr(obj, st->buf_str[S_HANDLE]), &ptr) < 0 ||
+    PyObject *h = PyObject_GetAttr(obj, st->buf_str[S_HANDLE]);
+    /* real cuda.core may hand out a CUdeviceptr object: int() it, as upstream does */
+    if (h != NULL && !PyLong_Check(h))
+        Py_SETREF(h, PyNumber_Long(h));
+    if (as_size(h, &ptr) < 0 ||
         as_size(PyObject_GetAttr(obj, st->buf_str[S_SIZE]), &size) < 0)
         return -1;
     int dev_ok = attr_true(obj, "is_device_accessible");
@@ -1090,6 +1098,9 @@ int nx_buffer_setup(PyObject *module, nx_state *st)
     st->buf_str[S_KW_VERSIONED] = Py_BuildValue("(ss)", "stream", "max_version");
     st->buf_str[S_KW_LEGACY] = Py_BuildValue("(s)", "stream");
     st->buf_str[S_MINUS_ONE] = PyLong_FromLong(-1);
+    for (int k = 0; k < T_NTYPES; k++)
+        if ((st->buf_str[S_MODULE0 + k] = PyUnicode_InternFromString(type_names[k].module)) == NULL)
+            return -1;
     if (st->buf_str[S_KW_VERSIONED] == NULL || st->buf_str[S_KW_LEGACY] == NULL || st->buf_str[S_MINUS_ONE] == NULL)
         return -1;
     PyObject *tp = PyType_FromModuleAndSpec(module, &NcclBuffer_spec, NULL);

@@ -66,7 +66,7 @@ typedef struct {
     PyObject *lazy[NX_NLAZY];                 /* NULL until first needed */
 
     /* buffer.c and stream.c caches (owned references, visited and cleared in module.c) */
-#define NX_BUF_NSTR 24
+#define NX_BUF_NSTR 32
 #define NX_BUF_NDESCR 24
 #define NX_BUF_NTORCH 16
 #define NX_STREAM_NSTR 8

@@ -28,7 +28,7 @@ static PyTypeObject *seen_type(nx_state *st, int which)
     if (NX_LIKELY(st->stream_types[which] != NULL))
         return (PyTypeObject *)st->stream_types[which];
     PyObject *mod = PyDict_GetItemString(PyImport_GetModuleDict(), type_names[which].module); /* borrowed */
-    if (mod == NULL)
+    if (mod == NULL || mod == Py_None)
         return NULL;
     PyObject *tp = PyObject_GetAttrString(mod, type_names[which].attr);
     if (tp == NULL || !PyType_Check(tp)) {
@@ -128,8 +128,9 @@ int nx_resolve_stream(nx_state *st, PyObject *obj, cudaStream_t *out)
         PyTypeObject *tp = seen_type(st, k);
         if (tp != NULL && PyObject_TypeCheck(obj, tp)) {
             PyObject *h = PyObject_GetAttr(obj, st->stream_str[type_names[k].handle_str]);
-            if (h != NULL && !PyLong_Check(h) && PyIndex_Check(h))
-                Py_SETREF(h, PyNumber_Index(h));
+            /* int(stream.handle): real cuda.core gives a CUstream object with __int__ */
+            if (h != NULL && !PyLong_Check(h))
+                Py_SETREF(h, PyNumber_Long(h));
             return handle_value(st, h, "stream handle", out);
         }
     }
