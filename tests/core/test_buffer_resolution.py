@@ -250,3 +250,23 @@ def test_gpu_flavour_cai_needs_the_driver(gpu):
     msg = err(gpu, "cai")
     assert msg.startswith("buffer: cannot find the device of")
     assert "cuPointerGetAttribute" in msg
+
+
+def test_frameworks_are_never_imported(fresh_python):
+    """Resolution looks torch, cupy and cuda.core up in sys.modules only."""
+    result = fresh_python(r"""
+import sys
+import numpy as np
+from nccl import _ext
+from nccl._errors import NcclInvalid
+had_cuda_core = "cuda.core" in sys.modules
+_ext.NcclBuffer(np.zeros(3))
+_ext.NcclBuffer(bytearray(4))
+for bad in (object(), np.zeros(3, np.complex64)):
+    try:
+        _ext.NcclBuffer(bad)
+    except NcclInvalid:
+        pass
+result = ("torch" in sys.modules, "cupy" in sys.modules, had_cuda_core == ("cuda.core" in sys.modules))
+""", env={"NCCL_LIBRARY": "host"})
+    assert result == (False, False, True)
