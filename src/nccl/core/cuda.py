@@ -112,7 +112,7 @@ def get_cuda_stream(stream=None):
     _ensure_backend()
     if isinstance(stream, Stream):
         return stream
-    return Stream.from_handle(get_stream_ptr(stream))
+    return Stream.from_handle(0 if stream is None else get_stream_ptr(stream))
 
 
 class CudaDeviceContext:
