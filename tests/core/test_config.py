@@ -147,9 +147,9 @@ def test_too_new_fields_warn_once(stub_libs, fresh_python):
     r = fresh_python(TOO_NEW, variant="nccl_2_27")
     assert r["version"] == 22703
     assert r["warnings"] == [
-        ("RuntimeWarning", "NCCLConfig.graph_usage_mode requires NCCL >= 2.29.2; the loaded NCCL 2.27.3 ignores it"),
+        ("RuntimeWarning", "NCCLConfig.graph_usage_mode requires NCCL >= 2.29.2; the loaded nccl 2.27.3 ignores it"),
         ("RuntimeWarning",
-         "NCCLConfig.graph_stream_ordering requires NCCL >= 2.30.5; the loaded NCCL 2.27.3 ignores it"),
+         "NCCLConfig.graph_stream_ordering requires NCCL >= 2.30.5; the loaded nccl 2.27.3 ignores it"),
     ]
     assert r["value"] == 2  # still sent; NCCL ignores what it does not know
 

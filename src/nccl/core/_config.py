@@ -64,24 +64,27 @@ def _version_text(code):
     return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
 
 
-def _warn_too_new(owner, name, need, stacklevel):
-    """The one-time RuntimeWarning of API.md section 5.7 when the loaded library predates a field."""
+def _warn_too_new(owner, names, stacklevel):
+    """The one-time RuntimeWarning of API.md section 5.7 for each set field (name, min version
+    code) that the loaded library predates."""
     from nccl.bindings import nccl as _b
 
     code = int(_b.get_version())
-    if code >= need:
-        return
+    late = []
     with _warned_lock:
-        if (owner, name, code) in _warned:
-            return
-        _warned.add((owner, name, code))
+        for name, need in names:
+            if code < need and (owner, name, code) not in _warned:
+                _warned.add((owner, name, code))
+                late.append((name, need))
+    if not late:
+        return
     try:
         flavour = _b.get_library_flavour()
     except Exception:  # noqa: BLE001 - the flavour only decorates the message
         flavour = "library"
-    flavour = {"nccl": "NCCL", "rccl": "RCCL", "host": "host backend"}.get(flavour, flavour)
-    warnings.warn(f"{owner}.{name} requires NCCL >= {_version_text(need)}; the loaded {flavour} "
-                  f"{_version_text(code)} ignores it", RuntimeWarning, stacklevel=stacklevel)
+    for name, need in late:
+        warnings.warn(f"{owner}.{name} requires NCCL >= {_version_text(need)}; the loaded {flavour} "
+                      f"{_version_text(code)} ignores it", RuntimeWarning, stacklevel=stacklevel)
 
 
 @dataclass(kw_only=True)
@@ -118,13 +121,16 @@ class NCCLConfig:
         from nccl.bindings import nccl as _b
 
         cfg = _b.Config()
+        used = []
         for name, (kind, need, extra) in _CONFIG_FIELDS.items():
             value = getattr(self, name)
             if value is None:
                 continue
             _check_field("NCCLConfig", name, kind, value, extra)
-            _warn_too_new("NCCLConfig", name, need, stacklevel=3)
             setattr(cfg, name, value if kind == _STR else int(value))
+            used.append((name, need))
+        if used:
+            _warn_too_new("NCCLConfig", used, stacklevel=3)
         return cfg
 
 
