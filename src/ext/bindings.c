@@ -260,7 +260,7 @@ static PyObject *get_version(PyObject *m, PyObject *unused)
 
 /* () -> a new struct wrapper the library fills; the 0.2.0 form (out) fills the struct at address
  * out instead and returns None. */
-#define STRUCT_OUT(fn, cname, outname, kind, ctype, doc)                                     \
+#define STRUCT_OUT(fn, cname, outname, kind, ctype, after, doc)                              \
     static const nx_sig S_##fn = {#fn, (const char *const[]){outname, NULL}};                \
     PyDoc_STRVAR(fn##__doc__, #fn "()\n--\n\n" doc);                                        \
     static PyObject *fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) \
@@ -277,7 +277,11 @@ static PyObject *get_version(PyObject *m, PyObject *unused)
             intptr_t out;                                                                    \
             if (NX_ARG_PTR(0, out))                                                          \
                 return NULL;                                                                 \
-            NX_CALL(st, NULL, nx_api.cname((ctype *)out));                                   \
+            ncclResult_t rc;                                                                 \
+            NX_RUN(rc, nx_api.cname((ctype *)out));                                          \
+            after;                                                                           \
+            if (NX_FAILED(rc))                                                               \
+                return nx_raise_status(st, rc, NULL);                                        \
             Py_RETURN_NONE;                                                                  \
         }                                                                                    \
         PyObject *obj = nx_struct_new(st, kind);                                             \
@@ -286,10 +290,11 @@ static PyObject *get_version(PyObject *m, PyObject *unused)
         ctype *p = nx_struct_storage(st, obj, kind);                                         \
         ncclResult_t rc;                                                                     \
         NX_RUN(rc, nx_api.cname(p));                                                         \
+        after;                                                                               \
         return struct_result(st, obj, rc, NULL);                                             \
     }
 
-STRUCT_OUT(get_unique_id, ncclGetUniqueId, "unique_id", NX_STRUCT_UNIQUE_ID, ncclUniqueId,
+STRUCT_OUT(get_unique_id, ncclGetUniqueId, "unique_id", NX_STRUCT_UNIQUE_ID, ncclUniqueId, (void)0,
            "ncclGetUniqueId: a new UniqueId. The 0.2.0 form get_unique_id(unique_id) writes to that address.")
 
 /* ---- communicator creation: 0.3.1 form returns the status, 0.2.0 form the new comm ---- */
@@ -1068,6 +1073,27 @@ static PyObject *wait_signal(PyObject *m, PyObject *const *args, Py_ssize_t narg
 
 /* ---- groups ---- */
 
+/* Open groups on this thread (nccl.core's register_window asks). Counted here, where every group
+ * call of both APIs passes: incremented by a successful ncclGroupStart, decremented by every
+ * ncclGroupEnd/ncclGroupSimulateEnd that ran, failed or not (the library closes the group). */
+static _Thread_local int group_depth;
+
+int nx_group_depth(void) { return group_depth; }
+
+static void group_depth_leave(void)
+{
+    if (group_depth > 0)
+        group_depth--;
+}
+
+PyDoc_STRVAR(group_depth__doc__, "_group_depth()\n--\n\nNumber of groups open on this thread.");
+static PyObject *group_depth_py(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    return PyLong_FromLong(group_depth);
+}
+
 PyDoc_STRVAR(group_start__doc__, "group_start()\n--\n\nncclGroupStart: defer calls until the matching group_end().");
 static PyObject *group_start(PyObject *m, PyObject *unused)
 {
@@ -1075,6 +1101,7 @@ static PyObject *group_start(PyObject *m, PyObject *unused)
     nx_state *st = nx_get_state(m);
     NX_REQUIRE(st, ncclGroupStart);
     NX_CALL(st, NULL, nx_api.ncclGroupStart());
+    group_depth++;
     Py_RETURN_NONE;
 }
 
@@ -1084,11 +1111,16 @@ static PyObject *group_end(PyObject *m, PyObject *unused)
     (void)unused;
     nx_state *st = nx_get_state(m);
     NX_REQUIRE(st, ncclGroupEnd);
-    NX_CALL(st, NULL, nx_api.ncclGroupEnd());
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclGroupEnd());
+    group_depth_leave();
+    if (NX_FAILED(rc))
+        return nx_raise_status(st, rc, NULL);
     Py_RETURN_NONE;
 }
 
 STRUCT_OUT(group_simulate_end, ncclGroupSimulateEnd, "sim_info", NX_STRUCT_SIM_INFO, ncclSimInfo_t,
+           group_depth_leave(),
            "ncclGroupSimulateEnd: end the group without communicating; returns a SimInfo with the estimate.\n"
            "0.2.0 form group_simulate_end(sim_info) fills the struct at that address.")
 
@@ -1221,6 +1253,7 @@ static PyMethodDef bindings_methods[] = {
     NX_FASTCALL_DEF(wait_signal),
     {"group_start", group_start, METH_NOARGS, group_start__doc__},
     {"group_end", group_end, METH_NOARGS, group_end__doc__},
+    {"_group_depth", group_depth_py, METH_NOARGS, group_depth__doc__},
     NX_FASTCALL_DEF(group_simulate_end),
     NX_FASTCALL_DEF(comm_query_properties),
     NX_FASTCALL_DEF(dev_comm_create),

@@ -48,6 +48,9 @@
 #define NX_FASTCALL_DEF(fn) \
     {#fn, (PyCFunction)(void (*)(void))fn, METH_FASTCALL | METH_KEYWORDS, fn##__doc__}
 
+/* Groups open on this thread (ncclGroupStart calls not yet ended). */
+int nx_group_depth(void);
+
 /* True when o stands for an address (an int, PointerBox, ...) rather than for data. */
 int nx_is_address(PyObject *o);
 

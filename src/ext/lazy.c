@@ -17,6 +17,7 @@ static const struct {
     [NX_LAZY_NUM_DEVICES] = {"nccl.core.cuda", "get_num_devices"},
     [NX_LAZY_WAIT_SIGNAL] = {"nccl.core._config", "WaitSignalDesc"},
     [NX_LAZY_FROM_ENV] = {"nccl.core._env", "from_env"},
+    [NX_LAZY_GIN_TYPE] = {"nccl.core._types", "NcclGinType"},
 };
 
 PyObject *nx_lazy(nx_state *st, nx_lazy_kind kind)

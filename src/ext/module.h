@@ -42,6 +42,7 @@ typedef enum {
     NX_LAZY_NUM_DEVICES,   /* nccl.core.cuda.get_num_devices() -> int */
     NX_LAZY_WAIT_SIGNAL,   /* nccl.core._config.WaitSignalDesc */
     NX_LAZY_FROM_ENV,      /* nccl.core._env.from_env(cls, **kwargs) -> Communicator */
+    NX_LAZY_GIN_TYPE,      /* nccl.core._types.NcclGinType */
     NX_NLAZY
 } nx_lazy_kind;
 

@@ -1,0 +1,114 @@
+"""nccl.core on a real GPU with the real NCCL: a one-rank communicator through every collective
+on torch and cupy device tensors, and an allreduce captured in a CUDA graph and replayed.
+Run by tests/gpu/run_checks.sh; prints PASS/FAIL/SKIP per check and exits 1 on any failure."""
+
+import sys
+import traceback
+
+import numpy as np
+
+import nccl.core as nc
+from nccl.bindings import nccl as low
+
+results = []
+
+
+def check(name):
+    def wrap(fn):
+        try:
+            outcome = fn()
+            results.append((name, "SKIP" if outcome == "skip" else "PASS", ""))
+        except Exception as exc:  # noqa: BLE001 - every failure is reported, the run goes on
+            results.append((name, "FAIL", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"))
+        return fn
+
+    return wrap
+
+
+print(f"library: {low.get_library_path()} ({low.get_library_flavour()}), version {low.get_version()}")
+comm = nc.Communicator.init(nranks=1, rank=0, unique_id=nc.get_unique_id())
+print(repr(comm))
+
+
+def every_collective(empty, full, to_host, stream):
+    """One rank: each collective's result equals its input (sum over one rank)."""
+    n = 1024
+    x = full(n, 3.0)
+    y = empty(n)
+    comm.allreduce(x, y, nc.SUM, stream=stream)
+    comm.reduce(x, y, nc.MAX, root=0, stream=stream)
+    comm.broadcast(x, y, root=0, stream=stream)
+    comm.allgather(x, y, stream=stream)
+    comm.gather(x, y, root=0, stream=stream)
+    comm.reduce_scatter(x, y, nc.SUM, stream=stream)
+    comm.alltoall(x, y, stream=stream)
+    comm.scatter(x, y, root=0, stream=stream)
+    with nc.group():
+        comm.send(x, 0, stream=stream)
+        comm.recv(y, 0, stream=stream)
+    comm.allreduce(y, y, nc.SUM, stream=stream)  # in place
+    got = to_host(y)
+    if not np.array_equal(got, np.full(n, 3.0, np.float32)):
+        raise AssertionError(f"wrong result {got[:4]}")
+
+
+@check("torch: every collective on cuda tensors")
+def torch_collectives():
+    try:
+        import torch
+    except ImportError:
+        return "skip"
+    s = torch.cuda.Stream()
+    every_collective(lambda n: torch.empty(n, device="cuda"), lambda n, v: torch.full((n,), v, device="cuda"),
+                     lambda t: (torch.cuda.synchronize(), t.cpu().numpy())[1], s)
+
+
+@check("cupy: every collective on device arrays")
+def cupy_collectives():
+    try:
+        import cupy
+    except ImportError:
+        return "skip"
+    s = cupy.cuda.Stream(non_blocking=True)
+    every_collective(lambda n: cupy.empty(n, cupy.float32), lambda n, v: cupy.full(n, v, cupy.float32),
+                     lambda a: (cupy.cuda.runtime.deviceSynchronize(), cupy.asnumpy(a))[1], s)
+
+
+@check("torch: allreduce captured in a CUDA graph and replayed")
+def graph_replay():
+    try:
+        import torch
+    except ImportError:
+        return "skip"
+    x = torch.ones(4096, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        comm.allreduce(x, x, nc.SUM, stream=s)  # warm-up outside the capture
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=s):
+        comm.allreduce(x, x, nc.SUM, stream=s)
+    for _ in range(3):
+        g.replay()
+    torch.cuda.synchronize()
+    if not torch.equal(x, torch.ones_like(x)):
+        raise AssertionError("graph replay changed a one-rank sum")
+
+
+@check("host numpy array on a GPU communicator is rejected")
+def host_memory_rejected():
+    try:
+        comm.allreduce(np.ones(4, np.float32), np.ones(4, np.float32), nc.SUM)
+    except nc.NcclInvalid as exc:
+        print(f"      (rejected: {exc.msg})")
+    else:
+        raise AssertionError("numpy buffer accepted on a GPU communicator")
+
+
+comm.destroy()
+for name, outcome, detail in results:
+    print(f"{outcome:4}  {name}")
+    if detail:
+        print("      " + detail.replace("\n", "\n      "))
+sys.exit(1 if any(o == "FAIL" for _, o, _ in results) else 0)

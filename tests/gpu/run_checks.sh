@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# GPU check of nccl.core on a machine with an NVIDIA GPU and the real NCCL (not run in CI).
+#   tests/gpu/run_checks.sh            uses $PYTHON (default python3), which must have nccl4py
+#                                      installed, or installs this checkout into it (no network
+#                                      needed when meson-python and numpy are already there)
+# Prints: the library in use, one line per check (PASS/FAIL/SKIP), and the per-call overhead
+# benchmark. Exits non-zero if any check failed. Bounded to 5 minutes.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+python="${PYTHON:-python3}"
+
+if ! "$python" -c "import nccl.core" 2>/dev/null; then
+    echo "== installing this checkout into $python"
+    "$python" -m pip install --quiet --no-build-isolation --no-deps . || { echo "install failed"; exit 2; }
+fi
+nvidia-smi -L 2>/dev/null || echo "(nvidia-smi not available)"
+
+status=0
+echo "== nccl.core on the GPU"
+timeout 200 "$python" tests/gpu/gpu_checks.py || status=1
+echo "== per-call overhead (null library, same process)"
+timeout 90 "$python" benchmarks/overhead.py --repeat 5 --number 100000 || status=1
+exit $status
