@@ -201,6 +201,12 @@ def _stub_members(stub, cls):
     raise AssertionError(f"{cls} not in {stub}")
 
 
+# Communicator methods defined in collectives.c and resources.c, which land after communicator.c.
+PENDING_C_METHODS = {"send", "recv", "signal", "wait_signal", "put_signal", "allreduce", "reduce", "broadcast",
+                     "allgather", "gather", "reduce_scatter", "alltoall", "scatter", "register_buffer",
+                     "register_window", "create_pre_mul_sum", "create_dev_comm"}
+
+
 @pytest.mark.parametrize("stub,cls", [("communicator.pyi", "Communicator"), ("buffer.pyi", "NcclBuffer"),
                                       ("resources.pyi", "CommResource"), ("resources.pyi", "RegisteredBufferHandle"),
                                       ("resources.pyi", "RegisteredWindowHandle"), ("resources.pyi", "CustomRedOp")])
@@ -210,7 +216,12 @@ def test_stub_names_match_the_c_types(stub, cls):
     runtime = getattr(_ext, cls, None)
     if runtime is None:
         pytest.skip(f"nccl._ext.{cls} is not in this build yet")
-    missing = sorted(name for name in _stub_members(stub, cls) if not hasattr(runtime, name))
+    declared = _stub_members(stub, cls)
+    undeclared = sorted(n for n in dir(runtime) if not n.startswith("_") and n not in declared)
+    assert not undeclared, f"{stub} does not declare {cls}.{undeclared}"
+    missing = sorted(name for name in declared if not hasattr(runtime, name))
+    if missing and set(missing) <= PENDING_C_METHODS:
+        pytest.skip(f"nccl._ext.{cls} does not have these methods yet (collectives.c/resources.c): {missing}")
     assert not missing, f"{cls} lacks what its stub declares: {missing}"
 
 
@@ -227,3 +238,34 @@ def test_c_names_are_stand_ins_until_built():
         else:
             with pytest.raises(NotImplementedError, match=f"{name} is not implemented by this build"):
                 exported()
+
+
+
+COMM_DEVICES = """
+import cuda.core
+import nccl.core as nc
+from nccl.core.cuda import CudaDeviceContext
+with CudaDeviceContext(3):
+    with nc.Communicator.init(1, 0, nc.get_unique_id(), config=nc.NCCLConfig(comm_name="c")) as comm:
+        one = (type(comm.device).__module__, comm.device.device_id, comm.device is cuda.core.Device(3))
+comms = nc.Communicator.init_all([1, 2])
+many = [(c.rank, c.nranks, c.device.device_id) for c in comms]
+default = nc.Communicator.init_all(None)
+n = [c.device.device_id for c in default]
+for c in comms + default:
+    c.destroy()
+result = dict(one=one, many=many, empty=nc.Communicator.init_all([]), n=n)
+"""
+
+
+def test_communicator_devices_are_shim_devices_on_host(fresh_python):
+    from nccl import _ext
+
+    if not hasattr(_ext, "Communicator"):
+        pytest.skip("nccl._ext.Communicator is not in this build yet")
+    r = fresh_python(COMM_DEVICES, env={"NCCL_LIBRARY": "host", "NCCL_HOST_NUM_DEVICES": "4"})
+    assert r["one"][0].startswith("nccl._hip_compat.cuda_core_shim")
+    assert r["one"][1:] == (3, True)  # the device made current through the shim is the communicator's
+    assert r["many"] == [(0, 2, 1), (1, 2, 2)]
+    assert r["empty"] == []
+    assert r["n"] == [0, 1, 2, 3]  # None: every device cuda.core reports
