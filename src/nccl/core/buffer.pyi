@@ -1,0 +1,16 @@
+# Stub of nccl.core.buffer: NcclBuffer is C (nccl._ext); API.md section 5.5.
+from nccl.core._types import NcclDataType
+from nccl.core.typing import NcclBufferSpec, NcclStreamSpec
+
+__all__ = ["NcclBuffer"]
+
+class NcclBuffer:
+    def __init__(self, buffer: NcclBufferSpec, stream: NcclStreamSpec | None = None) -> None: ...
+    @property
+    def ptr(self) -> int: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def dtype(self) -> NcclDataType: ...
+    @property
+    def device_id(self) -> int: ...

@@ -1,0 +1,89 @@
+"""Memory from ncclMemAlloc (API.md section 5.14): ``mem_alloc``/``mem_free`` and the
+``NcclMemoryResource`` behind them, a ``cuda.core`` MemoryResource per thread and device."""
+
+import threading
+
+from cuda.core import Buffer, MemoryResource
+
+from nccl.core.cuda import CudaDeviceContext, get_device_id
+
+__all__ = ["NcclMemoryResource", "get_memory_resource", "mem_alloc", "mem_free"]
+
+
+def _host_flavour():
+    from nccl.bindings import nccl as _b
+
+    return _b.get_library_flavour() == "host"
+
+
+class NcclMemoryResource(MemoryResource):
+    """Allocates with ncclMemAlloc and frees with ncclMemFree on one device.
+
+    The memory is device memory, except on the host flavour, where it is host memory and the
+    resource says so (its Buffers then export DLPack kDLCPU).
+    """
+
+    __slots__ = ("_device_id", "_host")
+
+    def __init__(self, device_id):
+        self._handle = None
+        self._device_id = int(device_id)
+        self._host = _host_flavour()
+
+    def allocate(self, size, stream=None):
+        """``size`` bytes from ncclMemAlloc (the allocation may be rounded up); the stream is unused."""
+        from nccl.bindings import nccl as _b
+
+        ptr = _b.mem_alloc(size)
+        return Buffer.from_handle(ptr, size, mr=self)
+
+    def deallocate(self, ptr, size, stream=None):
+        """ncclMemFree; the stream is unused."""
+        from nccl.bindings import nccl as _b
+
+        ptr = int(ptr)
+        if ptr:
+            _b.mem_free(ptr)
+
+    @property
+    def is_device_accessible(self):
+        return not self._host
+
+    @property
+    def is_host_accessible(self):
+        return self._host
+
+    @property
+    def device_id(self):
+        return self._device_id
+
+    def __repr__(self):
+        return f"<NcclMemoryResource device_id={self._device_id}>"
+
+
+_tls = threading.local()
+
+
+def get_memory_resource(device_id):
+    """This thread's NcclMemoryResource for the device."""
+    cache = _tls.__dict__.get("resources")
+    if cache is None:
+        cache = _tls.resources = {}
+    device_id = int(device_id)
+    mr = cache.get(device_id)
+    if mr is None:
+        mr = cache[device_id] = NcclMemoryResource(device_id)
+    return mr
+
+
+def mem_alloc(size, device=None):
+    """``size`` bytes of ncclMemAlloc memory on ``device`` (None: the current one), as a
+    cuda.core Buffer. The device is made current for the call and restored afterwards."""
+    device_id = get_device_id(device)
+    with CudaDeviceContext(device_id):
+        return get_memory_resource(device_id).allocate(size)
+
+
+def mem_free(buf):
+    """Frees a Buffer from mem_alloc now (ncclMemFree); garbage collection frees it otherwise."""
+    buf.close()

@@ -1,0 +1,271 @@
+"""The public surface of nccl.core (API.md sections 1.2, 5.1, 5.6, 5.10) and its use of cuda.core:
+the shim over the host backend's virtual devices when NCCL_LIBRARY=host."""
+
+import ast
+import importlib
+import pathlib
+
+import pytest
+
+import nccl.core as core
+
+EXPECTED_ALL = [
+    "NcclDataType", "NcclRedOp", "NcclGinType", "NcclGinConnectionType", "NcclCommMemStat",
+    "NcclBufferSpec", "NcclScalarSpec", "NcclDeviceSpec", "NcclStreamSpec",
+    "NcclInvalid",
+    "INT8", "CHAR", "UINT8", "INT32", "INT", "UINT32", "INT64", "UINT64", "FLOAT16", "HALF",
+    "FLOAT32", "FLOAT", "FLOAT64", "DOUBLE", "BFLOAT16", "FLOAT8E4M3", "FLOAT8E5M2",
+    "SUM", "PROD", "MAX", "MIN", "AVG",
+    "CTAPolicy", "CommShrinkFlag", "CommSuspendFlag", "WindowFlag",
+    "NCCLConfig", "WaitSignalDesc", "NCCLDevCommRequirements", "Communicator",
+    "RegisteredBufferHandle", "RegisteredWindowHandle", "CustomRedOp", "DevCommResource",
+    "group", "group_start", "group_end", "GroupSimInfo",
+    "Version", "get_version", "get_lib_version", "get_lib_path", "UniqueId", "get_unique_id", "get_error_string",
+    "mem_alloc", "mem_free",
+]
+
+SUBMODULES = ["typing", "constants", "communicator", "resources", "group", "utils", "buffer", "memory", "cuda",
+              "interop", "interop.cupy", "interop.torch"]
+
+
+def test_all_exact():
+    assert core.__all__ == EXPECTED_ALL
+    for name in core.__all__:
+        assert hasattr(core, name), name
+
+
+def test_star_import():
+    ns = {}
+    exec("from nccl.core import *", ns)
+    assert set(ns) - {"__builtins__"} == set(EXPECTED_ALL)
+
+
+def test_unknown_attribute():
+    with pytest.raises(AttributeError) as ei:
+        core.no_such_name
+    assert str(ei.value) == "module 'nccl.core' has no attribute 'no_such_name'"
+    for name in ("NCCLError", "comm_grow", "device", "ep"):
+        with pytest.raises(AttributeError):
+            getattr(core, name)
+
+
+def test_interop_modules_are_lazy():
+    assert core.cupy is importlib.import_module("nccl.core.interop.cupy")
+    assert core.torch is importlib.import_module("nccl.core.interop.torch")
+    assert "cupy" in dir(core) and "torch" in dir(core)
+
+
+@pytest.mark.parametrize("name", SUBMODULES)
+def test_submodules_import(name):
+    importlib.import_module(f"nccl.core.{name}")
+
+
+def test_out_of_scope_modules():
+    for name in ("nccl.core.device", "nccl.ep"):
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(name)
+
+
+def test_outside_all():
+    from nccl.core.buffer import NcclBuffer  # noqa: F401
+    from nccl.core.cuda import (CudaDeviceContext, get_cuda_device, get_cuda_stream, get_device_id,  # noqa: F401
+                                get_stream_ptr)
+    from nccl.core.memory import NcclMemoryResource, get_memory_resource  # noqa: F401
+    from nccl.core.resources import CommResource  # noqa: F401
+
+
+def test_same_objects_across_modules():
+    from nccl._errors import NcclInvalid
+    from nccl.core import communicator, constants, resources, utils
+
+    assert core.NcclInvalid is NcclInvalid
+    assert constants.FLOAT is core.FLOAT32 and constants.NcclDataType is core.NcclDataType
+    assert communicator.Communicator is core.Communicator and communicator.NCCLConfig is core.NCCLConfig
+    assert resources.CustomRedOp is core.CustomRedOp and utils.UniqueId is core.UniqueId
+
+
+def test_not_exported_names():
+    assert "NCCLError" not in core.__all__
+    from nccl.core.typing import SupportsCAI, SupportsDLPack  # noqa: F401
+
+    assert not hasattr(core, "SupportsDLPack")
+
+
+def test_dev_comm_resource_cannot_be_created():
+    with pytest.raises(NotImplementedError) as ei:
+        core.DevCommResource()
+    assert "out of scope" in str(ei.value)
+
+
+def test_cuda_core_import_statement():
+    # API.md 5.1 / 8.2: a module outside _hip_compat imports from cuda.core, and every name it
+    # imports is served (here: by the shim or the real package, whichever is cuda.core).
+    path = pathlib.Path(core.__file__).parent / "cuda.py"
+    found = [(node.module, alias.name) for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("cuda.core")
+             for alias in node.names]
+    assert found
+    for module, name in found:
+        assert hasattr(importlib.import_module(module), name), (module, name)
+
+
+HOST_DEVICES = """
+import cuda.core
+from nccl._hip_compat import is_cuda_core_shim_registered
+import nccl.core.cuda as cu
+n = cu.get_num_devices()
+d = cu.get_cuda_device(2)
+cur = cu.get_device_id()
+with cu.CudaDeviceContext(5) as inside:
+    during = (cu.get_device_id(), inside.device_id, cuda.core.Device().device_id)
+    flat = ctypes_device()
+after = cu.get_device_id()
+s = cu.get_cuda_stream(None)
+s2 = cu.get_cuda_stream(s)
+try:
+    cu.get_device_id("0")
+    bad = None
+except TypeError as exc:
+    bad = str(exc)
+from nccl._hip_compat.cuda_core_shim import _runtime
+result = dict(shim=is_cuda_core_shim_registered(), n=n, device_type=type(d).__module__, device=(d.device_id, d is cuda.core.Device(2)),
+              ids=(cu.get_device_id(3), cu.get_device_id(d), cur), during=during, after=after, flat=flat,
+              stream=(type(s).__name__, s.handle, s2 is s), bad=bad, backend=type(_runtime.hip()).__name__)
+"""
+
+CTYPES_DEVICE = """
+import ctypes
+def ctypes_device():
+    lib = ctypes.CDLL(b.get_library_path())
+    v = ctypes.c_int(-1)
+    lib.ncclHostGetDevice(ctypes.byref(v))
+    return v.value
+"""
+
+
+def test_shim_devices_on_host_backend(fresh_python):
+    r = fresh_python(CTYPES_DEVICE + HOST_DEVICES, env={"NCCL_LIBRARY": "host", "NCCL_HOST_NUM_DEVICES": "8"})
+    assert r["shim"] is True and r["backend"] == "HostBackend"
+    assert r["n"] == 8
+    assert r["device_type"].startswith("nccl._hip_compat.cuda_core_shim") and r["device"] == (2, True)
+    assert r["ids"] == (3, 2, 0)
+    assert r["during"] == (5, 5, 5)
+    assert r["flat"] == 5  # the host backend's own current device follows the shim's
+    assert r["after"] == 0
+    assert r["stream"] == ("Stream", 0, True)
+    assert r["bad"] == "device must be a cuda.core Device, an int or None, got str"
+
+
+def test_nvidia_flavour_without_cuda_core(fresh_python):
+    r = fresh_python("""
+import nccl.core.cuda as cu
+result = catch(cu.get_num_devices)
+""", variant="nccl")
+    assert r[0] == "NotSupportedError" and r[1] == "the cuda.core shim has no CUDA backing; install cuda-core"
+
+
+def test_import_loads_nothing(fresh_python):
+    r = fresh_python("""
+import nccl.core, nccl.core.cuda, nccl.core.memory, nccl.core.interop.torch, nccl.core.interop.cupy
+import sys
+import os
+with open("/proc/self/maps") as f:
+    maps = f.read()
+result = (os.environ["NCCL_LIBRARY"] in maps, "torch" in sys.modules, "cupy" in sys.modules, "hip" in sys.modules)
+""", variant="nccl")
+    assert r == (False, False, False, False)
+
+
+def test_every_cuda_core_import_is_served():
+    # The scan of API.md 8.2 over every nccl module outside _hip_compat.
+    import nccl
+
+    root = pathlib.Path(nccl.__file__).parent
+    found = set()
+    for path in root.rglob("*.py"):
+        if "_hip_compat" in path.relative_to(root).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("cuda.core"):
+                found.update((node.module, alias.name) for alias in node.names)
+    assert ("cuda.core", "Device") in found
+    for module, name in sorted(found):
+        assert hasattr(importlib.import_module(module), name), (module, name)
+
+
+def _stub_members(stub, cls):
+    tree = ast.parse((pathlib.Path(core.__file__).parent / stub).read_text())
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            return {n.name for n in node.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("__")}
+    raise AssertionError(f"{cls} not in {stub}")
+
+
+# Communicator methods defined in collectives.c and resources.c, which land after communicator.c.
+PENDING_C_METHODS = {"send", "recv", "signal", "wait_signal", "put_signal", "allreduce", "reduce", "broadcast",
+                     "allgather", "gather", "reduce_scatter", "alltoall", "scatter", "register_buffer",
+                     "register_window", "create_pre_mul_sum", "create_dev_comm"}
+
+
+@pytest.mark.parametrize("stub,cls", [("communicator.pyi", "Communicator"), ("buffer.pyi", "NcclBuffer"),
+                                      ("resources.pyi", "CommResource"), ("resources.pyi", "RegisteredBufferHandle"),
+                                      ("resources.pyi", "RegisteredWindowHandle"), ("resources.pyi", "CustomRedOp")])
+def test_stub_names_match_the_c_types(stub, cls):
+    from nccl import _ext
+
+    runtime = getattr(_ext, cls, None)
+    if runtime is None:
+        pytest.skip(f"nccl._ext.{cls} is not in this build yet")
+    declared = _stub_members(stub, cls)
+    undeclared = sorted(n for n in dir(runtime) if not n.startswith("_") and n not in declared)
+    assert not undeclared, f"{stub} does not declare {cls}.{undeclared}"
+    missing = sorted(name for name in declared if not hasattr(runtime, name))
+    if missing and set(missing) <= PENDING_C_METHODS:
+        pytest.skip(f"nccl._ext.{cls} does not have these methods yet (collectives.c/resources.c): {missing}")
+    assert not missing, f"{cls} lacks what its stub declares: {missing}"
+
+
+def test_c_names_are_stand_ins_until_built():
+    from nccl import _ext
+
+    for module, name in (("communicator", "Communicator"), ("buffer", "NcclBuffer"), ("resources", "CommResource"),
+                         ("resources", "RegisteredBufferHandle"), ("resources", "RegisteredWindowHandle"),
+                         ("resources", "CustomRedOp")):
+        obj = getattr(_ext, name, None)
+        exported = getattr(importlib.import_module(f"nccl.core.{module}"), name)
+        if obj is not None:
+            assert exported is obj
+        else:
+            with pytest.raises(NotImplementedError, match=f"{name} is not implemented by this build"):
+                exported()
+
+
+
+COMM_DEVICES = """
+import cuda.core
+import nccl.core as nc
+from nccl.core.cuda import CudaDeviceContext
+with CudaDeviceContext(3):
+    with nc.Communicator.init(1, 0, nc.get_unique_id(), config=nc.NCCLConfig(comm_name="c")) as comm:
+        one = (type(comm.device).__module__, comm.device.device_id, comm.device is cuda.core.Device(3))
+comms = nc.Communicator.init_all([1, 2])
+many = [(c.rank, c.nranks, c.device.device_id) for c in comms]
+default = nc.Communicator.init_all(None)
+n = [c.device.device_id for c in default]
+for c in comms + default:
+    c.destroy()
+result = dict(one=one, many=many, empty=nc.Communicator.init_all([]), n=n)
+"""
+
+
+def test_communicator_devices_are_shim_devices_on_host(fresh_python):
+    from nccl import _ext
+
+    if not hasattr(_ext, "Communicator"):
+        pytest.skip("nccl._ext.Communicator is not in this build yet")
+    r = fresh_python(COMM_DEVICES, env={"NCCL_LIBRARY": "host", "NCCL_HOST_NUM_DEVICES": "4"})
+    assert r["one"][0].startswith("nccl._hip_compat.cuda_core_shim")
+    assert r["one"][1:] == (3, True)  # the device made current through the shim is the communicator's
+    assert r["many"] == [(0, 2, 1), (1, 2, 2)]
+    assert r["empty"] == []
+    assert r["n"] == [0, 1, 2, 3]  # None: every device cuda.core reports
