@@ -30,6 +30,7 @@ static int nx_traverse(PyObject *module, visitproc visit, void *arg)
         Py_VISIT(st->lazy[i]);
     /* buffer.c and stream.c caches */
 
+    Py_VISIT(st->numpy); /* resources.c */
     return 0;
 }
 
@@ -50,6 +51,7 @@ static int nx_clear(PyObject *module)
         Py_CLEAR(st->lazy[i]);
     /* buffer.c and stream.c caches */
 
+    Py_CLEAR(st->numpy); /* resources.c */
     return 0;
 }
 

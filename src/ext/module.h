@@ -68,6 +68,8 @@ typedef struct {
 
     /* buffer.c and stream.c caches (owned references, visited and cleared in module.c) */
 
+    /* resources.c */
+    PyObject *numpy; /* the numpy module, imported on first create_pre_mul_sum */
 } nx_state;
 
 static inline nx_state *nx_get_state(PyObject *module) { return (nx_state *)PyModule_GetState(module); }
