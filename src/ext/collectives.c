@@ -1,7 +1,766 @@
-/* Collective and point-to-point methods of Communicator (API.md sections 5.9.3, 5.9.4).
- * Skeleton: being written. */
+/* Collective and point-to-point methods of Communicator (API.md sections 5.9.3, 5.9.4), plus the
+ * RCCL-only allreduce_with_bias and alltoallv.
+ *
+ * Every method: the communicator handle first ("Cannot <op>: Communicator not initialized"), then
+ * the buffers in parameter order (resolved, device-checked, recvbuf writable), skipping the
+ * "only on root" ones elsewhere; then dtypes, counts and the overlap rule; then op and stream;
+ * then one library call with the GIL released. Counts always come from the buffers. Messages are
+ * built in cold functions so that allreduce(x, x, SUM), the hot path, stays a straight line. */
 #include "core.h"
 
+#include <string.h>
+
+#include "structs.h"
+
+/* ---- cold error builders ---- */
+
+static NX_COLD PyObject *dtype_mismatch(nx_state *st, const char *an, ncclDataType_t a, const char *bn,
+                                        ncclDataType_t b)
+{
+    return nx_invalid(st, "Dtype mismatch: %s has dtype %s, %s has dtype %s", an, nx_dtype_name(a), bn,
+                      nx_dtype_name(b));
+}
+
+static NX_COLD PyObject *overlap_error(nx_state *st, const char *fname)
+{
+    return nx_invalid(st, "sendbuf and recvbuf overlap but are not in %s's in-place layout", fname);
+}
+
+static NX_COLD PyObject *at_least(nx_state *st, const char *name, size_t need, const char *why, size_t got)
+{
+    if (why == NULL)
+        return nx_invalid(st, "Buffer count mismatch: %s must have at least %zu elements, got %zu", name, need, got);
+    return nx_invalid(st, "Buffer count mismatch: %s must have at least %zu elements (%s), got %zu", name, need, why,
+                      got);
+}
+
+static NX_COLD PyObject *exactly(nx_state *st, const char *name, size_t need, const char *why, size_t got)
+{
+    if (why == NULL)
+        return nx_invalid(st, "Buffer count mismatch: %s must have exactly %zu elements, got %zu", name, need, got);
+    return nx_invalid(st, "Buffer count mismatch: %s must have exactly %zu elements (%s), got %zu", name, need, why,
+                      got);
+}
+
+static NX_COLD PyObject *not_multiple(nx_state *st, size_t count, int nranks)
+{
+    return nx_invalid(st, "Buffer count mismatch: sendbuf element count %zu is not a multiple of nranks %d", count,
+                      nranks);
+}
+
+/* ---- argument pieces ---- */
+
+/* Resolves one buffer argument and checks its device (and writability when NCCL writes it). */
+static inline int buffer_arg(nx_state *st, nx_Communicator *c, PyObject *o, const char *name, int writes,
+                             nx_buffer *out)
+{
+    if (NX_UNLIKELY(nx_resolve_buffer(st, o, name, out) < 0))
+        return -1;
+    if (writes && NX_UNLIKELY(nx_buffer_writable(st, out, name) < 0))
+        return -1;
+    return nx_comm_check_device(st, c, out, name);
+}
+
+/* recvbuf: when it is the sendbuf object itself (the in-place call), the resolution is reused. */
+static inline int recv_arg(nx_state *st, nx_Communicator *c, PyObject *o, PyObject *sendo, const nx_buffer *s,
+                           nx_buffer *out)
+{
+    if (o == sendo && s != NULL) {
+        *out = *s;
+        return nx_buffer_writable(st, out, "recvbuf");
+    }
+    return buffer_arg(st, c, o, "recvbuf", 1, out);
+}
+
+/* op: an int (NcclRedOp members are ints) or a CustomRedOp checked against comm and dtype. */
+static inline int op_arg(nx_state *st, nx_Communicator *c, PyObject *o, ncclDataType_t dt, const char *fname,
+                         ncclRedOp_t *out)
+{
+    if (NX_LIKELY(PyLong_Check(o)) || !PyObject_TypeCheck(o, st->core_types[NX_TYPE_CUSTOM_RED_OP]))
+        return nx_redop(o, fname, "op", out);
+    return nx_comm_redop(st, c, o, dt, out);
+}
+
+/* n * m, saturated at SIZE_MAX (the counts then fail their checks instead of wrapping). */
+static inline size_t mul_sat(size_t n, size_t m)
+{
+    size_t r;
+    return __builtin_mul_overflow(n, m, &r) ? SIZE_MAX : r;
+}
+
+/* Whether [a, a+an) and [b, b+bn) share a byte. */
+static inline int overlaps(const void *a, size_t an, const void *b, size_t bn)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return an != 0 && bn != 0 && x < y + bn && y < x + an;
+}
+
+/* a + k elements of size sz, as an address (for the in-place layouts). */
+static inline const char *elem_at(const void *a, size_t k, size_t sz) { return (const char *)a + mul_sat(k, sz); }
+
+static int root_arg(nx_state *st, nx_Communicator *c, PyObject *o, const char *fname, int *root, int *is_root)
+{
+    int rank;
+    if (nx_int(o, fname, "root", root) < 0 || nx_comm_rank(st, c, fname, &rank) < 0)
+        return -1;
+    *is_root = rank == *root;
+    return 0;
+}
+
+/* ---- reductions ---- */
+
+/* allreduce and reduce; rooto NULL/None means allreduce. */
+static PyObject *reduce_impl(nx_state *st, nx_Communicator *c, const char *fname, PyObject *sendo, PyObject *recvo,
+                             PyObject *opo, PyObject *rooto, PyObject *streamo)
+{
+    ncclComm_t comm = nx_comm_require(st, c, fname);
+    if (NX_UNLIKELY(comm == NULL))
+        return NULL;
+    int root = -1, is_root = 1, rooted = rooto != NULL && rooto != Py_None;
+    if (rooted && root_arg(st, c, rooto, fname, &root, &is_root) < 0)
+        return NULL;
+    nx_buffer s, r = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0};
+    if (NX_UNLIKELY(buffer_arg(st, c, sendo, "sendbuf", 0, &s) < 0))
+        return NULL;
+    if (is_root) {
+        if (NX_UNLIKELY(recv_arg(st, c, recvo, sendo, &s, &r) < 0))
+            return NULL;
+        if (NX_UNLIKELY(r.dtype != s.dtype))
+            return dtype_mismatch(st, "sendbuf", s.dtype, "recvbuf", r.dtype);
+        if (NX_UNLIKELY(r.count < s.count))
+            return at_least(st, "recvbuf", s.count, NULL, r.count);
+        size_t bytes = s.count * nx_dtype_size(s.dtype);
+        if (NX_UNLIKELY(s.ptr != r.ptr && overlaps(s.ptr, bytes, r.ptr, bytes)))
+            return overlap_error(st, fname);
+    }
+    ncclRedOp_t op;
+    cudaStream_t stream;
+    if (NX_UNLIKELY(op_arg(st, c, opo, s.dtype, fname, &op) < 0) ||
+        NX_UNLIKELY(nx_resolve_stream(st, streamo, &stream) < 0))
+        return NULL;
+    if (rooted) {
+        NX_REQUIRE(st, ncclReduce);
+        NX_CALL(st, comm, nx_api.ncclReduce(s.ptr, r.ptr, s.count, s.dtype, op, root, comm, stream));
+    } else {
+        NX_REQUIRE(st, ncclAllReduce);
+        NX_CALL(st, comm, nx_api.ncclAllReduce(s.ptr, r.ptr, s.count, s.dtype, op, comm, stream));
+    }
+    Py_RETURN_NONE;
+}
+
+NX_MSIG(allreduce, 3, 3, "sendbuf", "recvbuf", "op", "stream");
+PyDoc_STRVAR(allreduce__doc__, "allreduce($self, sendbuf, recvbuf, op, *, stream=None)\n--\n\n"
+"Reduce sendbuf over all ranks with op into recvbuf on every rank (ncclAllReduce). Collective;\n"
+"enqueued on stream. count = sendbuf's element count; recvbuf must have at least that many\n"
+"elements of the same dtype and be writable. In place when recvbuf is sendbuf (same address).\n"
+"op: an NcclRedOp, an int, or a CustomRedOp of this communicator with the buffers' dtype.\n"
+"Raises NcclInvalid for bad buffers, NCCLError when the library fails.");
+static PyObject *Communicator_allreduce(NX_COMM_METHOD_ARGS)
+{
+    PyObject *a[4];
+    if (NX_LIKELY(nargs == 3 && kwnames == NULL)) {
+        a[0] = args[0], a[1] = args[1], a[2] = args[2], a[3] = NULL;
+    } else if (nx_margs(&M_allreduce, args, nargs, kwnames, a) < 0) {
+        return NULL;
+    }
+    return reduce_impl(NX_COMM_STATE(cls), (nx_Communicator *)self, "allreduce", a[0], a[1], a[2], NULL, a[3]);
+}
+
+NX_MSIG(reduce, 4, 3, "sendbuf", "recvbuf", "op", "root", "stream");
+PyDoc_STRVAR(reduce__doc__, "reduce($self, sendbuf, recvbuf, op, root=None, *, stream=None)\n--\n\n"
+"Reduce sendbuf over all ranks with op into recvbuf on root (ncclReduce); root=None is allreduce.\n"
+"Collective; enqueued on stream. count = sendbuf's element count. recvbuf is used (and resolved)\n"
+"only on root, where it needs at least count elements of sendbuf's dtype; elsewhere it may be\n"
+"anything (None). In place when recvbuf is sendbuf.");
+static PyObject *Communicator_reduce(NX_COMM_METHOD_ARGS)
+{
+    PyObject *a[5];
+    if (nx_margs(&M_reduce, args, nargs, kwnames, a) < 0)
+        return NULL;
+    return reduce_impl(NX_COMM_STATE(cls), (nx_Communicator *)self, "reduce", a[0], a[1], a[2], a[3], a[4]);
+}
+
+NX_MSIG(reduce_scatter, 3, 3, "sendbuf", "recvbuf", "op", "stream");
+PyDoc_STRVAR(reduce_scatter__doc__, "reduce_scatter($self, sendbuf, recvbuf, op, *, stream=None)\n--\n\n"
+"Reduce sendbuf over all ranks with op; rank i receives block i (ncclReduceScatter). Collective;\n"
+"enqueued on stream. count = sendbuf's element count / nranks (a whole multiple, at least 1);\n"
+"recvbuf needs at least count elements. In place when recvbuf is at sendbuf + rank * count.");
+static PyObject *Communicator_reduce_scatter(NX_COMM_METHOD_ARGS)
+{
+    PyObject *a[4];
+    if (nx_margs(&M_reduce_scatter, args, nargs, kwnames, a) < 0)
+        return NULL;
+    nx_state *st = NX_COMM_STATE(cls);
+    nx_Communicator *c = (nx_Communicator *)self;
+    const char *fname = "reduce_scatter";
+    ncclComm_t comm = nx_comm_require(st, c, fname);
+    int nranks, rank;
+    nx_buffer s, r;
+    if (comm == NULL || nx_comm_nranks(st, c, fname, &nranks) < 0 || nx_comm_rank(st, c, fname, &rank) < 0 ||
+        buffer_arg(st, c, a[0], "sendbuf", 0, &s) < 0 || recv_arg(st, c, a[1], a[0], &s, &r) < 0)
+        return NULL;
+    if (r.dtype != s.dtype)
+        return dtype_mismatch(st, "sendbuf", s.dtype, "recvbuf", r.dtype);
+    size_t count = s.count / (size_t)nranks, sz = nx_dtype_size(s.dtype);
+    if (count < 1)
+        return at_least(st, "sendbuf", (size_t)nranks, "nranks", s.count);
+    if (s.count % (size_t)nranks != 0)
+        return not_multiple(st, s.count, nranks);
+    if (r.count < count)
+        return at_least(st, "recvbuf", count, "sendcount / nranks", r.count);
+    if (r.ptr != elem_at(s.ptr, mul_sat((size_t)rank, count), sz) &&
+        overlaps(s.ptr, s.count * sz, r.ptr, count * sz))
+        return overlap_error(st, fname);
+    ncclRedOp_t op;
+    cudaStream_t stream;
+    if (op_arg(st, c, a[2], s.dtype, fname, &op) < 0 || nx_resolve_stream(st, a[3], &stream) < 0)
+        return NULL;
+    NX_REQUIRE(st, ncclReduceScatter);
+    NX_CALL(st, comm, nx_api.ncclReduceScatter(s.ptr, r.ptr, count, s.dtype, op, comm, stream));
+    Py_RETURN_NONE;
+}
+
+/* ---- data movement ---- */
+
+NX_MSIG(broadcast, 3, 3, "sendbuf", "recvbuf", "root", "stream");
+PyDoc_STRVAR(broadcast__doc__, "broadcast($self, sendbuf, recvbuf, root, *, stream=None)\n--\n\n"
+"Copy root's sendbuf into recvbuf on every rank (ncclBroadcast). Collective; enqueued on stream.\n"
+"count = recvbuf's element count. sendbuf is used (and resolved) only on root, where it must have\n"
+"exactly count elements of recvbuf's dtype; elsewhere it may be anything (None). In place when\n"
+"recvbuf is sendbuf.");
+static PyObject *Communicator_broadcast(NX_COMM_METHOD_ARGS)
+{
+    PyObject *a[4];
+    if (nx_margs(&M_broadcast, args, nargs, kwnames, a) < 0)
+        return NULL;
+    nx_state *st = NX_COMM_STATE(cls);
+    nx_Communicator *c = (nx_Communicator *)self;
+    const char *fname = "broadcast";
+    ncclComm_t comm = nx_comm_require(st, c, fname);
+    int root, is_root;
+    nx_buffer s = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0}, r;
+    if (comm == NULL || root_arg(st, c, a[2], fname, &root, &is_root) < 0)
+        return NULL;
+    if (is_root && buffer_arg(st, c, a[0], "sendbuf", 0, &s) < 0)
+        return NULL;
+    if (recv_arg(st, c, a[1], a[0], is_root ? &s : NULL, &r) < 0)
+        return NULL;
+    if (is_root) {
+        if (r.dtype != s.dtype)
+            return dtype_mismatch(st, "sendbuf", s.dtype, "recvbuf", r.dtype);
+        if (r.count != s.count)
+            return exactly(st, "recvbuf", s.count, NULL, r.count);
+        size_t bytes = r.count * nx_dtype_size(r.dtype);
+        if (s.ptr != r.ptr && overlaps(s.ptr, bytes, r.ptr, bytes))
+            return overlap_error(st, fname);
+    }
+    cudaStream_t stream;
+    if (nx_resolve_stream(st, a[3], &stream) < 0)
+        return NULL;
+    NX_REQUIRE(st, ncclBroadcast);
+    NX_CALL(st, comm, nx_api.ncclBroadcast(s.ptr, r.ptr, r.count, r.dtype, root, comm, stream));
+    Py_RETURN_NONE;
+}
+
+/* allgather and gather; rooto NULL/None means allgather. */
+static PyObject *gather_impl(nx_state *st, nx_Communicator *c, const char *fname, PyObject *sendo, PyObject *recvo,
+                             PyObject *rooto, PyObject *streamo)
+{
+    ncclComm_t comm = nx_comm_require(st, c, fname);
+    int nranks, rank, root = -1, is_root = 1, rooted = rooto != NULL && rooto != Py_None;
+    nx_buffer s, r = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0};
+    if (comm == NULL || nx_comm_nranks(st, c, fname, &nranks) < 0 || nx_comm_rank(st, c, fname, &rank) < 0 ||
+        (rooted && root_arg(st, c, rooto, fname, &root, &is_root) < 0) ||
+        buffer_arg(st, c, sendo, "sendbuf", 0, &s) < 0)
+        return NULL;
+    size_t count = s.count;
+    if (is_root) {
+        if (recv_arg(st, c, recvo, sendo, &s, &r) < 0)
+            return NULL;
+        if (r.dtype != s.dtype)
+            return dtype_mismatch(st, "sendbuf", s.dtype, "recvbuf", r.dtype);
+        size_t total = mul_sat((size_t)nranks, count), sz = nx_dtype_size(s.dtype);
+        if (r.count < total)
+            return at_least(st, "recvbuf", total, "nranks * sendcount", r.count);
+        const char *in_place = elem_at(r.ptr, mul_sat((size_t)(rooted ? root : rank), count), sz);
+        if (s.ptr != in_place && overlaps(s.ptr, count * sz, r.ptr, total * sz))
+            return overlap_error(st, fname);
+    }
+    cudaStream_t stream;
+    if (nx_resolve_stream(st, streamo, &stream) < 0)
+        return NULL;
+    if (rooted) {
+        NX_REQUIRE(st, ncclGather);
+        NX_CALL(st, comm, nx_api.ncclGather(s.ptr, r.ptr, count, s.dtype, root, comm, stream));
+    } else {
+        NX_REQUIRE(st, ncclAllGather);
+        NX_CALL(st, comm, nx_api.ncclAllGather(s.ptr, r.ptr, count, s.dtype, comm, stream));
+    }
+    Py_RETURN_NONE;
+}
+
+NX_MSIG(allgather, 2, 2, "sendbuf", "recvbuf", "stream");
+PyDoc_STRVAR(allgather__doc__, "allgather($self, sendbuf, recvbuf, *, stream=None)\n--\n\n"
+"Concatenate every rank's sendbuf, in rank order, into recvbuf on every rank (ncclAllGather).\n"
+"Collective; enqueued on stream. count = sendbuf's element count; recvbuf needs at least\n"
+"nranks * count elements of the same dtype. In place when sendbuf is at recvbuf + rank * count.");
+static PyObject *Communicator_allgather(NX_COMM_METHOD_ARGS)
+{
+    PyObject *a[3];
+    if (nx_margs(&M_allgather, args, nargs, kwnames, a) < 0)
+        return NULL;
+    return gather_impl(NX_COMM_STATE(cls), (nx_Communicator *)self, "allgather", a[0], a[1], NULL, a[2]);
+}
+
+NX_MSIG(gather, 3, 2, "sendbuf", "recvbuf", "root", "stream");
+PyDoc_STRVAR(gather__doc__, "gather($self, sendbuf, recvbuf, root=None, *, stream=None)\n--\n\n"
+"Concatenate every rank's sendbuf, in rank order, into recvbuf on root (ncclGather); root=None is\n"
+"allgather. Collective; enqueued on stream. count = sendbuf's element count. recvbuf is used (and\n"
+"resolved) only on root, where it needs at least nranks * count elements. In place when sendbuf\n"
+"is at recvbuf + root * count.");
+static PyObject *Communicator_gather(NX_COMM_METHOD_ARGS)
+{
+    PyObject *a[4];
+    if (nx_margs(&M_gather, args, nargs, kwnames, a) < 0)
+        return NULL;
+    return gather_impl(NX_COMM_STATE(cls), (nx_Communicator *)self, "gather", a[0], a[1], a[2], a[3]);
+}
+
+NX_MSIG(scatter, 3, 3, "sendbuf", "recvbuf", "root", "stream");
+PyDoc_STRVAR(scatter__doc__, "scatter($self, sendbuf, recvbuf, root, *, stream=None)\n--\n\n"
+"Send block i of root's sendbuf to rank i's recvbuf (ncclScatter). Collective; enqueued on\n"
+"stream. count = recvbuf's element count. sendbuf is used (and resolved) only on root, where its\n"
+"element count must be a whole multiple of nranks with recvbuf holding exactly one block.\n"
+"In place when recvbuf is at sendbuf + root * count.");
+static PyObject *Communicator_scatter(NX_COMM_METHOD_ARGS)
+{
+    PyObject *a[4];
+    if (nx_margs(&M_scatter, args, nargs, kwnames, a) < 0)
+        return NULL;
+    nx_state *st = NX_COMM_STATE(cls);
+    nx_Communicator *c = (nx_Communicator *)self;
+    const char *fname = "scatter";
+    ncclComm_t comm = nx_comm_require(st, c, fname);
+    int nranks, root, is_root;
+    nx_buffer s = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0}, r;
+    if (comm == NULL || nx_comm_nranks(st, c, fname, &nranks) < 0 || root_arg(st, c, a[2], fname, &root, &is_root) < 0)
+        return NULL;
+    if (is_root && buffer_arg(st, c, a[0], "sendbuf", 0, &s) < 0)
+        return NULL;
+    if (recv_arg(st, c, a[1], a[0], is_root ? &s : NULL, &r) < 0)
+        return NULL;
+    if (is_root) {
+        if (r.dtype != s.dtype)
+            return dtype_mismatch(st, "sendbuf", s.dtype, "recvbuf", r.dtype);
+        size_t block = s.count / (size_t)nranks, sz = nx_dtype_size(s.dtype);
+        if (block < 1)
+            return at_least(st, "sendbuf", (size_t)nranks, "nranks", s.count);
+        if (s.count % (size_t)nranks != 0)
+            return not_multiple(st, s.count, nranks);
+        if (r.count != block)
+            return exactly(st, "recvbuf", block, "sendcount / nranks", r.count);
+        if (r.ptr != elem_at(s.ptr, mul_sat((size_t)root, block), sz) &&
+            overlaps(s.ptr, s.count * sz, r.ptr, block * sz))
+            return overlap_error(st, fname);
+    }
+    cudaStream_t stream;
+    if (nx_resolve_stream(st, a[3], &stream) < 0)
+        return NULL;
+    NX_REQUIRE(st, ncclScatter);
+    NX_CALL(st, comm, nx_api.ncclScatter(s.ptr, r.ptr, r.count, r.dtype, root, comm, stream));
+    Py_RETURN_NONE;
+}
+
+NX_MSIG(alltoall, 2, 2, "sendbuf", "recvbuf", "stream");
+PyDoc_STRVAR(alltoall__doc__, "alltoall($self, sendbuf, recvbuf, *, stream=None)\n--\n\n"
+"Block j of sendbuf goes to rank j, landing as block i (this rank) of its recvbuf\n"
+"(ncclAlltoAll; RCCL's ncclAllToAll where only that exists). Collective; enqueued on stream.\n"
+"count = sendbuf's element count / nranks per peer (a whole multiple, at least 1); recvbuf needs\n"
+"at least nranks * count elements. Identical pointers are passed through unchanged.");
+static PyObject *Communicator_alltoall(NX_COMM_METHOD_ARGS)
+{
+    PyObject *a[3];
+    if (nx_margs(&M_alltoall, args, nargs, kwnames, a) < 0)
+        return NULL;
+    nx_state *st = NX_COMM_STATE(cls);
+    nx_Communicator *c = (nx_Communicator *)self;
+    const char *fname = "alltoall";
+    ncclComm_t comm = nx_comm_require(st, c, fname);
+    int nranks;
+    nx_buffer s, r;
+    if (comm == NULL || nx_comm_nranks(st, c, fname, &nranks) < 0 || buffer_arg(st, c, a[0], "sendbuf", 0, &s) < 0 ||
+        recv_arg(st, c, a[1], a[0], &s, &r) < 0)
+        return NULL;
+    if (r.dtype != s.dtype)
+        return dtype_mismatch(st, "sendbuf", s.dtype, "recvbuf", r.dtype);
+    size_t count = s.count / (size_t)nranks, sz = nx_dtype_size(s.dtype);
+    if (count < 1)
+        return at_least(st, "sendbuf", (size_t)nranks, "nranks", s.count);
+    if (s.count % (size_t)nranks != 0)
+        return not_multiple(st, s.count, nranks);
+    if (r.count < s.count)
+        return at_least(st, "recvbuf", s.count, "nranks * count", r.count);
+    if (s.ptr != r.ptr && overlaps(s.ptr, s.count * sz, r.ptr, s.count * sz))
+        return overlap_error(st, fname);
+    cudaStream_t stream;
+    if (nx_resolve_stream(st, a[2], &stream) < 0)
+        return NULL;
+    if (NX_UNLIKELY(!nx_loader_ready()) && nx_load_library(st) < 0)
+        return NULL;
+    __typeof__(nx_api.ncclAlltoAll) fn = nx_api.ncclAlltoAll ? nx_api.ncclAlltoAll : nx_api.ncclAllToAll;
+    if (fn == NULL)
+        return nx_raise_function_not_found(st, "ncclAlltoAll", "ncclAllToAll");
+    NX_CALL(st, comm, fn(s.ptr, r.ptr, count, s.dtype, comm, stream));
+    Py_RETURN_NONE;
+}
+
+/* ---- point-to-point and one-sided ---- */
+
+static PyObject *p2p(PyObject *self, PyTypeObject *cls, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                     const nx_msig *sig, int is_recv)
+{
+    PyObject *a[3];
+    if (nx_margs(sig, args, nargs, kwnames, a) < 0)
+        return NULL;
+    nx_state *st = NX_COMM_STATE(cls);
+    nx_Communicator *c = (nx_Communicator *)self;
+    ncclComm_t comm = nx_comm_require(st, c, sig->fname);
+    int peer;
+    nx_buffer b;
+    cudaStream_t stream;
+    if (comm == NULL || buffer_arg(st, c, a[0], sig->names[0], is_recv, &b) < 0 ||
+        nx_int(a[1], sig->fname, "peer", &peer) < 0 || nx_resolve_stream(st, a[2], &stream) < 0)
+        return NULL;
+    if (is_recv) {
+        NX_REQUIRE(st, ncclRecv);
+        NX_CALL(st, comm, nx_api.ncclRecv(b.ptr, b.count, b.dtype, peer, comm, stream));
+    } else {
+        NX_REQUIRE(st, ncclSend);
+        NX_CALL(st, comm, nx_api.ncclSend(b.ptr, b.count, b.dtype, peer, comm, stream));
+    }
+    Py_RETURN_NONE;
+}
+
+NX_MSIG(send, 2, 2, "sendbuf", "peer", "stream");
+PyDoc_STRVAR(send__doc__, "send($self, sendbuf, peer, *, stream=None)\n--\n\n"
+"Send all of sendbuf (count and dtype from the buffer) to peer (ncclSend). Pair it with peer's\n"
+"recv, inside a group when ranks exchange both ways. Enqueued on stream.");
+static PyObject *Communicator_send(NX_COMM_METHOD_ARGS) { return p2p(self, cls, args, nargs, kwnames, &M_send, 0); }
+
+NX_MSIG(recv, 2, 2, "recvbuf", "peer", "stream");
+PyDoc_STRVAR(recv__doc__, "recv($self, recvbuf, peer, *, stream=None)\n--\n\n"
+"Receive from peer into all of recvbuf (ncclRecv); recvbuf must be writable. Enqueued on stream.");
+static PyObject *Communicator_recv(NX_COMM_METHOD_ARGS) { return p2p(self, cls, args, nargs, kwnames, &M_recv, 1); }
+
+NX_MSIG(signal, 4, 1, "peer", "signal_index", "context", "flags", "stream");
+PyDoc_STRVAR(signal__doc__, "signal($self, peer, signal_index=0, context=0, flags=0, *, stream=None)\n--\n\n"
+"Raise signal signal_index on peer (ncclSignal). NCCL requires index, context and flags to be 0\n"
+"for now and checks it. Enqueued on stream.");
+static PyObject *Communicator_signal(NX_COMM_METHOD_ARGS)
+{
+    PyObject *a[5];
+    if (nx_margs(&M_signal, args, nargs, kwnames, a) < 0)
+        return NULL;
+    nx_state *st = NX_COMM_STATE(cls);
+    ncclComm_t comm = nx_comm_require(st, (nx_Communicator *)self, "signal");
+    int peer, idx = 0, ctx = 0;
+    unsigned int flags = 0;
+    cudaStream_t stream;
+    if (comm == NULL || nx_int(a[0], "signal", "peer", &peer) < 0 ||
+        (a[1] && nx_int(a[1], "signal", "signal_index", &idx) < 0) ||
+        (a[2] && nx_int(a[2], "signal", "context", &ctx) < 0) ||
+        (a[3] && nx_uint(a[3], "signal", "flags", &flags) < 0) || nx_resolve_stream(st, a[4], &stream) < 0)
+        return NULL;
+    NX_REQUIRE(st, ncclSignal);
+    NX_CALL(st, comm, nx_api.ncclSignal(peer, idx, ctx, flags, comm, stream));
+    Py_RETURN_NONE;
+}
+
+/* One descriptor: a bindings WaitSignalDesc struct, or anything with the core dataclass's fields
+ * (peer, op_count, signal_index, context). */
+static int wait_desc(nx_state *st, PyObject *o, ncclWaitSignalDesc_t *out)
+{
+    const ncclWaitSignalDesc_t *raw = nx_struct_storage(st, o, NX_STRUCT_WAIT_SIGNAL_DESC);
+    if (raw != NULL) {
+        *out = *raw;
+        return 0;
+    }
+    static const char *const fields[4] = {"peer", "op_count", "signal_index", "context"};
+    int *dst[4] = {&out->peer, &out->opCnt, &out->sigIdx, &out->ctx};
+    for (int k = 0; k < 4; k++) {
+        PyObject *v = PyObject_GetAttrString(o, fields[k]);
+        if (v == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                return -1;
+            PyErr_Clear();
+            nx_invalid(st, "descs must be WaitSignalDesc objects or a sequence of them, got %s", Py_TYPE(o)->tp_name);
+            return -1;
+        }
+        int r = nx_int(v, "wait_signal", fields[k], dst[k]);
+        Py_DECREF(v);
+        if (r < 0)
+            return -1;
+    }
+    return 0;
+}
+
+NX_MSIG(wait_signal, 1, 1, "descs", "stream");
+PyDoc_STRVAR(wait_signal__doc__, "wait_signal($self, descs, *, stream=None)\n--\n\n"
+"Wait for the signals described by descs, a WaitSignalDesc or a list/tuple of them, packed into\n"
+"one contiguous ncclWaitSignalDesc_t array (ncclWaitSignal). Enqueued on stream.");
+static PyObject *Communicator_wait_signal(NX_COMM_METHOD_ARGS)
+{
+    PyObject *a[2];
+    if (nx_margs(&M_wait_signal, args, nargs, kwnames, a) < 0)
+        return NULL;
+    nx_state *st = NX_COMM_STATE(cls);
+    PyObject *result = NULL;
+    ncclWaitSignalDesc_t *descs = NULL;
+    ncclComm_t comm = nx_comm_require(st, (nx_Communicator *)self, "wait_signal");
+    cudaStream_t stream;
+    if (comm == NULL)
+        return NULL;
+    int seq = PyList_Check(a[0]) || PyTuple_Check(a[0]);
+    Py_ssize_t n = seq ? PySequence_Fast_GET_SIZE(a[0]) : 1;
+    if (n > INT_MAX) {
+        nx_invalid(st, "descs is too long");
+        goto done;
+    }
+    if ((descs = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof *descs)) == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (wait_desc(st, seq ? PySequence_Fast_GET_ITEM(a[0], i) : a[0], &descs[i]) < 0)
+            goto done;
+    if (nx_resolve_stream(st, a[1], &stream) < 0)
+        goto done;
+    if (!nx_loader_ready() && nx_load_library(st) < 0)
+        goto done;
+    if (nx_api.ncclWaitSignal == NULL) {
+        nx_raise_function_not_found(st, "ncclWaitSignal", NULL);
+        goto done;
+    }
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclWaitSignal((int)n, descs, comm, stream));
+    if (NX_FAILED(rc)) {
+        nx_raise_status(st, rc, comm);
+        goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(descs);
+    return result;
+}
+
+NX_MSIG(put_signal, 7, 3, "local_buffer", "peer", "peer_window", "peer_window_offset", "signal_index", "context",
+        "flags", "stream");
+PyDoc_STRVAR(put_signal__doc__,
+"put_signal($self, local_buffer, peer, peer_window, peer_window_offset=0, signal_index=0, context=0, flags=0, *, "
+"stream=None)\n--\n\n"
+"Write local_buffer into peer's registered window at peer_window_offset (in elements of\n"
+"local_buffer's dtype, converted to bytes) and raise a signal there (ncclPutSignal).\n"
+"peer_window is a RegisteredWindowHandle; its handle is passed as peerWin. Enqueued on stream.");
+static PyObject *Communicator_put_signal(NX_COMM_METHOD_ARGS)
+{
+    PyObject *a[8];
+    if (nx_margs(&M_put_signal, args, nargs, kwnames, a) < 0)
+        return NULL;
+    nx_state *st = NX_COMM_STATE(cls);
+    nx_Communicator *c = (nx_Communicator *)self;
+    const char *fname = "put_signal";
+    ncclComm_t comm = nx_comm_require(st, c, fname);
+    int peer, idx = 0, ctx = 0;
+    unsigned int flags = 0;
+    size_t offset = 0;
+    nx_buffer b;
+    cudaStream_t stream;
+    if (comm == NULL || buffer_arg(st, c, a[0], "local_buffer", 0, &b) < 0 || nx_int(a[1], fname, "peer", &peer) < 0)
+        return NULL;
+    if (!PyObject_TypeCheck(a[2], st->core_types[NX_TYPE_REGISTERED_WINDOW]))
+        return nx_invalid(st, "peer_window must be a RegisteredWindowHandle, got %s", Py_TYPE(a[2])->tp_name);
+    PyObject *h = PyObject_GetAttrString(a[2], "handle"); /* raises once the window is closed */
+    if (h == NULL)
+        return NULL;
+    intptr_t win;
+    int bad = nx_intptr(h, fname, "peer_window", &win);
+    Py_DECREF(h);
+    if (bad < 0 || (a[3] && nx_size(a[3], fname, "peer_window_offset", &offset) < 0) ||
+        (a[4] && nx_int(a[4], fname, "signal_index", &idx) < 0) || (a[5] && nx_int(a[5], fname, "context", &ctx) < 0) ||
+        (a[6] && nx_uint(a[6], fname, "flags", &flags) < 0) || nx_resolve_stream(st, a[7], &stream) < 0)
+        return NULL;
+    size_t bytes = mul_sat(offset, nx_dtype_size(b.dtype));
+    if (bytes == SIZE_MAX)
+        return nx_invalid(st, "peer_window_offset %zu elements overflows a byte offset", offset);
+    NX_REQUIRE(st, ncclPutSignal);
+    NX_CALL(st, comm, nx_api.ncclPutSignal(b.ptr, b.count, b.dtype, peer, (ncclWindow_t)win, bytes, idx, ctx, flags,
+                                           comm, stream));
+    Py_RETURN_NONE;
+}
+
+/* ---- RCCL-only ---- */
+
+NX_MSIG(allreduce_with_bias, 4, 4, "sendbuf", "recvbuf", "bias", "op", "stream");
+PyDoc_STRVAR(allreduce_with_bias__doc__, "allreduce_with_bias($self, sendbuf, recvbuf, bias, op, *, stream=None)\n--\n\n"
+"RCCL only: allreduce of sendbuf with op into recvbuf, with bias (count elements of the same\n"
+"dtype) added into the result (ncclAllReduceWithBias). Collective; enqueued on stream. count =\n"
+"sendbuf's element count; recvbuf and bias need at least count elements. In place when recvbuf\n"
+"is sendbuf. FunctionNotFoundError on libraries without it.");
+static PyObject *Communicator_allreduce_with_bias(NX_COMM_METHOD_ARGS)
+{
+    PyObject *a[5];
+    if (nx_margs(&M_allreduce_with_bias, args, nargs, kwnames, a) < 0)
+        return NULL;
+    nx_state *st = NX_COMM_STATE(cls);
+    nx_Communicator *c = (nx_Communicator *)self;
+    const char *fname = "allreduce_with_bias";
+    ncclComm_t comm = nx_comm_require(st, c, fname);
+    nx_buffer s, r, bias;
+    if (comm == NULL || buffer_arg(st, c, a[0], "sendbuf", 0, &s) < 0 || recv_arg(st, c, a[1], a[0], &s, &r) < 0 ||
+        buffer_arg(st, c, a[2], "bias", 0, &bias) < 0)
+        return NULL;
+    if (r.dtype != s.dtype)
+        return dtype_mismatch(st, "sendbuf", s.dtype, "recvbuf", r.dtype);
+    if (bias.dtype != s.dtype)
+        return dtype_mismatch(st, "sendbuf", s.dtype, "bias", bias.dtype);
+    if (r.count < s.count)
+        return at_least(st, "recvbuf", s.count, NULL, r.count);
+    if (bias.count < s.count)
+        return at_least(st, "bias", s.count, NULL, bias.count);
+    size_t bytes = s.count * nx_dtype_size(s.dtype);
+    if (s.ptr != r.ptr && overlaps(s.ptr, bytes, r.ptr, bytes))
+        return overlap_error(st, fname);
+    if (overlaps(bias.ptr, bytes, r.ptr, bytes))
+        return nx_invalid(st, "bias and recvbuf overlap");
+    ncclRedOp_t op;
+    cudaStream_t stream;
+    if (op_arg(st, c, a[3], s.dtype, fname, &op) < 0 || nx_resolve_stream(st, a[4], &stream) < 0)
+        return NULL;
+    NX_REQUIRE(st, ncclAllReduceWithBias);
+    NX_CALL(st, comm, nx_api.ncclAllReduceWithBias(s.ptr, r.ptr, s.count, s.dtype, op, comm, stream, bias.ptr));
+    Py_RETURN_NONE;
+}
+
+/* One per-peer sequence of alltoallv into out[nranks]: a list/tuple (or other sequence) of ints. */
+static int peer_sizes(nx_state *st, PyObject *o, const char *name, int nranks, size_t *out)
+{
+    PyObject *seq = PySequence_Fast(o, "");
+    if (seq == NULL) {
+        PyErr_Clear();
+        nx_invalid(st, "%s must be a sequence of %d ints (one per rank), got %s", name, nranks, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    int r = 0;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n != nranks) {
+        nx_invalid(st, "%s must have nranks (%d) entries, got %zd", name, nranks, n);
+        r = -1;
+    }
+    for (Py_ssize_t i = 0; r == 0 && i < n; i++)
+        r = nx_size(PySequence_Fast_GET_ITEM(seq, i), "alltoallv", name, &out[i]);
+    Py_DECREF(seq);
+    return r;
+}
+
+/* The extent, in elements, that counts/displs address: max(displs[j] + counts[j]) over nonempty j. */
+static size_t extent(const size_t *counts, const size_t *displs, int n)
+{
+    size_t end = 0;
+    for (int j = 0; j < n; j++) {
+        size_t e;
+        if (counts[j] == 0)
+            continue;
+        if (__builtin_add_overflow(counts[j], displs[j], &e))
+            return SIZE_MAX;
+        if (e > end)
+            end = e;
+    }
+    return end;
+}
+
+NX_MSIG(alltoallv, 6, 6, "sendbuf", "recvbuf", "sendcounts", "sdispls", "recvcounts", "rdispls", "stream");
+PyDoc_STRVAR(alltoallv__doc__,
+"alltoallv($self, sendbuf, recvbuf, sendcounts, sdispls, recvcounts, rdispls, *, stream=None)\n--\n\n"
+"RCCL only: rank j receives sendcounts[j] elements from sendbuf + sdispls[j]; rank i's data lands\n"
+"at recvbuf + rdispls[i], recvcounts[i] elements (ncclAlltoAllv, or the older ncclAllToAllv).\n"
+"The four arguments are sequences of nranks ints, in elements (not bytes). Collective; enqueued\n"
+"on stream. Both buffers must cover every range they address; they must not overlap.");
+static PyObject *Communicator_alltoallv(NX_COMM_METHOD_ARGS)
+{
+    PyObject *a[7];
+    if (nx_margs(&M_alltoallv, args, nargs, kwnames, a) < 0)
+        return NULL;
+    nx_state *st = NX_COMM_STATE(cls);
+    nx_Communicator *c = (nx_Communicator *)self;
+    const char *fname = "alltoallv";
+    PyObject *result = NULL;
+    size_t *arr = NULL;
+    ncclComm_t comm = nx_comm_require(st, c, fname);
+    int nranks;
+    nx_buffer s, r;
+    if (comm == NULL || nx_comm_nranks(st, c, fname, &nranks) < 0 || buffer_arg(st, c, a[0], "sendbuf", 0, &s) < 0 ||
+        recv_arg(st, c, a[1], a[0], &s, &r) < 0)
+        return NULL;
+    if (r.dtype != s.dtype)
+        return dtype_mismatch(st, "sendbuf", s.dtype, "recvbuf", r.dtype);
+    if ((arr = PyMem_Calloc(4 * (size_t)nranks, sizeof *arr)) == NULL)
+        return PyErr_NoMemory();
+    size_t *sc = arr, *sd = arr + nranks, *rc_ = arr + 2 * (size_t)nranks, *rd = arr + 3 * (size_t)nranks;
+    if (peer_sizes(st, a[2], "sendcounts", nranks, sc) < 0 || peer_sizes(st, a[3], "sdispls", nranks, sd) < 0 ||
+        peer_sizes(st, a[4], "recvcounts", nranks, rc_) < 0 || peer_sizes(st, a[5], "rdispls", nranks, rd) < 0)
+        goto done;
+    size_t sneed = extent(sc, sd, nranks), rneed = extent(rc_, rd, nranks), sz = nx_dtype_size(s.dtype);
+    if (s.count < sneed) {
+        at_least(st, "sendbuf", sneed, "max of sdispls + sendcounts", s.count);
+        goto done;
+    }
+    if (r.count < rneed) {
+        at_least(st, "recvbuf", rneed, "max of rdispls + recvcounts", r.count);
+        goto done;
+    }
+    if (overlaps(s.ptr, sneed * sz, r.ptr, rneed * sz)) {
+        overlap_error(st, fname);
+        goto done;
+    }
+    cudaStream_t stream;
+    if (nx_resolve_stream(st, a[6], &stream) < 0)
+        goto done;
+    if (!nx_loader_ready() && nx_load_library(st) < 0)
+        goto done;
+    __typeof__(nx_api.ncclAlltoAllv) fn = nx_api.ncclAlltoAllv ? nx_api.ncclAlltoAllv : nx_api.ncclAllToAllv;
+    if (fn == NULL) {
+        nx_raise_function_not_found(st, "ncclAlltoAllv", "ncclAllToAllv");
+        goto done;
+    }
+    ncclResult_t rc;
+    NX_RUN(rc, fn(s.ptr, sc, sd, r.ptr, rc_, rd, s.dtype, comm, stream));
+    if (NX_FAILED(rc)) {
+        nx_raise_status(st, rc, comm);
+        goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(arr);
+    return result;
+}
+
+#define METHOD(name) NX_COMM_METHOD_DEF(#name, Communicator_##name, name##__doc__)
+
 PyMethodDef nx_collective_methods[] = {
+    METHOD(allreduce),
+    METHOD(reduce),
+    METHOD(broadcast),
+    METHOD(allgather),
+    METHOD(gather),
+    METHOD(reduce_scatter),
+    METHOD(alltoall),
+    METHOD(scatter),
+    METHOD(send),
+    METHOD(recv),
+    METHOD(signal),
+    METHOD(wait_signal),
+    METHOD(put_signal),
+    METHOD(allreduce_with_bias),
+    METHOD(alltoallv),
     {NULL, NULL, 0, NULL},
 };

@@ -42,6 +42,7 @@ static int nx_traverse(PyObject *module, visitproc visit, void *arg)
     for (int i = 0; i < NX_STREAM_NTYPES; i++)
         Py_VISIT(st->stream_types[i]);
 
+    Py_VISIT(st->numpy); /* resources.c */
     return 0;
 }
 
@@ -74,6 +75,7 @@ static int nx_clear(PyObject *module)
     for (int i = 0; i < NX_STREAM_NTYPES; i++)
         Py_CLEAR(st->stream_types[i]);
 
+    Py_CLEAR(st->numpy); /* resources.c */
     return 0;
 }
 

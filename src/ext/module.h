@@ -82,6 +82,8 @@ typedef struct {
     PyObject *stream_str[NX_STREAM_NSTR]; /* stream.c */
     PyObject *stream_types[NX_STREAM_NTYPES];            /* cuda.core Streams, torch.cuda.Stream, cupy.cuda.Stream */
 
+    /* resources.c */
+    PyObject *numpy; /* the numpy module, imported on first create_pre_mul_sum */
 } nx_state;
 
 static inline nx_state *nx_get_state(PyObject *module) { return (nx_state *)PyModule_GetState(module); }

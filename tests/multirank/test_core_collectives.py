@@ -1,0 +1,78 @@
+"""nccl.core's C Communicator methods (collectives.c, resources.c) at 1-4 ranks on the host
+backend, with numpy arrays, against numpy references (rank side: ranks_core.py)."""
+
+import pytest
+
+RANKS = [1, 2, 3, 4]
+
+
+def _check(results):
+    failures = [f for r in results for f in r.value["failures"]]
+    assert not failures, "\n".join(failures[:60])
+    assert all(r.value["ncalls"] == results[0].value["ncalls"] for r in results)
+    return results
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("nranks", RANKS)
+def test_reductions(run_ranks, nranks):
+    """allreduce, reduce (roots 0, n-1, None), reduce_scatter: 10 dtypes (int8..uint64, fp16,
+    bf16, fp32, fp64) x 5 ops, in and out of place, counts 0, 1, 7, 37."""
+    _check(run_ranks(nranks, "ranks_core:reductions", timeout=150))
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("nranks", RANKS)
+def test_data_movement(run_ranks, nranks):
+    """broadcast, allgather, gather, scatter, alltoall (in and out of place, None off root) and a
+    grouped send/recv ring; 10 dtypes."""
+    _check(run_ranks(nranks, "ranks_core:data_movement", timeout=150))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("nranks", [1, 3])
+def test_custom_ops(run_ranks, nranks):
+    """create_pre_mul_sum in every scalar form used by allreduce/reduce; its checks and lifecycle."""
+    _check(run_ranks(nranks, "ranks_core:custom_ops", timeout=90))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("nranks", [1, 2])
+def test_registration(run_ranks, nranks):
+    """register_buffer handle lifecycle, register_window and create_dev_comm on the host backend,
+    resource construction rules."""
+    results = _check(run_ranks(nranks, "ranks_core:registration", timeout=90))
+    assert results[0].extra["register_window"].startswith("NCCLInvalidUsage")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("nranks", [1, 2, 3])
+def test_bad_input(run_ranks, nranks):
+    """Every NcclInvalid of API.md 5.9.4 with its exact message; roots/peers out of range are the
+    library's to reject (NCCLError), not ours."""
+    results = _check(run_ranks(nranks, "ranks_core:bad_input", timeout=90))
+    errors = results[0].extra["library_errors"]
+    assert all(v.startswith("NCCL") for v in errors.values()), errors
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("nranks", [1, 2])
+def test_refcounts(run_ranks, nranks):
+    """Reference counts of the arrays unchanged over 10^4 allreduce calls and the error paths."""
+    _check(run_ranks(nranks, "ranks_core:refcounts", timeout=90))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("nranks", [1, 2])
+def test_lifecycle(run_ranks, nranks):
+    """Communicator.init and the context manager: destroy on exit (closing tracked resources),
+    abort when an exception propagates, use after destroy."""
+    _check(run_ranks(nranks, "ranks_core:lifecycle", timeout=90, init=False))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("nranks", [1, 3])
+def test_rccl_extensions(run_ranks, nranks, tmp_path):
+    """allreduce_with_bias and alltoallv with the host backend acting as RCCL."""
+    _check(run_ranks(nranks, "ranks_core:rccl_extensions", timeout=90, init=False,
+                     env={"NCCL_HOST_FLAVOR": "rccl"}, params={"dir": str(tmp_path)}))
