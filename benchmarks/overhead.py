@@ -1,6 +1,12 @@
-"""Per-call cost of nccl.bindings.nccl.all_reduce against a null library, side by side in one run
-with (a) the floor, a bare METH_FASTCALL C function converting the same seven ints, and (b) a
-ctypes binding of the same symbol. Prints a table and, with --json, the raw figures.
+"""Per-call cost of nccl4py against a null library, side by side in one run:
+
+* nccl.bindings.nccl.all_reduce (seven ints) against the floor, a bare METH_FASTCALL C function
+  converting the same seven ints, and a ctypes binding of the same symbol;
+* nccl.core's comm.allreduce(x, x, SUM) on a numpy array and (when torch is installed) a torch
+  CPU tensor of 1024 float32, which resolves both buffers, the op and the stream per call, against
+  the low-level call. The null library claims the host flavour, so host memory is accepted.
+
+Prints a table and, with --json, the raw figures.
 
     python benchmarks/overhead.py [--repeat 7] [--number 200000] [--json out.json]
 
@@ -39,6 +45,24 @@ def build(tmp):
     return null, mod
 
 
+def core_cases(comm_ptr):
+    """comm.allreduce(x, x, SUM) through nccl.core on numpy and, if installed, torch."""
+    import numpy as np
+
+    import nccl.core as nc
+
+    comm = nc.Communicator(comm_ptr)  # wraps the fake handle; never destroyed (the library is null)
+    x = np.zeros(1024, np.float32)
+    cases = {"nccl.core allreduce (numpy)": lambda: comm.allreduce(x, x, nc.SUM)}
+    try:
+        import torch
+    except ImportError:
+        return cases
+    t = torch.zeros(1024, dtype=torch.float32)
+    cases["nccl.core allreduce (torch)"] = lambda: comm.allreduce(t, t, nc.SUM)
+    return cases
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=7)
@@ -66,6 +90,7 @@ def main():
             "nccl.bindings.nccl.all_reduce": lambda: n.all_reduce(buf, buf, 1024, 7, 0, comm, stream),
             "ctypes ncclAllReduce": lambda: c_all_reduce(buf, buf, 1024, 7, 0, comm, stream),
         }
+        cases.update(core_cases(comm))
         # Interleave the cases in every repeat so drifts in machine load hit all of them alike.
         samples = {name: [] for name in cases}
         for _ in range(args.repeat):
@@ -83,6 +108,12 @@ def main():
         print(f"{name:36} {sec * 1e9:9.1f} {sec * 1e9 / floor_ns:8.2f}x")
     print(f"\nall_reduce / floor = {ours_ns / floor_ns:.2f}   (target <= 1.3)")
     print(f"ctypes / all_reduce = {ctypes_ns / ours_ns:.2f}  (target >= 6)")
+    for kind, target in (("numpy", 1000), ("torch", 2000)):
+        ns = med.get(f"nccl.core allreduce ({kind})")
+        if ns is not None:
+            ns *= 1e9
+            print(f"nccl.core allreduce ({kind}) = {ns:.0f} ns, {ns / ours_ns:.2f}x the low-level call "
+                  f"(target <= {target} ns)")
     if args.json:
         Path(args.json).write_text(json.dumps({"ns_per_call": {k: v * 1e9 for k, v in med.items()},
                                                "python": sys.version, "empty_lambda_ns": empty * 1e9}, indent=2))

@@ -221,8 +221,6 @@ static NX_COLD int wrong_device(nx_state *st, const nx_buffer *b, const char *na
 
 int nx_comm_check_device(nx_state *st, nx_Communicator *c, const nx_buffer *b, const char *name)
 {
-    if (b->device == NX_DEVICE_ACCESSIBLE)
-        return 0;
     if (host_flavour())
         return b->device == NX_DEVICE_HOST ? 0 : wrong_device(st, b, name, NX_DEVICE_HOST);
     int dev;

@@ -25,9 +25,8 @@ size_t nx_dtype_size(ncclDataType_t dt);
 const char *nx_dtype_name(ncclDataType_t dt);
 
 /* ---- buffers (buffer.c) ---- */
-#define NX_DEVICE_HOST (-1)       /* nx_buffer.device of host memory */
-#define NX_DEVICE_ACCESSIBLE (-3) /* host memory every device can reach (pinned, managed): any
-                                   * communicator accepts it */
+#define NX_DEVICE_HOST (-1) /* nx_buffer.device of host memory (pinned/managed memory carries the
+                            * device its producer reports) */
 
 typedef struct {
     void *ptr;            /* first element */
