@@ -29,6 +29,18 @@ static int nx_traverse(PyObject *module, visitproc visit, void *arg)
     for (int i = 0; i < NX_NLAZY; i++)
         Py_VISIT(st->lazy[i]);
     /* buffer.c and stream.c caches */
+    for (int i = 0; i < NX_BUF_NSTR; i++)
+        Py_VISIT(st->buf_str[i]);
+    for (int i = 0; i < NX_BUF_NTYPES; i++)
+        Py_VISIT(st->buf_types[i]);
+    for (int i = 0; i < NX_BUF_NDESCR; i++)
+        Py_VISIT(st->np_descr[i]);
+    for (int i = 0; i < NX_BUF_NTORCH; i++)
+        Py_VISIT(st->torch_dtype_obj[i]);
+    for (int i = 0; i < NX_STREAM_NSTR; i++)
+        Py_VISIT(st->stream_str[i]);
+    for (int i = 0; i < NX_STREAM_NTYPES; i++)
+        Py_VISIT(st->stream_types[i]);
 
     return 0;
 }
@@ -49,6 +61,18 @@ static int nx_clear(PyObject *module)
     for (int i = 0; i < NX_NLAZY; i++)
         Py_CLEAR(st->lazy[i]);
     /* buffer.c and stream.c caches */
+    for (int i = 0; i < NX_BUF_NSTR; i++)
+        Py_CLEAR(st->buf_str[i]);
+    for (int i = 0; i < NX_BUF_NTYPES; i++)
+        Py_CLEAR(st->buf_types[i]);
+    for (int i = 0; i < NX_BUF_NDESCR; i++)
+        Py_CLEAR(st->np_descr[i]);
+    for (int i = 0; i < NX_BUF_NTORCH; i++)
+        Py_CLEAR(st->torch_dtype_obj[i]);
+    for (int i = 0; i < NX_STREAM_NSTR; i++)
+        Py_CLEAR(st->stream_str[i]);
+    for (int i = 0; i < NX_STREAM_NTYPES; i++)
+        Py_CLEAR(st->stream_types[i]);
 
     return 0;
 }

@@ -67,6 +67,20 @@ typedef struct {
     PyObject *lazy[NX_NLAZY];                 /* NULL until first needed */
 
     /* buffer.c and stream.c caches (owned references, visited and cleared in module.c) */
+#define NX_BUF_NSTR 32
+#define NX_BUF_NDESCR 24
+#define NX_BUF_NTORCH 16
+#define NX_STREAM_NSTR 8
+#define NX_BUF_NTYPES 8
+#define NX_STREAM_NTYPES 6
+    PyObject *buf_str[NX_BUF_NSTR];       /* interned attribute names and kwnames (buffer.c) */
+    PyObject *buf_types[NX_BUF_NTYPES];               /* ndarray, torch.Tensor, cupy.ndarray, cuda.core Buffers; NULL until seen */
+    PyObject *np_descr[NX_BUF_NDESCR];    /* numpy dtype objects already mapped ... */
+    signed char np_dtype[NX_BUF_NDESCR];  /* ... to these ncclDataType_t */
+    PyObject *torch_dtype_obj[NX_BUF_NTORCH];
+    signed char torch_dtype[NX_BUF_NTORCH];
+    PyObject *stream_str[NX_STREAM_NSTR]; /* stream.c */
+    PyObject *stream_types[NX_STREAM_NTYPES];            /* cuda.core Streams, torch.cuda.Stream, cupy.cuda.Stream */
 
 } nx_state;
 
