@@ -290,3 +290,30 @@ if hasattr(nccl._ext, "Communicator"):
     assert r["backend"] == "HostBackend" and r["loaded_at_import"] is False
     assert r["current"] == 2 and r["n"] == 5
     assert r.get("comm_device", 2) == 2
+
+
+def test_get_stream_ptr_is_the_c_function():
+    from nccl import _ext
+    from nccl.core import cuda as cu
+
+    if not hasattr(_ext, "get_stream_ptr"):
+        pytest.skip("nccl._ext.get_stream_ptr is not in this build yet")
+    assert cu.get_stream_ptr is _ext.get_stream_ptr
+    assert cu.get_stream_ptr(None) == 0 and cu.get_stream_ptr(0x40) == 0x40
+
+
+def test_get_cuda_stream_from_handles(fresh_python):
+    from nccl import _ext
+
+    if not hasattr(_ext, "get_stream_ptr"):
+        pytest.skip("nccl._ext.get_stream_ptr is not in this build yet")
+    r = fresh_python("""
+import cuda.core
+from nccl.core.cuda import get_cuda_stream, get_stream_ptr
+s = get_cuda_stream(0x1234)
+class Proto:
+    def __cuda_stream__(self):
+        return (0, 0x99)
+result = (type(s) is cuda.core.Stream, s.handle, get_stream_ptr(s), get_cuda_stream(Proto()).handle)
+""", env={"NCCL_LIBRARY": "host"})
+    assert r == (True, 0x1234, 0x1234, 0x99)
