@@ -269,3 +269,51 @@ def test_communicator_devices_are_shim_devices_on_host(fresh_python):
     assert r["many"] == [(0, 2, 1), (1, 2, 2)]
     assert r["empty"] == []
     assert r["n"] == [0, 1, 2, 3]  # None: every device cuda.core reports
+
+
+def test_host_backend_chosen_at_import_without_loading(fresh_python):
+    r = fresh_python("""
+import os
+import cuda.core
+import nccl.core
+from nccl._hip_compat.cuda_core_shim import _runtime
+backend = type(_runtime.hip()).__name__
+with open("/proc/self/maps") as f:
+    loaded_at_import = "libnccl-host" in f.read()
+cuda.core.Device(2).set_current()
+result = dict(backend=backend, loaded_at_import=loaded_at_import, current=nccl.core.cuda.get_device_id(),
+              n=cuda.core.system.get_num_devices())
+if hasattr(nccl._ext, "Communicator"):
+    with nccl.core.Communicator.init(1, 0, nccl.core.get_unique_id()) as comm:
+        result["comm_device"] = comm.device.device_id
+""", env={"NCCL_LIBRARY": "host", "NCCL_HOST_NUM_DEVICES": "5"})
+    assert r["backend"] == "HostBackend" and r["loaded_at_import"] is False
+    assert r["current"] == 2 and r["n"] == 5
+    assert r.get("comm_device", 2) == 2
+
+
+def test_get_stream_ptr_is_the_c_function():
+    from nccl import _ext
+    from nccl.core import cuda as cu
+
+    if not hasattr(_ext, "get_stream_ptr"):
+        pytest.skip("nccl._ext.get_stream_ptr is not in this build yet")
+    assert cu.get_stream_ptr is _ext.get_stream_ptr
+    assert cu.get_stream_ptr(None) == 0 and cu.get_stream_ptr(0x40) == 0x40
+
+
+def test_get_cuda_stream_from_handles(fresh_python):
+    from nccl import _ext
+
+    if not hasattr(_ext, "get_stream_ptr"):
+        pytest.skip("nccl._ext.get_stream_ptr is not in this build yet")
+    r = fresh_python("""
+import cuda.core
+from nccl.core.cuda import get_cuda_stream, get_stream_ptr
+s = get_cuda_stream(0x1234)
+class Proto:
+    def __cuda_stream__(self):
+        return (0, 0x99)
+result = (type(s) is cuda.core.Stream, s.handle, get_stream_ptr(s), get_cuda_stream(Proto()).handle)
+""", env={"NCCL_LIBRARY": "host"})
+    assert r == (True, 0x1234, 0x1234, 0x99)

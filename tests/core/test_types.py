@@ -141,6 +141,8 @@ def test_member_names_in_messages():
     assert str(NcclDataType.FLOAT32) == "FLOAT32"
     assert f"{NcclDataType.CHAR}" == "INT8"
     assert int(NcclDataType.FLOAT32) == 7
+    assert f"{NcclDataType.FLOAT32:d}" == "7" and f"{NcclDataType.UINT64:>8}" == "  UINT64"
+    assert "%d" % NcclDataType.DOUBLE == "8"
 
 
 def test_not_provided_constants():

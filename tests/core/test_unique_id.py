@@ -50,6 +50,11 @@ def test_from_bytes_non_buffer(bad):
         UniqueId.from_bytes(bad)
 
 
+def test_from_bytes_int8_array():
+    arr = np.frombuffer(PATTERN, dtype=np.uint8).astype(np.int8)
+    assert bytes(UniqueId.from_bytes(arr)) == PATTERN
+
+
 def test_from_bytes_multibyte_items():
     with pytest.raises(ValueError):
         UniqueId.from_bytes(np.zeros(32, dtype=np.int32))

@@ -51,7 +51,8 @@ def helpers() -> None:
     path = nc.get_lib_path()
     text: str = nc.get_error_string(4)
     b = NcclBuffer(np.zeros(4, dtype=np.float32))
-    ptr: int = b.ptr + b.count + b.device_id
+    ptr: int = b.ptr + b.count + b.device_id + b.nbytes
+    ro: bool = b.readonly
     with CudaDeviceContext(1):
         device_id: int = get_device_id()
     handle: int = get_stream_ptr(None)

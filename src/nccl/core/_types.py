@@ -95,6 +95,9 @@ class NcclDataType(IntEnum):
         return self.name
 
     def __format__(self, spec):
+        # Numeric format specs ("d", "x", "03d", ...) still format the value.
+        if spec and spec[-1] in "bcdoxXneEfFgG%":
+            return format(self.value, spec)
         return format(self.name, spec)
 
 

@@ -2,13 +2,15 @@
 
 ``cuda.core`` is NVIDIA's real package on CUDA hosts, or the shim ``import nccl`` registers under
 that name (API.md section 6). With the shim, the runtime behind it follows the loaded library's
-flavour, chosen on the first device call here: the host backend's virtual devices for ``host``,
-the HIP runtime for ``rccl``, and "no CUDA backing" for ``nccl`` (a real cuda.core is needed
-there). The C core calls ``get_cuda_device`` and ``get_num_devices`` from here (src/ext/lazy.c).
+flavour: the host backend's virtual devices for ``host``, the HIP runtime for ``rccl``, and "no
+CUDA backing" for ``nccl`` (a real cuda.core is needed there). ``NCCL_LIBRARY=host`` is acted on
+when this module is imported; otherwise the choice is made by the first device call here, which
+loads the library to learn its flavour. The C core calls ``get_cuda_device`` and ``get_num_devices`` from here (src/ext/lazy.c).
 """
 
 import ctypes
 import operator
+import os
 import threading
 
 from cuda.core import Device, Stream, system
@@ -24,59 +26,108 @@ _backend_lock = threading.Lock()
 _backend_ready = False
 
 
-def _host_device_hooks(path):
-    """ncclHostGetDevice/ncclHostSetDevice of the loaded host backend, so that the shim and the
-    library agree on the current device; (None, None) if they cannot be reached."""
-    try:
-        lib = ctypes.CDLL(path)
-        getter, setter = lib.ncclHostGetDevice, lib.ncclHostSetDevice
-    except (OSError, AttributeError, TypeError):
-        return None, None
-    getter.argtypes, getter.restype = [ctypes.POINTER(ctypes.c_int)], ctypes.c_int
-    setter.argtypes, setter.restype = [ctypes.c_int], ctypes.c_int
+class _HostDeviceHooks:
+    """The current device of the host backend's own ncclHostGetDevice/ncclHostSetDevice, so that
+    the shim and the library agree on it (the device ncclCommInitRank* uses). The library is
+    reached on the first call, not when the hooks are made; if it cannot be, a per-thread value
+    of our own is used."""
 
-    def get_device():
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._fns = None
+        self._tls = threading.local()
+
+    def _resolve(self):
+        fns = self._fns
+        if fns is None:
+            with self._lock:
+                fns = self._fns
+                if fns is None:
+                    fns = self._fns = self._open() or ()
+        return fns
+
+    @staticmethod
+    def _open():
+        from nccl.bindings import nccl as _b
+
+        try:
+            path = _b.get_library_path()
+            if not path or _b.get_library_flavour() != "host":
+                return None
+            lib = ctypes.CDLL(path)
+            getter, setter = lib.ncclHostGetDevice, lib.ncclHostSetDevice
+        except (OSError, AttributeError, ImportError, RuntimeError):
+            return None
+        getter.argtypes, getter.restype = [ctypes.POINTER(ctypes.c_int)], ctypes.c_int
+        setter.argtypes, setter.restype = [ctypes.c_int], ctypes.c_int
+        return getter, setter
+
+    def get_device(self):
+        fns = self._resolve()
+        if not fns:
+            return getattr(self._tls, "device", 0)
         dev = ctypes.c_int(0)
-        rc = getter(ctypes.byref(dev))
+        rc = fns[0](ctypes.byref(dev))
         if rc != 0:
             raise RuntimeError(f"ncclHostGetDevice failed ({rc})")
         return dev.value
 
-    def set_device(device):
-        rc = setter(int(device))
+    def set_device(self, device):
+        fns = self._resolve()
+        if not fns:
+            self._tls.device = int(device)
+            return
+        rc = fns[1](int(device))
         if rc != 0:
             raise ValueError(f"ncclHostSetDevice({device}) failed ({rc})")
 
-    return get_device, set_device
+
+def _host_backend():
+    from nccl._hip_compat.cuda_core_shim import _runtime
+
+    hooks = _HostDeviceHooks()
+    return _runtime.HostBackend(get_device=hooks.get_device, set_device=hooks.set_device)
+
+
+def _select_backend(load):
+    """Points the shim's runtime at the library's flavour. Nothing to do with a real cuda.core, or
+    when the backend was chosen explicitly (``_runtime.set_backend``). Without ``load`` only
+    ``NCCL_LIBRARY=host`` is acted on, since it names the flavour without loading anything.
+    Returns True once the choice is made."""
+    from nccl._hip_compat import is_cuda_core_shim_registered
+
+    if not is_cuda_core_shim_registered():
+        return True
+    from nccl._hip_compat.cuda_core_shim import _runtime
+
+    if _runtime._backend is not None:
+        return True
+    if os.environ.get("NCCL_LIBRARY", "").strip() == "host":
+        _runtime.set_backend(_host_backend())
+        return True
+    if not load:
+        return False
+    from nccl.bindings import nccl as _b
+
+    try:
+        flavour = _b.get_library_flavour()
+    except (ImportError, RuntimeError):
+        flavour = None  # no library: the HIP runtime (or its own error) stays
+    if flavour == "host":
+        _runtime.set_backend(_host_backend())
+    elif flavour == "nccl":
+        _runtime.set_backend(_runtime.UnbackedCuda())
+    return True
 
 
 def _ensure_backend():
-    """Points the shim's runtime at the loaded library's flavour, once. Nothing to do with a real
-    cuda.core, or when the backend was chosen explicitly (``_runtime.set_backend``)."""
+    """Makes the backend choice on the first device call (loading the library if needed), once."""
     global _backend_ready
     if _backend_ready:
         return
     with _backend_lock:
-        if _backend_ready:
-            return
-        from nccl._hip_compat import is_cuda_core_shim_registered
-
-        if is_cuda_core_shim_registered():
-            from nccl._hip_compat.cuda_core_shim import _runtime
-
-            if _runtime._backend is None:
-                from nccl.bindings import nccl as _b
-
-                try:
-                    flavour = _b.get_library_flavour()
-                except (ImportError, RuntimeError):
-                    flavour = None  # no library: the HIP runtime (or its own error) stays
-                if flavour == "host":
-                    get, set_ = _host_device_hooks(_b.get_library_path())
-                    _runtime.set_backend(_runtime.HostBackend(get_device=get, set_device=set_))
-                elif flavour == "nccl":
-                    _runtime.set_backend(_runtime.UnbackedCuda())
-        _backend_ready = True
+        if not _backend_ready:
+            _backend_ready = _select_backend(load=True)
 
 
 def get_num_devices():
@@ -135,3 +186,9 @@ class CudaDeviceContext:
             self._previous.set_current()
             self._previous = None
         return False
+
+
+# NCCL_LIBRARY=host names the flavour without loading anything, so cuda.core devices used before
+# any nccl.core call (cuda.core.Device(r).set_current()) are already the host backend's.
+with _backend_lock:
+    _backend_ready = _select_backend(load=False)
