@@ -15,9 +15,8 @@ import threading
 
 from cuda.core import Device, Stream, system
 
-from nccl.core._c import c_name as _c_name
+from nccl._ext import get_stream_ptr  # implemented in C
 
-get_stream_ptr = _c_name("get_stream_ptr", "function")
 
 __all__ = ["get_stream_ptr", "get_device_id", "get_cuda_device", "get_cuda_stream", "CudaDeviceContext",
            "get_num_devices"]

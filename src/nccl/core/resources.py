@@ -2,12 +2,8 @@
 created by Communicator methods only; ``close()`` releases them, as do the communicator's
 ``destroy()``, ``abort()`` and ``close_all_resources()``."""
 
-from nccl.core._c import c_name as _c_name
+from nccl._ext import CommResource, RegisteredBufferHandle, RegisteredWindowHandle, CustomRedOp  # implemented in C
 
-CommResource = _c_name("CommResource")
-RegisteredBufferHandle = _c_name("RegisteredBufferHandle")
-RegisteredWindowHandle = _c_name("RegisteredWindowHandle")
-CustomRedOp = _c_name("CustomRedOp")
 
 __all__ = ["CommResource", "RegisteredBufferHandle", "RegisteredWindowHandle", "CustomRedOp",
            "DevCommResource"]
