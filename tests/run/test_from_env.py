@@ -229,6 +229,61 @@ def test_from_env_keyword_only(stand_in):
         _env.from_env(stand_in, colour=1)
 
 
+# ---- under mpirun, through mpi4py (a stand-in class; the id comes from the host backend) ----
+
+MPI_SCRIPT = """
+import sys, types
+try:
+    import nccl.core._unique_id
+except ImportError:
+    class UniqueId:
+        def __init__(self, raw):
+            self.raw = raw
+        @staticmethod
+        def from_bytes(b):
+            return UniqueId(bytes(b))
+        def __bytes__(self):
+            return self.raw
+    mod = types.ModuleType("nccl.core._unique_id")
+    mod.UniqueId = UniqueId
+    sys.modules["nccl.core._unique_id"] = mod
+from nccl.core import _env
+
+class Recorder:
+    @classmethod
+    def init(cls, **kw):
+        with open(f"{sys.argv[1]}/rank{kw['rank']}", "w") as f:
+            f.write(f"{kw['rank']} {kw['nranks']} {bytes(kw['unique_id']).hex()}")
+
+_env.from_env(Recorder)
+"""
+
+
+def _mpirun():
+    import shutil
+    from pathlib import Path
+
+    found = shutil.which("mpirun")
+    if found is None and (Path(sys.executable).parent / "mpirun").exists():
+        found = str(Path(sys.executable).parent / "mpirun")
+    return found
+
+
+def test_from_env_under_mpirun_broadcasts_the_id(tmp_path):
+    pytest.importorskip("mpi4py")
+    mpirun = _mpirun()
+    if mpirun is None:
+        pytest.skip("mpirun is not installed")
+    s = tmp_path / "mpi_env.py"
+    s.write_text(MPI_SCRIPT)
+    r = subprocess.run([mpirun, "-n", "2", sys.executable, str(s), str(tmp_path)], env=_env_for_children(),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = [(tmp_path / f"rank{i}").read_text().split() for i in range(2)]
+    assert [row[:2] for row in rows] == [["0", "2"], ["1", "2"]]
+    assert rows[0][2] == rows[1][2] and len(rows[0][2]) == 256 and rows[0][2] != "00" * 128
+
+
 # ---- end to end with nccl.core ----
 
 ALLREDUCE = """
