@@ -248,6 +248,31 @@ def _describe(code):
     return f"exit code {code}"
 
 
+class _Stop(Exception):
+    """Raised by the signal handler to leave the wait."""
+
+
+def _wait(events, running, stop_signal, deadline, timeout):
+    """Waits for the ranks; returns the exit status (0, a failed rank's, or EXIT_TIMEOUT)."""
+    while running and not stop_signal:
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            ranks = ", ".join(str(r) for r in sorted(running))
+            _say(f"{PROG}: timeout after {timeout:g} s; rank(s) {ranks} still running; stopping all ranks")
+            return EXIT_TIMEOUT
+        try:
+            rank, code = events.get(timeout=left)
+        except queue.Empty:
+            continue
+        running.discard(rank)
+        if code != 0:
+            others = len(running)
+            _say(f"{PROG}: rank {rank} failed ({_describe(code)})"
+                 + (f"; stopping the other {others} rank(s)" if others else ""))
+            return code if code > 0 else 128 - code
+    return 0
+
+
 def launch(nranks, command, timeout=None, env=None):
     """Runs the ranks; returns the launcher's exit status. ``command`` follows the interpreter."""
     started = time.time()
@@ -264,15 +289,24 @@ def launch(nranks, command, timeout=None, env=None):
         "PYTHONUNBUFFERED": "1",
     })
 
-    events = queue.Queue()  # (rank, returncode) as ranks exit; (None, signum) for our signals
+    events = queue.Queue()  # (rank, returncode) as ranks exit
     stop_signal = []
 
-    def on_signal(signum, frame):
+    # While ranks start and while we clean up, a signal is only recorded: an exception inside
+    # Popen could lose a started child, and cleanup must run to the end. While we wait, it
+    # interrupts the wait (the handler runs in this thread; raising is how it leaves
+    # Queue.get safely, as KeyboardInterrupt does; taking the queue's lock from the handler
+    # could deadlock).
+    def record(signum, frame):
         stop_signal.append(signum)
-        events.put((None, signum))
+
+    def interrupt(signum, frame):
+        stop_signal.append(signum)
+        if len(stop_signal) == 1:  # only the first one: a second must not escape the except below
+            raise _Stop()
 
     handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    previous = {s: signal.signal(s, on_signal) for s in handled}
+    previous = {s: signal.signal(s, record) for s in handled}
     procs, outputs = [], []
     status = 0
     try:
@@ -289,26 +323,15 @@ def launch(nranks, command, timeout=None, env=None):
                              name=f"{PROG}-rank{rank}-wait").start()
         deadline = None if timeout is None else time.monotonic() + timeout
         running = set(range(len(procs)))
-        while running and not stop_signal:
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                ranks = ", ".join(str(r) for r in sorted(running))
-                _say(f"{PROG}: timeout after {timeout:g} s; rank(s) {ranks} still running; stopping all ranks")
-                status = EXIT_TIMEOUT
-                break
-            try:
-                rank, code = events.get(timeout=left)
-            except queue.Empty:
-                continue
-            if rank is None:
-                break
-            running.discard(rank)
-            if code != 0:
-                others = len(running)
-                _say(f"{PROG}: rank {rank} failed ({_describe(code)})"
-                     + (f"; stopping the other {others} rank(s)" if others else ""))
-                status = code if code > 0 else 128 - code
-                break
+        try:
+            for sig in handled:
+                signal.signal(sig, interrupt)
+            status = _wait(events, running, stop_signal, deadline, timeout)
+            for sig in handled:
+                signal.signal(sig, record)
+        except _Stop:
+            for sig in handled:
+                signal.signal(sig, record)
         if stop_signal:
             name = signal.Signals(stop_signal[0]).name
             _say(f"{PROG}: {name} received; stopping all ranks")

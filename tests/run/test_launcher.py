@@ -265,6 +265,27 @@ def test_interrupt_stops_every_rank(tmp_path, sig, code):
     assert _shm_names() <= shm_before
 
 
+def test_repeated_interrupts_still_clean_up(tmp_path):
+    # the ranks ignore SIGTERM, so cleanup takes the SIGKILL path while more signals arrive
+    action = "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(600)"
+    s = script(tmp_path, PIDS.format(dir=str(tmp_path), action=action))
+    p = subprocess.Popen([sys.executable, "-m", "nccl.run", "-n", "2", str(s)], env=env(NCCL_LIBRARY="host"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        wait_for_files([tmp_path / "pids0", tmp_path / "pids1"])
+        for _ in range(5):
+            p.send_signal(signal.SIGINT)
+            time.sleep(0.2)
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 130, err
+    assert "Traceback" not in err
+    assert_all_gone(pids(tmp_path, 2))
+
+
 def test_interrupt_during_init_leaves_no_shared_memory(tmp_path):
     # Ranks killed while they bootstrap (the segment is named only inside the attach window).
     s = script(tmp_path, """
