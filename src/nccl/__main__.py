@@ -1,5 +1,8 @@
 """python -m nccl: package and library versions, where the library came from, and whether more
-than one NCCL/RCCL copy is mapped in this process."""
+than one NCCL/RCCL copy is mapped in this process.
+
+python -m nccl doctor: the full diagnosis (nccl._doctor): mapped copies, the NCCL_* environment,
+missing ABI symbols with their minimum version, GPU visibility, the cuda.core shim."""
 
 import sys
 
@@ -31,5 +34,20 @@ def main():
     return 0
 
 
+def cli(argv):
+    if not argv:
+        return main()
+    if argv[0] == "doctor" and len(argv) == 1:
+        from nccl._doctor import main as doctor
+
+        return doctor()
+    if argv[0] in ("-h", "--help"):
+        print("usage: python -m nccl [doctor]")
+        return 0
+    print(f"python -m nccl: error: unknown arguments {' '.join(argv)!r} (usage: python -m nccl [doctor])",
+          file=sys.stderr)
+    return 2
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli(sys.argv[1:]))

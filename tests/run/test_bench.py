@@ -1,0 +1,143 @@
+"""python -m nccl.bench: argument errors (no library needed), and every collective at 2 ranks on
+the host backend with #wrong == 0 read from the JSON, the table, and the plot (matplotlib).
+
+The runs need nccl.core and skip until it is importable; the argument tests do not.
+"""
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from nccl import bench
+
+
+def _core_available():
+    try:
+        return hasattr(importlib.import_module("nccl.core"), "Communicator")
+    except Exception:  # noqa: BLE001 - any failure means "not usable yet"
+        return False
+
+
+needs_core = pytest.mark.skipif(not _core_available(), reason="nccl.core (Communicator) is not importable yet")
+
+
+def env():
+    e = {k: v for k, v in os.environ.items()
+         if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "NCCL4PY_UNIQUE_ID", "MASTER_ADDR", "MASTER_PORT")}
+    e.update(NCCL_LIBRARY="host", NCCL_HOST_TIMEOUT="60")
+    return e
+
+
+def bench_cli(*args, nranks=None, timeout=300):
+    cmd = [sys.executable, "-m", "nccl.bench", *args]
+    if nranks is not None:
+        cmd = [sys.executable, "-m", "nccl.run", "-n", str(nranks), "--timeout", str(timeout - 30), "-m", "nccl.bench",
+               *args]
+    return subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("text, value", [("8", 8), ("1K", 1024), ("64k", 65536), ("128M", 128 << 20), ("1G", 1 << 30),
+                                         ("2MB", 2 << 20)])
+def test_parse_size(text, value):
+    assert bench.parse_size(text) == value
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-b", "0"], "bad size '0'"),
+    (["-b", "-8"], "bad size '-8'"),
+    (["-e", "1.5M"], "bad size '1.5M'"),
+    (["-e", "12X"], "bad size '12X'"),
+    (["-b", "1M", "-e", "1K"], "-b 1M is larger than -e 1K"),
+    (["-f", "1"], "-f must be an integer >= 2"),
+    (["-n", "0"], "-n must be an integer >= 1"),
+    (["-w", "x"], "-w must be an integer >= 0"),
+    (["-d", "complex64"], "unknown datatype 'complex64'"),
+    (["-d", "int16"], "unknown datatype 'int16'"),
+    (["-o", "xor"], "unknown op 'xor'"),
+    (["-c", "allreduse"], "unknown collective 'allreduse'"),
+    (["-d", "float8e4m3", "-o", "prod"], "unsupported combination: datatype float8e4m3 with op prod"),
+    (["-d", "float8e5m2", "-o", "avg"], "unsupported combination: datatype float8e5m2 with op avg"),
+    (["--frobnicate"], "unknown option '--frobnicate'"),
+    (["-b"], "-b needs a value"),
+])
+def test_bad_arguments(args, message):
+    r = bench_cli(*args)
+    assert r.returncode == 2 and r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("nccl.bench: error: ") and message in lines[0], r.stderr
+
+
+def test_fp8_prod_is_fine_when_no_reduction_is_run():
+    s = bench.parse_args(["-c", "broadcast", "-d", "float8e4m3", "-o", "prod"])
+    assert list(bench.combos(s)) == [("broadcast", "float8e4m3", None)]
+
+
+def test_all_expands_and_skips_uncheckable_pairs():
+    s = bench.parse_args(["-c", "all", "-d", "all", "-o", "all"])
+    assert s["collectives"] == list(bench.COLLECTIVES)
+    got = list(bench.combos(s))
+    assert ("allreduce", "float8e4m3", "prod") not in got and ("allreduce", "float8e4m3", "max") in got
+    assert ("allgather", "int8", None) in got
+
+
+def test_plot_without_matplotlib(monkeypatch):
+    monkeypatch.setattr(bench, "_have_matplotlib", lambda: False)
+    with pytest.raises(bench.UsageError, match="--plot needs matplotlib"):
+        bench.parse_args(["--plot", "x.png"])
+
+
+def test_bus_factors():
+    assert bench.bus_factor("allreduce", 4) == 1.5
+    assert bench.bus_factor("allgather", 4) == 0.75
+    assert bench.bus_factor("broadcast", 4) == 1.0
+
+
+@needs_core
+def test_every_collective_two_ranks_json(tmp_path):
+    out = tmp_path / "bench.json"
+    r = bench_cli("-c", "all", "-b", "8", "-e", "64K", "-f", "8", "-n", "2", "-w", "1", "--json", str(out), nranks=2)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["nranks"] == 2 and doc["flavour"] == "host" and doc["wrong"] == 0
+    seen = {row["collective"] for row in doc["results"]}
+    assert seen == set(bench.COLLECTIVES)
+    for row in doc["results"]:
+        assert row["wrong"] == 0, row
+        assert row["time_us"] > 0 and row["size"] == row["count"] * 4
+    # the table: one header per collective, rows with #wrong last
+    assert r.stdout.count("[0] #        size        count") == len(bench.COLLECTIVES)
+    assert "[0] # Out of bounds values : 0 OK" in r.stdout
+
+
+@needs_core
+def test_types_and_ops_json_to_stdout():
+    r = bench_cli("-c", "allreduce,reduce_scatter", "-d", "int8,uint64,float16,float64", "-o", "all",
+                  "-b", "64", "-e", "1K", "-f", "4", "-n", "1", "-w", "0", "--json", "-", nranks=2)
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = "\n".join(line[4:] for line in r.stdout.splitlines() if line.startswith("[0] "))
+    doc = json.loads(text)
+    assert doc["wrong"] == 0
+    assert {(row["type"], row["redop"]) for row in doc["results"]} == {
+        (t, o) for t in ("int8", "uint64", "float16", "float64") for o in bench.OPS}
+
+
+@needs_core
+def test_plot_file(tmp_path):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "busbw.png"
+    r = bench_cli("-c", "allreduce,allgather", "-b", "1K", "-e", "64K", "-f", "4", "-n", "1", "-w", "0",
+                  "--plot", str(png), nranks=2)
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = png.read_bytes()
+    assert len(data) > 1000 and data[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@needs_core
+def test_root_out_of_range():
+    r = bench_cli("-c", "broadcast", "-r", "5", "-b", "8", "-e", "8", nranks=2)
+    assert r.returncode == 2
+    assert "nccl.bench: error: -r 5 is not a rank of 2" in r.stderr

@@ -1,0 +1,168 @@
+"""python -m nccl doctor, against the stub NCCL builds (tests/conftest.py) and the host library.
+
+Each case runs in a fresh interpreter, because the loaded library is process-global."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+SNIPPET = """
+import contextlib, io
+from nccl import _doctor
+{pre}
+buf = io.StringIO()
+with contextlib.redirect_stdout(buf):
+    rc = _doctor.main()
+result = (rc, buf.getvalue(), _doctor.collect())
+"""
+
+
+def doctor(fresh_python, variant=None, env=None, pre=""):
+    rc, text, facts = fresh_python(SNIPPET.format(pre=pre), variant=variant, env=env)
+    return rc, text, facts
+
+
+def section(text, title):
+    lines = text.splitlines()
+    i = lines.index(title)
+    body = []
+    for ln in lines[i + 2:]:
+        if ln == "":
+            break
+        body.append(ln)
+    return body
+
+
+def test_stub_nccl_complete(fresh_python, stub_libs):
+    rc, text, f = doctor(fresh_python, "nccl")
+    assert rc == 0
+    lib = f["library"]
+    assert (lib["flavour"], lib["version"], lib["path"]) == ("nccl", "2.30.7", str(stub_libs["nccl"]))
+    assert f"path         : {stub_libs['nccl']}" in text
+    assert f["missing_symbols"] == []
+    assert section(text, "Missing ABI symbols") == ["none: the library exports every entry point of the ABI table"]
+    assert f["mapped"]["copies"] == [os.path.realpath(stub_libs["nccl"])] and not f["mapped"]["two_copies"]
+    assert "WARNING" not in text
+
+
+def test_stub_nccl_2_27_lists_newer_symbols_with_their_version(fresh_python):
+    rc, text, f = doctor(fresh_python, "nccl_2_27", pre="from nccl import _ext; rows = _ext._abi_symbols()")
+    assert rc == 0 and f["library"]["version"] == "2.27.3"
+    missing = {name: since for name, since, rccl_only in f["missing_symbols"]}
+    assert missing, text
+    # exactly the NCCL rows introduced in 2.28.0 or later (the stub variant's -DSTUB_MAX_SINCE)
+    for name, since in missing.items():
+        major, minor, patch = map(int, since.split("."))
+        assert (major, minor) >= (2, 28), (name, since)
+    assert missing.get("ncclCommRevoke") == "2.28.7"
+    body = section(text, "Missing ABI symbols")
+    assert body[0].startswith(f"{len(missing)} entry point(s) absent from ")
+    assert any(ln.split() == ["ncclCommRevoke", "NCCL", ">=", "2.28.7"] for ln in body[1:])
+
+
+def test_stub_rccl_legacy_lists_rccl_only_rows(fresh_python):
+    rc, text, f = doctor(fresh_python, "rccl_legacy")
+    assert rc == 0 and f["library"]["flavour"] == "rccl"
+    missing = {name: rccl_only for name, since, rccl_only in f["missing_symbols"]}
+    assert missing.get("ncclAllReduceWithBias") is True
+    assert missing.get("ncclAlltoAllv") is True
+    assert "ncclAllToAllv" not in missing  # the deprecated spelling this build has
+    assert missing.get("ncclAlltoAll") is False
+    assert any(ln.split() == ["ncclAllReduceWithBias", "RCCL-only"] for ln in section(text, "Missing ABI symbols"))
+
+
+def test_two_copies_flagged(fresh_python, stub_libs):
+    pre = f"import ctypes; ctypes.CDLL({str(stub_libs['nccl'])!r})"
+    rc, text, f = doctor(fresh_python, "rccl", pre=pre)
+    assert rc == 0
+    assert f["mapped"]["two_copies"]
+    assert set(f["mapped"]["copies"]) == {os.path.realpath(stub_libs["nccl"]), os.path.realpath(stub_libs["rccl"])}
+    body = section(text, "Mapped NCCL/RCCL copies")
+    assert any(ln.startswith("WARNING: 2 different NCCL/RCCL copies are mapped") for ln in body), text
+
+
+def test_environment_listed(fresh_python):
+    env = {"NCCL_LIBRARY": "host", "NCCL_DEBUG": "WARN", "NCCL_HOST_TIMEOUT": "7", "NCCL4PY_CUDA_CORE_SHIM": "0",
+           "ROCM_PATH": "/opt/nowhere"}
+    rc, text, f = doctor(fresh_python, env=env)
+    assert rc == 0
+    body = section(text, "Environment")
+    for k, v in env.items():
+        assert f"  {k}={v}" in body
+    assert f["environment"]["nccl"]["NCCL_HOST_TIMEOUT"] == "7"
+
+
+def test_host_library_without_gpu(fresh_python, tmp_path):
+    rc, text, f = doctor(fresh_python, env={"NCCL4PY_DEV_DIR": tmp_path})
+    assert rc == 0
+    lib = f["library"]
+    assert lib["flavour"] == "host" and lib["path"].endswith("libnccl-host.so")
+    assert lib["host_info"].startswith("libnccl-host ")
+    assert f["missing_symbols"] == []
+    assert f["mapped"]["copies"] == []
+    assert section(text, "Mapped NCCL/RCCL copies") == ["none mapped (the host backend is not a libnccl/librccl)"]
+    assert section(text, "Devices")[0].startswith(f"no GPU device node in {tmp_path}")
+
+
+def test_device_nodes_and_visibility(fresh_python, tmp_path):
+    for name in ("kfd", "nvidia0", "nvidiactl"):
+        (tmp_path / name).write_text("")
+    env = {"NCCL_LIBRARY": "host", "NCCL4PY_DEV_DIR": tmp_path, "CUDA_VISIBLE_DEVICES": "1,0"}
+    rc, text, f = doctor(fresh_python, env=env)
+    assert f["devices"]["gpu_nodes"] == [str(tmp_path / "kfd"), str(tmp_path / "nvidia0")]
+    body = section(text, "Devices")
+    assert body[0] == f"GPU device nodes: {tmp_path / 'kfd'} {tmp_path / 'nvidia0'}"
+    assert "  CUDA_VISIBLE_DEVICES=1,0" in body
+    assert any(ln.startswith("note: a GPU is present but the host backend is loaded") for ln in body)
+
+
+@pytest.mark.parametrize("setting, active", [("1", True), ("0", False)])
+def test_shim_state(fresh_python, setting, active):
+    rc, text, f = doctor(fresh_python, env={"NCCL_LIBRARY": "host", "NCCL4PY_CUDA_CORE_SHIM": setting})
+    assert f["shim"]["active"] is active
+    body = section(text, "cuda.core shim")
+    assert body[0].startswith("active: cuda.core is nccl._hip_compat" if active else "not active")
+    assert f"  NCCL4PY_CUDA_CORE_SHIM={setting}" in body
+
+
+def test_no_library(fresh_python, tmp_path):
+    missing = tmp_path / "libnccl.so.2"
+    rc, text, f = doctor(fresh_python, env={"NCCL_LIBRARY": missing})
+    assert rc == 1
+    assert not f["library"]["loaded"]
+    assert f["library"]["attempts"][0][0] == str(missing)
+    assert "WARNING: no NCCL/RCCL library could be loaded" in text
+    assert section(text, "Missing ABI symbols") == ["(no library loaded)"]
+
+
+def _cli(*args, **env):
+    e = {k: v for k, v in os.environ.items() if k != "NCCL_LIBRARY"}
+    e.update(env)
+    return subprocess.run([sys.executable, "-m", "nccl", *args], env=e, capture_output=True, text=True, timeout=60)
+
+
+def test_cli_doctor():
+    r = _cli("doctor", NCCL_LIBRARY="host")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("nccl4py doctor\n")
+    for title in ("Library", "Mapped NCCL/RCCL copies", "Environment", "Missing ABI symbols", "Devices",
+                  "cuda.core shim"):
+        assert f"\n{title}\n" in r.stdout
+
+
+def test_cli_doctor_reports_the_automatic_host_choice(tmp_path):
+    r = _cli("doctor", NCCL4PY_DEV_DIR=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "flavour      : host\n" in r.stdout
+    assert "notice       : HostBackendWarning: nccl4py: no GPU found" in r.stdout
+    assert "HostBackendWarning" not in r.stderr  # caught by the doctor, printed once in the report
+
+
+def test_cli_plain_and_bad_arguments():
+    r = _cli(NCCL_LIBRARY="host")
+    assert r.returncode == 0 and "NCCL versions" in r.stdout and "load attempts:" in r.stdout
+    r = _cli("doctr", NCCL_LIBRARY="host")
+    assert r.returncode == 2 and r.stdout == ""
+    assert len(r.stderr.splitlines()) == 1 and "unknown arguments 'doctr'" in r.stderr

@@ -1,0 +1,378 @@
+"""python -m nccl.run: success, the rank environment, failure propagation, crashes, hangs and
+timeouts, orphans, Ctrl-C, /dev/shm, bad arguments.
+
+Each test writes a small rank script to tmp_path that uses only nccl.bindings.nccl (or no NCCL at
+all) and runs the launcher in a child process. Ranks that must be checked for orphans write their
+pids (and their own children's) to files in tmp_path.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from nccl import run as launcher
+
+# Variables that steer library discovery: the launcher's children start without them.
+LOADER_VARIABLES = ("NCCL_LIBRARY", "ROCM_PATH", "HIP_PATH", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH",
+                    "NCCL4PY_DEV_DIR", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                    launcher.UNIQUE_ID_VARIABLE)
+
+ALLREDUCE = """
+import os, sys
+import numpy as np
+import nccl.bindings.nccl as b
+
+rank, n = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+uid = bytes.fromhex(os.environ["NCCL4PY_UNIQUE_ID"])
+box = b.PointerBox()
+b.comm_init_rank(box.address, n, uid, rank)
+x = np.full(1000, rank + 1, dtype=np.float32)
+y = np.zeros_like(x)
+b.all_reduce(x.ctypes.data, y.ctypes.data, x.size, b.DataType.Float32, b.RedOp.Sum, box.ptr, 0)
+b.comm_destroy(box.ptr)
+want = n * (n + 1) / 2
+print(f"rank {rank}/{n} sum={y[0]:g} ok={bool((y == want).all())}")
+print(f"to stderr from {rank}", file=sys.stderr)
+sys.exit(0 if (y == want).all() else 1)
+"""
+
+# Records this rank's pid and a child's, then behaves as ACTION says.
+PIDS = """
+import os, subprocess, sys, time
+rank = int(os.environ["RANK"])
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+out = os.path.join({dir!r}, f"pids{{rank}}")
+with open(out + ".tmp", "w") as f:
+    f.write(f"{{os.getpid()}} {{child.pid}}")
+os.replace(out + ".tmp", out)
+print("ready", flush=True)
+{action}
+"""
+
+
+def env(**overrides):
+    e = {k: v for k, v in os.environ.items() if k not in LOADER_VARIABLES}
+    e.setdefault("NCCL_HOST_TIMEOUT", "30")
+    for k, v in overrides.items():
+        if v is None:
+            e.pop(k, None)
+        else:
+            e[k] = str(v)
+    return e
+
+
+def script(tmp_path, text, name="rank.py"):
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def run(args, timeout=90, **env_overrides):
+    return subprocess.run([sys.executable, "-m", "nccl.run", *map(str, args)], env=env(**env_overrides),
+                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def alive(pid):
+    """False once the process is gone or a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def pids(tmp_path, nranks):
+    out = []
+    for r in range(nranks):
+        p = tmp_path / f"pids{r}"
+        if p.exists():
+            out.extend(int(x) for x in p.read_text().split())
+    return out
+
+
+def assert_all_gone(pid_list, within=5.0):
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline and any(alive(p) for p in pid_list):
+        time.sleep(0.05)
+    assert not [p for p in pid_list if alive(p)], "processes outlived the launcher"
+
+
+def wait_for_files(paths, within=60.0):
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if all(p.exists() for p in paths):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the ranks did not start: {[str(p) for p in paths if not p.exists()]}")
+
+
+def lines_of(text, rank):
+    return [ln[len(f"[{rank}] "):] for ln in text.splitlines() if ln.startswith(f"[{rank}] ")]
+
+
+def test_allreduce_two_ranks_prefixed_output(tmp_path):
+    r = run(["-n", 2, script(tmp_path, ALLREDUCE)])
+    assert r.returncode == 0, r.stderr
+    for rank in (0, 1):
+        assert lines_of(r.stdout, rank) == [f"rank {rank}/2 sum=3 ok=True"]
+        assert lines_of(r.stderr, rank) == [f"to stderr from {rank}"]
+
+
+def test_host_backend_notice_once(tmp_path):
+    # An empty device directory: the loader sees a machine without a GPU, wherever this runs.
+    devdir = tmp_path / "dev"
+    devdir.mkdir()
+    r = run(["-n", 3, script(tmp_path, ALLREDUCE)], NCCL4PY_DEV_DIR=devdir)
+    assert r.returncode == 0, r.stderr
+    notices = [ln for ln in r.stderr.splitlines() if "host backend" in ln]
+    assert len(notices) == 1 and notices[0].startswith("nccl.run: no GPU found"), r.stderr
+    assert "HostBackendWarning" not in r.stderr
+
+
+def test_explicit_host_is_silent(tmp_path):
+    r = run(["-n", 2, script(tmp_path, ALLREDUCE)], NCCL_LIBRARY="host")
+    assert r.returncode == 0, r.stderr
+    assert "host backend" not in r.stderr
+
+
+def test_rank_environment_and_arguments(tmp_path):
+    s = script(tmp_path, """
+        import os, sys
+        keys = ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"]
+        print(" ".join(os.environ[k] for k in keys), len(os.environ["NCCL4PY_UNIQUE_ID"]), sys.argv[1:])
+    """)
+    r = run(["-n", 3, "--timeout", 60, s, "a", "-n", "5", "--timeout=x"], NCCL_LIBRARY="host")
+    assert r.returncode == 0, r.stderr
+    for rank in range(3):
+        # the script's own arguments pass through untouched, even ones that look like ours
+        assert lines_of(r.stdout, rank) == [f"{rank} 3 {rank} 3 256 ['a', '-n', '5', '--timeout=x']"]
+
+
+def test_the_id_is_a_unique_id(tmp_path):
+    s = script(tmp_path, """
+        import os
+        raw = bytes.fromhex(os.environ["NCCL4PY_UNIQUE_ID"])
+        print(len(raw), raw != bytes(128))
+    """)
+    r = run(["-n", 1, s], NCCL_LIBRARY="host")
+    assert r.returncode == 0, r.stderr
+    assert lines_of(r.stdout, 0) == ["128 True"]
+
+
+def test_module_mode(tmp_path):
+    (tmp_path / "mymod.py").write_text("import os, sys\nprint('module', os.environ['RANK'], sys.argv[1:])\n")
+    r = run(["-n", 2, "-m", "mymod", "x"], NCCL_LIBRARY="host", PYTHONPATH=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert lines_of(r.stdout, 1) == ["module 1 ['x']"]
+
+
+def test_failure_stops_the_others_and_names_the_rank(tmp_path):
+    action = "if rank == 1:\n    time.sleep(0.5)\n    sys.exit(3)\ntime.sleep(600)"
+    s = script(tmp_path, PIDS.format(dir=str(tmp_path), action=action))
+    t0 = time.monotonic()
+    r = run(["-n", 3, s], NCCL_LIBRARY="host")
+    assert time.monotonic() - t0 < 60
+    assert r.returncode == 3, r.stderr
+    assert "nccl.run: rank 1 failed (exit code 3)" in r.stderr
+    assert len(pids(tmp_path, 3)) == 6
+    assert_all_gone(pids(tmp_path, 3))
+
+
+def test_crash_by_signal(tmp_path):
+    action = "if rank == 0:\n    os.kill(os.getpid(), 9)\ntime.sleep(600)"
+    s = script(tmp_path, PIDS.format(dir=str(tmp_path), action=action))
+    r = run(["-n", 2, s], NCCL_LIBRARY="host")
+    assert r.returncode == 128 + 9, r.stderr
+    assert "rank 0 failed (killed by SIGKILL)" in r.stderr
+    assert_all_gone(pids(tmp_path, 2))
+
+
+def test_exception_in_a_rank(tmp_path):
+    s = script(tmp_path, """
+        import os, time
+        if os.environ["RANK"] == "1":
+            raise ValueError("bad rank")
+        time.sleep(600)
+    """)
+    r = run(["-n", 2, s], NCCL_LIBRARY="host")
+    assert r.returncode == 1
+    assert "[1] ValueError: bad rank" in r.stderr
+    assert "rank 1 failed (exit code 1)" in r.stderr
+
+
+def test_timeout(tmp_path):
+    s = script(tmp_path, PIDS.format(dir=str(tmp_path), action="time.sleep(600)"))
+    r = run(["-n", 2, "--timeout", 8, s], NCCL_LIBRARY="host")
+    assert r.returncode == launcher.EXIT_TIMEOUT, r.stderr
+    assert "timeout after 8 s; rank(s) 0, 1 still running" in r.stderr
+    assert len(pids(tmp_path, 2)) == 4
+    assert_all_gone(pids(tmp_path, 2))
+
+
+def test_rank_hung_in_a_collective(tmp_path):
+    # Rank 0 waits in all_reduce for rank 1, which never calls it; the backend's own deadline is
+    # far away, so the launcher's timeout is what ends it.
+    s = script(tmp_path, """
+        import os, time
+        import numpy as np
+        import nccl.bindings.nccl as b
+        rank = int(os.environ["RANK"])
+        box = b.PointerBox()
+        b.comm_init_rank(box.address, 2, bytes.fromhex(os.environ["NCCL4PY_UNIQUE_ID"]), rank)
+        print("initialised", flush=True)
+        x = np.ones(4, dtype=np.float32)
+        if rank == 0:
+            b.all_reduce(x.ctypes.data, x.ctypes.data, 4, b.DataType.Float32, b.RedOp.Sum, box.ptr, 0)
+        time.sleep(600)
+    """)
+    r = run(["-n", 2, "--timeout", 15, s], NCCL_LIBRARY="host", NCCL_HOST_TIMEOUT=300)
+    assert r.returncode == launcher.EXIT_TIMEOUT, r.stderr
+    assert lines_of(r.stdout, 0) == ["initialised"] and lines_of(r.stdout, 1) == ["initialised"]
+
+
+def test_grandchildren_are_stopped_after_success(tmp_path):
+    s = script(tmp_path, PIDS.format(dir=str(tmp_path), action="sys.exit(0)"))
+    r = run(["-n", 2, s], NCCL_LIBRARY="host")
+    assert r.returncode == 0, r.stderr
+    assert len(pids(tmp_path, 2)) == 4
+    assert_all_gone(pids(tmp_path, 2))
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 128 + signal.SIGTERM)])
+def test_interrupt_stops_every_rank(tmp_path, sig, code):
+    s = script(tmp_path, PIDS.format(dir=str(tmp_path), action="time.sleep(600)"))
+    shm_before = _shm_names()
+    p = subprocess.Popen([sys.executable, "-m", "nccl.run", "-n", "2", str(s)], env=env(NCCL_LIBRARY="host"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        wait_for_files([tmp_path / "pids0", tmp_path / "pids1"])
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == code, err
+    assert f"{signal.Signals(sig).name} received; stopping all ranks" in err
+    assert_all_gone(pids(tmp_path, 2))
+    assert _shm_names() <= shm_before
+
+
+def test_repeated_interrupts_still_clean_up(tmp_path):
+    # the ranks ignore SIGTERM, so cleanup takes the SIGKILL path while more signals arrive
+    action = "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(600)"
+    s = script(tmp_path, PIDS.format(dir=str(tmp_path), action=action))
+    p = subprocess.Popen([sys.executable, "-m", "nccl.run", "-n", "2", str(s)], env=env(NCCL_LIBRARY="host"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        wait_for_files([tmp_path / "pids0", tmp_path / "pids1"])
+        for _ in range(5):
+            p.send_signal(signal.SIGINT)
+            time.sleep(0.2)
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 130, err
+    assert "Traceback" not in err
+    assert_all_gone(pids(tmp_path, 2))
+
+
+def test_interrupt_during_init_leaves_no_shared_memory(tmp_path):
+    # Ranks killed while they bootstrap (the segment is named only inside the attach window).
+    s = script(tmp_path, """
+        import os
+        import nccl.bindings.nccl as b
+        rank, n = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        open(os.path.join(os.path.dirname(__file__), f"started{rank}"), "w").close()
+        for _ in range(1):
+            box = b.PointerBox()
+            b.comm_init_rank(box.address, n, bytes.fromhex(os.environ["NCCL4PY_UNIQUE_ID"]), rank)
+        import time; time.sleep(600)
+    """)
+    shm_before = _shm_names()
+    p = subprocess.Popen([sys.executable, "-m", "nccl.run", "-n", "2", str(s)], env=env(NCCL_LIBRARY="host"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        wait_for_files([tmp_path / "started0", tmp_path / "started1"])
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 130, err
+    assert _shm_names() <= shm_before
+
+
+def _shm_names():
+    prefix = f"nccl-host-{os.geteuid()}-"
+    try:
+        return {n for n in os.listdir("/dev/shm") if n.startswith(prefix)}
+    except OSError:
+        return set()
+
+
+def test_sweep_removes_names_of_our_ranks_only(tmp_path):
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("no /dev/shm")
+    # a pid that is certainly gone: a child that has exited and been reaped
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    mine = Path(f"/dev/shm/nccl-host-{os.geteuid()}-{dead}-launchertest")
+    live = Path(f"/dev/shm/nccl-host-{os.geteuid()}-{os.getpid()}-launchertest")
+    mine.write_bytes(b"x")
+    live.write_bytes(b"x")
+    try:
+        removed = launcher.sweep_shared_memory({int(dead)}, since=time.time() - 60)
+        assert mine.name in removed and not mine.exists()
+        assert live.exists()  # a live process's name is never touched
+    finally:
+        for p in (mine, live):
+            if p.exists():
+                p.unlink()
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "-n N (the number of ranks) is required"),
+    (["-n"], "-n needs a value"),
+    (["-n", "0", "x.py"], "-n must be a positive integer, got '0'"),
+    (["-n", "two", "x.py"], "-n must be a positive integer, got 'two'"),
+    (["-n", "-3", "x.py"], "-n must be a positive integer, got '-3'"),
+    (["-n", "2"], "no script given"),
+    (["-n", "2", "missing_script.py"], "script not found: missing_script.py"),
+    (["-n", "2", "--timeout", "-1", "x.py"], "--timeout must be a positive number of seconds, got '-1'"),
+    (["-n", "2", "--timeout", "soon", "x.py"], "--timeout must be a positive number of seconds"),
+    (["-n", "2", "--bogus", "x.py"], "unknown option '--bogus'"),
+    (["-n", "2", "-m"], "-m needs a module name"),
+])
+def test_bad_arguments(tmp_path, args, message):
+    (tmp_path / "x.py").write_text("pass\n")
+    r = subprocess.run([sys.executable, "-m", "nccl.run", *args], env=env(), capture_output=True, text=True,
+                       timeout=60, cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("nccl.run: error: ") and message in lines[0], r.stderr
+
+
+def test_parse_args_forms():
+    p = launcher.parse_args
+    assert p(["-n", "2", "--", __file__, "-n", "9"]) == (2, None, [__file__, "-n", "9"])
+    assert p(["-n4", "--timeout=2.5", __file__]) == (4, 2.5, [__file__])
+    assert p(["--nranks=3", "-np", "5", __file__]) == (5, None, [__file__])
+    assert p(["-n", "1", "-m", "pkg.mod", "-x"]) == (1, None, ["-m", "pkg.mod", "-x"])
+
+
+def test_help():
+    r = subprocess.run([sys.executable, "-m", "nccl.run", "--help"], env=env(), capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith("usage: python -m nccl.run")
