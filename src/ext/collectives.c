@@ -585,12 +585,14 @@ static PyObject *Communicator_put_signal(NX_COMM_METHOD_ARGS)
         return NULL;
     if (!PyObject_TypeCheck(a[2], st->core_types[NX_TYPE_REGISTERED_WINDOW]))
         return nx_invalid(st, "peer_window must be a RegisteredWindowHandle, got %s", Py_TYPE(a[2])->tp_name);
-    PyObject *h = PyObject_GetAttrString(a[2], "handle"); /* raises once the window is closed */
+    PyObject *h = PyObject_GetAttrString(a[2], "handle"); /* 0 once closed or while pending */
     if (h == NULL)
         return NULL;
     intptr_t win;
     int bad = nx_intptr(h, fname, "peer_window", &win);
     Py_DECREF(h);
+    if (bad == 0 && win == 0)
+        return nx_invalid(st, "peer_window has no window handle (it is closed, or its registration is pending)");
     if (bad < 0 || (a[3] && nx_size(a[3], fname, "peer_window_offset", &offset) < 0) ||
         (a[4] && nx_int(a[4], fname, "signal_index", &idx) < 0) || (a[5] && nx_int(a[5], fname, "context", &ctx) < 0) ||
         (a[6] && nx_uint(a[6], fname, "flags", &flags) < 0) || stream_arg(st, a[7], &stream) < 0)
