@@ -373,6 +373,20 @@ def registration(ctx):
         k.fail(f"register_window returned {w!r} on the host backend")
     except b.NCCLError as e:
         k.ctx.extra["register_window"] = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+    # one-sided calls reach the library (which does not implement them)
+    sig = {}
+
+    class Desc:  # the shape of nccl.core's WaitSignalDesc dataclass
+        peer, op_count, signal_index, context = 0, 1, 0, 0
+
+    for what, fn, args in [("signal", c.signal, (0,)), ("wait_signal", c.wait_signal, ([Desc(), Desc()],)),
+                           ("wait_signal one", c.wait_signal, (Desc(),))]:
+        try:
+            fn(*args)
+            sig[what] = "no error"
+        except b.NCCLError as e:
+            sig[what] = type(e).__name__
+    k.ctx.extra["one_sided"] = sig
     k.raises("create_dev_comm", NotImplementedError, "create_dev_comm: *", c.create_dev_comm)
     k.raises("create_dev_comm(None)", NotImplementedError, "create_dev_comm: *", c.create_dev_comm, None)
     # construction rules
@@ -589,6 +603,17 @@ def refcounts(ctx):
     after = [sys.getrefcount(o) for o in objs]
     if before != after:
         k.fail(f"refcounts {before} -> {after}")
+    op = c.create_pre_mul_sum(0.5, b.DataType.Float32)
+    ob = sys.getrefcount(op), sys.getrefcount(x)
+    for _ in range(2000):
+        c.allreduce(x, x, op)
+        try:
+            c.allreduce(bad, bad, op)
+        except NcclInvalid:
+            pass
+    if (sys.getrefcount(op), sys.getrefcount(x)) != ob:
+        k.fail(f"custom op refcounts {ob} -> {(sys.getrefcount(op), sys.getrefcount(x))}")
+    op.close()
     k.ncalls = 14000
     return k.result()
 

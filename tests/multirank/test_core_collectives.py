@@ -43,6 +43,7 @@ def test_registration(run_ranks, nranks):
     resource construction rules."""
     results = _check(run_ranks(nranks, "ranks_core:registration", timeout=90))
     assert results[0].extra["register_window"].startswith("NCCLInvalidUsage")
+    assert all(v.startswith("NCCL") for v in results[0].extra["one_sided"].values()), results[0].extra
 
 
 @pytest.mark.timeout(120)
