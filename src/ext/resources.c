@@ -564,7 +564,7 @@ static int from_numpy_dtype(nx_state *st, PyObject *d, ncclDataType_t *out)
                  {'i', 4, ncclInt32},   {'i', 8, ncclInt64},   {'u', 1, ncclUint8},   {'u', 4, ncclUint32},
                  {'u', 8, ncclUint64},  {'b', 1, ncclUint8}};
     if (strcmp(n, "bfloat16") == 0 || strcmp(n, "float8_e4m3fn") == 0 || strcmp(n, "float8_e5m2") == 0) {
-        *out = n[0] == 'b' ? ncclBfloat16 : n[6] == 'e' && n[7] == '4' ? ncclFloat8e4m3 : ncclFloat8e5m2;
+        *out = n[0] == 'b' ? ncclBfloat16 : strcmp(n, "float8_e4m3fn") == 0 ? ncclFloat8e4m3 : ncclFloat8e5m2;
         r = 0;
         goto done;
     }

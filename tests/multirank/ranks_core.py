@@ -255,6 +255,9 @@ def custom_ops(ctx):
         ("float default FLOAT64", 0.5, None, f64, 0.5, "HostImmediate"),
         ("ndarray float64", np.array([4.0]), None, f64, 4, "HostImmediate"),
         ("ndarray to FLOAT32", np.array([[2]], dtype=np.int64), DF32, f32, 2, "HostImmediate"),
+        ("ndarray bfloat16", np.array([2], dtype=ml_dtypes.bfloat16), None, np.dtype(ml_dtypes.bfloat16), 2,
+         "HostImmediate"),
+        ("float + BFLOAT16", 0.5, b.DataType.Bfloat16, np.dtype(ml_dtypes.bfloat16), 0.5, "HostImmediate"),
         ("device buffer (memoryview)", memoryview(np.array([5.0], np.float32)), None, f32, 5, "Device"),
         ("device buffer + datatype", memoryview(np.array([5.0], np.float32)), DF32, f32, 5, "Device"),
     ]
@@ -312,6 +315,13 @@ def custom_ops(ctx):
              "scalar must be int, float, numpy.ndarray, or NcclSupportedBuffer, got object: *",
              c.create_pre_mul_sum, object())
     k.raises("bad datatype", ValueError, "*", c.create_pre_mul_sum, 1.0, 99)
+    for name, dt in (("float8_e4m3fn", "FLOAT8E4M3"), ("float8_e5m2", "FLOAT8E5M2")):
+        op = c.create_pre_mul_sum(np.array([1], dtype=getattr(ml_dtypes, name)))
+        if f"dtype={dt}," not in repr(op):
+            k.fail(f"ndarray {name}: {op!r}")
+        op.close()
+    k.raises("unsupported ndarray dtype", NcclInvalid, "Unsupported data type: numpy dtype complex128 (kind=c, *",
+             c.create_pre_mul_sum, np.array([1j]))
     # an op of another communicator (a split child: same ranks, another handle)
     child = c.split(0, rank)
     try:
