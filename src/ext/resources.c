@@ -897,7 +897,7 @@ static int add_type(PyObject *module, nx_state *st, nx_core_type idx, PyType_Spe
     return PyModule_AddObjectRef(module, name, tp);
 }
 
-#define RESOURCE_FLAGS (Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC)
+#define RESOURCE_FLAGS (Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE)
 #define COMMON_SLOTS                                  \
     {Py_tp_dealloc, CommResource_dealloc},            \
     {Py_tp_traverse, CommResource_traverse},          \

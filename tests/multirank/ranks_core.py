@@ -410,6 +410,14 @@ def registration(ctx):
     r.close()
     if r.is_valid:
         k.fail("CommResource.close")
+    class Sub(E.CommResource):  # a Python subclass keeps the base's rules
+        pass
+
+    s = Sub(c)
+    s.close()
+    s.close()
+    if s.is_valid or repr(s) != "<Sub: closed>":
+        k.fail(f"subclass: {s!r}")
     for cls in (E.RegisteredBufferHandle, E.RegisteredWindowHandle, E.CustomRedOp):
         k.raises(f"{cls.__name__}()", TypeError, "*", cls)
     # refcount of the buffer: held while registered, released by close
