@@ -753,3 +753,39 @@ def _rccl_checks(k):
     buf = np.zeros(4 * size, f)
     k.raises("alltoallv overlap", NcclInvalid, "sendbuf and recvbuf overlap but are not in alltoallv's in-place layout",
              c.alltoallv, buf, buf, [1] * size, list(range(size)), [1] * size, list(range(size)))
+
+
+def gil_release(ctx):
+    """While rank 0 waits inside allreduce for a late rank 1, another thread of rank 0 runs
+    Python code: the call holds no GIL while it blocks in the library."""
+    import threading
+    import time
+
+    k = Checker(ctx)
+    c = k.comm
+    x = np.ones(4, np.float32)
+    c.allreduce(x, x, SUM)  # everyone is up
+    if ctx.rank == 0:
+        ticks, stop = [0], threading.Event()
+
+        def spin():
+            while not stop.is_set():
+                ticks[0] += 1
+
+        t = threading.Thread(target=spin)
+        t.start()
+        time.sleep(0.05)
+        start = ticks[0]
+        t0 = time.monotonic()
+        c.allreduce(x, x, SUM)
+        waited = time.monotonic() - t0
+        during = ticks[0] - start
+        stop.set()
+        t.join()
+        k.ctx.extra["gil"] = {"waited_s": round(waited, 3), "ticks_during_call": during}
+        if waited < 0.2 or during < 1000:
+            k.fail(f"allreduce waited {waited:.3f} s with {during} ticks of the other thread")
+    else:
+        time.sleep(0.5)
+        c.allreduce(x, x, SUM)
+    return k.result()

@@ -77,3 +77,10 @@ def test_rccl_extensions(run_ranks, nranks, tmp_path):
     """allreduce_with_bias and alltoallv with the host backend acting as RCCL."""
     _check(run_ranks(nranks, "ranks_core:rccl_extensions", timeout=90, init=False,
                      env={"NCCL_HOST_FLAVOR": "rccl"}, params={"dir": str(tmp_path)}))
+
+
+@pytest.mark.timeout(60)
+def test_gil_released_in_collective(run_ranks):
+    """A thread keeps running while allreduce blocks in the library waiting for a late peer."""
+    results = _check(run_ranks(2, "ranks_core:gil_release", timeout=45))
+    assert results[0].extra["gil"]["ticks_during_call"] > 0
