@@ -81,6 +81,12 @@ static inline int op_arg(nx_state *st, nx_Communicator *c, PyObject *o, ncclData
     return nx_comm_redop(st, c, o, dt, out);
 }
 
+/* stream: an omitted keyword is None. */
+static inline int stream_arg(nx_state *st, PyObject *o, cudaStream_t *out)
+{
+    return nx_resolve_stream(st, o != NULL ? o : Py_None, out);
+}
+
 /* n * m, saturated at SIZE_MAX (the counts then fail their checks instead of wrapping). */
 static inline size_t mul_sat(size_t n, size_t m)
 {
@@ -136,7 +142,7 @@ static PyObject *reduce_impl(nx_state *st, nx_Communicator *c, const char *fname
     ncclRedOp_t op;
     cudaStream_t stream;
     if (NX_UNLIKELY(op_arg(st, c, opo, s.dtype, fname, &op) < 0) ||
-        NX_UNLIKELY(nx_resolve_stream(st, streamo, &stream) < 0))
+        NX_UNLIKELY(stream_arg(st, streamo, &stream) < 0))
         return NULL;
     if (rooted) {
         NX_REQUIRE(st, ncclReduce);
@@ -213,7 +219,7 @@ static PyObject *Communicator_reduce_scatter(NX_COMM_METHOD_ARGS)
         return overlap_error(st, fname);
     ncclRedOp_t op;
     cudaStream_t stream;
-    if (op_arg(st, c, a[2], s.dtype, fname, &op) < 0 || nx_resolve_stream(st, a[3], &stream) < 0)
+    if (op_arg(st, c, a[2], s.dtype, fname, &op) < 0 || stream_arg(st, a[3], &stream) < 0)
         return NULL;
     NX_REQUIRE(st, ncclReduceScatter);
     NX_CALL(st, comm, nx_api.ncclReduceScatter(s.ptr, r.ptr, count, s.dtype, op, comm, stream));
@@ -255,7 +261,7 @@ static PyObject *Communicator_broadcast(NX_COMM_METHOD_ARGS)
             return overlap_error(st, fname);
     }
     cudaStream_t stream;
-    if (nx_resolve_stream(st, a[3], &stream) < 0)
+    if (stream_arg(st, a[3], &stream) < 0)
         return NULL;
     NX_REQUIRE(st, ncclBroadcast);
     NX_CALL(st, comm, nx_api.ncclBroadcast(s.ptr, r.ptr, r.count, r.dtype, root, comm, stream));
@@ -287,7 +293,7 @@ static PyObject *gather_impl(nx_state *st, nx_Communicator *c, const char *fname
             return overlap_error(st, fname);
     }
     cudaStream_t stream;
-    if (nx_resolve_stream(st, streamo, &stream) < 0)
+    if (stream_arg(st, streamo, &stream) < 0)
         return NULL;
     if (rooted) {
         NX_REQUIRE(st, ncclGather);
@@ -364,7 +370,7 @@ static PyObject *Communicator_scatter(NX_COMM_METHOD_ARGS)
             return overlap_error(st, fname);
     }
     cudaStream_t stream;
-    if (nx_resolve_stream(st, a[3], &stream) < 0)
+    if (stream_arg(st, a[3], &stream) < 0)
         return NULL;
     NX_REQUIRE(st, ncclScatter);
     NX_CALL(st, comm, nx_api.ncclScatter(s.ptr, r.ptr, r.count, r.dtype, root, comm, stream));
@@ -403,7 +409,7 @@ static PyObject *Communicator_alltoall(NX_COMM_METHOD_ARGS)
     if (s.ptr != r.ptr && overlaps(s.ptr, s.count * sz, r.ptr, s.count * sz))
         return overlap_error(st, fname);
     cudaStream_t stream;
-    if (nx_resolve_stream(st, a[2], &stream) < 0)
+    if (stream_arg(st, a[2], &stream) < 0)
         return NULL;
     if (NX_UNLIKELY(!nx_loader_ready()) && nx_load_library(st) < 0)
         return NULL;
@@ -429,7 +435,7 @@ static PyObject *p2p(PyObject *self, PyTypeObject *cls, PyObject *const *args, P
     nx_buffer b;
     cudaStream_t stream;
     if (comm == NULL || buffer_arg(st, c, a[0], sig->names[0], is_recv, &b) < 0 ||
-        nx_int(a[1], sig->fname, "peer", &peer) < 0 || nx_resolve_stream(st, a[2], &stream) < 0)
+        nx_int(a[1], sig->fname, "peer", &peer) < 0 || stream_arg(st, a[2], &stream) < 0)
         return NULL;
     if (is_recv) {
         NX_REQUIRE(st, ncclRecv);
@@ -469,7 +475,7 @@ static PyObject *Communicator_signal(NX_COMM_METHOD_ARGS)
     if (comm == NULL || nx_int(a[0], "signal", "peer", &peer) < 0 ||
         (a[1] && nx_int(a[1], "signal", "signal_index", &idx) < 0) ||
         (a[2] && nx_int(a[2], "signal", "context", &ctx) < 0) ||
-        (a[3] && nx_uint(a[3], "signal", "flags", &flags) < 0) || nx_resolve_stream(st, a[4], &stream) < 0)
+        (a[3] && nx_uint(a[3], "signal", "flags", &flags) < 0) || stream_arg(st, a[4], &stream) < 0)
         return NULL;
     NX_REQUIRE(st, ncclSignal);
     NX_CALL(st, comm, nx_api.ncclSignal(peer, idx, ctx, flags, comm, stream));
@@ -533,7 +539,7 @@ static PyObject *Communicator_wait_signal(NX_COMM_METHOD_ARGS)
     for (Py_ssize_t i = 0; i < n; i++)
         if (wait_desc(st, seq ? PySequence_Fast_GET_ITEM(a[0], i) : a[0], &descs[i]) < 0)
             goto done;
-    if (nx_resolve_stream(st, a[1], &stream) < 0)
+    if (stream_arg(st, a[1], &stream) < 0)
         goto done;
     if (!nx_loader_ready() && nx_load_library(st) < 0)
         goto done;
@@ -579,15 +585,17 @@ static PyObject *Communicator_put_signal(NX_COMM_METHOD_ARGS)
         return NULL;
     if (!PyObject_TypeCheck(a[2], st->core_types[NX_TYPE_REGISTERED_WINDOW]))
         return nx_invalid(st, "peer_window must be a RegisteredWindowHandle, got %s", Py_TYPE(a[2])->tp_name);
-    PyObject *h = PyObject_GetAttrString(a[2], "handle"); /* raises once the window is closed */
+    PyObject *h = PyObject_GetAttrString(a[2], "handle"); /* 0 once closed or while pending */
     if (h == NULL)
         return NULL;
     intptr_t win;
     int bad = nx_intptr(h, fname, "peer_window", &win);
     Py_DECREF(h);
+    if (bad == 0 && win == 0)
+        return nx_invalid(st, "peer_window has no window handle (it is closed, or its registration is pending)");
     if (bad < 0 || (a[3] && nx_size(a[3], fname, "peer_window_offset", &offset) < 0) ||
         (a[4] && nx_int(a[4], fname, "signal_index", &idx) < 0) || (a[5] && nx_int(a[5], fname, "context", &ctx) < 0) ||
-        (a[6] && nx_uint(a[6], fname, "flags", &flags) < 0) || nx_resolve_stream(st, a[7], &stream) < 0)
+        (a[6] && nx_uint(a[6], fname, "flags", &flags) < 0) || stream_arg(st, a[7], &stream) < 0)
         return NULL;
     size_t bytes = mul_sat(offset, nx_dtype_size(b.dtype));
     if (bytes == SIZE_MAX)
@@ -634,7 +642,7 @@ static PyObject *Communicator_allreduce_with_bias(NX_COMM_METHOD_ARGS)
         return nx_invalid(st, "bias and recvbuf overlap");
     ncclRedOp_t op;
     cudaStream_t stream;
-    if (op_arg(st, c, a[3], s.dtype, fname, &op) < 0 || nx_resolve_stream(st, a[4], &stream) < 0)
+    if (op_arg(st, c, a[3], s.dtype, fname, &op) < 0 || stream_arg(st, a[4], &stream) < 0)
         return NULL;
     NX_REQUIRE(st, ncclAllReduceWithBias);
     NX_CALL(st, comm, nx_api.ncclAllReduceWithBias(s.ptr, r.ptr, s.count, s.dtype, op, comm, stream, bias.ptr));
@@ -723,7 +731,7 @@ static PyObject *Communicator_alltoallv(NX_COMM_METHOD_ARGS)
         goto done;
     }
     cudaStream_t stream;
-    if (nx_resolve_stream(st, a[6], &stream) < 0)
+    if (stream_arg(st, a[6], &stream) < 0)
         goto done;
     if (!nx_loader_ready() && nx_load_library(st) < 0)
         goto done;

@@ -564,7 +564,7 @@ static int from_numpy_dtype(nx_state *st, PyObject *d, ncclDataType_t *out)
                  {'i', 4, ncclInt32},   {'i', 8, ncclInt64},   {'u', 1, ncclUint8},   {'u', 4, ncclUint32},
                  {'u', 8, ncclUint64},  {'b', 1, ncclUint8}};
     if (strcmp(n, "bfloat16") == 0 || strcmp(n, "float8_e4m3fn") == 0 || strcmp(n, "float8_e5m2") == 0) {
-        *out = n[0] == 'b' ? ncclBfloat16 : n[6] == 'e' && n[7] == '4' ? ncclFloat8e4m3 : ncclFloat8e5m2;
+        *out = n[0] == 'b' ? ncclBfloat16 : strcmp(n, "float8_e4m3fn") == 0 ? ncclFloat8e4m3 : ncclFloat8e5m2;
         r = 0;
         goto done;
     }
@@ -897,7 +897,7 @@ static int add_type(PyObject *module, nx_state *st, nx_core_type idx, PyType_Spe
     return PyModule_AddObjectRef(module, name, tp);
 }
 
-#define RESOURCE_FLAGS (Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC)
+#define RESOURCE_FLAGS (Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE)
 #define COMMON_SLOTS                                  \
     {Py_tp_dealloc, CommResource_dealloc},            \
     {Py_tp_traverse, CommResource_traverse},          \

@@ -255,6 +255,9 @@ def custom_ops(ctx):
         ("float default FLOAT64", 0.5, None, f64, 0.5, "HostImmediate"),
         ("ndarray float64", np.array([4.0]), None, f64, 4, "HostImmediate"),
         ("ndarray to FLOAT32", np.array([[2]], dtype=np.int64), DF32, f32, 2, "HostImmediate"),
+        ("ndarray bfloat16", np.array([2], dtype=ml_dtypes.bfloat16), None, np.dtype(ml_dtypes.bfloat16), 2,
+         "HostImmediate"),
+        ("float + BFLOAT16", 0.5, b.DataType.Bfloat16, np.dtype(ml_dtypes.bfloat16), 0.5, "HostImmediate"),
         ("device buffer (memoryview)", memoryview(np.array([5.0], np.float32)), None, f32, 5, "Device"),
         ("device buffer + datatype", memoryview(np.array([5.0], np.float32)), DF32, f32, 5, "Device"),
     ]
@@ -312,6 +315,13 @@ def custom_ops(ctx):
              "scalar must be int, float, numpy.ndarray, or NcclSupportedBuffer, got object: *",
              c.create_pre_mul_sum, object())
     k.raises("bad datatype", ValueError, "*", c.create_pre_mul_sum, 1.0, 99)
+    for name, dt in (("float8_e4m3fn", "FLOAT8E4M3"), ("float8_e5m2", "FLOAT8E5M2")):
+        op = c.create_pre_mul_sum(np.array([1], dtype=getattr(ml_dtypes, name)))
+        if f"dtype={dt}," not in repr(op):
+            k.fail(f"ndarray {name}: {op!r}")
+        op.close()
+    k.raises("unsupported ndarray dtype", NcclInvalid, "Unsupported data type: numpy dtype complex128 (kind=c, *",
+             c.create_pre_mul_sum, np.array([1j]))
     # an op of another communicator (a split child: same ranks, another handle)
     child = c.split(0, rank)
     try:
@@ -373,6 +383,20 @@ def registration(ctx):
         k.fail(f"register_window returned {w!r} on the host backend")
     except b.NCCLError as e:
         k.ctx.extra["register_window"] = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+    # one-sided calls reach the library (which does not implement them)
+    sig = {}
+
+    class Desc:  # the shape of nccl.core's WaitSignalDesc dataclass
+        peer, op_count, signal_index, context = 0, 1, 0, 0
+
+    for what, fn, args in [("signal", c.signal, (0,)), ("wait_signal", c.wait_signal, ([Desc(), Desc()],)),
+                           ("wait_signal one", c.wait_signal, (Desc(),))]:
+        try:
+            fn(*args)
+            sig[what] = "no error"
+        except b.NCCLError as e:
+            sig[what] = type(e).__name__
+    k.ctx.extra["one_sided"] = sig
     k.raises("create_dev_comm", NotImplementedError, "create_dev_comm: *", c.create_dev_comm)
     k.raises("create_dev_comm(None)", NotImplementedError, "create_dev_comm: *", c.create_dev_comm, None)
     # construction rules
@@ -386,6 +410,14 @@ def registration(ctx):
     r.close()
     if r.is_valid:
         k.fail("CommResource.close")
+    class Sub(E.CommResource):  # a Python subclass keeps the base's rules
+        pass
+
+    s = Sub(c)
+    s.close()
+    s.close()
+    if s.is_valid or repr(s) != "<Sub: closed>":
+        k.fail(f"subclass: {s!r}")
     for cls in (E.RegisteredBufferHandle, E.RegisteredWindowHandle, E.CustomRedOp):
         k.raises(f"{cls.__name__}()", TypeError, "*", cls)
     # refcount of the buffer: held while registered, released by close
@@ -589,6 +621,17 @@ def refcounts(ctx):
     after = [sys.getrefcount(o) for o in objs]
     if before != after:
         k.fail(f"refcounts {before} -> {after}")
+    op = c.create_pre_mul_sum(0.5, b.DataType.Float32)
+    ob = sys.getrefcount(op), sys.getrefcount(x)
+    for _ in range(2000):
+        c.allreduce(x, x, op)
+        try:
+            c.allreduce(bad, bad, op)
+        except NcclInvalid:
+            pass
+    if (sys.getrefcount(op), sys.getrefcount(x)) != ob:
+        k.fail(f"custom op refcounts {ob} -> {(sys.getrefcount(op), sys.getrefcount(x))}")
+    op.close()
     k.ncalls = 14000
     return k.result()
 
@@ -710,3 +753,39 @@ def _rccl_checks(k):
     buf = np.zeros(4 * size, f)
     k.raises("alltoallv overlap", NcclInvalid, "sendbuf and recvbuf overlap but are not in alltoallv's in-place layout",
              c.alltoallv, buf, buf, [1] * size, list(range(size)), [1] * size, list(range(size)))
+
+
+def gil_release(ctx):
+    """While rank 0 waits inside allreduce for a late rank 1, another thread of rank 0 runs
+    Python code: the call holds no GIL while it blocks in the library."""
+    import threading
+    import time
+
+    k = Checker(ctx)
+    c = k.comm
+    x = np.ones(4, np.float32)
+    c.allreduce(x, x, SUM)  # everyone is up
+    if ctx.rank == 0:
+        ticks, stop = [0], threading.Event()
+
+        def spin():
+            while not stop.is_set():
+                ticks[0] += 1
+
+        t = threading.Thread(target=spin)
+        t.start()
+        time.sleep(0.05)
+        start = ticks[0]
+        t0 = time.monotonic()
+        c.allreduce(x, x, SUM)
+        waited = time.monotonic() - t0
+        during = ticks[0] - start
+        stop.set()
+        t.join()
+        k.ctx.extra["gil"] = {"waited_s": round(waited, 3), "ticks_during_call": during}
+        if waited < 0.2 or during < 1000:
+            k.fail(f"allreduce waited {waited:.3f} s with {during} ticks of the other thread")
+    else:
+        time.sleep(0.5)
+        c.allreduce(x, x, SUM)
+    return k.result()

@@ -43,6 +43,7 @@ def test_registration(run_ranks, nranks):
     resource construction rules."""
     results = _check(run_ranks(nranks, "ranks_core:registration", timeout=90))
     assert results[0].extra["register_window"].startswith("NCCLInvalidUsage")
+    assert all(v.startswith("NCCL") for v in results[0].extra["one_sided"].values()), results[0].extra
 
 
 @pytest.mark.timeout(120)
@@ -76,3 +77,10 @@ def test_rccl_extensions(run_ranks, nranks, tmp_path):
     """allreduce_with_bias and alltoallv with the host backend acting as RCCL."""
     _check(run_ranks(nranks, "ranks_core:rccl_extensions", timeout=90, init=False,
                      env={"NCCL_HOST_FLAVOR": "rccl"}, params={"dir": str(tmp_path)}))
+
+
+@pytest.mark.timeout(60)
+def test_gil_released_in_collective(run_ranks):
+    """A thread keeps running while allreduce blocks in the library waiting for a late peer."""
+    results = _check(run_ranks(2, "ranks_core:gil_release", timeout=45))
+    assert results[0].extra["gil"]["ticks_during_call"] > 0
