@@ -469,8 +469,17 @@ static PyObject *CustomRedOp_repr(PyObject *self)
                                 o->residence == ncclScalarHostImmediate ? "HostImmediate" : "Device", (int)o->op);
 }
 
+static PyObject *CustomRedOp_get_dtype(PyObject *self, void *closure)
+{
+    (void)closure;
+    nx_state *st = nx_state_of_type(Py_TYPE(self));
+    PyObject *cls = st ? nx_lazy(st, NX_LAZY_DATATYPE) : NULL;
+    return cls ? PyObject_CallFunction(cls, "i", (int)((nx_CustomRedOp *)self)->dtype) : NULL;
+}
+
 static PyGetSetDef CustomRedOp_getset[] = {
     {"op", CustomRedOp_get_op, NULL, "The dynamic ncclRedOp_t (RuntimeError once closed).", NULL},
+    {"dtype", CustomRedOp_get_dtype, NULL, "The NcclDataType the operator was created for.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -6,7 +6,6 @@ result of any collective locally. A check returns {"failures": [...], "ncalls": 
 """
 
 import sys
-import types
 
 import ml_dtypes
 import numpy as np
@@ -22,34 +21,6 @@ DTYPES = [np.dtype(t) for t in (np.int8, np.uint8, np.int32, np.uint32, np.int64
 COUNTS = [0, 1, 7, 37]
 BLOCKS = [1, 7]  # per-rank block counts of reduce_scatter, alltoall, scatter (0 is rejected there)
 MAX_FAILURES = 40
-
-
-def install_core_stand_in():
-    """A minimal nccl.core._unique_id so that Communicator.init works in these tests.
-
-    It exists only until the real nccl.core package lands on this branch; when that package is
-    importable it is used and this function does nothing."""
-    try:
-        import nccl.core._unique_id  # noqa: F401
-        return
-    except ImportError:
-        pass
-    core = types.ModuleType("nccl.core")
-    core.__path__ = []
-    uid_mod = types.ModuleType("nccl.core._unique_id")
-
-    class UniqueId:
-        def __init__(self, internal=None):
-            self._internal = internal if internal is not None else b.get_unique_id()
-
-        @classmethod
-        def from_bytes(cls, data):
-            return cls(b.UniqueId.from_buffer(bytearray(data)))
-
-    uid_mod.UniqueId = UniqueId
-    core._unique_id = uid_mod
-    sys.modules["nccl.core"] = core
-    sys.modules["nccl.core._unique_id"] = uid_mod
 
 
 def unsigned(dt):
@@ -269,6 +240,8 @@ def custom_ops(ctx):
             k.fail(f"{what}: repr {r!r} != {want_repr!r}")
         if not (op.is_valid and op.op == int(op) and int(op) >= 5):
             k.fail(f"{what}: op {op.op}, is_valid {op.is_valid}")
+        if op.dtype.name != dt.name.upper() or type(op.dtype).__name__ != "NcclDataType":
+            k.fail(f"{what}: dtype {op.dtype!r}")
         x = data(dt, 11, rank)
         y = np.zeros(11, dt)
         c.allreduce(x, y, op)
@@ -639,7 +612,6 @@ def refcounts(ctx):
 def lifecycle(ctx):
     """Communicator.init, the context manager (destroy on exit, abort when an exception
     propagates), use after destroy, and destroy closing tracked resources."""
-    install_core_stand_in()
     from nccl.core._unique_id import UniqueId
 
     uid = UniqueId.from_bytes(ctx.uid)
