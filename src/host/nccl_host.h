@@ -110,6 +110,7 @@ void host_log(int level, unsigned subsys, const char *fmt, ...) HOST_PRINTF(3, 4
 void host_vlog(int level, unsigned subsys, const char *fmt, va_list ap);
 /* The calling thread's rank for the log prefix (-1: none). */
 void host_log_set_rank(int rank);
+int host_log_get_rank(void);
 /* A copy of the last WARN text, in a thread-local buffer. */
 const char *host_last_error(void);
 /* NCCL 2.30's fixed strings (section 9.1), flavour-aware. */
@@ -490,6 +491,8 @@ typedef struct host_comm {
     pthread_t worker;
     int worker_started;
     int worker_busy;             /* executing a task (guarded by lock) */
+    int inline_busy;             /* an API thread runs an OPS task itself (guarded by lock); the
+                                  * worker takes no task meanwhile, so FIFO order holds */
     host_task *q_head, *q_tail;  /* guarded by lock */
 
     host_userop *userops;        /* guarded by lock */
@@ -584,6 +587,10 @@ ncclResult_t host_worker_start(host_comm *c);
 /* Queues a task; with wait, blocks until it finished and returns its result (task freed). */
 ncclResult_t host_task_submit(host_comm *c, host_task *t);
 ncclResult_t host_task_wait(host_comm *c, host_task *t);
+/* Runs an OPS task of a blocking communicator on the calling thread when its worker is idle and
+ * its queue empty (the same host_run_ops the worker would run). Returns 0, running nothing, when
+ * the worker must take it; otherwise 1, with the task's result in *rc (the task is not freed). */
+int host_task_try_inline(host_comm *c, host_task *t, ncclResult_t *rc);
 void host_task_free(host_task *t);
 void host_worker_stop(host_comm *c, int64_t deadline);
 ncclResult_t host_run_ops(host_comm *c, host_task *t);
