@@ -103,23 +103,34 @@ static void publish_data(host_comm *c, host_coll_run *run, unsigned char *slot)
     }
 }
 
+static void slot_op(host_comm *c, host_coll_run *run, int j, host_op *hop)
+{
+    hop->kind = (host_op_kind)run->op->opkind;
+    memcpy(hop->scalar, host_seg_slot(&c->seg, j)->scalar, sizeof hop->scalar);
+}
+
+/* acc = slot 0 (+) slot 1 (+) ... in rank order; the first two in one pass over memory. */
 static void reduce_into(host_comm *c, host_coll_run *run, unsigned char *acc, size_t byte_off, size_t len)
 {
     host_opd *op = run->op;
-    int n = c->nranks;
+    int n = c->nranks, j = 1;
     host_fp8_mode fp8 = host_params()->fp8;
-    for (int j = 0; j < n; j++) {
-        host_slot_hdr *sh = host_seg_slot(&c->seg, j);
-        host_op hop;
-        hop.kind = (host_op_kind)op->opkind;
-        memcpy(hop.scalar, sh->scalar, sizeof hop.scalar);
-        if (j == 0)
-            host_reduce_prepare(acc, host_seg_slot_data(&c->seg, j) + byte_off, len, op->datatype, &hop, fp8, n);
-        else
-            host_reduce_step(acc, host_seg_slot_data(&c->seg, j) + byte_off, len, op->datatype, &hop, fp8, n);
-        if (j == n - 1)
-            host_reduce_finish(acc, len, op->datatype, &hop, n);
+    host_op hop, hop1;
+    slot_op(c, run, 0, &hop);
+    if (n == 1) {
+        host_reduce_prepare(acc, host_seg_slot_data(&c->seg, 0) + byte_off, len, op->datatype, &hop, fp8, n);
+    } else {
+        slot_op(c, run, 1, &hop1);
+        host_reduce_pair(acc, host_seg_slot_data(&c->seg, 0) + byte_off, host_seg_slot_data(&c->seg, 1) + byte_off,
+                         len, op->datatype, &hop, &hop1, fp8, n);
+        hop = hop1;
+        j = 2;
     }
+    for (; j < n; j++) {
+        slot_op(c, run, j, &hop);
+        host_reduce_step(acc, host_seg_slot_data(&c->seg, j) + byte_off, len, op->datatype, &hop, fp8, n);
+    }
+    host_reduce_finish(acc, len, op->datatype, &hop, n);
 }
 
 /* Reads every slot of step stepi and writes this rank's output. */
