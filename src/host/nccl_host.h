@@ -48,7 +48,7 @@
 #define HOST_LIB_VERSION_NUM 100      /* compared in the bootstrap handshake */
 #define HOST_PROTO_VERSION 1          /* wire protocol of the bootstrap and the mesh */
 #define HOST_ID_LAYOUT 1              /* unique id layout version (section 3) */
-#define HOST_SEG_LAYOUT 1             /* shared segment layout version */
+#define HOST_SEG_LAYOUT 2             /* shared segment layout version (2: double-buffered slots) */
 #define HOST_TOKEN_BYTES 16
 #define HOST_SECRET_BYTES 16
 #define HOST_MAX_RANKS 4096
@@ -257,7 +257,8 @@ typedef struct {
     uint32_t nranks;
     uint64_t chunk_bytes;
     uint64_t p2p_bytes;
-    uint64_t slot_stride;
+    uint64_t slot_stride;            /* per rank: two step buffers */
+    uint64_t buf_bytes, buf_stride;  /* data bytes of one step buffer; header + data, aligned */
     uint64_t ring_stride;
     uint64_t off_ranks, off_slots, off_rings;
     uint64_t total_bytes;
@@ -300,6 +301,7 @@ typedef struct {
     host_seg_header *hdr;
     int nranks;
     size_t chunk_bytes, p2p_bytes;
+    size_t buf_bytes;      /* data bytes per step buffer: half the slot's chunk */
 } host_seg;
 
 ncclResult_t host_seg_create(host_seg *seg, int nranks, const uint8_t token[HOST_TOKEN_BYTES], char *name,
@@ -311,13 +313,16 @@ static inline host_seg_rank *host_seg_rankp(const host_seg *s, int r)
 {
     return (host_seg_rank *)((char *)s->base + s->hdr->off_ranks) + r;
 }
-static inline host_slot_hdr *host_seg_slot(const host_seg *s, int r)
+/* Rank r's buffer for collective step `step`. Each rank's slot holds two, used by odd and even
+ * steps, so a rank may publish step s+1 while its peers still read step s (coll.c). */
+static inline host_slot_hdr *host_seg_slot(const host_seg *s, int r, uint64_t step)
 {
-    return (host_slot_hdr *)((char *)s->base + s->hdr->off_slots + (size_t)r * s->hdr->slot_stride);
+    return (host_slot_hdr *)((char *)s->base + s->hdr->off_slots + (size_t)r * s->hdr->slot_stride +
+                             (size_t)(step & 1) * s->hdr->buf_stride);
 }
-static inline unsigned char *host_seg_slot_data(const host_seg *s, int r)
+static inline unsigned char *host_seg_slot_data(const host_seg *s, int r, uint64_t step)
 {
-    return (unsigned char *)host_seg_slot(s, r) + sizeof(host_slot_hdr);
+    return (unsigned char *)host_seg_slot(s, r, step) + sizeof(host_slot_hdr);
 }
 /* Ring carrying src -> dst (src != dst). */
 static inline host_ring_hdr *host_seg_ring(const host_seg *s, int src, int dst)
