@@ -68,6 +68,7 @@ typedef struct {
     int64_t timeout_ns;       /* INT64_MAX when infinite */
     int64_t root_idle_ns;     /* NCCL_HOST_ROOT_IDLE_TIMEOUT */
     size_t chunk_bytes;       /* NCCL_HOST_CHUNK_BYTES */
+    int chunk_auto;           /* NCCL_HOST_CHUNK_BYTES unset: sized per communicator */
     size_t p2p_bytes;         /* NCCL_HOST_P2P_BYTES */
     size_t p2p_eager;         /* NCCL_HOST_P2P_EAGER */
     int checks;               /* NCCL_HOST_CHECKS */
@@ -82,6 +83,11 @@ typedef struct {
 
 /* Loads the tunables on first use (pthread_once) and returns them. Never NULL. */
 const host_params_t *host_params(void);
+/* Per-rank slot size of a communicator of nranks: NCCL_HOST_CHUNK_BYTES, or when it is unset
+ * HOST_CHUNK_AUTO_BUDGET / nranks, at least HOST_CHUNK_MIN_AUTO (section 11.3's default). */
+#define HOST_CHUNK_AUTO_BUDGET ((size_t)4 << 20)
+#define HOST_CHUNK_MIN_AUTO ((size_t)262144)
+size_t host_chunk_bytes(int nranks);
 /* ncclTimeout, or ncclRemoteError when mimicking a release without it (section 2.1). */
 ncclResult_t host_timeout_code(void);
 const char *host_info_text(void);

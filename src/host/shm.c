@@ -95,7 +95,7 @@ ncclResult_t host_seg_create(host_seg *seg, int nranks, const uint8_t token[HOST
     void *base;
     int fd, r;
     memset(&h, 0, sizeof h);
-    layout(&h, nranks, p->chunk_bytes, p->p2p_bytes);
+    layout(&h, nranks, host_chunk_bytes(nranks), p->p2p_bytes);
     sweep();
     HOST_CHECK(host_random_bytes(&rnd, sizeof rnd));
     snprintf(name, namelen, "/nccl-host-%u-%d-%016llx", (unsigned)geteuid(), (int)getpid(), (unsigned long long)rnd);
