@@ -4,7 +4,9 @@
  * the communicator's worker; a blocking call waits for it) or, inside ncclGroupStart/End, is
  * copied (arguments and op state) into the thread's group state. The outermost ncclGroupEnd turns
  * each communicator's queued ops into one task, submits every task before waiting for any (so one
- * thread can drive several ranks), then waits (blocking) or returns ncclInProgress.
+ * thread can drive several ranks), then waits (blocking) or returns ncclInProgress. A blocking
+ * call, or a blocking group of one communicator's ops, whose worker is idle runs its task on the
+ * calling thread instead (host_task_try_inline in worker.c).
  *
  * Errors inside a group follow NCCL 2.30's implementation, not the user guide: the failing call
  * returns its error and records it; the outermost ncclGroupEnd then returns the recorded error and

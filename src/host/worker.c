@@ -1,12 +1,14 @@
 /* The per-communicator worker thread and its task FIFO (HOST_BACKEND.md sections 8, 11.1).
  *
- * Every task of a communicator runs on its worker, in submission order: the bootstrap (INIT),
- * groups of communication ops (OPS), split/shrink jobs, finalize. Why a worker even for blocking
- * calls: one thread's group may hold several ranks' communicators that must progress at the same
- * time, and nonblocking communicators need progress that never depends on the polling thread.
+ * The tasks of a communicator run in submission order: the bootstrap (INIT), groups of
+ * communication ops (OPS), split/shrink jobs, finalize. Why a worker: one thread's group may hold
+ * several ranks' communicators that must progress at the same time, and nonblocking communicators
+ * need progress that never depends on the polling thread. A blocking communicator's OPS task that
+ * would find its worker idle runs on the calling thread instead (host_task_try_inline): the same
+ * code, two thread wakeups cheaper.
  *
  * An OPS task is driven by host_run_ops: every p2p op and the current collective are advanced in
- * non-blocking steps; when none can move, the worker sleeps on its rank's doorbell in the segment
+ * non-blocking steps; when none can move, the thread sleeps on its rank's doorbell in the segment
  * (an event count rung by peers, the monitor and abort), with a deadline that restarts whenever
  * something moves. No spinning, and no lock is held while waiting for a peer. */
 #include <errno.h>
