@@ -2,10 +2,13 @@
  * sections 6, 7 and 11.4).
  *
  * Every collective is cut into steps; step s of the communicator is the same on every rank
- * because chunk boundaries derive from counts that are verified equal. One step:
- *   phase 0: wait until every rank finished reading step s-1 (its `done` >= s-1), so our slot may
- *            be overwritten; copy our input chunk (or our sub-blocks for every destination) into
- *            the slot, write the descriptor, publish seq = s, ring every peer;
+ * because chunk boundaries derive from counts that are verified equal. Each rank's slot holds two
+ * step buffers (odd and even steps), each half the chunk, so a rank publishes step s+1 while its
+ * peers still read step s, and one wait per step suffices. One step:
+ *   phase 0: (every rank finished reading step s-2, the last user of our buffer for s: implied by
+ *            having seen all of step s-1, and checked) copy our input chunk (or our sub-blocks for
+ *            every destination) into the buffer, write the descriptor, publish seq = s, ring every
+ *            peer;
  *   phase 1: wait until every slot shows seq == s; compare every descriptor with ours (a
  *            difference is a cross-rank mismatch: ncclInvalidUsage on every rank); read the slots
  *            and combine them in rank order 0..n-1 into our output; publish done = s.
@@ -31,7 +34,7 @@ static int uses_subblocks(host_kind k)
 ncclResult_t host_coll_begin(host_comm *c, host_coll_run *run, host_opd *op)
 {
     size_t es = host_type_size(op->datatype);
-    size_t chunk = c->seg.chunk_bytes;
+    size_t chunk = c->seg.buf_bytes;
     memset(run, 0, sizeof *run);
     run->op = op;
     run->elems = uses_subblocks(op->kind) ? chunk / (es * (size_t)c->nranks) : chunk / es;
@@ -103,23 +106,34 @@ static void publish_data(host_comm *c, host_coll_run *run, unsigned char *slot)
     }
 }
 
+static void slot_op(host_comm *c, host_coll_run *run, int j, host_op *hop)
+{
+    hop->kind = (host_op_kind)run->op->opkind;
+    memcpy(hop->scalar, host_seg_slot(&c->seg, j, run->s)->scalar, sizeof hop->scalar);
+}
+
+/* acc = slot 0 (+) slot 1 (+) ... in rank order; the first two in one pass over memory. */
 static void reduce_into(host_comm *c, host_coll_run *run, unsigned char *acc, size_t byte_off, size_t len)
 {
     host_opd *op = run->op;
-    int n = c->nranks;
+    int n = c->nranks, j = 1;
     host_fp8_mode fp8 = host_params()->fp8;
-    for (int j = 0; j < n; j++) {
-        host_slot_hdr *sh = host_seg_slot(&c->seg, j);
-        host_op hop;
-        hop.kind = (host_op_kind)op->opkind;
-        memcpy(hop.scalar, sh->scalar, sizeof hop.scalar);
-        if (j == 0)
-            host_reduce_prepare(acc, host_seg_slot_data(&c->seg, j) + byte_off, len, op->datatype, &hop, fp8, n);
-        else
-            host_reduce_step(acc, host_seg_slot_data(&c->seg, j) + byte_off, len, op->datatype, &hop, fp8, n);
-        if (j == n - 1)
-            host_reduce_finish(acc, len, op->datatype, &hop, n);
+    host_op hop, hop1;
+    slot_op(c, run, 0, &hop);
+    if (n == 1) {
+        host_reduce_prepare(acc, host_seg_slot_data(&c->seg, 0, run->s) + byte_off, len, op->datatype, &hop, fp8, n);
+    } else {
+        slot_op(c, run, 1, &hop1);
+        host_reduce_pair(acc, host_seg_slot_data(&c->seg, 0, run->s) + byte_off,
+                         host_seg_slot_data(&c->seg, 1, run->s) + byte_off, len, op->datatype, &hop, &hop1, fp8, n);
+        hop = hop1;
+        j = 2;
     }
+    for (; j < n; j++) {
+        slot_op(c, run, j, &hop);
+        host_reduce_step(acc, host_seg_slot_data(&c->seg, j, run->s) + byte_off, len, op->datatype, &hop, fp8, n);
+    }
+    host_reduce_finish(acc, len, op->datatype, &hop, n);
 }
 
 /* Reads every slot of step stepi and writes this rank's output. */
@@ -135,7 +149,7 @@ static ncclResult_t consume(host_comm *c, host_coll_run *run)
         if (run->stepi == 0) {
             uint64_t maxv = 0;
             for (int j = 0; j < n; j++) {
-                const uint64_t *counts = (const uint64_t *)host_seg_slot_data(&c->seg, j);
+                const uint64_t *counts = (const uint64_t *)host_seg_slot_data(&c->seg, j, run->s);
                 if (counts[me] != rcount[j]) {
                     return host_fail(ncclInvalidUsage, "%s: rank %d sends %llu elements to rank %d, which expects %zu "
                                      "(recvcounts[%d])", op->name, j, (unsigned long long)counts[me], me, rcount[j], j);
@@ -152,7 +166,8 @@ static ncclResult_t consume(host_comm *c, host_coll_run *run)
         for (int j = 0; j < n; j++) {
             size_t len = rcount[j] > o ? min_sz(E, rcount[j] - o) : 0;
             if (len > 0)
-                memcpy(recv + (rdispl[j] + o) * es, host_seg_slot_data(&c->seg, j) + (size_t)me * E * es, len * es);
+                memcpy(recv + (rdispl[j] + o) * es, host_seg_slot_data(&c->seg, j, run->s) + (size_t)me * E * es,
+                       len * es);
         }
         return ncclSuccess;
     }
@@ -174,22 +189,22 @@ static ncclResult_t consume(host_comm *c, host_coll_run *run)
         reduce_into(c, run, recv + o * es, (size_t)me * E * es, len);
         break;
     case HOST_K_BROADCAST:
-        memcpy(recv + o * es, host_seg_slot_data(&c->seg, op->root), len * es);
+        memcpy(recv + o * es, host_seg_slot_data(&c->seg, op->root, run->s), len * es);
         break;
     case HOST_K_ALLGATHER:
     case HOST_K_GATHER:
         if (op->kind == HOST_K_GATHER && me != op->root)
             break;
         for (int j = 0; j < n; j++)
-            memcpy(recv + ((size_t)j * op->count + o) * es, host_seg_slot_data(&c->seg, j), len * es);
+            memcpy(recv + ((size_t)j * op->count + o) * es, host_seg_slot_data(&c->seg, j, run->s), len * es);
         break;
     case HOST_K_ALLTOALL:
         for (int j = 0; j < n; j++)
-            memcpy(recv + ((size_t)j * op->count + o) * es, host_seg_slot_data(&c->seg, j) + (size_t)me * E * es,
-                   len * es);
+            memcpy(recv + ((size_t)j * op->count + o) * es,
+                   host_seg_slot_data(&c->seg, j, run->s) + (size_t)me * E * es, len * es);
         break;
     case HOST_K_SCATTER:
-        memcpy(recv + o * es, host_seg_slot_data(&c->seg, op->root) + (size_t)me * E * es, len * es);
+        memcpy(recv + o * es, host_seg_slot_data(&c->seg, op->root, run->s) + (size_t)me * E * es, len * es);
         break;
     default:
         break;
@@ -212,9 +227,9 @@ void host_seg_error(host_comm *c, ncclResult_t rc, const char *text)
 
 static ncclResult_t check_descriptors(host_comm *c, host_coll_run *run)
 {
-    host_slot_hdr *mine = host_seg_slot(&c->seg, c->rank);
+    host_slot_hdr *mine = host_seg_slot(&c->seg, c->rank, run->s);
     for (int j = 0; j < c->nranks; j++) {
-        host_slot_hdr *o = host_seg_slot(&c->seg, j);
+        host_slot_hdr *o = host_seg_slot(&c->seg, j, run->s);
         const char *field = NULL;
         long long a = 0, b = 0;
         if (j == c->rank)
@@ -263,15 +278,17 @@ ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress,
     for (;;) {
         if (run->phase == 0) {
             uint64_t s = c->step + 1;
-            host_slot_hdr *sh = host_seg_slot(&c->seg, me);
+            host_slot_hdr *sh = host_seg_slot(&c->seg, me, s);
+            /* Our buffer for step s last held step s-2. Having passed step s-1 we saw every rank
+             * publish s-1, which each did after reading s-2: this never waits, it only checks. */
             for (int r = 0; r < n; r++) {
-                if (atomic_load_explicit(&host_seg_rankp(&c->seg, r)->done, memory_order_acquire) + 1 < s) {
+                if (atomic_load_explicit(&host_seg_rankp(&c->seg, r)->done, memory_order_acquire) + 2 < s) {
                     b->peer = r;
                     b->what = "the previous collective step to be read";
                     return ncclSuccess;
                 }
             }
-            publish_data(c, run, host_seg_slot_data(&c->seg, me));
+            publish_data(c, run, host_seg_slot_data(&c->seg, me, s));
             sh->coll_seq = run->coll_seq;
             sh->kind = (int32_t)op->kind;
             sh->datatype = (int32_t)op->datatype;
@@ -291,7 +308,7 @@ ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress,
                     host_bell_ring(&host_seg_rankp(&c->seg, r)->bell);
         }
         for (int r = 0; r < n; r++) {
-            if (atomic_load_explicit(&host_seg_slot(&c->seg, r)->seq, memory_order_acquire) != run->s) {
+            if (atomic_load_explicit(&host_seg_slot(&c->seg, r, run->s)->seq, memory_order_acquire) != run->s) {
                 b->peer = r;
                 b->what = "its contribution to the collective";
                 return ncclSuccess;
@@ -303,10 +320,9 @@ ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress,
             host_seg_error(c, rc, host_last_error());
             return rc;
         }
+        /* No ring: nobody waits for `done` (see phase 0), and a ring would only wake a peer that
+         * sleeps until our next step is published. */
         atomic_store_explicit(&host_seg_rankp(&c->seg, me)->done, run->s, memory_order_release);
-        for (int r = 0; r < n; r++)
-            if (r != me)
-                host_bell_ring(&host_seg_rankp(&c->seg, r)->bell);
         *progress = 1;
         run->stepi++;
         run->phase = 0;

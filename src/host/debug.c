@@ -117,6 +117,11 @@ void host_log_set_rank(int rank)
     host_log_rank = rank;
 }
 
+int host_log_get_rank(void)
+{
+    return host_log_rank;
+}
+
 static const char *level_name(int level)
 {
     switch (level) {

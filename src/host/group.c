@@ -4,7 +4,9 @@
  * the communicator's worker; a blocking call waits for it) or, inside ncclGroupStart/End, is
  * copied (arguments and op state) into the thread's group state. The outermost ncclGroupEnd turns
  * each communicator's queued ops into one task, submits every task before waiting for any (so one
- * thread can drive several ranks), then waits (blocking) or returns ncclInProgress.
+ * thread can drive several ranks), then waits (blocking) or returns ncclInProgress. A blocking
+ * call, or a blocking group of one communicator's ops, whose worker is idle runs its task on the
+ * calling thread instead (host_task_try_inline in worker.c).
  *
  * Errors inside a group follow NCCL 2.30's implementation, not the user guide: the failing call
  * returns its error and records it; the outermost ncclGroupEnd then returns the recorded error and
@@ -332,6 +334,17 @@ static ncclResult_t run_now(host_comm *c, const host_opd *op)
     c->active_thread = pthread_self();
     pthread_mutex_unlock(&c->lock);
 
+    if (c->blocking) {
+        /* No allocation for the inline path: the caller's argument copy lives until we return. */
+        host_task st;
+        host_opd so = *op;
+        memset(&st, 0, sizeof st);
+        so.next = NULL;
+        st.kind = HOST_TASK_OPS;
+        st.ops = &so;
+        if (host_task_try_inline(c, &st, &rc))
+            goto exit;
+    }
     t = calloc(1, sizeof *t);
     if (t != NULL)
         t->ops = opd_dup(op, c->nranks);
@@ -562,6 +575,21 @@ static ncclResult_t execute(host_gitem *items, int simulate)
             rc = host_fail(ncclInvalidUsage, "ncclGroupEnd: rank %d has %d self send(s) but %d self receive(s) in the "
                            "group", gc[k].c->rank, ns, nr);
             goto fail;
+        }
+    }
+
+    /* A blocking group holding only one communicator's ops: the calling thread may run its task
+     * itself (host_task_try_inline). Groups over several comms need every worker at once. */
+    if (blocking && ngc == 1) {
+        int only_ops = 1;
+        ncclResult_t r;
+        for (it = items; it != NULL; it = it->next)
+            only_ops &= it->job == 0;
+        if (only_ops && host_task_try_inline(gc[0].c, gc[0].task, &r)) {
+            HOST_CHECKIGNORE(r, rc);
+            host_task_free(gc[0].task);
+            gc[0].task = NULL;
+            goto fail; /* the common exit: releases the comm */
         }
     }
 

@@ -48,7 +48,7 @@
 #define HOST_LIB_VERSION_NUM 100      /* compared in the bootstrap handshake */
 #define HOST_PROTO_VERSION 1          /* wire protocol of the bootstrap and the mesh */
 #define HOST_ID_LAYOUT 1              /* unique id layout version (section 3) */
-#define HOST_SEG_LAYOUT 1             /* shared segment layout version */
+#define HOST_SEG_LAYOUT 2             /* shared segment layout version (2: double-buffered slots) */
 #define HOST_TOKEN_BYTES 16
 #define HOST_SECRET_BYTES 16
 #define HOST_MAX_RANKS 4096
@@ -68,6 +68,7 @@ typedef struct {
     int64_t timeout_ns;       /* INT64_MAX when infinite */
     int64_t root_idle_ns;     /* NCCL_HOST_ROOT_IDLE_TIMEOUT */
     size_t chunk_bytes;       /* NCCL_HOST_CHUNK_BYTES */
+    int chunk_auto;           /* NCCL_HOST_CHUNK_BYTES unset: sized per communicator */
     size_t p2p_bytes;         /* NCCL_HOST_P2P_BYTES */
     size_t p2p_eager;         /* NCCL_HOST_P2P_EAGER */
     int checks;               /* NCCL_HOST_CHECKS */
@@ -82,6 +83,11 @@ typedef struct {
 
 /* Loads the tunables on first use (pthread_once) and returns them. Never NULL. */
 const host_params_t *host_params(void);
+/* Per-rank slot size of a communicator of nranks: NCCL_HOST_CHUNK_BYTES, or when it is unset
+ * HOST_CHUNK_AUTO_BUDGET / nranks, at least HOST_CHUNK_MIN_AUTO (section 11.3's default). */
+#define HOST_CHUNK_AUTO_BUDGET ((size_t)4 << 20)
+#define HOST_CHUNK_MIN_AUTO ((size_t)262144)
+size_t host_chunk_bytes(int nranks);
 /* ncclTimeout, or ncclRemoteError when mimicking a release without it (section 2.1). */
 ncclResult_t host_timeout_code(void);
 const char *host_info_text(void);
@@ -110,6 +116,7 @@ void host_log(int level, unsigned subsys, const char *fmt, ...) HOST_PRINTF(3, 4
 void host_vlog(int level, unsigned subsys, const char *fmt, va_list ap);
 /* The calling thread's rank for the log prefix (-1: none). */
 void host_log_set_rank(int rank);
+int host_log_get_rank(void);
 /* A copy of the last WARN text, in a thread-local buffer. */
 const char *host_last_error(void);
 /* NCCL 2.30's fixed strings (section 9.1), flavour-aware. */
@@ -256,7 +263,8 @@ typedef struct {
     uint32_t nranks;
     uint64_t chunk_bytes;
     uint64_t p2p_bytes;
-    uint64_t slot_stride;
+    uint64_t slot_stride;            /* per rank: two step buffers */
+    uint64_t buf_bytes, buf_stride;  /* data bytes of one step buffer; header + data, aligned */
     uint64_t ring_stride;
     uint64_t off_ranks, off_slots, off_rings;
     uint64_t total_bytes;
@@ -299,6 +307,7 @@ typedef struct {
     host_seg_header *hdr;
     int nranks;
     size_t chunk_bytes, p2p_bytes;
+    size_t buf_bytes;      /* data bytes per step buffer: half the slot's chunk */
 } host_seg;
 
 ncclResult_t host_seg_create(host_seg *seg, int nranks, const uint8_t token[HOST_TOKEN_BYTES], char *name,
@@ -310,13 +319,16 @@ static inline host_seg_rank *host_seg_rankp(const host_seg *s, int r)
 {
     return (host_seg_rank *)((char *)s->base + s->hdr->off_ranks) + r;
 }
-static inline host_slot_hdr *host_seg_slot(const host_seg *s, int r)
+/* Rank r's buffer for collective step `step`. Each rank's slot holds two, used by odd and even
+ * steps, so a rank may publish step s+1 while its peers still read step s (coll.c). */
+static inline host_slot_hdr *host_seg_slot(const host_seg *s, int r, uint64_t step)
 {
-    return (host_slot_hdr *)((char *)s->base + s->hdr->off_slots + (size_t)r * s->hdr->slot_stride);
+    return (host_slot_hdr *)((char *)s->base + s->hdr->off_slots + (size_t)r * s->hdr->slot_stride +
+                             (size_t)(step & 1) * s->hdr->buf_stride);
 }
-static inline unsigned char *host_seg_slot_data(const host_seg *s, int r)
+static inline unsigned char *host_seg_slot_data(const host_seg *s, int r, uint64_t step)
 {
-    return (unsigned char *)host_seg_slot(s, r) + sizeof(host_slot_hdr);
+    return (unsigned char *)host_seg_slot(s, r, step) + sizeof(host_slot_hdr);
 }
 /* Ring carrying src -> dst (src != dst). */
 static inline host_ring_hdr *host_seg_ring(const host_seg *s, int src, int dst)
@@ -490,6 +502,8 @@ typedef struct host_comm {
     pthread_t worker;
     int worker_started;
     int worker_busy;             /* executing a task (guarded by lock) */
+    int inline_busy;             /* an API thread runs an OPS task itself (guarded by lock); the
+                                  * worker takes no task meanwhile, so FIFO order holds */
     host_task *q_head, *q_tail;  /* guarded by lock */
 
     host_userop *userops;        /* guarded by lock */
@@ -584,6 +598,10 @@ ncclResult_t host_worker_start(host_comm *c);
 /* Queues a task; with wait, blocks until it finished and returns its result (task freed). */
 ncclResult_t host_task_submit(host_comm *c, host_task *t);
 ncclResult_t host_task_wait(host_comm *c, host_task *t);
+/* Runs an OPS task of a blocking communicator on the calling thread when its worker is idle and
+ * its queue empty (the same host_run_ops the worker would run). Returns 0, running nothing, when
+ * the worker must take it; otherwise 1, with the task's result in *rc (the task is not freed). */
+int host_task_try_inline(host_comm *c, host_task *t, ncclResult_t *rc);
 void host_task_free(host_task *t);
 void host_worker_stop(host_comm *c, int64_t deadline);
 ncclResult_t host_run_ops(host_comm *c, host_task *t);

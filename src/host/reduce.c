@@ -209,9 +209,11 @@ typedef enum {
     K_SCALED_SUM, /* acc = round(acc + round(s * in)) (Avg on floats, PreMulSum: ranks 1..n-1) */
 } kernel_op;
 
-/* `scalar` always points at 8 readable bytes holding s in the element type (zero when unused). */
-typedef void kernel_fn(unsigned char *acc, const unsigned char *in, size_t count, kernel_op k,
-                       const unsigned char *scalar);
+/* Every kernel computes acc[i] = a[i] (op) in[i]: a is acc itself for a step, or another input
+ * when two inputs are combined in one pass (host_reduce_pair). acc may alias a or in.
+ * `scalar` always points at 8 readable bytes holding s in the element type (zero when unused). */
+typedef void kernel_fn(unsigned char *acc, const unsigned char *a, const unsigned char *in, size_t count,
+                       kernel_op k, const unsigned char *scalar);
 
 /* Element loads and stores through memcpy: buffers need not be aligned, and acc may alias in
  * (each element is read completely before it is written). Compilers turn these into plain moves. */
@@ -246,18 +248,19 @@ DEFINE_LOAD_STORE(f64, double)
  * Max/Min compare in the storage type T, i.e. with the type's signedness (the U -> T conversion
  * is modular in gcc/clang). Avg is a plain Sum here; host_reduce_finish divides. */
 #define DEFINE_INT_KERNEL(name, T, U, LD, ST)                                                \
-    static void kernel_##name(unsigned char *acc, const unsigned char *in, size_t count,    \
-                              kernel_op k, const unsigned char *scalar)                     \
+    static void kernel_##name(unsigned char *acc, const unsigned char *a,                   \
+                              const unsigned char *in, size_t count, kernel_op k,           \
+                              const unsigned char *scalar)                                  \
     {                                                                                        \
         U s;                                                                                 \
         memcpy(&s, scalar, sizeof s);                                                        \
         switch (k) {                                                                         \
         case K_SCALE: EACH(ST, (U)(1u * LD(in, i) * s));                                     \
-        case K_SUM: EACH(ST, (U)(1u * LD(acc, i) + LD(in, i)));                              \
-        case K_PROD: EACH(ST, (U)(1u * LD(acc, i) * LD(in, i)));                             \
-        case K_MAX: EACH(ST, (T)LD(in, i) > (T)LD(acc, i) ? LD(in, i) : LD(acc, i));         \
-        case K_MIN: EACH(ST, (T)LD(in, i) < (T)LD(acc, i) ? LD(in, i) : LD(acc, i));         \
-        case K_SCALED_SUM: EACH(ST, (U)(1u * LD(acc, i) + (U)(1u * LD(in, i) * s)));         \
+        case K_SUM: EACH(ST, (U)(1u * LD(a, i) + LD(in, i)));                              \
+        case K_PROD: EACH(ST, (U)(1u * LD(a, i) * LD(in, i)));                             \
+        case K_MAX: EACH(ST, (T)LD(in, i) > (T)LD(a, i) ? LD(in, i) : LD(a, i));         \
+        case K_MIN: EACH(ST, (T)LD(in, i) < (T)LD(a, i) ? LD(in, i) : LD(a, i));         \
+        case K_SCALED_SUM: EACH(ST, (U)(1u * LD(a, i) + (U)(1u * LD(in, i) * s)));         \
         }                                                                                    \
     }
 DEFINE_INT_KERNEL(i8, int8_t, uint8_t, ld_u8, st_u8)
@@ -291,18 +294,19 @@ DEFINE_INT_FINISH(u64, uint64_t, ld_u64, st_u64, 0)
  * to a number, two NaNs give NaN). The product in K_SCALED_SUM is rounded before the add because
  * contraction is off (see the top of the file). */
 #define DEFINE_NATIVE_KERNEL(name, T, LD, ST, FMAX, FMIN)                                    \
-    static void kernel_##name(unsigned char *acc, const unsigned char *in, size_t count,    \
-                              kernel_op k, const unsigned char *scalar)                     \
+    static void kernel_##name(unsigned char *acc, const unsigned char *a,                   \
+                              const unsigned char *in, size_t count, kernel_op k,           \
+                              const unsigned char *scalar)                                  \
     {                                                                                        \
         T s;                                                                                 \
         memcpy(&s, scalar, sizeof s);                                                        \
         switch (k) {                                                                         \
         case K_SCALE: EACH(ST, LD(in, i) * s);                                               \
-        case K_SUM: EACH(ST, LD(acc, i) + LD(in, i));                                        \
-        case K_PROD: EACH(ST, LD(acc, i) * LD(in, i));                                       \
-        case K_MAX: EACH(ST, FMAX(LD(acc, i), LD(in, i)));                                   \
-        case K_MIN: EACH(ST, FMIN(LD(acc, i), LD(in, i)));                                   \
-        case K_SCALED_SUM: EACH(ST, LD(acc, i) + LD(in, i) * s);                             \
+        case K_SUM: EACH(ST, LD(a, i) + LD(in, i));                                        \
+        case K_PROD: EACH(ST, LD(a, i) * LD(in, i));                                       \
+        case K_MAX: EACH(ST, FMAX(LD(a, i), LD(in, i)));                                   \
+        case K_MIN: EACH(ST, FMIN(LD(a, i), LD(in, i)));                                   \
+        case K_SCALED_SUM: EACH(ST, LD(a, i) + LD(in, i) * s);                             \
         }                                                                                    \
     }
 DEFINE_NATIVE_KERNEL(f32, float, ld_f32, st_f32, fmaxf, fminf)
@@ -365,23 +369,24 @@ static inline int nan_fnuz(unsigned v) { return v == 0x80u; }
 /* Every step: widen both operands, one float operation (exact products, correctly rounded
  * sums), one rounding back (double rounding through float is harmless, section 7.3). */
 #define DEFINE_NARROW_KERNEL(name, U, LD, ST, DEC, ENC, ISNAN, SIGN)                         \
-    static void kernel_##name(unsigned char *acc, const unsigned char *in, size_t count,    \
-                              kernel_op k, const unsigned char *scalar)                     \
+    static void kernel_##name(unsigned char *acc, const unsigned char *a,                   \
+                              const unsigned char *in, size_t count, kernel_op k,           \
+                              const unsigned char *scalar)                                  \
     {                                                                                        \
         U sbits;                                                                             \
         memcpy(&sbits, scalar, sizeof sbits);                                                \
         const float s = DEC(sbits);                                                          \
         switch (k) {                                                                         \
         case K_SCALE: EACH(ST, ENC(DEC(LD(in, i)) * s));                                     \
-        case K_SUM: EACH(ST, ENC(DEC(LD(acc, i)) + DEC(LD(in, i))));                         \
-        case K_PROD: EACH(ST, ENC(DEC(LD(acc, i)) * DEC(LD(in, i))));                        \
+        case K_SUM: EACH(ST, ENC(DEC(LD(a, i)) + DEC(LD(in, i))));                         \
+        case K_PROD: EACH(ST, ENC(DEC(LD(a, i)) * DEC(LD(in, i))));                        \
         case K_MAX:                                                                          \
-            EACH(ST, ENC(DEC((U)narrow_pick(LD(acc, i), LD(in, i), ISNAN(LD(acc, i)),        \
+            EACH(ST, ENC(DEC((U)narrow_pick(LD(a, i), LD(in, i), ISNAN(LD(a, i)),        \
                                             ISNAN(LD(in, i)), SIGN, 1))));                   \
         case K_MIN:                                                                          \
-            EACH(ST, ENC(DEC((U)narrow_pick(LD(acc, i), LD(in, i), ISNAN(LD(acc, i)),        \
+            EACH(ST, ENC(DEC((U)narrow_pick(LD(a, i), LD(in, i), ISNAN(LD(a, i)),        \
                                             ISNAN(LD(in, i)), SIGN, 0))));                   \
-        case K_SCALED_SUM: EACH(ST, ENC(DEC(LD(acc, i)) + DEC(ENC(DEC(LD(in, i)) * s))));    \
+        case K_SCALED_SUM: EACH(ST, ENC(DEC(LD(a, i)) + DEC(ENC(DEC(LD(in, i)) * s))));    \
         }                                                                                    \
     }
 DEFINE_NARROW_KERNEL(f16, uint16_t, ld_u16, st_u16, dec_f16, enc_f16, nan_f16, 0x8000u)
@@ -485,9 +490,28 @@ void host_reduce_prepare(void *acc, const void *in, size_t count, ncclDataType_t
     if (kernel == NULL || op == NULL || (unsigned)op->kind > HOST_OP_PREMULSUM || count == 0)
         return;
     if (op_scalar(op, dt, fp8, sane_nranks(nranks), s))
-        kernel(acc, in, count, K_SCALE, s);
+        kernel(acc, acc, in, count, K_SCALE, s);
     else if (acc != in)
         memmove(acc, in, count * host_type_size(dt));
+}
+
+/* The kernel op of a step folding in one input; 0 for an unknown op kind. s gets the input's
+ * scalar when it is pre-multiplied. */
+static int step_op(const host_op *op, ncclDataType_t dt, host_fp8_mode fp8, int nranks, unsigned char s[8],
+                   kernel_op *k)
+{
+    switch (op->kind) {
+    case HOST_OP_SUM: *k = K_SUM; break;
+    case HOST_OP_PROD: *k = K_PROD; break;
+    case HOST_OP_MAX: *k = K_MAX; break;
+    case HOST_OP_MIN: *k = K_MIN; break;
+    case HOST_OP_AVG:
+    case HOST_OP_PREMULSUM: *k = K_SUM; break; /* K_SCALED_SUM below when a scalar applies */
+    default: return 0;
+    }
+    if (op_scalar(op, dt, fp8, sane_nranks(nranks), s))
+        *k = K_SCALED_SUM;
+    return 1;
 }
 
 void host_reduce_step(void *acc, const void *in, size_t count, ncclDataType_t dt, const host_op *op,
@@ -496,20 +520,32 @@ void host_reduce_step(void *acc, const void *in, size_t count, ncclDataType_t dt
     kernel_fn *kernel = pick_kernel(dt, fp8);
     unsigned char s[8];
     kernel_op k;
-    if (kernel == NULL || op == NULL || count == 0)
+    if (kernel == NULL || op == NULL || count == 0 || !step_op(op, dt, fp8, nranks, s, &k))
         return;
-    switch (op->kind) {
-    case HOST_OP_SUM: k = K_SUM; break;
-    case HOST_OP_PROD: k = K_PROD; break;
-    case HOST_OP_MAX: k = K_MAX; break;
-    case HOST_OP_MIN: k = K_MIN; break;
-    case HOST_OP_AVG:
-    case HOST_OP_PREMULSUM: k = K_SUM; break; /* K_SCALED_SUM below when a scalar applies */
-    default: return;
+    kernel(acc, acc, in, count, k, s);
+}
+
+void host_reduce_pair(void *acc, const void *in0, const void *in1, size_t count, ncclDataType_t dt,
+                      const host_op *op0, const host_op *op1, host_fp8_mode fp8, int nranks)
+{
+    kernel_fn *kernel = pick_kernel(dt, fp8);
+    unsigned char s[8];
+    kernel_op k;
+    if (kernel == NULL || op0 == NULL || op1 == NULL || count == 0 || (unsigned)op0->kind > HOST_OP_PREMULSUM)
+        return;
+    if (op_scalar(op0, dt, fp8, sane_nranks(nranks), s)) {
+        /* The first input is scaled on its own (its own rounding): two passes, as documented. */
+        host_reduce_prepare(acc, in0, count, dt, op0, fp8, nranks);
+        host_reduce_step(acc, in1, count, dt, op1, fp8, nranks);
+        return;
     }
-    if (op_scalar(op, dt, fp8, sane_nranks(nranks), s))
-        k = K_SCALED_SUM;
-    kernel(acc, in, count, k, s);
+    /* prepare(in0) is a plain copy here, so the step may read in0 directly: one pass. */
+    if (!step_op(op1, dt, fp8, nranks, s, &k)) {
+        if (acc != in0)
+            memmove(acc, in0, count * host_type_size(dt));
+        return;
+    }
+    kernel(acc, in0, in1, count, k, s);
 }
 
 void host_reduce_finish(void *acc, size_t count, ncclDataType_t dt, const host_op *op, int nranks)
@@ -535,5 +571,5 @@ void host_reduce_add_bias(void *acc, const void *bias, size_t count, ncclDataTyp
     static const unsigned char zero[8];
     kernel_fn *kernel = pick_kernel(dt, fp8);
     if (kernel != NULL && count != 0)
-        kernel(acc, bias, count, K_SUM, zero);
+        kernel(acc, acc, bias, count, K_SUM, zero);
 }

@@ -47,6 +47,10 @@ void host_reduce_prepare(void *acc, const void *in, size_t count, ncclDataType_t
 /* acc[i] = acc[i] (+) pre(in[i]) with the per-step rounding of section 7.3. acc == in is allowed. */
 void host_reduce_step(void *acc, const void *in, size_t count, ncclDataType_t dt, const host_op *op,
                       host_fp8_mode fp8, int nranks);
+/* host_reduce_prepare(acc, in0, op0) followed by host_reduce_step(acc, in1, op1), bit for bit,
+ * in one pass over memory when the first input needs no scaling. acc may alias in0, not in1. */
+void host_reduce_pair(void *acc, const void *in0, const void *in1, size_t count, ncclDataType_t dt,
+                      const host_op *op0, const host_op *op1, host_fp8_mode fp8, int nranks);
 /* Integer Avg: divide the wrapped sum by n rounding toward zero (section 7.4); otherwise nothing. */
 void host_reduce_finish(void *acc, size_t count, ncclDataType_t dt, const host_op *op, int nranks);
 /* RCCL AllReduceWithBias: acc[i] = round(acc[i] + bias[i]), one rounding (section 7.7). */

@@ -1,12 +1,14 @@
 /* The per-communicator worker thread and its task FIFO (HOST_BACKEND.md sections 8, 11.1).
  *
- * Every task of a communicator runs on its worker, in submission order: the bootstrap (INIT),
- * groups of communication ops (OPS), split/shrink jobs, finalize. Why a worker even for blocking
- * calls: one thread's group may hold several ranks' communicators that must progress at the same
- * time, and nonblocking communicators need progress that never depends on the polling thread.
+ * The tasks of a communicator run in submission order: the bootstrap (INIT), groups of
+ * communication ops (OPS), split/shrink jobs, finalize. Why a worker: one thread's group may hold
+ * several ranks' communicators that must progress at the same time, and nonblocking communicators
+ * need progress that never depends on the polling thread. A blocking communicator's OPS task that
+ * would find its worker idle runs on the calling thread instead (host_task_try_inline): the same
+ * code, two thread wakeups cheaper.
  *
  * An OPS task is driven by host_run_ops: every p2p op and the current collective are advanced in
- * non-blocking steps; when none can move, the worker sleeps on its rank's doorbell in the segment
+ * non-blocking steps; when none can move, the thread sleeps on its rank's doorbell in the segment
  * (an event count rung by peers, the monitor and abort), with a deadline that restarts whenever
  * something moves. No spinning, and no lock is held while waiting for a peer. */
 #include <errno.h>
@@ -32,6 +34,13 @@ void host_task_free(host_task *t)
     free(t);
 }
 
+/* Work cancelled by revoke/shrink-abort does not make the communicator fail by itself. */
+static void task_outcome(host_comm *c, const host_task *t, ncclResult_t rc)
+{
+    if (rc != ncclSuccess && !(rc == ncclInvalidUsage && t->epoch < atomic_load(&c->cancel_epoch)))
+        host_comm_set_error(c, rc);
+}
+
 static void *worker_main(void *arg)
 {
     host_comm *c = arg;
@@ -44,8 +53,9 @@ static void *worker_main(void *arg)
         host_task *t;
         ncclResult_t rc = ncclSuccess;
         pthread_mutex_lock(&c->lock);
-        /* Idle: waiting for our own API threads, not for a peer; no deadline applies. */
-        while (c->q_head == NULL)
+        /* Idle: waiting for our own API threads, not for a peer; no deadline applies. While an
+         * API thread runs a task inline, later tasks wait for it (FIFO order). */
+        while (c->q_head == NULL || c->inline_busy)
             pthread_cond_wait(&c->cv, &c->lock);
         t = c->q_head;
         c->q_head = t->next;
@@ -62,9 +72,7 @@ static void *worker_main(void *arg)
         case HOST_TASK_FINALIZE: rc = host_run_finalize(c); break;
         case HOST_TASK_EXIT: exiting = 1; break;
         }
-        /* Work cancelled by revoke/shrink-abort does not make the communicator fail by itself. */
-        if (rc != ncclSuccess && !(rc == ncclInvalidUsage && t->epoch < atomic_load(&c->cancel_epoch)))
-            host_comm_set_error(c, rc);
+        task_outcome(c, t, rc);
 
         pthread_mutex_lock(&c->lock);
         t->result = rc;
@@ -136,6 +144,50 @@ ncclResult_t host_task_wait(host_comm *c, host_task *t)
     pthread_mutex_unlock(&c->lock);
     host_task_free(t);
     return rc;
+}
+
+/* The handoff to the worker costs two thread wakeups per blocking call (the worker's, then the
+ * caller's), which dominated small-message latency; a blocking call with an idle worker gains
+ * nothing from it. So the calling thread runs the task itself, through the same host_run_ops.
+ * What the worker thread provides is reproduced here: the default floating-point environment
+ * (section 7.3) and the log prefix rank, both restored afterwards. Abort, revoke, peer death and
+ * errors reach this thread as they reach the worker: by the comm's flags and its rank's doorbell,
+ * which host_comm_wake rings; the caller is pinned (in-API count), so abort waits for it to
+ * leave. Nonblocking comms and groups over several comms always use the workers (section 8). */
+int host_task_try_inline(host_comm *c, host_task *t, ncclResult_t *rc)
+{
+    fenv_t env;
+    int log_rank;
+    pthread_mutex_lock(&c->lock);
+    if (!c->blocking || t->kind != HOST_TASK_OPS || c->worker_started != 1 || c->q_head != NULL ||
+        c->worker_busy || c->inline_busy) {
+        pthread_mutex_unlock(&c->lock);
+        return 0;
+    }
+    c->inline_busy = 1;
+    c->inflight++;
+    pthread_mutex_unlock(&c->lock);
+    t->next = NULL;
+    t->done = 0;
+    t->epoch = atomic_load(&c->cancel_epoch);
+
+    fegetenv(&env);
+    fesetenv(FE_DFL_ENV);
+    log_rank = host_log_get_rank();
+    host_log_set_rank(c->rank);
+    *rc = host_run_ops(c, t);
+    host_log_set_rank(log_rank);
+    fesetenv(&env);
+    task_outcome(c, t, *rc);
+
+    pthread_mutex_lock(&c->lock);
+    t->result = *rc;
+    t->done = 1;
+    c->inflight--;
+    c->inline_busy = 0;
+    pthread_cond_broadcast(&c->cv); /* a task queued meanwhile (finalize from another thread) */
+    pthread_mutex_unlock(&c->lock);
+    return 1;
 }
 
 void host_worker_stop(host_comm *c, int64_t deadline)
@@ -260,18 +312,73 @@ static ncclResult_t self_p2p(host_comm *c, host_opd *ops)
     }
 }
 
+/* An OPS task in progress: its p2p ops chained per (peer, direction), and the current
+ * collective. */
+typedef struct {
+    int n, np;
+    p2p_slot *ps;
+    int *head;            /* per peer: [0,n) sends, [n,2n) recvs; -1 when that chain is done */
+    host_opd *coll;       /* current collective, NULL when all collectives are done */
+    host_coll_run crun;
+} ops_state;
+
+/* One non-blocking pass over every chain and the collective sequence. *pending: something is
+ * left; *progress: something moved; *b: what the first stuck op waits for. */
+static ncclResult_t ops_pass(host_comm *c, ops_state *st, int *progress, int *pending, host_blocked *b)
+{
+    ncclResult_t rc;
+    for (int q = 0; q < 2 * st->n && st->np > 0; q++) {
+        while (st->head[q] >= 0) {
+            int done = 0, moved = 0;
+            host_blocked pb = {-1, NULL, NULL, 0};
+            HOST_CHECK(host_p2p_progress(c, &st->ps[st->head[q]].run, &moved, &done, &pb));
+            *progress |= moved;
+            if (!done) {
+                if (b->peer < 0)
+                    *b = pb;
+                *pending = 1;
+                break;
+            }
+            st->head[q] = st->ps[st->head[q]].next;
+        }
+    }
+    while (st->coll != NULL) {
+        int done = 0, moved = 0;
+        host_blocked cb = {-1, NULL, NULL, 0};
+        HOST_CHECK(host_coll_progress(c, &st->crun, &moved, &done, &cb));
+        *progress |= moved;
+        if (!done) {
+            if (b->peer < 0 || b->what == NULL)
+                *b = cb;
+            *pending = 2 | *pending;
+            break;
+        }
+        do
+            st->coll = st->coll->next;
+        while (st->coll != NULL && (st->coll->kind == HOST_K_SEND || st->coll->kind == HOST_K_RECV));
+        if (st->coll != NULL) {
+            rc = host_coll_begin(c, &st->crun, st->coll);
+            if (rc != ncclSuccess) {
+                st->coll = NULL;
+                return rc;
+            }
+        }
+    }
+    return ncclSuccess;
+}
+
 ncclResult_t host_run_ops(host_comm *c, host_task *t)
 {
     const host_params_t *p = host_params();
-    int n = c->nranks, np = 0, ncoll = 0;
-    p2p_slot *ps = NULL;
-    int *head = NULL, *tail = NULL; /* per peer: [0,n) sends, [n,2n) recvs */
-    host_opd *coll = NULL;          /* current collective */
-    host_coll_run crun;
+    int n = c->nranks;
+    int *tail = NULL;
+    ops_state st;
     host_bell *bell = &host_seg_rankp(&c->seg, c->rank)->bell;
     int64_t deadline = host_deadline_after(p->timeout_ns), last = host_now_ns();
     ncclResult_t rc = ncclSuccess;
 
+    memset(&st, 0, sizeof st);
+    st.n = n;
     if (atomic_load(&c->aborted))
         return host_fail(ncclInvalidUsage, "%s rank %d: communicator aborted", c->name, c->rank);
     if (host_comm_error(c) != ncclSuccess)
@@ -286,42 +393,40 @@ ncclResult_t host_run_ops(host_comm *c, host_task *t)
         return host_fail(ncclInvalidUsage, "%s rank %d: cancelled by ncclCommRevoke or ncclCommShrink(NCCL_SHRINK_ABORT)", c->name,
                          c->rank);
     HOST_CHECK(self_p2p(c, t->ops));
-    for (host_opd *o = t->ops; o != NULL; o = o->next) {
+    for (host_opd *o = t->ops; o != NULL; o = o->next)
         if (o->kind == HOST_K_SEND || o->kind == HOST_K_RECV)
-            np += o->root != c->rank;
-        else
-            ncoll++;
-    }
-    if (np > 0) {
-        ps = calloc((size_t)np, sizeof *ps);
-        head = malloc(sizeof(int) * 4 * (size_t)n);
-        if (ps == NULL || head == NULL) {
-            rc = host_fail(ncclSystemError, "out of memory scheduling %d p2p operations", np);
+            st.np += o->root != c->rank;
+    if (st.np > 0) {
+        st.ps = calloc((size_t)st.np, sizeof *st.ps);
+        st.head = malloc(sizeof(int) * 4 * (size_t)n);
+        if (st.ps == NULL || st.head == NULL) {
+            rc = host_fail(ncclSystemError, "out of memory scheduling %d p2p operations", st.np);
             goto exit;
         }
-        tail = head + 2 * n;
+        tail = st.head + 2 * n;
         for (int i = 0; i < 2 * n; i++)
-            head[i] = tail[i] = -1;
+            st.head[i] = tail[i] = -1;
         int i = 0;
         for (host_opd *o = t->ops; o != NULL; o = o->next) {
             int q;
             if ((o->kind != HOST_K_SEND && o->kind != HOST_K_RECV) || o->root == c->rank)
                 continue;
             q = o->root + (o->kind == HOST_K_RECV ? n : 0);
-            ps[i].run.op = o;
-            ps[i].next = -1;
+            st.ps[i].run.op = o;
+            st.ps[i].next = -1;
             if (tail[q] >= 0)
-                ps[tail[q]].next = i;
+                st.ps[tail[q]].next = i;
             else
-                head[q] = i;
+                st.head[q] = i;
             tail[q] = i;
             i++;
         }
     }
-    for (coll = t->ops; coll != NULL && (coll->kind == HOST_K_SEND || coll->kind == HOST_K_RECV); coll = coll->next)
+    for (st.coll = t->ops; st.coll != NULL && (st.coll->kind == HOST_K_SEND || st.coll->kind == HOST_K_RECV);
+         st.coll = st.coll->next)
         ;
-    if (coll != NULL)
-        HOST_CHECKGOTO(host_coll_begin(c, &crun, coll), rc, exit);
+    if (st.coll != NULL)
+        HOST_CHECKGOTO(host_coll_begin(c, &st.crun, st.coll), rc, exit);
 
     for (;;) {
         host_blocked b = {-1, NULL, NULL, 0};
@@ -331,63 +436,31 @@ ncclResult_t host_run_ops(host_comm *c, host_task *t)
             rc = host_fail(ncclInvalidUsage, "%s rank %d: communicator aborted", c->name, c->rank);
             goto exit;
         }
-        snap = host_bell_prepare(bell);
-        for (int q = 0; q < 2 * n && np > 0; q++) {
-            while (head[q] >= 0) {
-                int done = 0, moved = 0;
-                host_blocked pb = {-1, NULL, NULL, 0};
-                rc = host_p2p_progress(c, &ps[head[q]].run, &moved, &done, &pb);
-                if (rc != ncclSuccess) {
-                    host_bell_cancel(bell);
-                    goto exit;
-                }
-                progress |= moved;
-                if (!done) {
-                    if (b.peer < 0)
-                        b = pb;
-                    pending = 1;
-                    break;
-                }
-                head[q] = ps[head[q]].next;
-            }
-        }
-        while (coll != NULL) {
-            int done = 0, moved = 0;
-            host_blocked cb = {-1, NULL, NULL, 0};
-            rc = host_coll_progress(c, &crun, &moved, &done, &cb);
-            if (rc != ncclSuccess) {
-                host_bell_cancel(bell);
-                goto exit;
-            }
-            progress |= moved;
-            if (!done) {
-                if (b.peer < 0 || b.what == NULL)
-                    b = cb;
-                pending = 2 | pending;
-                break;
-            }
-            do
-                coll = coll->next;
-            while (coll != NULL && (coll->kind == HOST_K_SEND || coll->kind == HOST_K_RECV));
-            if (coll != NULL) {
-                rc = host_coll_begin(c, &crun, coll);
-                if (rc != ncclSuccess) {
-                    host_bell_cancel(bell);
-                    goto exit;
-                }
-            }
-        }
-        if (!pending) {
-            host_bell_cancel(bell);
+        HOST_CHECKGOTO(ops_pass(c, &st, &progress, &pending, &b), rc, exit);
+        if (!pending)
             break;
-        }
         if (progress) {
-            host_bell_cancel(bell);
             last = host_now_ns();
             deadline = host_deadline_after(p->timeout_ns);
             continue;
         }
-        rc = stuck_check(c, t, coll != NULL, &b);
+        /* Nothing moved: register as a sleeper only now, then look once more before sleeping,
+         * so peers skip the wake syscall whenever this rank is busy rather than asleep. */
+        snap = host_bell_prepare(bell);
+        progress = pending = 0;
+        b = (host_blocked){-1, NULL, NULL, 0};
+        rc = ops_pass(c, &st, &progress, &pending, &b);
+        if (rc != ncclSuccess || !pending || progress) {
+            host_bell_cancel(bell);
+            if (rc != ncclSuccess)
+                goto exit;
+            if (!pending)
+                break;
+            last = host_now_ns();
+            deadline = host_deadline_after(p->timeout_ns);
+            continue;
+        }
+        rc = stuck_check(c, t, st.coll != NULL, &b);
         if (rc != ncclSuccess) {
             host_bell_cancel(bell);
             goto exit;
@@ -401,7 +474,7 @@ ncclResult_t host_run_ops(host_comm *c, host_task *t)
         }
     }
 exit:
-    free(ps);
-    free(head);
+    free(st.ps);
+    free(st.head);
     return rc;
 }

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <fenv.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -1325,6 +1326,49 @@ static void scen_idle(int n)
     OK(ncclCommDestroy(comms[1]));
 }
 
+/* A blocking call may run its reduction on the calling thread (worker.c): the caller's rounding
+ * mode must neither reach the arithmetic (section 7.3: default environment) nor be lost. 1 + 2^-24
+ * is a tie: 1.0f to nearest-even, 1 + 2^-23 rounding upward. */
+typedef struct {
+    ncclComm_t c;
+    float x, out;
+    int round_after;
+    ncclResult_t rc;
+} fenv_arg;
+
+static void *fenv_main(void *p)
+{
+    fenv_arg *a = p;
+    fesetround(FE_UPWARD);
+    a->rc = ncclAllReduce(&a->x, &a->out, 1, ncclFloat32, ncclSum, a->c, NULL);
+    a->round_after = fegetround();
+    return NULL;
+}
+
+static void scen_fenv(int n)
+{
+    ncclComm_t comms[2];
+    pthread_t t[2];
+    fenv_arg a[2];
+    (void)n;
+    OK(ncclCommInitAll(comms, 2, NULL));
+    for (int r = 0; r < 2; r++) {
+        a[r].c = comms[r];
+        a[r].x = r == 0 ? 1.0f : 0x1p-24f;
+        a[r].out = -1.0f;
+        pthread_create(&t[r], NULL, fenv_main, &a[r]);
+    }
+    for (int r = 0; r < 2; r++) {
+        pthread_join(t[r], NULL);
+        OK(a[r].rc);
+        if (a[r].out != 1.0f)
+            FAILF("rank %d: 1 + 2^-24 gave %a, not 1 (the caller's rounding mode leaked)", r, (double)a[r].out);
+        CHECK(a[r].round_after == FE_UPWARD);
+    }
+    OK(ncclCommDestroy(comms[0]));
+    OK(ncclCommDestroy(comms[1]));
+}
+
 /* Misuse that NCCL leaves undefined, turned into errors (section 5, 6.3, appendix 5). */
 typedef struct {
     ncclComm_t c;
@@ -1495,7 +1539,7 @@ int main(int argc, char **argv)
         {"argcheck", scen_argcheck, 2}, {"bootstrap", scen_bootstrap, 3}, {"procs", scen_procs, 3},
         {"kill", scen_kill, 3},         {"fork", scen_fork, 2},           {"rccl", scen_rccl, 3},
         {"hammer", scen_hammer, 4},     {"idle", scen_idle, 2},
-        {"misuse", scen_misuse, 3},
+        {"misuse", scen_misuse, 3},     {"fenv", scen_fenv, 2},
     };
     g_self = "/proc/self/exe";
     {

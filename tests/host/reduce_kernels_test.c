@@ -14,7 +14,8 @@
  *   int32 dt, int32 fp8 mode, int32 op (host_op_kind, or OP_BIAS), int32 nranks,
  *   int64 count, int32 flags, int32 unused, nranks x 8 bytes of scalars (element type),
  *   nranks x count elements of input, rank after rank.
- * op in 0..5: prepare(rank 0), step(rank 1..n-1), then (FLAG_SELF_STEP) one more step with
+ * op in 0..5: prepare(rank 0), step(rank 1..n-1) (FLAG_PAIR: ranks 0 and 1 through host_reduce_pair),
+ * then (FLAG_SELF_STEP) one more step with
  * in == acc and rank n-1's scalar, then finish. OP_BIAS: acc = input 0, add_bias(input 1).
  * FLAG_INPLACE runs prepare with acc == in; FLAG_UNALIGNED puts every buffer at an odd address. */
 #include <fenv.h>
@@ -29,6 +30,7 @@
 #define FLAG_INPLACE 1
 #define FLAG_UNALIGNED 2
 #define FLAG_SELF_STEP 4
+#define FLAG_PAIR 8
 
 static void die(const char *what)
 {
@@ -166,7 +168,25 @@ static int cmd_reduce(const char *in, const char *out)
             host_reduce_add_bias(acc, inp, n, dt, mode);
         } else {
             op.kind = (host_op_kind)hd.op;
-            for (size_t r = 0; r < nr; r++) {
+            size_t r0 = 0;
+            if ((hd.flags & FLAG_PAIR) && nr >= 2) {
+                /* ranks 0 and 1 in one host_reduce_pair call, each from its own buffer */
+                unsigned char *in0buf = malloc(bytes + 16);
+                host_op op1;
+                if (in0buf == NULL)
+                    die("out of memory");
+                memcpy(in0buf + off, raw + pos, bytes);
+                memcpy(inp, raw + pos + bytes, bytes);
+                memset(&op1, 0, sizeof op1);
+                op.kind = op1.kind = (host_op_kind)hd.op;
+                memcpy(op.scalar, scalars, 8);
+                memcpy(op1.scalar, scalars + 8, 8);
+                host_reduce_pair(acc, in0buf + off, inp, n, dt, &op, &op1, mode, hd.nranks);
+                op = op1;
+                free(in0buf);
+                r0 = 2;
+            }
+            for (size_t r = r0; r < nr; r++) {
                 memcpy(op.scalar, scalars + 8 * r, 8);
                 const unsigned char *src = raw + pos + r * bytes;
                 if (r == 0 && (hd.flags & FLAG_INPLACE)) {

@@ -79,7 +79,7 @@ def build(tmp_path_factory):
     exe = out / "host_smoke_test"
     r = subprocess.run([gcc, "-std=c11", "-O1", "-g", *SAN_FLAGS, "-Wall", "-Wextra", "-Wno-missing-field-initializers",
                         "-Wno-maybe-uninitialized", "-I", str(EXT), str(DRIVER), "-o", str(exe),
-                        "-L", str(out), "-lnccl-host", f"-Wl,-rpath,{out}", "-lpthread"],
+                        "-L", str(out), "-lnccl-host", f"-Wl,-rpath,{out}", "-lpthread", "-lm"],
                        capture_output=True, text=True, timeout=300, env=_child_env())
     assert r.returncode == 0, f"driver does not compile:\n{r.stderr}"
     return lib, exe, warnings
@@ -255,6 +255,11 @@ def test_rccl_flavour(build, nranks):
 def test_thread_hammer(build):
     """Four threads, each creating and driving its own pair of communicators concurrently."""
     run_scenario(build, "hammer", 4)
+
+
+def test_caller_fenv_is_isolated_and_kept(build):
+    """A reduction run on the calling thread uses the default rounding and restores the caller's."""
+    run_scenario(build, "fenv")
 
 
 @pytest.mark.timeout(60)

@@ -32,7 +32,7 @@ INCLUDES = ["-I", str(ROOT / "src" / "ext"), "-I", str(ROOT / "src" / "host")]
 SUM, PROD, MAX, MIN, AVG, PREMULSUM = range(6)
 OP_NAMES = ["sum", "prod", "max", "min", "avg", "premulsum"]
 OP_BIAS = 100
-FLAG_INPLACE, FLAG_UNALIGNED, FLAG_SELF_STEP = 1, 2, 4
+FLAG_INPLACE, FLAG_UNALIGNED, FLAG_SELF_STEP, FLAG_PAIR = 1, 2, 4, 8
 OCP, FNUZ = 0, 1
 HEADER = struct.Struct("=iiiiqii")
 
@@ -635,11 +635,12 @@ def test_every_op_and_rank_count(driver, t):
     records, refs = [], []
     for op in range(6):
         for n in (1, 2, 3, 4):
-            for variant in range(2):
+            for variant in range(3):
                 inputs = make_inputs(t, rng, n)
                 scalars = make_scalars(t, rng, n)
-                # variant 0: plain; variant 1: in-place prepare / odd addresses / acc == in step
-                flags = 0 if variant == 0 else 1 + (op + n) % 7
+                # variant 0: plain; variant 1: in-place prepare / odd addresses / acc == in step;
+                # variant 2: ranks 0 and 1 folded by host_reduce_pair (odd addresses every other n)
+                flags = 0 if variant == 0 else 1 + (op + n) % 7 if variant == 1 else FLAG_PAIR | (n % 2) * FLAG_UNALIGNED
                 records.append((t, op, inputs, scalars, flags))
                 refs.append(reference(t, op, inputs, scalars, flags))
     results = driver.reduce(records)
