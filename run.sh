@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up .venv with the package and its test extra, then run the demo (default) or the tests.
-#   ./run.sh          demo: library diagnostics and a 2-rank all_reduce
+#   ./run.sh          demo: library diagnostics, then 2-rank nccl.core examples under python -m nccl.run
 #   ./run.sh test     the test suite (python -m pytest), extra arguments passed to pytest
 #   ./run.sh asan     the test suite against an AddressSanitizer/UBSan build, in .venv-asan
 set -euo pipefail
@@ -25,7 +25,8 @@ fi
 case "$mode" in
     demo)
         .venv/bin/python -m nccl
-        .venv/bin/python examples/demo_allreduce.py
+        .venv/bin/python -m nccl.run -n 2 examples/01_basic/01_allreduce.py
+        .venv/bin/python -m nccl.run -n 2 examples/01_basic/02_send_recv.py
         ;;
     test)
         # The sources live under src/, so the installed package is what the tests import.
