@@ -104,10 +104,27 @@ static inline int overlaps(const void *a, size_t an, const void *b, size_t bn)
 /* a + k elements of size sz, as an address (for the in-place layouts). */
 static inline const char *elem_at(const void *a, size_t k, size_t sz) { return (const char *)a + mul_sat(k, sz); }
 
+/* A rank argument (root, peer) in [0, nranks): checked here, where the message can name it, not
+ * left to the library (whose InvalidArgument would not say which argument). */
+static NX_COLD int rank_out_of_range(nx_state *st, const char *fname, const char *argname, int v, int nranks)
+{
+    nx_invalid(st, "%s: %s=%d is out of range for a communicator of %d rank%s", fname, argname, v, nranks,
+               nranks == 1 ? "" : "s");
+    return -1;
+}
+
+static int rank_arg(nx_state *st, nx_Communicator *c, PyObject *o, const char *fname, const char *argname, int *out)
+{
+    int nranks;
+    if (nx_int(o, fname, argname, out) < 0 || nx_comm_nranks(st, c, fname, &nranks) < 0)
+        return -1;
+    return NX_LIKELY(*out >= 0 && *out < nranks) ? 0 : rank_out_of_range(st, fname, argname, *out, nranks);
+}
+
 static int root_arg(nx_state *st, nx_Communicator *c, PyObject *o, const char *fname, int *root, int *is_root)
 {
     int rank;
-    if (nx_int(o, fname, "root", root) < 0 || nx_comm_rank(st, c, fname, &rank) < 0)
+    if (rank_arg(st, c, o, fname, "root", root) < 0 || nx_comm_rank(st, c, fname, &rank) < 0)
         return -1;
     *is_root = rank == *root;
     return 0;
@@ -435,7 +452,7 @@ static PyObject *p2p(PyObject *self, PyTypeObject *cls, PyObject *const *args, P
     nx_buffer b;
     cudaStream_t stream;
     if (comm == NULL || buffer_arg(st, c, a[0], sig->names[0], is_recv, &b) < 0 ||
-        nx_int(a[1], sig->fname, "peer", &peer) < 0 || stream_arg(st, a[2], &stream) < 0)
+        rank_arg(st, c, a[1], sig->fname, "peer", &peer) < 0 || stream_arg(st, a[2], &stream) < 0)
         return NULL;
     if (is_recv) {
         NX_REQUIRE(st, ncclRecv);
