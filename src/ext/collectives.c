@@ -48,6 +48,26 @@ static NX_COLD PyObject *not_multiple(nx_state *st, size_t count, int nranks)
                       nranks);
 }
 
+/* reduce_scatter, alltoall and scatter (on root): recvbuf has sendbuf's dtype, and sendbuf splits
+ * into nranks whole blocks of at least one element; *block is the block's element count. */
+static int per_rank_blocks(nx_state *st, const nx_buffer *s, const nx_buffer *r, int nranks, size_t *block)
+{
+    if (r->dtype != s->dtype) {
+        dtype_mismatch(st, "sendbuf", s->dtype, "recvbuf", r->dtype);
+        return -1;
+    }
+    *block = s->count / (size_t)nranks;
+    if (*block < 1) {
+        at_least(st, "sendbuf", (size_t)nranks, "nranks", s->count);
+        return -1;
+    }
+    if (s->count % (size_t)nranks != 0) {
+        not_multiple(st, s->count, nranks);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- argument pieces ---- */
 
 /* Resolves one buffer argument and checks its device (and writability when NCCL writes it). */
@@ -222,13 +242,9 @@ static PyObject *Communicator_reduce_scatter(NX_COMM_METHOD_ARGS)
     if (comm == NULL || nx_comm_nranks(st, c, fname, &nranks) < 0 || nx_comm_rank(st, c, fname, &rank) < 0 ||
         buffer_arg(st, c, a[0], "sendbuf", 0, &s) < 0 || recv_arg(st, c, a[1], a[0], &s, &r) < 0)
         return NULL;
-    if (r.dtype != s.dtype)
-        return dtype_mismatch(st, "sendbuf", s.dtype, "recvbuf", r.dtype);
-    size_t count = s.count / (size_t)nranks, sz = nx_dtype_size(s.dtype);
-    if (count < 1)
-        return at_least(st, "sendbuf", (size_t)nranks, "nranks", s.count);
-    if (s.count % (size_t)nranks != 0)
-        return not_multiple(st, s.count, nranks);
+    size_t count, sz = nx_dtype_size(s.dtype);
+    if (per_rank_blocks(st, &s, &r, nranks, &count) < 0)
+        return NULL;
     if (r.count < count)
         return at_least(st, "recvbuf", count, "sendcount / nranks", r.count);
     if (r.ptr != elem_at(s.ptr, mul_sat((size_t)rank, count), sz) &&
@@ -373,13 +389,9 @@ static PyObject *Communicator_scatter(NX_COMM_METHOD_ARGS)
     if (recv_arg(st, c, a[1], a[0], is_root ? &s : NULL, &r) < 0)
         return NULL;
     if (is_root) {
-        if (r.dtype != s.dtype)
-            return dtype_mismatch(st, "sendbuf", s.dtype, "recvbuf", r.dtype);
-        size_t block = s.count / (size_t)nranks, sz = nx_dtype_size(s.dtype);
-        if (block < 1)
-            return at_least(st, "sendbuf", (size_t)nranks, "nranks", s.count);
-        if (s.count % (size_t)nranks != 0)
-            return not_multiple(st, s.count, nranks);
+        size_t block, sz = nx_dtype_size(s.dtype);
+        if (per_rank_blocks(st, &s, &r, nranks, &block) < 0)
+            return NULL;
         if (r.count != block)
             return exactly(st, "recvbuf", block, "sendcount / nranks", r.count);
         if (r.ptr != elem_at(s.ptr, mul_sat((size_t)root, block), sz) &&
@@ -414,13 +426,9 @@ static PyObject *Communicator_alltoall(NX_COMM_METHOD_ARGS)
     if (comm == NULL || nx_comm_nranks(st, c, fname, &nranks) < 0 || buffer_arg(st, c, a[0], "sendbuf", 0, &s) < 0 ||
         recv_arg(st, c, a[1], a[0], &s, &r) < 0)
         return NULL;
-    if (r.dtype != s.dtype)
-        return dtype_mismatch(st, "sendbuf", s.dtype, "recvbuf", r.dtype);
-    size_t count = s.count / (size_t)nranks, sz = nx_dtype_size(s.dtype);
-    if (count < 1)
-        return at_least(st, "sendbuf", (size_t)nranks, "nranks", s.count);
-    if (s.count % (size_t)nranks != 0)
-        return not_multiple(st, s.count, nranks);
+    size_t count, sz = nx_dtype_size(s.dtype);
+    if (per_rank_blocks(st, &s, &r, nranks, &count) < 0)
+        return NULL;
     if (r.count < s.count)
         return at_least(st, "recvbuf", s.count, "nranks * count", r.count);
     if (s.ptr != r.ptr && overlaps(s.ptr, s.count * sz, r.ptr, s.count * sz))
