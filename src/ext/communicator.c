@@ -336,6 +336,15 @@ static PyObject *new_unique_id(nx_state *st, const ncclUniqueId *id)
     return r;
 }
 
+/* The argument check of the methods without parameters (METH_METHOD cannot be METH_NOARGS). */
+static int no_args(const char *fname, Py_ssize_t nargs, PyObject *kwnames)
+{
+    if (NX_LIKELY(nx_total_args(nargs, kwnames) == 0))
+        return 0;
+    PyErr_Format(PyExc_TypeError, "%s() takes no arguments", fname);
+    return -1;
+}
+
 /* ---- construction ---- */
 
 static PyObject *comm_initialize(nx_state *st, nx_Communicator *c, PyObject *const *a)
@@ -705,10 +714,8 @@ static PyObject *Communicator_get_unique_id(NX_COMM_METHOD_ARGS)
 {
     (void)args;
     nx_state *st = NX_COMM_STATE(cls);
-    if (nx_total_args(nargs, kwnames) != 0) {
-        PyErr_SetString(PyExc_TypeError, "get_unique_id() takes no arguments");
+    if (no_args("get_unique_id", nargs, kwnames) < 0)
         return NULL;
-    }
     ncclComm_t comm = nx_comm_require(st, (nx_Communicator *)self, "get_unique_id");
     if (comm == NULL)
         return NULL;
@@ -798,10 +805,8 @@ PyDoc_STRVAR(destroy__doc__, "destroy()\n--\n\n"
 "Close the tracked resources, then ncclCommDestroy (an intra-node collective). No-op when null.");
 static PyObject *Communicator_destroy(NX_COMM_METHOD_ARGS)
 {
-    if (nx_total_args(nargs, kwnames) != 0) {
-        PyErr_SetString(PyExc_TypeError, "destroy() takes no arguments");
+    if (no_args("destroy", nargs, kwnames) < 0)
         return NULL;
-    }
     (void)args;
     return teardown(NX_COMM_STATE(cls), (nx_Communicator *)self, 0);
 }
@@ -811,10 +816,8 @@ PyDoc_STRVAR(abort__doc__, "abort()\n--\n\n"
 "thread). No-op when null.");
 static PyObject *Communicator_abort(NX_COMM_METHOD_ARGS)
 {
-    if (nx_total_args(nargs, kwnames) != 0) {
-        PyErr_SetString(PyExc_TypeError, "abort() takes no arguments");
+    if (no_args("abort", nargs, kwnames) < 0)
         return NULL;
-    }
     (void)args;
     return teardown(NX_COMM_STATE(cls), (nx_Communicator *)self, 1);
 }
@@ -825,10 +828,8 @@ PyDoc_STRVAR(finalize__doc__, "finalize()\n--\n\n"
 static PyObject *Communicator_finalize_method(NX_COMM_METHOD_ARGS)
 {
     (void)args;
-    if (nx_total_args(nargs, kwnames) != 0) {
-        PyErr_SetString(PyExc_TypeError, "finalize() takes no arguments");
+    if (no_args("finalize", nargs, kwnames) < 0)
         return NULL;
-    }
     nx_state *st = NX_COMM_STATE(cls);
     ncclComm_t comm = nx_comm_handle((nx_Communicator *)self);
     if (comm == NULL)
@@ -880,10 +881,8 @@ PyDoc_STRVAR(resume__doc__, "resume()\n--\n\nncclCommResume: undo suspend().");
 static PyObject *Communicator_resume(NX_COMM_METHOD_ARGS)
 {
     (void)args;
-    if (nx_total_args(nargs, kwnames) != 0) {
-        PyErr_SetString(PyExc_TypeError, "resume() takes no arguments");
+    if (no_args("resume", nargs, kwnames) < 0)
         return NULL;
-    }
     nx_state *st = NX_COMM_STATE(cls);
     ncclComm_t comm = nx_comm_require(st, (nx_Communicator *)self, "resume");
     if (comm == NULL)
@@ -899,10 +898,8 @@ PyDoc_STRVAR(get_last_error__doc__, "get_last_error()\n--\n\nncclGetLastError: t
 static PyObject *Communicator_get_last_error(NX_COMM_METHOD_ARGS)
 {
     (void)args;
-    if (nx_total_args(nargs, kwnames) != 0) {
-        PyErr_SetString(PyExc_TypeError, "get_last_error() takes no arguments");
+    if (no_args("get_last_error", nargs, kwnames) < 0)
         return NULL;
-    }
     nx_state *st = NX_COMM_STATE(cls);
     ncclComm_t comm = nx_comm_require(st, (nx_Communicator *)self, "get last error");
     if (comm == NULL)
@@ -918,10 +915,8 @@ PyDoc_STRVAR(get_async_error__doc__, "get_async_error()\n--\n\n"
 static PyObject *Communicator_get_async_error(NX_COMM_METHOD_ARGS)
 {
     (void)args;
-    if (nx_total_args(nargs, kwnames) != 0) {
-        PyErr_SetString(PyExc_TypeError, "get_async_error() takes no arguments");
+    if (no_args("get_async_error", nargs, kwnames) < 0)
         return NULL;
-    }
     nx_state *st = NX_COMM_STATE(cls);
     nx_Communicator *c = (nx_Communicator *)self;
     ncclComm_t comm = nx_comm_require(st, c, "get async error");
