@@ -6,6 +6,7 @@ import warnings
 
 from packaging.version import Version as _PkgVersion
 
+from nccl._show_versions import _decode_version
 from nccl._version import __version__ as _nccl4py_version
 from nccl.core._unique_id import UniqueId, get_unique_id
 
@@ -13,18 +14,11 @@ __all__ = ["Version", "get_version", "get_lib_version", "get_lib_path", "get_err
            "UniqueId", "get_unique_id"]
 
 
-def _decode(code):
-    code = int(code)
-    if code >= 10000:
-        return _PkgVersion(f"{code // 10000}.{code % 10000 // 100}.{code % 100}")
-    return _PkgVersion(f"{code // 1000}.{code % 1000 // 100}.{code % 100}")
-
-
 class Version:
     """The library version (from its version code) and this package's version."""
 
     def __init__(self, nccl_version):
-        self.nccl_version = _decode(nccl_version)
+        self.nccl_version = _decode_version(int(nccl_version))
         self.nccl4py_version = _PkgVersion(_nccl4py_version)
 
     def __repr__(self):
@@ -61,7 +55,7 @@ def get_lib_version():
     """The loaded library's version (for RCCL, the NCCL version it tracks)."""
     from nccl.bindings import nccl as _b
 
-    return _decode(_b.get_version())
+    return _decode_version(_b.get_version())
 
 
 def get_lib_path():
