@@ -156,8 +156,7 @@ static int is_dense(int nd, const int64_t *shape, const int64_t *strides, int64_
 
 /* ---- numpy dtypes ---- */
 
-/* Maps a numpy-style (name, kind, itemsize) to a datatype per API.md section 5.3; -1 if none. */
-static int numpy_kind_dtype(const char *dname, int kind, Py_ssize_t itemsize)
+int nx_numpy_kind_dtype(const char *dname, int kind, Py_ssize_t itemsize)
 {
     if (dname != NULL) {
         if (strcmp(dname, "bfloat16") == 0)
@@ -202,7 +201,7 @@ static NX_COLD int numpy_dtype_slow(nx_state *st, PyObject *descr, const char *n
         goto done;
     }
     /* Byte-swapped data ('>' on this little-endian host) would be reduced as garbage. */
-    int dt = o[0] == '>' ? -1 : numpy_kind_dtype(n, k[0], itemsize);
+    int dt = o[0] == '>' ? -1 : nx_numpy_kind_dtype(n, k[0], itemsize);
     if (dt < 0) {
         nx_invalid(st,
                    "%s: Unsupported data type: numpy dtype %S (kind=%s, itemsize=%zd, name=%s) has no NCCL "
@@ -809,7 +808,7 @@ static int from_cai(nx_state *st, PyObject *cai, const char *name, nx_buffer *ou
     if (typestr == NULL || strlen(typestr) < 3)
         return cai_bad(st, name, "typestr");
     long itemsize = strtol(typestr + 2, NULL, 10);
-    int dt = typestr[0] == '>' ? -1 : numpy_kind_dtype(NULL, typestr[1], itemsize);
+    int dt = typestr[0] == '>' ? -1 : nx_numpy_kind_dtype(NULL, typestr[1], itemsize);
     if (dt < 0) {
         nx_invalid(st, "%s: Unsupported data type: numpy dtype %s (kind=%c, itemsize=%ld, name=%s) has no NCCL "
                        "equivalent", name, typestr, typestr[1], itemsize, typestr);
@@ -853,13 +852,13 @@ static int format_dtype(const char *fmt, Py_ssize_t itemsize)
         return -1;
     switch (fmt[0]) {
     case 'b': case 'h': case 'i': case 'l': case 'q': case 'n':
-        return numpy_kind_dtype(NULL, 'i', itemsize);
+        return nx_numpy_kind_dtype(NULL, 'i', itemsize);
     case 'B': case 'H': case 'I': case 'L': case 'Q': case 'N': case 'c':
-        return numpy_kind_dtype(NULL, 'u', itemsize);
+        return nx_numpy_kind_dtype(NULL, 'u', itemsize);
     case '?':
-        return numpy_kind_dtype(NULL, 'b', itemsize);
+        return nx_numpy_kind_dtype(NULL, 'b', itemsize);
     case 'e': case 'f': case 'd':
-        return numpy_kind_dtype(NULL, 'f', itemsize);
+        return nx_numpy_kind_dtype(NULL, 'f', itemsize);
     default:
         return -1;
     }

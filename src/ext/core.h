@@ -43,6 +43,10 @@ typedef struct {
  * writability (the caller asks for it with nx_buffer_writable). 0, or -1 with NcclInvalid set. */
 int nx_resolve_buffer(nx_state *st, PyObject *obj, const char *name, nx_buffer *out);
 
+/* A numpy-style dtype (name, kind, itemsize) as a datatype per API.md section 5.3: the ml_dtypes
+ * names first, then kind and itemsize (bool is UINT8); -1 if it has no NCCL equivalent. */
+int nx_numpy_kind_dtype(const char *dname, int kind, Py_ssize_t itemsize);
+
 /* NcclInvalid("<name> is read-only") when b is read-only. */
 int nx_buffer_writable(nx_state *st, const nx_buffer *b, const char *name);
 

@@ -553,7 +553,7 @@ static PyObject *numpy_dtype(nx_state *st, ncclDataType_t dt)
     return r;
 }
 
-/* The NCCL datatype of a numpy dtype (API.md section 5.3: by name, then by kind and itemsize). */
+/* The NCCL datatype of a numpy dtype (nx_numpy_kind_dtype), or NcclInvalid. */
 static int from_numpy_dtype(nx_state *st, PyObject *d, ncclDataType_t *out)
 {
     int r = -1;
@@ -565,24 +565,12 @@ static int from_numpy_dtype(nx_state *st, PyObject *d, ncclDataType_t *out)
     long size = PyLong_AsLong(isz);
     if (n == NULL || k == NULL || (size == -1 && PyErr_Occurred()))
         goto done;
-    static const struct {
-        char kind;
-        long size;
-        ncclDataType_t dt;
-    } table[] = {{'f', 2, ncclFloat16}, {'f', 4, ncclFloat32}, {'f', 8, ncclFloat64}, {'i', 1, ncclInt8},
-                 {'i', 4, ncclInt32},   {'i', 8, ncclInt64},   {'u', 1, ncclUint8},   {'u', 4, ncclUint32},
-                 {'u', 8, ncclUint64},  {'b', 1, ncclUint8}};
-    if (strcmp(n, "bfloat16") == 0 || strcmp(n, "float8_e4m3fn") == 0 || strcmp(n, "float8_e5m2") == 0) {
-        *out = n[0] == 'b' ? ncclBfloat16 : strcmp(n, "float8_e4m3fn") == 0 ? ncclFloat8e4m3 : ncclFloat8e5m2;
+    int dt = k[0] != '\0' && k[1] == '\0' ? nx_numpy_kind_dtype(n, k[0], size) : -1;
+    if (dt >= 0) {
+        *out = (ncclDataType_t)dt;
         r = 0;
         goto done;
     }
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (k[0] == table[i].kind && k[1] == '\0' && size == table[i].size) {
-            *out = table[i].dt;
-            r = 0;
-            goto done;
-        }
     nx_invalid(st, "Unsupported data type: numpy dtype %S (kind=%s, itemsize=%ld, name=%s) has no NCCL equivalent", d,
                k, size, n);
 done:
