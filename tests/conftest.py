@@ -34,7 +34,7 @@ import pytest
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 STUBS = TESTS / "stubs"
-ABI_INCLUDE = ROOT / "src" / "ext"
+ABI_INCLUDE = ROOT / "src" / "include"
 # Replies from the children may hold stubctl objects (stubctl.Call): make them unpicklable here.
 if str(STUBS) not in sys.path:
     sys.path.append(str(STUBS))

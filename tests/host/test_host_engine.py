@@ -22,7 +22,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = ROOT / "src" / "host"
-EXT = ROOT / "src" / "ext"
+ABI_INCLUDE = ROOT / "src" / "include"
 DRIVER = Path(__file__).resolve().parent / "host_smoke_test.c"
 CFLAGS = [
     "-std=c11", "-D_GNU_SOURCE", "-ffp-contract=off", "-fPIC", "-fvisibility=hidden", "-O2", "-g",
@@ -65,7 +65,7 @@ def build(tmp_path_factory):
     objs, warnings = [], {}
     for src in sorted(HOST.glob("*.c")):
         obj = out / (src.stem + ".o")
-        r = subprocess.run([gcc, *CFLAGS, *SAN_FLAGS, "-I", str(EXT), "-I", str(HOST), "-c", str(src), "-o", str(obj)],
+        r = subprocess.run([gcc, *CFLAGS, *SAN_FLAGS, "-I", str(ABI_INCLUDE), "-I", str(HOST), "-c", str(src), "-o", str(obj)],
                            capture_output=True, text=True, timeout=300, env=_child_env())
         assert r.returncode == 0, f"{src.name} does not compile:\n{r.stderr}"
         warnings[src.name] = r.stderr
@@ -78,7 +78,7 @@ def build(tmp_path_factory):
     assert r.returncode == 0, f"link failed:\n{r.stderr}"
     exe = out / "host_smoke_test"
     r = subprocess.run([gcc, "-std=c11", "-O1", "-g", *SAN_FLAGS, "-Wall", "-Wextra", "-Wno-missing-field-initializers",
-                        "-Wno-maybe-uninitialized", "-I", str(EXT), str(DRIVER), "-o", str(exe),
+                        "-Wno-maybe-uninitialized", "-I", str(ABI_INCLUDE), str(DRIVER), "-o", str(exe),
                         "-L", str(out), "-lnccl-host", f"-Wl,-rpath,{out}", "-lpthread", "-lm"],
                        capture_output=True, text=True, timeout=300, env=_child_env())
     assert r.returncode == 0, f"driver does not compile:\n{r.stderr}"
@@ -124,7 +124,7 @@ def test_sources_compile_without_warnings(build):
 
 
 def _abi_names():
-    text = (EXT / "abi.h").read_text()
+    text = (ABI_INCLUDE / "abi.h").read_text()
     return set(re.findall(r"^\s*X\((\w+),", text, flags=re.M))
 
 

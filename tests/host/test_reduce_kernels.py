@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 REDUCE_C = ROOT / "src" / "host" / "reduce.c"
 DRIVER_C = Path(__file__).resolve().parent / "reduce_kernels_test.c"
 WARN_FLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra", "-ffp-contract=off", "-fPIC"]
-INCLUDES = ["-I", str(ROOT / "src" / "ext"), "-I", str(ROOT / "src" / "host")]
+INCLUDES = ["-I", str(ROOT / "src" / "include"), "-I", str(ROOT / "src" / "host")]
 
 SUM, PROD, MAX, MIN, AVG, PREMULSUM = range(6)
 OP_NAMES = ["sum", "prod", "max", "min", "avg", "premulsum"]

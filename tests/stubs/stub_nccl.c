@@ -1,4 +1,4 @@
-/* A stub NCCL/RCCL library for the test suite, generated from the ABI table (src/ext/abi.h).
+/* A stub NCCL/RCCL library for the test suite, generated from the ABI table (src/include/abi.h).
  *
  * Every ncclResult_t row of the table becomes an exported function that
  *   1. records the call: the function and each argument widened to a uint64 (integers are
