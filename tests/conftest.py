@@ -46,8 +46,10 @@ LOADER_VARIABLES = ("NCCL_LIBRARY", "ROCM_PATH", "HIP_PATH", "CONDA_PREFIX", "CU
 # variant: (directory/file name, -D switches of stub_nccl.c). The file names decide the flavour the
 # loader reports: librccl* is RCCL, and so is anything exporting an RCCL-only row.
 STUB_VARIANTS = {
-    # every NCCL 2.30 row, ncclGetVersion = 2.30.7
+    # every NCCL 2.32 row, ncclGetVersion = 2.32.3
     "nccl": ("nccl/libnccl.so.2", []),
+    # an NCCL 2.29.7: ncclCommQueryProperties with the 56-byte properties, no 2.30.4+ rows
+    "nccl_2_29": ("nccl_2_29/libnccl.so.2", ["-DSTUB_MAX_SINCE=23000", "-DSTUB_VERSION=22907"]),
     # an NCCL 2.27.3: no row introduced in 2.28.0 or later
     "nccl_2_27": ("nccl_2_27/libnccl.so.2", ["-DSTUB_MAX_SINCE=22800", "-DSTUB_VERSION=22703"]),
     # RCCL: every row, the RCCL-only ones included

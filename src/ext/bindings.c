@@ -542,6 +542,7 @@ static PyObject *comm_shrink(PyObject *m, PyObject *const *args, Py_ssize_t narg
         if (obj == NULL)                                                                     \
             return NULL;                                                                     \
         ctype *p = nx_struct_storage(st, obj, kind);                                         \
+        nx_struct_fit_library(kind, p);                                                      \
         ncclResult_t rc;                                                                     \
         NX_RUN(rc, nx_api.cname((ncclComm_t)comm, p));                                       \
         return struct_result(st, obj, rc, (ncclComm_t)comm);                                 \

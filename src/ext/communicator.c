@@ -1053,8 +1053,10 @@ static const ncclCommProperties_t *properties(PyObject *self, const char *op)
         PyObject *obj = nx_struct_new(st, NX_STRUCT_COMM_PROPERTIES);
         if (obj == NULL)
             return NULL;
+        ncclCommProperties_t *props = nx_struct_storage(st, obj, NX_STRUCT_COMM_PROPERTIES);
+        nx_struct_fit_library(NX_STRUCT_COMM_PROPERTIES, props);
         ncclResult_t rc;
-        NX_RUN(rc, nx_api.ncclCommQueryProperties(comm, nx_struct_storage(st, obj, NX_STRUCT_COMM_PROPERTIES)));
+        NX_RUN(rc, nx_api.ncclCommQueryProperties(comm, props));
         if (NX_FAILED(rc)) {
             Py_DECREF(obj);
             nx_raise_status(st, rc, comm);

@@ -11,13 +11,27 @@
 #define NX_LIKELY(x) __builtin_expect(!!(x), 1)
 #define NX_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-/* The struct wrapper classes of nccl.bindings.nccl (structs.c). */
+/* The struct wrapper classes of nccl.bindings.nccl (structs.c; layouts in struct_layouts.c). */
 typedef enum {
     NX_STRUCT_UNIQUE_ID,
     NX_STRUCT_CONFIG,
     NX_STRUCT_SIM_INFO,
     NX_STRUCT_WAIT_SIGNAL_DESC,
     NX_STRUCT_COMM_PROPERTIES,
+    NX_STRUCT_COLL_CONFIG,
+    NX_STRUCT_CONFIG_EXT,
+    NX_STRUCT_ENCRYPTION_CONFIG,
+    NX_STRUCT_TEAM,
+    NX_STRUCT_MULTIMEM_HANDLE,
+    NX_STRUCT_LSA_BARRIER_HANDLE,
+    NX_STRUCT_GIN_BARRIER_HANDLE,
+    NX_STRUCT_CFT_BARRIER_HANDLE,
+    NX_STRUCT_LL_A2A_HANDLE,
+    NX_STRUCT_RESOURCE_WINDOW_VIDMEM,
+    NX_STRUCT_DEV_RESOURCE_REQUIREMENTS,
+    NX_STRUCT_TEAM_REQUIREMENTS,
+    NX_STRUCT_DEV_COMM_REQUIREMENTS,
+    NX_STRUCT_DEV_COMM,
     NX_NSTRUCTS
 } nx_struct_kind;
 

@@ -775,22 +775,38 @@ exit:
     return rc;
 }
 
+/* ncclCommQueryProperties in the 2.32 layout, for callers of any release: like NCCL, a version
+ * above the one this library reports is refused (ncclInvalidUsage), and a field is written only
+ * when the caller's version has it and it lies within the caller's `size`, so an older caller's
+ * shorter struct is never overrun. The host backend has no device API: no GIN, multimem or CFT
+ * support; one LSA team (every rank shares this machine). commHash is the same on every rank of
+ * a communicator: a hash of its segment token. */
 ncclResult_t host_query_properties(ncclComm_t comm, ncclCommProperties_t *props)
 {
     host_comm *c;
     ncclCommProperties_t p;
     ncclResult_t rc;
-    size_t n;
+    size_t n = 0;
+    unsigned int version;
+    const int lib_version = host_params()->version_code;
     HOST_CHECK(host_comm_enter(comm, "ncclCommQueryProperties", &c));
     HOST_CHECKGOTO(query_usable(c, "ncclCommQueryProperties"), rc, exit);
     if (props == NULL) {
         rc = host_fail(ncclInvalidArgument, "ncclCommQueryProperties: props is NULL");
         goto exit;
     }
+    if (props->magic != NCCL_API_MAGIC) {
+        rc = host_fail(ncclInvalidUsage, "ncclCommQueryProperties: props.magic is 0x%x, not 0x%x: initialise it "
+                       "with NCCL_COMM_PROPERTIES_INITIALIZER", props->magic, NCCL_API_MAGIC);
+        goto exit;
+    }
+    version = props->version;
+    if ((int)version > lib_version) {
+        rc = host_fail(ncclInvalidUsage, "ncclCommQueryProperties: props.version %u is newer than this library "
+                       "(%d)", version, lib_version);
+        goto exit;
+    }
     memset(&p, 0, sizeof p);
-    p.size = props->size;
-    p.magic = props->magic;
-    p.version = props->version;
     p.rank = c->rank;
     p.nRanks = c->nranks;
     p.cudaDev = c->device;
@@ -798,8 +814,24 @@ ncclResult_t host_query_properties(ncclComm_t comm, ncclCommProperties_t *props)
     p.ginType = ncclGinTypeNone;
     p.nLsaTeams = 1;
     p.railedGinType = ncclGinTypeNone;
-    n = props->size < sizeof p ? props->size : sizeof p;
-    memcpy(props, &p, n);
+    p.commHash = host_hash64(c->token, sizeof c->token, 0);
+    p.ginMinStride = 0;
+    p.ginConnectionType = ncclGinConnectionNone;
+    p.devCommRuntimeVersionSize = 0;
+    /* The prefix each release's layout ends at; size then bounds it further. */
+    if (version >= NCCL_ABI_VERSION_CODE(2, 32, 0))
+        n = sizeof p;
+    else if (version >= NCCL_ABI_VERSION_CODE(2, 31, 0))
+        n = offsetof(ncclCommProperties_t, cftSupport);
+    else if (version >= NCCL_ABI_VERSION_CODE(2, 29, 4))
+        n = offsetof(ncclCommProperties_t, commHash);
+    else
+        n = offsetof(ncclCommProperties_t, nLsaTeams);
+    if (props->size < n)
+        n = props->size;
+    if (n > offsetof(ncclCommProperties_t, rank))
+        memcpy((char *)props + offsetof(ncclCommProperties_t, rank), (const char *)&p + offsetof(ncclCommProperties_t, rank),
+               n - offsetof(ncclCommProperties_t, rank));
 exit:
     host_comm_leave(c);
     return rc;

@@ -44,6 +44,18 @@
 #define HOST_LIKELY(x) __builtin_expect(!!(x), 1)
 #define HOST_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
+/* The exported entry points: every row of abi.h, and the host backend's own ncclHost* extras. */
+#define HOST_DECL(name, ret, params, args, since) HOST_API ret name params;
+NCCL_ABI(HOST_DECL)
+#undef HOST_DECL
+HOST_API const char *ncclHostGetInfo(void);
+HOST_API ncclResult_t ncclHostSetDevice(int device);
+HOST_API ncclResult_t ncclHostGetDevice(int *device);
+/* The entry points this backend refuses, space-separated (NCCL_HOST_REFUSED_SYMBOL in abi.h). */
+HOST_API const char *ncclHostRefusedEntryPoints(void);
+/* Refuses fn: ncclInvalidUsage with a last-error text naming it (api.c). */
+ncclResult_t host_refuse(const char *fn);
+
 #define HOST_LIB_VERSION "0.1.0"
 #define HOST_LIB_VERSION_NUM 100      /* compared in the bootstrap handshake */
 #define HOST_PROTO_VERSION 1          /* wire protocol of the bootstrap and the mesh */
@@ -91,6 +103,15 @@ size_t host_chunk_bytes(int nranks);
 /* ncclTimeout, or ncclRemoteError when mimicking a release without it (section 2.1). */
 ncclResult_t host_timeout_code(void);
 const char *host_info_text(void);
+/* The parameter API (ncclParam*) over the tunables above, by their variable names. */
+ncclResult_t host_param_bind(ncclParamHandle_t *out, const char *key);
+/* Integer value of a bound parameter in [lo, hi]; ncclInvalidUsage for a text parameter. */
+ncclResult_t host_param_get_int(ncclParamHandle_t h, int64_t lo, uint64_t hi, int64_t *out, const char *fn);
+ncclResult_t host_param_get_str(ncclParamHandle_t h, const char **out);
+ncclResult_t host_param_get_raw(ncclParamHandle_t h, void *out, int maxLen, int *len);
+ncclResult_t host_param_get_by_key(const char *key, const char **value, int *valueLen);
+ncclResult_t host_param_keys(const char ***table, int *tableLen);
+void host_param_dump(void);
 
 /* ------------------------------------------------------------------------------------------ */
 /* debug.c: logging and the last-error text (sections 9.2, 12)                                */
@@ -535,6 +556,10 @@ void host_comm_wake(host_comm *c);
 /* config.c */
 ncclResult_t host_config_parse(const ncclConfig_t *in, ncclConfig_t *out, const char *fn);
 void host_config_default(ncclConfig_t *out);
+/* A nccl*Config collective's config (NULL is the plain call): size, magic, field ranges. */
+ncclResult_t host_coll_config_check(const ncclCollConfig_t *in, const char *fn);
+/* ncclSetEncryption's config: size, magic, mode (written to *mode). */
+ncclResult_t host_encryption_check(const ncclEncryptionConfig_t *in, int *mode);
 
 /* comm.c */
 ncclResult_t host_comm_create(int nranks, int rank, const ncclConfig_t *cfg, host_comm **out);

@@ -6,7 +6,8 @@ formats them, ``main()`` prints the report and returns 0, or 1 when no library l
 Sections: package and Python versions; the library (version, path, flavour, the host backend's
 own description, every load attempt); every libnccl/librccl mapped in the process, flagging two
 different copies; the NCCL_* (and NCCL4PY_*) environment and the other variables that steer
-discovery; ABI symbols the loaded library lacks, each with the NCCL version that introduced it;
+discovery; ABI symbols the loaded library lacks, each with the NCCL version that introduced it,
+and, for the host backend, the entry points it exports but refuses (no device API on the CPU);
 GPU device nodes and visibility variables; the cuda.core shim.
 """
 
@@ -77,6 +78,20 @@ def _missing_symbols(ext, lib):
     return missing
 
 
+def _refused_symbols(lib):
+    """Entry points the host backend exports but refuses with ncclInvalidUsage, as it lists them
+    itself (ncclHostRefusedEntryPoints); [] for any other library."""
+    if not lib.get("loaded") or lib["flavour"] != "host":
+        return []
+    try:
+        handle = ctypes.CDLL(lib["path"], mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+        fn = handle.ncclHostRefusedEntryPoints
+    except (OSError, AttributeError):
+        return []
+    fn.restype = ctypes.c_char_p
+    return (fn() or b"").decode().split()
+
+
 def _mapped(ext, lib):
     paths = list(ext._mapped_libraries())
     real = {}
@@ -136,6 +151,7 @@ def collect():
         "mapped": _mapped(_ext, lib),
         "environment": _environment(),
         "missing_symbols": _missing_symbols(_ext, lib),
+        "refused_symbols": _refused_symbols(lib),
         "devices": _devices(),
         "shim": _shim(),
     }
@@ -202,6 +218,11 @@ def report(f):
             "FunctionNotFoundError:")
         for name, since, rccl_only in f["missing_symbols"]:
             add(f"  {name:<32} {'RCCL-only' if rccl_only else 'NCCL >= ' + since}")
+    if f["refused_symbols"]:
+        add(f"refused by the host backend ({len(f['refused_symbols'])}): exported, but calling them raises "
+            "NCCLInvalidUsage (no device API on the CPU):")
+        for name in f["refused_symbols"]:
+            add(f"  {name}")
     add("")
     add("Devices")
     add("-------")

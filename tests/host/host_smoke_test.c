@@ -551,6 +551,8 @@ static void rank_nonblocking(const ncclUniqueId *id, int r, int n)
     cfg.collnetEnable = cfg.CTAPolicy = cfg.shrinkShare = cfg.nvlsCTAs = NCCL_CONFIG_UNDEF_INT;
     cfg.nChannelsPerNetPeer = cfg.nvlinkCentricSched = cfg.graphUsageMode = NCCL_CONFIG_UNDEF_INT;
     cfg.numRmaCtx = cfg.maxP2pPeers = cfg.graphStreamOrdering = NCCL_CONFIG_UNDEF_INT;
+    cfg.launchOrderImplicit = cfg.numRmaSig = cfg.rmaEagerInit = cfg.hostCftMode = cfg.nvlsHostMode =
+        NCCL_CONFIG_UNDEF_INT;
     cfg.commName = "nb";
     rc = ncclCommInitRankConfig(&c, n, *id, r, &cfg);
     CHECK(rc == ncclInProgress || rc == ncclSuccess);
@@ -788,7 +790,7 @@ static void scen_argcheck(int n)
     void *p;
     (void)n;
     OK(ncclGetVersion(&v));
-    CHECK(v == 23007);
+    CHECK(v == NCCL_ABI_API_VERSION);
     EXPECT_RC(ncclGetVersion(NULL), ncclInvalidArgument);
     CHECK(strcmp(ncclGetErrorString(ncclSuccess), "no error") == 0);
     CHECK(strcmp(ncclGetErrorString(ncclInvalidUsage), "invalid usage (run with NCCL_DEBUG=WARN for details)") == 0);
@@ -1397,6 +1399,8 @@ static ncclConfig_t config_v(unsigned version, int blocking)
     cfg.collnetEnable = cfg.CTAPolicy = cfg.shrinkShare = cfg.nvlsCTAs = NCCL_CONFIG_UNDEF_INT;
     cfg.nChannelsPerNetPeer = cfg.nvlinkCentricSched = cfg.graphUsageMode = NCCL_CONFIG_UNDEF_INT;
     cfg.numRmaCtx = cfg.maxP2pPeers = cfg.graphStreamOrdering = NCCL_CONFIG_UNDEF_INT;
+    cfg.launchOrderImplicit = cfg.numRmaSig = cfg.rmaEagerInit = cfg.hostCftMode = cfg.nvlsHostMode =
+        NCCL_CONFIG_UNDEF_INT;
     return cfg;
 }
 

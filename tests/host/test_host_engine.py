@@ -162,8 +162,8 @@ def test_info_and_version_through_ctypes(build, tmp_path):
         pytest.skip("loads the instrumented library into a plain interpreter")
     r = subprocess.run(["python3", "-c", code], capture_output=True, text=True, env=env, timeout=30)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["libnccl-host", "0.1.0", "flavour=nccl", "api=23007", "fp8=ocp", "timeout=180",
-                                "23007", "timeout"]
+    assert r.stdout.split() == ["libnccl-host", "0.1.0", "flavour=nccl", "api=23203", "fp8=ocp", "timeout=180",
+                                "23203", "timeout"]
     env.update(NCCL_HOST_FLAVOR="rccl", NCCL_HOST_VERSION_CODE="22105")
     r = subprocess.run(["python3", "-c", code], capture_output=True, text=True, env=env, timeout=30)
     assert r.returncode == 0, r.stderr

@@ -76,7 +76,7 @@ def test_host_backend_chosen_without_gpu_warns_once(no_gpu_dev, run_py):
     category, message = out["w"][0]
     assert category == "HostBackendWarning"
     assert message.startswith("nccl4py: no GPU found; using the bundled host backend (CPU)")
-    assert (out["flavour"], out["version"], out["cuda"], out["lib"]) == ("host", "2.30.7", None, "host")
+    assert (out["flavour"], out["version"], out["cuda"], out["lib"]) == ("host", "2.32.3", None, "host")
 
 
 @needs_host

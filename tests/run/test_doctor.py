@@ -39,9 +39,9 @@ def test_stub_nccl_complete(fresh_python, stub_libs):
     rc, text, f = doctor(fresh_python, "nccl")
     assert rc == 0
     lib = f["library"]
-    assert (lib["flavour"], lib["version"], lib["path"]) == ("nccl", "2.30.7", str(stub_libs["nccl"]))
+    assert (lib["flavour"], lib["version"], lib["path"]) == ("nccl", "2.32.3", str(stub_libs["nccl"]))
     assert f"path         : {stub_libs['nccl']}" in text
-    assert f["missing_symbols"] == []
+    assert f["missing_symbols"] == [] and f["refused_symbols"] == []
     assert section(text, "Missing ABI symbols") == ["none: the library exports every entry point of the ABI table"]
     assert f["mapped"]["copies"] == [os.path.realpath(stub_libs["nccl"])] and not f["mapped"]["two_copies"]
     assert "WARNING" not in text
@@ -101,6 +101,15 @@ def test_host_library_without_gpu(fresh_python, tmp_path):
     assert lib["flavour"] == "host" and lib["path"].endswith("libnccl-host.so")
     assert lib["host_info"].startswith("libnccl-host ")
     assert f["missing_symbols"] == []
+    # the device API it exports but refuses, listed apart from missing symbols
+    refused = f["refused_symbols"]
+    assert {"ncclDevCommCreate", "ncclCommWindowRegister", "ncclGetPeerDeviceLeInfo", "ncclTeamCft"} <= set(refused)
+    assert not {"ncclAllReduceConfig", "ncclTeamWorld", "ncclParamGetParameter"} & set(refused)
+    body = section(text, "Missing ABI symbols")
+    assert body[0] == "none: the library exports every entry point of the ABI table"
+    assert body[1] == (f"refused by the host backend ({len(refused)}): exported, but calling them raises "
+                       "NCCLInvalidUsage (no device API on the CPU):")
+    assert [ln.strip() for ln in body[2:]] == refused
     assert f["mapped"]["copies"] == []
     assert section(text, "Mapped NCCL/RCCL copies") == ["none mapped (the host backend is not a libnccl/librccl)"]
     assert section(text, "Devices")[0].startswith(f"no GPU device node in {tmp_path}")
