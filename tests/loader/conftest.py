@@ -26,6 +26,9 @@ def mini_libs(tmp_path_factory):
         "rccl": ["-DMINI_VERSION=22803", "-DMINI_RCCL"],
         "rccl_other": ["-DMINI_VERSION=22703", "-DMINI_RCCL"],
         "not_nccl": ["-DMINI_VERSION=0", "-DMINI_NOT_NCCL"],
+        "init_2_13": ["-DMINI_VERSION=21304", "-DMINI_INIT=1"],
+        "init_2_22": ["-DMINI_VERSION=22203", "-DMINI_INIT=2"],
+        "init_2_23": ["-DMINI_VERSION=22304", "-DMINI_INIT=3"],
     }
     built = {}
     for name, flags in variants.items():
