@@ -241,14 +241,14 @@ int nx_load_library(nx_state *st)
     }
     /* NCCL4PY_DEV_DIR: where device nodes are looked for (tests simulate a GPU machine with it). */
     const char *dev_dir = getenv("NCCL4PY_DEV_DIR");
-    int gpu = nx_gpu_device_node_present(dev_dir && *dev_dir ? dev_dir : "/dev");
-    if (override == NULL && gpu && build_candidates(&rccl, &nccl) < 0)
+    int devices = nx_gpu_device_kinds(dev_dir && *dev_dir ? dev_dir : "/dev");
+    if (override == NULL && devices != 0 && build_candidates(&rccl, &nccl) < 0)
         goto done;
 
     nx_load_request req = {
         .override = override,
         .host_path = host_path,
-        .gpu_present = gpu,
+        .devices = devices,
         .rccl = (const char *const *)rccl.items,
         .nrccl = rccl.n,
         .nccl = (const char *const *)nccl.items,

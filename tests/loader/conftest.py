@@ -58,6 +58,25 @@ def gpu_dev(tmp_path):
 
 
 @pytest.fixture
+def amd_dev(tmp_path):
+    """A directory standing in for /dev on a machine with an AMD GPU (the ROCm kernel driver's kfd)."""
+    d = tmp_path / "dev_amd"
+    d.mkdir()
+    (d / "kfd").touch()
+    return d
+
+
+@pytest.fixture
+def both_dev(tmp_path):
+    """A directory standing in for /dev on a machine with an AMD and an NVIDIA GPU."""
+    d = tmp_path / "dev_both"
+    d.mkdir()
+    (d / "kfd").touch()
+    (d / "nvidia0").touch()
+    return d
+
+
+@pytest.fixture
 def no_gpu_dev(tmp_path):
     """A directory standing in for /dev on a machine without GPU device nodes."""
     d = tmp_path / "dev_none"
