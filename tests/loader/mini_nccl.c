@@ -21,7 +21,7 @@ int ncclGetVersion(int *version)
 const char *ncclGetErrorString(int result)
 {
     (void)result;
-    return "mini error";
+    return "mini: unhandled cuda error";
 }
 
 #ifdef MINI_RCCL

@@ -94,7 +94,7 @@ def test_init_without_a_gpu_raises_unhandled_cuda_error_with_last_error(real):
     name, status, message, last = real["init"]
     assert (name, status) == ("NCCLUnhandledCudaError", 1)
     assert message.startswith("UnhandledCudaError (1): unhandled cuda error")
-    assert last and message.endswith("\n  " + last)
+    assert last and message.endswith("\n  library's last error: " + last)
 
 
 def test_every_abi_row_the_version_should_have_resolves(real):
