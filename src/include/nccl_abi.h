@@ -2,7 +2,9 @@
  *
  * Everything that calls or implements an NCCL entry point includes this header instead of nccl.h,
  * so neither the extension nor the host backend needs a CUDA or ROCm SDK to build. Layouts are the
- * x86_64 ones of NCCL 2.30.7; tests/test_abi_layout.py checks the offsets the Python side relies on.
+ * x86_64 ones of NCCL 2.30.7. tests/rccl/test_rccl_header.py compiles this header and abi.h against
+ * RCCL's rccl.h (2.27.7): every value, layout and signature RCCL declares matches, except that RCCL
+ * has no ncclTimeout (its ncclNumResults is 8) and its ncclConfig_t ends at nvlsCTAs.
  * The function signatures themselves live in abi.h, the one table of entry points. */
 #ifndef NCCL4PY_NCCL_ABI_H
 #define NCCL4PY_NCCL_ABI_H
