@@ -12,7 +12,6 @@ check runs in a child interpreter started under that prefix's dynamic loader
   missing prefix fails them.
 """
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -20,12 +19,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from rccl_calls import decode
+from rccl_calls import decode, fetch_rccl
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("fetch_rccl", ROOT / "tools" / "fetch_rccl.py")
-fetch_rccl = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fetch_rccl)
 
 SUITES = tuple(fetch_rccl.SUITES)
 # Variables a child must not inherit: they steer which NCCL/RCCL or HIP runtime loads, or preload

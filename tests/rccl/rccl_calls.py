@@ -1,5 +1,5 @@
 """Helpers of the real-RCCL tests (a module name of its own, unlike conftest, so test files can
-import it). Parent side: decode() and run_many(). Child side: code for calling any binding with
+import it). Parent side: fetch_rccl (tools/fetch_rccl.py), decode() and run_many(). Child side: code for calling any binding with
 arguments of the right kinds, built from its signature (no hand-kept list of functions), and for
 reading the library's own last-error text directly (ctypes, not through the binding under test).
 
@@ -12,9 +12,17 @@ CHILD_PRELUDE is prepended to the snippets the tests run under a prefix's loader
   outcome(fn, args)       ("ok", repr) or (exception type name, message)
 """
 
+import importlib.util
 import json
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+# tools/fetch_rccl.py as a module: the tests find prefixes with its own cache and manifest code.
+_spec = importlib.util.spec_from_file_location(
+    "fetch_rccl", Path(__file__).resolve().parents[2] / "tools" / "fetch_rccl.py")
+fetch_rccl = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fetch_rccl)
 
 
 def decode(proc, prefix):
