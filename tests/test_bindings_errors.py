@@ -67,7 +67,7 @@ def test_status_maps_to_its_exception(failures, code):
     assert r["mro"][r["mro"].index("NCCLError"):] == ["NCCLError", "Exception", "BaseException", "object"]
     assert r["status"] == code
     first = f"{expected_name(code)} ({code}): {stub_text(code)}"
-    assert r["text"] == f"{first}\n  stub last error for {code}"
+    assert r["text"] == f"{first}\n  library's last error: stub last error for {code}"
     assert r["last_error"] == f"stub last error for {code}"
     # The text comes from the loaded library; the last error from ncclGetLastError(the call's comm).
     assert r["calls"] == [("ncclAllReduce", (1, 2, 3, 7, 0, COMM, 5)), ("ncclGetLastError", (COMM,)),
@@ -144,11 +144,11 @@ def test_constructed_errors_with_a_library_loaded(stub_python):
         result = out
     """)
     assert r["base"] == ("NCCLInvalidArgument", 4, f"InvalidArgument (4): {stub_text(4)}", "")
-    assert r["with text"] == ("NCCLTimeout", f"Timeout (8): {stub_text(8)}\n  why it failed", "why it failed")
+    assert r["with text"] == ("NCCLTimeout", f"Timeout (8): {stub_text(8)}\n  library's last error: why it failed", "why it failed")
     assert r["subclass"] == ("NCCLInvalidUsage", f"InvalidUsage (5): {stub_text(5)}")
     assert r["unknown"] == ("NCCLError", 77, f"Unknown (77): {stub_text(77)}")
     assert r["user subclass"] == ("OnlyStatus", 6, "late")
-    assert r["protocol 0"] == ("NCCLSystemError", 2, "text", f"SystemError (2): {stub_text(2)}\n  text")
+    assert r["protocol 0"] == ("NCCLSystemError", 2, "text", f"SystemError (2): {stub_text(2)}\n  library's last error: text")
     assert r["raises"][0] == "NCCLUnhandledCudaError"
 
 
@@ -179,7 +179,7 @@ def test_errors_without_a_library_never_load_one(fresh_python, stub_libs):
     for code, (cls, status, text, cls2, text2, last) in out.items():
         body = BUILTIN_ERROR_TEXT.get(code, UNKNOWN_ERROR_TEXT)
         first = f"{expected_name(code)} ({code}): {body}"
-        expected = f"{first}\n  some text" if code % 2 else first
+        expected = f"{first}\n  library's last error: some text" if code % 2 else first
         assert (cls, status, text) == (ERROR_CLASSES.get(code, "NCCLError"), code, expected), code
         assert (cls2, text2, last) == (cls, expected, "some text" if code % 2 else ""), code
     assert checks[0] == ("ok", None) and checks[7] == ("ok", None)

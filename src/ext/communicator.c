@@ -363,13 +363,20 @@ static PyObject *comm_initialize(nx_state *st, nx_Communicator *c, PyObject *con
         goto done;
     ncclResult_t rc;
     ncclComm_t *slot = (ncclComm_t *)c->slot;
+    /* The newest call the library has: several ids need ncclCommInitRankScalable (2.23.4); one id
+     * also works with ncclCommInitRankConfig (2.14.3, RCCL 2.22 among the libraries without the
+     * scalable call), and without a config with ncclCommInitRank (every release: RCCL 2.13). */
     if (nx_api.ncclCommInitRankScalable != NULL) {
         NX_RUN(rc, nx_api.ncclCommInitRankScalable(slot, nranks, rank, nid, ids, cfg));
-    } else if (nid == 1 && nx_api.ncclCommInitRankConfig != NULL) {
-        /* Libraries before 2.23 (RCCL 2.22 among them) have only the single-id call. */
+    } else if (nid > 1) {
+        nx_raise_function_not_found(st, "ncclCommInitRankScalable", NULL);
+        goto done;
+    } else if (nx_api.ncclCommInitRankConfig != NULL) {
         NX_RUN(rc, nx_api.ncclCommInitRankConfig(slot, nranks, ids[0], rank, cfg));
+    } else if (cfg == NULL && nx_api.ncclCommInitRank != NULL) {
+        NX_RUN(rc, nx_api.ncclCommInitRank(slot, nranks, ids[0], rank));
     } else {
-        nx_raise_function_not_found(st, "ncclCommInitRankScalable", nid == 1 ? "ncclCommInitRankConfig" : NULL);
+        nx_raise_function_not_found(st, cfg != NULL ? "ncclCommInitRankConfig" : "ncclCommInitRank", NULL);
         goto done;
     }
     reset_caches(c);
@@ -387,8 +394,8 @@ done:
 
 NX_MSIG(initialize, 4, 3, "nranks", "rank", "unique_id", "config");
 PyDoc_STRVAR(initialize__doc__, "initialize(nranks, rank, unique_id, config=None)\n--\n\n"
-"Create the communicator in place (ncclCommInitRankScalable with every id given, or\n"
-"ncclCommInitRankConfig for one id on libraries without the scalable call). Collective.");
+"Create the communicator in place: ncclCommInitRankScalable with every id given; for one id on\n"
+"libraries without it, ncclCommInitRankConfig, or ncclCommInitRank when config is None. Collective.");
 static PyObject *Communicator_initialize(NX_COMM_METHOD_ARGS)
 {
     PyObject *a[4];

@@ -241,14 +241,14 @@ int nx_load_library(nx_state *st)
     }
     /* NCCL4PY_DEV_DIR: where device nodes are looked for (tests simulate a GPU machine with it). */
     const char *dev_dir = getenv("NCCL4PY_DEV_DIR");
-    int gpu = nx_gpu_device_node_present(dev_dir && *dev_dir ? dev_dir : "/dev");
-    if (override == NULL && gpu && build_candidates(&rccl, &nccl) < 0)
+    int devices = nx_gpu_device_kinds(dev_dir && *dev_dir ? dev_dir : "/dev");
+    if (override == NULL && devices != 0 && build_candidates(&rccl, &nccl) < 0)
         goto done;
 
     nx_load_request req = {
         .override = override,
         .host_path = host_path,
-        .gpu_present = gpu,
+        .devices = devices,
         .rccl = (const char *const *)rccl.items,
         .nrccl = rccl.n,
         .nccl = (const char *const *)nccl.items,
@@ -368,6 +368,39 @@ static PyObject *abi_symbols(PyObject *module, PyObject *unused)
     return t;
 }
 
+PyDoc_STRVAR(abi_resolved__doc__, "_abi_resolved()\n--\n\n"
+"{name: address or 0} for every row of the ABI table, RCCL-only rows included; loads the library.");
+
+static PyObject *abi_resolved(PyObject *module, PyObject *unused)
+{
+    (void)unused;
+    if (ensure_loaded(nx_get_state(module)) < 0)
+        return NULL;
+    PyObject *d = PyDict_New();
+    for (size_t i = 0; d != NULL && i < nx_nsymbols; i++) {
+        void *fn;
+        memcpy(&fn, (const char *)&nx_api + nx_symbols[i].offset, sizeof fn);
+        PyObject *addr = PyLong_FromVoidPtr(fn);
+        if (addr == NULL || PyDict_SetItemString(d, nx_symbols[i].name, addr) < 0)
+            Py_CLEAR(d);
+        Py_XDECREF(addr);
+    }
+    return d;
+}
+
+PyDoc_STRVAR(abi_aliases__doc__, "_abi_aliases()\n--\n\n"
+"((name, older spelling), ...): entry points a library serves under either name (abi.h).");
+
+static PyObject *abi_aliases(PyObject *module, PyObject *unused)
+{
+    (void)module, (void)unused;
+#define NX_ALIAS_ROW(name, older) "(ss)"
+#define NX_ALIAS_ARGS(name, older) , #name, #older
+    return Py_BuildValue("(" NCCL_ABI_ALIASES(NX_ALIAS_ROW) ")" NCCL_ABI_ALIASES(NX_ALIAS_ARGS));
+#undef NX_ALIAS_ROW
+#undef NX_ALIAS_ARGS
+}
+
 PyDoc_STRVAR(mapped_libraries__doc__, "_mapped_libraries()\n--\n\n"
 "Paths of every libnccl.so* / librccl.so* mapped in this process (no load is triggered).");
 
@@ -404,6 +437,8 @@ static PyMethodDef library_methods[] = {
     {"_library_info", library_info, METH_NOARGS, library_info__doc__},
     {"_inspect_function_pointers", inspect_function_pointers, METH_NOARGS, inspect_function_pointers__doc__},
     {"_abi_symbols", abi_symbols, METH_NOARGS, abi_symbols__doc__},
+    {"_abi_resolved", abi_resolved, METH_NOARGS, abi_resolved__doc__},
+    {"_abi_aliases", abi_aliases, METH_NOARGS, abi_aliases__doc__},
     {"_mapped_libraries", mapped_libraries, METH_NOARGS, mapped_libraries__doc__},
     {NULL, NULL, 0, NULL},
 };

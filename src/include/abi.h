@@ -267,6 +267,14 @@
 
 #define NCCL_ABI(X) NCCL_ABI_NCCL(X) NCCL_ABI_RCCL(X)
 
+/* Two spellings of one entry point: X(name, older spelling). RCCL exported the all-to-all pair as
+ * ncclAllToAll/ncclAllToAllv before NCCL 2.28 named its own ncclAlltoAll (and RCCL 2.28 followed
+ * with ncclAlltoAllv); the wrappers call `name` and fall back to the older spelling, so a library
+ * with either serves the entry point (doctor reports it so). Same signatures, rows above. */
+#define NCCL_ABI_ALIASES(X) \
+    X(ncclAlltoAll, ncclAllToAll) \
+    X(ncclAlltoAllv, ncclAllToAllv)
+
 /* The host backend's own marker (never an NCCL name): `const char *ncclHostGetInfo(void)` returns
  * static text describing the backend. The loader's flavour detection looks it up by this name. */
 #define NCCL_HOST_INFO_SYMBOL "ncclHostGetInfo"

@@ -14,6 +14,10 @@
  *     `version` above its own (ncclInvalidUsage) and fills or reads the fields of that version
  *     only; callers lower `version` to the loaded library's (nx_struct_fit_library in the
  *     extension), and fields the library did not fill keep their initializer values.
+ *
+ * tests/rccl/test_rccl_header.py compiles this header and abi.h against RCCL's rccl.h (2.27.7):
+ * every value, layout and signature RCCL declares matches, except that RCCL has no ncclTimeout
+ * (its ncclNumResults is 8) and its ncclConfig_t ends at nvlsCTAs.
  * The function signatures themselves live in abi.h, the one table of entry points. */
 #ifndef NCCL4PY_NCCL_ABI_H
 #define NCCL4PY_NCCL_ABI_H

@@ -7,11 +7,11 @@ Sections: package and Python versions; the library (version, path, flavour, the 
 own description, every load attempt); every libnccl/librccl mapped in the process, flagging two
 different copies; the NCCL_* (and NCCL4PY_*) environment and the other variables that steer
 discovery; ABI symbols the loaded library lacks, each with the NCCL version that introduced it,
-and, for the host backend, the entry points it exports but refuses (no device API on the CPU);
+the entry points it serves under an older spelling (RCCL's ncclAllToAll for ncclAlltoAll) and,
+for the host backend, the entry points it exports but refuses (no device API on the CPU);
 GPU device nodes and visibility variables; the cuda.core shim.
 """
 
-import ctypes
 import glob
 import os
 import platform
@@ -55,27 +55,33 @@ def _library(ext):
     }
 
 
-def _missing_symbols(ext, lib):
-    """[(name, min version text, rccl_only)] for ABI rows the loaded library does not export."""
+def _symbols(ext, lib):
+    """(missing, aliased) for the loaded library.
+
+    missing: [(name, min version text, rccl_only)] for ABI rows the library does not serve;
+    aliased: [(name, older spelling)] for entry points served under the older spelling only.
+    RCCL-only rows count only on RCCL. A row whose partner spelling (abi.h NCCL_ABI_ALIASES) is
+    present is not missing: the wrappers fall back from one to the other.
+    """
     if not lib.get("loaded"):
-        return []
-    pointers = ext._inspect_function_pointers()
-    rows = ext._abi_symbols()
-    handle = None
-    if lib["flavour"] == "rccl":
-        try:  # the RCCL-only rows are not in the pointer dict: ask the mapped library itself
-            handle = ctypes.CDLL(lib["path"], mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
-        except OSError:
-            handle = None
-    missing = []
-    for name, since, rccl_only in rows:
-        if rccl_only:
-            if handle is None or hasattr(handle, name):
-                continue
-        elif pointers.get(f"__{name}", 0):
+        return [], []
+    resolved = ext._abi_resolved()
+    partner, newer = {}, set()
+    for name, older in ext._abi_aliases():
+        partner[name], partner[older] = older, name
+        newer.add(name)
+    rccl = lib["flavour"] == "rccl"
+    missing, aliased = [], []
+    for name, since, rccl_only in ext._abi_symbols():
+        if resolved[name] or (rccl_only and not rccl):
+            continue
+        other = partner.get(name)
+        if other is not None and resolved[other]:
+            if name in newer:  # served by the older spelling; an absent older one is no loss
+                aliased.append((name, other))
             continue
         missing.append((name, version_text(since), bool(rccl_only)))
-    return missing
+    return missing, aliased
 
 
 def _refused_symbols(lib):
@@ -143,6 +149,7 @@ def collect():
     from nccl._version import __version__
 
     lib = _library(_ext)
+    missing, aliased = _symbols(_ext, lib)
     return {
         "nccl4py": __version__,
         "python": f"{platform.python_implementation()} {platform.python_version()} ({sys.executable})",
@@ -150,7 +157,8 @@ def collect():
         "library": lib,
         "mapped": _mapped(_ext, lib),
         "environment": _environment(),
-        "missing_symbols": _missing_symbols(_ext, lib),
+        "missing_symbols": missing,
+        "aliased_symbols": aliased,
         "refused_symbols": _refused_symbols(lib),
         "devices": _devices(),
         "shim": _shim(),
@@ -212,12 +220,17 @@ def report(f):
     if not lib["loaded"]:
         add("(no library loaded)")
     elif not f["missing_symbols"]:
-        add("none: the library exports every entry point of the ABI table")
+        add("none: the library serves every entry point of the ABI table"
+            if f["aliased_symbols"] else "none: the library exports every entry point of the ABI table")
     else:
         add(f"{len(f['missing_symbols'])} entry point(s) absent from {lib['path']}; calling them raises "
             "FunctionNotFoundError:")
         for name, since, rccl_only in f["missing_symbols"]:
             add(f"  {name:<32} {'RCCL-only' if rccl_only else 'NCCL >= ' + since}")
+    if lib["loaded"] and f["aliased_symbols"]:
+        add("served under the library's older spelling (the wrappers fall back to it):")
+        for name, older in f["aliased_symbols"]:
+            add(f"  {name:<32} by {older}")
     if f["refused_symbols"]:
         add(f"refused by the host backend ({len(f['refused_symbols'])}): exported, but calling them raises "
             "NCCLInvalidUsage (no device API on the CPU):")

@@ -26,6 +26,9 @@ def mini_libs(tmp_path_factory):
         "rccl": ["-DMINI_VERSION=22803", "-DMINI_RCCL"],
         "rccl_other": ["-DMINI_VERSION=22703", "-DMINI_RCCL"],
         "not_nccl": ["-DMINI_VERSION=0", "-DMINI_NOT_NCCL"],
+        "init_2_13": ["-DMINI_VERSION=21304", "-DMINI_INIT=1"],
+        "init_2_22": ["-DMINI_VERSION=22203", "-DMINI_INIT=2"],
+        "init_2_23": ["-DMINI_VERSION=22304", "-DMINI_INIT=3"],
     }
     built = {}
     for name, flags in variants.items():
@@ -50,6 +53,25 @@ def gpu_dev(tmp_path):
     """A directory standing in for /dev on a machine with an NVIDIA GPU (NCCL4PY_DEV_DIR)."""
     d = tmp_path / "dev_gpu"
     d.mkdir()
+    (d / "nvidia0").touch()
+    return d
+
+
+@pytest.fixture
+def amd_dev(tmp_path):
+    """A directory standing in for /dev on a machine with an AMD GPU (the ROCm kernel driver's kfd)."""
+    d = tmp_path / "dev_amd"
+    d.mkdir()
+    (d / "kfd").touch()
+    return d
+
+
+@pytest.fixture
+def both_dev(tmp_path):
+    """A directory standing in for /dev on a machine with an AMD and an NVIDIA GPU."""
+    d = tmp_path / "dev_both"
+    d.mkdir()
+    (d / "kfd").touch()
     (d / "nvidia0").touch()
     return d
 

@@ -66,11 +66,20 @@ def test_stub_rccl_legacy_lists_rccl_only_rows(fresh_python):
     rc, text, f = doctor(fresh_python, "rccl_legacy")
     assert rc == 0 and f["library"]["flavour"] == "rccl"
     missing = {name: rccl_only for name, since, rccl_only in f["missing_symbols"]}
-    assert missing.get("ncclAllReduceWithBias") is True
-    assert missing.get("ncclAlltoAllv") is True
-    assert "ncclAllToAllv" not in missing  # the deprecated spelling this build has
-    assert missing.get("ncclAlltoAll") is False
-    assert any(ln.split() == ["ncclAllReduceWithBias", "RCCL-only"] for ln in section(text, "Missing ABI symbols"))
+    assert missing == {"ncclAllReduceWithBias": True}
+    # ncclAlltoAll and ncclAlltoAllv are served by the older spellings this build has
+    assert f["aliased_symbols"] == [("ncclAlltoAll", "ncclAllToAll"), ("ncclAlltoAllv", "ncclAllToAllv")]
+    body = section(text, "Missing ABI symbols")
+    assert any(ln.split() == ["ncclAllReduceWithBias", "RCCL-only"] for ln in body)
+    i = body.index("served under the library's older spelling (the wrappers fall back to it):")
+    assert [ln.split() for ln in body[i + 1:]] == [["ncclAlltoAll", "by", "ncclAllToAll"],
+                                                    ["ncclAlltoAllv", "by", "ncclAllToAllv"]]
+
+
+def test_stub_rccl_with_both_spellings_lists_nothing(fresh_python):
+    rc, text, f = doctor(fresh_python, "rccl")
+    assert (f["missing_symbols"], f["aliased_symbols"]) == ([], [])
+    assert section(text, "Missing ABI symbols") == ["none: the library exports every entry point of the ABI table"]
 
 
 def test_two_copies_flagged(fresh_python, stub_libs):
