@@ -12,6 +12,7 @@ for the host backend, the entry points it exports but refuses (no device API on 
 GPU device nodes and visibility variables; the cuda.core shim.
 """
 
+import ctypes
 import glob
 import os
 import platform
