@@ -368,6 +368,27 @@ static PyObject *abi_symbols(PyObject *module, PyObject *unused)
     return t;
 }
 
+PyDoc_STRVAR(version_text__doc__, "_version_text(code)\n--\n\n"
+"An NCCL version code as 'X.Y.Z', decoded as the loader decodes it: major*10000 + minor*100 + patch\n"
+"from 2.9 on (2.30.7 = 23007), major*1000 + minor*100 + patch before (2.8.4 = 2804). The one\n"
+"decoder of the package: the Python side formats every version code through it.");
+
+static PyObject *version_text(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    int overflow;
+    long code = PyLong_AsLongAndOverflow(arg, &overflow);
+    if (code == -1 && PyErr_Occurred())
+        return NULL;
+    if (overflow != 0 || code < 0 || code > INT_MAX) {
+        PyErr_Format(PyExc_ValueError, "version code must be in [0, %d], got %R", INT_MAX, arg);
+        return NULL;
+    }
+    char text[32];
+    nx_format_version((int)code, text, sizeof text);
+    return PyUnicode_FromString(text);
+}
+
 PyDoc_STRVAR(mapped_libraries__doc__, "_mapped_libraries()\n--\n\n"
 "Paths of every libnccl.so* / librccl.so* mapped in this process (no load is triggered).");
 
@@ -405,6 +426,7 @@ static PyMethodDef library_methods[] = {
     {"_inspect_function_pointers", inspect_function_pointers, METH_NOARGS, inspect_function_pointers__doc__},
     {"_abi_symbols", abi_symbols, METH_NOARGS, abi_symbols__doc__},
     {"_mapped_libraries", mapped_libraries, METH_NOARGS, mapped_libraries__doc__},
+    {"_version_text", version_text, METH_O, version_text__doc__},
     {NULL, NULL, 0, NULL},
 };
 

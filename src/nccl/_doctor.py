@@ -26,13 +26,6 @@ VISIBILITY_VARIABLES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VIS
                         "GPU_DEVICE_ORDINAL")
 
 
-def version_text(code):
-    """An NCCL version code (2.30.7 = 23007, 2.3.0 = 2300) as X.Y.Z."""
-    if code >= 10000:
-        return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
-    return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
-
-
 def _library(ext):
     """Library facts, or {"error": text, "attempts": [...]} when nothing loads."""
     with warnings.catch_warnings(record=True) as caught:
@@ -46,7 +39,7 @@ def _library(ext):
         "loaded": True,
         "path": path,
         "flavour": flavour,
-        "version": version_text(code),
+        "version": ext._version_text(code),
         "version_code": code,
         "host_info": host_info,
         "attempts": attempts,
@@ -73,7 +66,7 @@ def _missing_symbols(ext, lib):
                 continue
         elif pointers.get(f"__{name}", 0):
             continue
-        missing.append((name, version_text(since), bool(rccl_only)))
+        missing.append((name, ext._version_text(since), bool(rccl_only)))
     return missing
 
 
