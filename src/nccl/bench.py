@@ -434,29 +434,22 @@ def _arrays(flavour):
     return CupyArrays()
 
 
-def _local_rank():
-    import os
-
-    for name in ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"):
-        if os.environ.get(name, "").isdigit():
-            return int(os.environ[name])
-    return 0
-
-
 def _select_device(flavour):
     if flavour == "host":
         return
+    from nccl.core._env import local_rank
+
     try:
         import torch
 
         if torch.cuda.is_available():
-            torch.cuda.set_device(_local_rank() % torch.cuda.device_count())
+            torch.cuda.set_device(local_rank() % torch.cuda.device_count())
             return
     except ImportError:
         pass
     import cupy
 
-    cupy.cuda.Device(_local_rank() % cupy.cuda.runtime.getDeviceCount()).use()
+    cupy.cuda.Device(local_rank() % cupy.cuda.runtime.getDeviceCount()).use()
 
 
 def _fmt_row(row):
