@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "convert.h"
 #include "errors.h"
 
 const char *nx_flavour_name(nx_flavour f)
@@ -376,16 +377,15 @@ PyDoc_STRVAR(version_text__doc__, "_version_text(code)\n--\n\n"
 static PyObject *version_text(PyObject *module, PyObject *arg)
 {
     (void)module;
-    int overflow;
-    long code = PyLong_AsLongAndOverflow(arg, &overflow);
-    if (code == -1 && PyErr_Occurred())
+    int code;
+    if (nx_int(arg, "_version_text", "code", &code) < 0)
         return NULL;
-    if (overflow != 0 || code < 0 || code > INT_MAX) {
-        PyErr_Format(PyExc_ValueError, "version code must be in [0, %d], got %R", INT_MAX, arg);
+    if (code < 0) {
+        PyErr_Format(PyExc_ValueError, "_version_text() argument 'code' must be non-negative, got %d", code);
         return NULL;
     }
     char text[32];
-    nx_format_version((int)code, text, sizeof text);
+    nx_format_version(code, text, sizeof text);
     return PyUnicode_FromString(text);
 }
 

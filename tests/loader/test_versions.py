@@ -110,13 +110,18 @@ def test_version_code_decoding(code, text):
     assert CoreVersion(code).nccl_version == Version(text)
 
 
-@pytest.mark.parametrize("bad, error", [(-1, ValueError), (1 << 40, ValueError), ("23007", TypeError),
-                                        (2.5, TypeError)])
-def test_version_code_decoding_rejects(bad, error):
+@pytest.mark.parametrize("bad, error, message", [
+    (-1, ValueError, "_version_text() argument 'code' must be non-negative, got -1"),
+    (1 << 40, OverflowError, "_version_text() argument 'code' does not fit in a C int"),
+    ("23007", TypeError, "_version_text() argument 'code' must be an int, not str"),
+    (2.5, TypeError, "_version_text() argument 'code' must be an int, not float"),
+])
+def test_version_code_decoding_rejects(bad, error, message):
     from nccl import _ext
 
-    with pytest.raises(error):
+    with pytest.raises(error) as info:
         _ext._version_text(bad)
+    assert str(info.value) == message
 
 
 def test_function_not_found_names_both_versions(fresh_python):
