@@ -37,7 +37,7 @@ _outputs = {}   # (build directory, target) -> what compiling it printed
 
 
 class BuildError(RuntimeError):
-    pass
+    """A step of the test build failed; the message holds what meson or the compiler printed."""
 
 
 def tool_env():
