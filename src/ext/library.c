@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "convert.h"
 #include "errors.h"
 
 const char *nx_flavour_name(nx_flavour f)
@@ -401,6 +402,26 @@ static PyObject *abi_aliases(PyObject *module, PyObject *unused)
 #undef NX_ALIAS_ARGS
 }
 
+PyDoc_STRVAR(version_text__doc__, "_version_text(code)\n--\n\n"
+"An NCCL version code as 'X.Y.Z', decoded as the loader decodes it: major*10000 + minor*100 + patch\n"
+"from 2.9 on (2.30.7 = 23007), major*1000 + minor*100 + patch before (2.8.4 = 2804). The one\n"
+"decoder of the package: the Python side formats every version code through it.");
+
+static PyObject *version_text(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    int code;
+    if (nx_int(arg, "_version_text", "code", &code) < 0)
+        return NULL;
+    if (code < 0) {
+        PyErr_Format(PyExc_ValueError, "_version_text() argument 'code' must be non-negative, got %d", code);
+        return NULL;
+    }
+    char text[32];
+    nx_format_version(code, text, sizeof text);
+    return PyUnicode_FromString(text);
+}
+
 PyDoc_STRVAR(mapped_libraries__doc__, "_mapped_libraries()\n--\n\n"
 "Paths of every libnccl.so* / librccl.so* mapped in this process (no load is triggered).");
 
@@ -440,6 +461,7 @@ static PyMethodDef library_methods[] = {
     {"_abi_resolved", abi_resolved, METH_NOARGS, abi_resolved__doc__},
     {"_abi_aliases", abi_aliases, METH_NOARGS, abi_aliases__doc__},
     {"_mapped_libraries", mapped_libraries, METH_NOARGS, mapped_libraries__doc__},
+    {"_version_text", version_text, METH_O, version_text__doc__},
     {NULL, NULL, 0, NULL},
 };
 

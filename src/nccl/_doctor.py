@@ -1,7 +1,9 @@
 """python -m nccl doctor: what this process would run on, and what might go wrong.
 
-``collect()`` gathers the facts into a dict (no printing; it loads the library), ``report(facts)``
-formats them, ``main()`` prints the report and returns 0, or 1 when no library loads.
+``collect()`` gathers the facts into a dict of plain values (no printing; it loads the library),
+``report(facts)`` formats them all and ``summary(facts)`` the first sections (what ``python -m
+nccl`` prints); ``main(mode)`` prints one of them, or the facts as JSON, and returns 0, or 1 when no
+library loads.
 
 Sections: package and Python versions; the library (version, path, flavour, the host backend's
 own description, every load attempt); every libnccl/librccl mapped in the process, flagging two
@@ -14,25 +16,19 @@ GPU device nodes and visibility variables; the cuda.core shim.
 
 import ctypes
 import glob
+import json
 import os
 import platform
 import sys
 import warnings
 
-__all__ = ["collect", "report", "main"]
+__all__ = ["collect", "report", "summary", "main"]
 
 # Variables that are not NCCL_* but decide which library loads or which devices are seen.
 DISCOVERY_VARIABLES = ("ROCM_PATH", "HIP_PATH", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH",
                        "LD_PRELOAD")
 VISIBILITY_VARIABLES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                         "GPU_DEVICE_ORDINAL")
-
-
-def version_text(code):
-    """An NCCL version code (2.30.7 = 23007, 2.3.0 = 2300) as X.Y.Z."""
-    if code >= 10000:
-        return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
-    return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
 
 
 def _library(ext):
@@ -48,7 +44,7 @@ def _library(ext):
         "loaded": True,
         "path": path,
         "flavour": flavour,
-        "version": version_text(code),
+        "version": ext._version_text(code),
         "version_code": code,
         "host_info": host_info,
         "attempts": attempts,
@@ -81,7 +77,7 @@ def _symbols(ext, lib):
             if name in newer:  # served by the older spelling; an absent older one is no loss
                 aliased.append((name, other))
             continue
-        missing.append((name, version_text(since), bool(rccl_only)))
+        missing.append((name, ext._version_text(since), bool(rccl_only)))
     return missing, aliased
 
 
@@ -166,19 +162,14 @@ def collect():
     }
 
 
-def report(f):
-    """The report as text lines; a line starting with 'WARNING:' marks a problem."""
-    out = []
-    add = out.append
+def _title(text):
+    return [text, "-" * len(text)]
+
+
+def _library_lines(f):
     lib = f["library"]
-    add("nccl4py doctor")
-    add("==============")
-    add(f"nccl4py      : {f['nccl4py']}")
-    add(f"python       : {f['python']}")
-    add(f"platform     : {f['platform']}")
-    add("")
-    add("Library")
-    add("-------")
+    out = _title("Library")
+    add = out.append
     if lib["loaded"]:
         add(f"version      : {lib['version']}")
         add(f"path         : {lib['path']}")
@@ -194,20 +185,27 @@ def report(f):
     add("load attempts:")
     for candidate, error in lib["attempts"]:
         add(f"  {candidate}: {'loaded' if error is None else error}")
-    add("")
-    add("Mapped NCCL/RCCL copies")
-    add("-----------------------")
+    return out
+
+
+def _mapped_lines(f):
+    out = _title("Mapped NCCL/RCCL copies")
+    add = out.append
     m = f["mapped"]
     if not m["copies"]:
-        add("none mapped" + (" (the host backend is not a libnccl/librccl)" if lib.get("flavour") == "host" else ""))
+        host = f["library"].get("flavour") == "host"
+        add("none mapped" + (" (the host backend is not a libnccl/librccl)" if host else ""))
     for p in m["copies"]:
         add(f"  {p}")
     if m["two_copies"]:
         add(f"WARNING: {len(m['copies'])} different NCCL/RCCL copies are mapped in this process; "
             "communicators of one cannot be used with another")
-    add("")
-    add("Environment")
-    add("-----------")
+    return out
+
+
+def _environment_lines(f):
+    out = _title("Environment")
+    add = out.append
     env = f["environment"]
     if not env["nccl"]:
         add("no NCCL_* variables set")
@@ -215,9 +213,13 @@ def report(f):
         add(f"  {k}={v}")
     for k, v in env["discovery"].items():
         add(f"  {k}={v}")
-    add("")
-    add("Missing ABI symbols")
-    add("-------------------")
+    return out
+
+
+def _missing_symbol_lines(f):
+    out = _title("Missing ABI symbols")
+    add = out.append
+    lib = f["library"]
     if not lib["loaded"]:
         add("(no library loaded)")
     elif not f["missing_symbols"]:
@@ -237,9 +239,12 @@ def report(f):
             "NCCLInvalidUsage (no device API on the CPU):")
         for name in f["refused_symbols"]:
             add(f"  {name}")
-    add("")
-    add("Devices")
-    add("-------")
+    return out
+
+
+def _device_lines(f):
+    out = _title("Devices")
+    add = out.append
     d = f["devices"]
     if d["gpu_nodes"]:
         add(f"GPU device nodes: {' '.join(d['gpu_nodes'])}")
@@ -250,11 +255,14 @@ def report(f):
         add(f"render nodes: {' '.join(d['render_nodes'])}")
     for k, v in d["visibility"].items():
         add(f"  {k}={v}")
-    if d["gpu_present"] and lib.get("flavour") == "host":
+    if d["gpu_present"] and f["library"].get("flavour") == "host":
         add("note: a GPU is present but the host backend is loaded (NCCL_LIBRARY selects it)")
-    add("")
-    add("cuda.core shim")
-    add("--------------")
+    return out
+
+
+def _shim_lines(f):
+    out = _title("cuda.core shim")
+    add = out.append
     s = f["shim"]
     if s["active"]:
         add("active: cuda.core is nccl._hip_compat.cuda_core_shim")
@@ -267,8 +275,37 @@ def report(f):
     return out
 
 
-def main(argv=()):
+def _lines(f, title, sections):
+    out = [title, "=" * len(title), f"nccl4py      : {f['nccl4py']}", f"python       : {f['python']}",
+           f"platform     : {f['platform']}"]
+    for section in sections:
+        out += ["", *section(f)]
+    return out
+
+
+def report(f):
+    """The report as text lines; a line starting with 'WARNING:' marks a problem."""
+    return _lines(f, "nccl4py doctor", (_library_lines, _mapped_lines, _environment_lines, _missing_symbol_lines,
+                                        _device_lines, _shim_lines))
+
+
+def summary(f):
+    """The report's first sections (versions, the library and every load attempt, the mapped
+    copies) and the count of missing ABI symbols: what ``python -m nccl`` prints."""
+    out = _lines(f, "nccl4py", (_library_lines, _mapped_lines))
+    if f["library"]["loaded"]:
+        out += ["", f"ABI entry points missing from the library: {len(f['missing_symbols'])}"]
+    out += ["", "python -m nccl doctor: the full report (environment, missing entry points, devices, cuda.core shim)"]
+    return out
+
+
+def main(mode="report"):
+    """Prints the report (mode "report"), the summary ("summary") or collect()'s facts as JSON
+    ("json"); returns 0, or 1 when no library loads."""
     facts = collect()
-    for line in report(facts):
-        print(line)
+    if mode == "json":
+        print(json.dumps(facts, indent=2))
+    else:
+        for line in (summary if mode == "summary" else report)(facts):
+            print(line)
     return 0 if facts["library"]["loaded"] else 1

@@ -1,10 +1,11 @@
 """Engine tests of the host backend (libnccl-host.so), written in C and driven from here.
 
-The library is compiled from src/host/*.c with gcc into a temporary directory (the meson build
-installs the same sources as nccl/_lib/libnccl-host.so), together with the driver
-tests/host/host_smoke_test.c. Each scenario runs in its own process under a wall-clock limit and
-short library deadlines (NCCL_HOST_TIMEOUT=3), so nothing can hang; the driver prints
-"PASS <scenario>" and exits 0, or prints "FAIL file:line: ..." with the library's last error.
+The library under test is the installed one, nccl/_lib/libnccl-host.so of the installed package;
+the driver tests/host/host_smoke_test.c is built against it by meson with the other C test
+artefacts (tests/host/meson.build, tests/artefacts.py). Each scenario runs in its own process
+under a wall-clock limit and short library deadlines (NCCL_HOST_TIMEOUT=3), so nothing can hang;
+the driver prints "PASS <scenario>" and exits 0, or prints "FAIL file:line: ..." with the
+library's last error.
 
 Numerics against numpy are covered by test_reduce_kernels.py (the kernels) and, later, by the
 Python binding suite; here we test the engine: bootstrap, shared-memory data plane, every
@@ -16,36 +17,15 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+import artefacts
+
 ROOT = Path(__file__).resolve().parents[2]
-HOST = ROOT / "src" / "host"
 ABI_INCLUDE = ROOT / "src" / "include"
-DRIVER = Path(__file__).resolve().parent / "host_smoke_test.c"
-CFLAGS = [
-    "-std=c11", "-D_GNU_SOURCE", "-ffp-contract=off", "-fPIC", "-fvisibility=hidden", "-O2", "-g",
-    "-Wall", "-Wextra", "-Wno-missing-field-initializers",
-]
-OWNED_BY_OTHERS = {"reduce.c"}  # the kernels engineer's file: compiled, but not held to -Werror here
-# `./run.sh asan` preloads the sanitizer runtimes into the interpreter; then the engine and the
-# driver are built instrumented themselves, and children run without the preload.
-SANITIZE = "libasan" in os.environ.get("LD_PRELOAD", "")
-SAN_FLAGS = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"] if SANITIZE else []
-
-
-def _child_env():
-    env = dict(os.environ)
-    env.pop("LD_PRELOAD", None)
-    return env
-
-
-def _gcc():
-    gcc = shutil.which("gcc")
-    if gcc is None:
-        pytest.skip("gcc not found")
-    return gcc
 
 
 def _shm_leftovers():
@@ -57,46 +37,42 @@ def _shm_leftovers():
     return {n for n in names if n.startswith(prefix)}
 
 
+def _creator_alive(name):
+    """Whether the process named in a segment name (nccl-host-<uid>-<pid>-<hex>) still runs."""
+    pid = int(name.split("-")[3])
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
 @pytest.fixture(scope="module")
-def build(tmp_path_factory):
-    """Compiles libnccl-host.so and the driver; returns (library path, driver path, warnings)."""
-    gcc = _gcc()
-    out = tmp_path_factory.mktemp("hostlib")
-    objs, warnings = [], {}
-    for src in sorted(HOST.glob("*.c")):
-        obj = out / (src.stem + ".o")
-        r = subprocess.run([gcc, *CFLAGS, *SAN_FLAGS, "-I", str(ABI_INCLUDE), "-I", str(HOST), "-c", str(src), "-o", str(obj)],
-                           capture_output=True, text=True, timeout=300, env=_child_env())
-        assert r.returncode == 0, f"{src.name} does not compile:\n{r.stderr}"
-        warnings[src.name] = r.stderr
-        objs.append(str(obj))
-    lib = out / "libnccl-host.so"
-    r = subprocess.run([gcc, "-shared", *SAN_FLAGS, "-o", str(lib), *objs,
-                        f"-Wl,--version-script={HOST / 'libnccl-host.map'}", "-Wl,-Bsymbolic",
-                        "-Wl,--no-undefined", "-lpthread", "-lrt", "-lm"],
-                       capture_output=True, text=True, timeout=300, env=_child_env())
-    assert r.returncode == 0, f"link failed:\n{r.stderr}"
-    exe = out / "host_smoke_test"
-    r = subprocess.run([gcc, "-std=c11", "-O1", "-g", *SAN_FLAGS, "-Wall", "-Wextra", "-Wno-missing-field-initializers",
-                        "-Wno-maybe-uninitialized", "-I", str(ABI_INCLUDE), str(DRIVER), "-o", str(exe),
-                        "-L", str(out), "-lnccl-host", f"-Wl,-rpath,{out}", "-lpthread", "-lm"],
-                       capture_output=True, text=True, timeout=300, env=_child_env())
-    assert r.returncode == 0, f"driver does not compile:\n{r.stderr}"
-    return lib, exe, warnings
+def build():
+    """(the installed libnccl-host.so, the smoke driver linked against it)."""
+    lib = artefacts.installed_host_library()
+    assert lib.is_file(), f"the installed package has no {lib}"
+    return lib, artefacts.artefact("tests/host/host_smoke_test")
 
 
 @pytest.fixture(autouse=True)
 def no_shm_leftovers():
-    """Every test must leave /dev/shm as it found it (section 10: cleanup on every path)."""
+    """Every test must leave /dev/shm as it found it (section 10: cleanup on every path). Every
+    process a test starts has exited when it ends, so a segment it left names a dead creator; the
+    segments of live processes belong to other jobs sharing /dev/shm."""
     before = _shm_leftovers()
     yield
-    left = _shm_leftovers() - before
+    left = {n for n in _shm_leftovers() - before if not _creator_alive(n)}
     assert not left, f"shared-memory objects left behind: {sorted(left)}"
 
 
 def run_scenario(build, scenario, nranks=None, limit=90, **env):
-    _, exe, _ = build
-    e = _child_env()
+    _, exe = build
+    # Under ./run.sh asan the driver is instrumented itself (the test build is configured like the
+    # package), so it runs without the interpreter's sanitizer preload.
+    e = artefacts.tool_env()
     for k in list(e):
         if k.startswith("NCCL_"):
             del e[k]
@@ -117,10 +93,12 @@ def run_scenario(build, scenario, nranks=None, limit=90, **env):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_sources_compile_without_warnings(build):
-    _, _, warnings = build
-    noisy = {name: text for name, text in warnings.items() if text.strip() and name not in OWNED_BY_OTHERS}
-    assert not noisy, "\n".join(f"{k}:\n{v}" for k, v in noisy.items())
+def test_sources_compile_without_warnings():
+    """Every src/host/*.c, compiled by the project's own target and flags in the test build."""
+    output = artefacts.compile_target(artefacts.built(), "src/host/libnccl-host.so")
+    compiled = set(re.findall(r"Compiling C object src/host/libnccl-host\.so\.p/(\w+\.c)\.o", output))
+    assert compiled == {p.name for p in (ROOT / "src" / "host").glob("*.c")}, output
+    assert "warning:" not in output, output
 
 
 def _abi_names():
@@ -130,7 +108,7 @@ def _abi_names():
 
 @pytest.mark.timeout(60)
 def test_exports_only_nccl_names(build):
-    lib, _, _ = build
+    lib, _ = build
     nm = shutil.which("nm")
     if nm is None:
         pytest.skip("nm not found")
@@ -146,8 +124,8 @@ def test_exports_only_nccl_names(build):
 
 
 @pytest.mark.timeout(60)
-def test_info_and_version_through_ctypes(build, tmp_path):
-    lib, _, _ = build
+def test_info_and_version_through_ctypes(build):
+    lib, _ = build
     code = (
         "import ctypes, sys\n"
         f"l = ctypes.CDLL({str(lib)!r})\n"
@@ -157,15 +135,15 @@ def test_info_and_version_through_ctypes(build, tmp_path):
         "assert l.ncclGetVersion(ctypes.byref(v)) == 0\n"
         "print(l.ncclHostGetInfo().decode(), v.value, l.ncclGetErrorString(8).decode())\n"
     )
-    env = {k: v for k, v in _child_env().items() if not k.startswith("NCCL_")}
-    if SANITIZE:
-        pytest.skip("loads the instrumented library into a plain interpreter")
-    r = subprocess.run(["python3", "-c", code], capture_output=True, text=True, env=env, timeout=30)
+    # this interpreter's environment: under ./run.sh asan it keeps the sanitizer preload the
+    # instrumented library needs
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NCCL_")}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=30)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["libnccl-host", "0.1.0", "flavour=nccl", "api=23203", "fp8=ocp", "timeout=180",
                                 "23203", "timeout"]
     env.update(NCCL_HOST_FLAVOR="rccl", NCCL_HOST_VERSION_CODE="22105")
-    r = subprocess.run(["python3", "-c", code], capture_output=True, text=True, env=env, timeout=30)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=30)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["libnccl-host", "0.1.0", "flavour=rccl", "api=22105", "fp8=fnuz", "timeout=180",
                                 "22105", "unknown", "result", "code"]

@@ -271,6 +271,6 @@ def test_python_m_nccl_reports_the_library(mini_libs):
     env = dict(os.environ, NCCL_LIBRARY=str(mini_libs["rccl"]))
     res = subprocess.run([sys.executable, "-m", "nccl"], env=env, capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
-    assert f"library path: {mini_libs['rccl']}" in res.stdout
-    assert "flavour     : rccl" in res.stdout
-    assert "libnccl     : 2.28.3 @ " in res.stdout and "(rccl)" in res.stdout
+    assert f"path         : {mini_libs['rccl']}\n" in res.stdout
+    assert "flavour      : rccl\n" in res.stdout
+    assert "version      : 2.28.3\n" in res.stdout

@@ -2,6 +2,7 @@
 
 Each case runs in a fresh interpreter, because the loaded library is process-global."""
 
+import json
 import os
 import subprocess
 import sys
@@ -178,9 +179,52 @@ def test_cli_doctor_reports_the_automatic_host_choice(tmp_path):
     assert "HostBackendWarning" not in r.stderr  # caught by the doctor, printed once in the report
 
 
-def test_cli_plain_and_bad_arguments():
+def test_cli_plain_is_the_summary():
     r = _cli(NCCL_LIBRARY="host")
-    assert r.returncode == 0 and "NCCL versions" in r.stdout and "load attempts:" in r.stdout
-    r = _cli("doctr", NCCL_LIBRARY="host")
+    assert r.returncode == 0, r.stderr
+    facts = _cli("doctor", "--json", NCCL_LIBRARY="host")
+    lib = json.loads(facts.stdout)["library"]
+    text = r.stdout
+    assert text.startswith("nccl4py\n=======\nnccl4py      : ")
+    assert section(text, "Library") == [f"version      : {lib['version']}", f"path         : {lib['path']}",
+                                        "flavour      : host", f"host backend : {lib['host_info']}", "load attempts:",
+                                        f"  {lib['path']}: loaded"]
+    assert section(text, "Mapped NCCL/RCCL copies") == ["none mapped (the host backend is not a libnccl/librccl)"]
+    assert "ABI entry points missing from the library: 0\n" in text
+    assert text.rstrip().endswith("python -m nccl doctor: the full report (environment, missing entry points, "
+                                  "devices, cuda.core shim)")
+    for title in ("Environment", "Missing ABI symbols", "Devices", "cuda.core shim"):
+        assert f"\n{title}\n" not in text
+
+
+def test_cli_plain_without_a_library(tmp_path):
+    r = _cli(NCCL_LIBRARY=str(tmp_path / "libnccl.so.2"))
+    assert r.returncode == 1
+    body = section(r.stdout, "Library")
+    assert body[0] == "WARNING: no NCCL/RCCL library could be loaded"
+    assert body[-1].startswith(f"  {tmp_path / 'libnccl.so.2'}: ")
+    assert "ABI entry points missing" not in r.stdout
+
+
+def test_cli_doctor_json_is_collect(fresh_python, stub_libs):
+    r = _cli("doctor", "--json", NCCL_LIBRARY=str(stub_libs["nccl_2_27"]), NCCL_DEBUG="WARN")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    _, _, facts = doctor(fresh_python, "nccl_2_27", env={"NCCL_DEBUG": "WARN"})
+    # the same facts, as JSON makes them (tuples become lists); only the interpreter path differs
+    want = json.loads(json.dumps(facts))
+    assert got.pop("python").split(" (")[0] == want.pop("python").split(" (")[0]
+    assert got == want
+    assert got["library"]["version"] == "2.27.3" and got["environment"]["nccl"]["NCCL_DEBUG"] == "WARN"
+    assert ["ncclCommRevoke", "2.28.7", False] in got["missing_symbols"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["doctr"], "argument command: invalid choice: 'doctr' (choose from 'doctor')"),
+    (["doctor", "extra"], "unrecognized arguments: extra"),
+    (["--json"], "--json goes with doctor"),
+])
+def test_cli_bad_arguments(args, message):
+    r = _cli(*args, NCCL_LIBRARY="host")
     assert r.returncode == 2 and r.stdout == ""
-    assert len(r.stderr.splitlines()) == 1 and "unknown arguments 'doctr'" in r.stderr
+    assert r.stderr.splitlines() == [f"python -m nccl: error: {message}"]

@@ -3,7 +3,7 @@
 The detection and exchange tests need only nccl.core._env. from_env itself is tested two ways:
 with a recording stand-in class (no library is loaded in the pytest process: the id maker is
 patched), and end to end with the real nccl.core.Communicator under nccl.run and a torchrun-style
-environment; the end-to-end tests skip until nccl.core is importable.
+environment.
 """
 
 import importlib
@@ -20,17 +20,6 @@ import pytest
 from nccl.core import _env
 
 UID = bytes(range(128))
-
-
-def _core_available():
-    try:
-        core = importlib.import_module("nccl.core")
-        return hasattr(core, "Communicator")
-    except Exception:  # noqa: BLE001 - any failure means "not usable yet"
-        return False
-
-
-needs_core = pytest.mark.skipif(not _core_available(), reason="nccl.core (Communicator) is not importable yet")
 
 
 def free_port():
@@ -311,7 +300,6 @@ def _env_for_children(**extra):
     return e
 
 
-@needs_core
 def test_from_env_under_nccl_run(tmp_path):
     s = tmp_path / "ar.py"
     s.write_text(textwrap.dedent(ALLREDUCE))
@@ -321,7 +309,6 @@ def test_from_env_under_nccl_run(tmp_path):
     assert "[0] rank 0/2 ok=True" in r.stdout and "[1] rank 1/2 ok=True" in r.stdout
 
 
-@needs_core
 def test_from_env_torchrun_style(tmp_path):
     s = tmp_path / "ar.py"
     s.write_text(textwrap.dedent(ALLREDUCE))
@@ -342,7 +329,6 @@ def test_from_env_torchrun_style(tmp_path):
     assert "rank 1/2 ok=True" in outs[1]
 
 
-@needs_core
 def test_from_env_single_rank(tmp_path):
     s = tmp_path / "ar.py"
     s.write_text(textwrap.dedent(ALLREDUCE))
@@ -350,3 +336,39 @@ def test_from_env_single_rank(tmp_path):
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert "rank 0/1 ok=True" in r.stdout
+
+
+# ---- local_rank() ----
+
+@pytest.mark.parametrize("env, local", [
+    ({}, 0),  # no launcher: one rank
+    ({"RANK": "3", "WORLD_SIZE": "4", "NCCL4PY_UNIQUE_ID": UID.hex()}, 3),  # nccl.run without LOCAL_RANK: one machine
+    ({"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "NCCL4PY_UNIQUE_ID": UID.hex()}, 1),
+    ({"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "MASTER_ADDR": "h", "MASTER_PORT": "29500"}, 1),
+    ({"RANK": "5", "WORLD_SIZE": "8", "MASTER_ADDR": "h", "MASTER_PORT": "29500"}, 0),  # torchrun did not say
+    # under MPI the launcher's own variable wins over a LOCAL_RANK inherited from outside
+    ({"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "1", "LOCAL_RANK": "7"},
+     1),
+    ({"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALRANKID": "1"}, 1),
+    ({"PMIX_RANK": "5", "SLURM_LOCALID": "2"}, 2),
+    ({"MV2_COMM_WORLD_RANK": "9", "MV2_COMM_WORLD_SIZE": "16", "MV2_COMM_WORLD_LOCAL_RANK": "3"}, 3),
+    ({"PMI_RANK": "1", "PMI_SIZE": "2", "LOCAL_RANK": "1"}, 1),
+    ({"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALRANKID": "x"}, 0),
+])
+def test_local_rank(env, local):
+    assert _env.local_rank(env) == local
+
+
+def test_local_rank_reads_os_environ_and_rejects_what_detect_rejects(monkeypatch):
+    for name in ("NCCL4PY_UNIQUE_ID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK",
+                 "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    with pytest.raises(ValueError, match="RANK=1 is not below WORLD_SIZE=1"):
+        _env.local_rank()
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", "29500")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert _env.local_rank() == 1

@@ -84,7 +84,7 @@ def test_found_but_not_loadable(run_python, tmp_path):
 
 
 def test_not_a_hip_runtime(run_python, stub_variant):
-    lib = stub_variant("stub_hip_norequired", ["STUB_OMIT_REQUIRED"])
+    lib = stub_variant("stub_hip_norequired")
     run_python("""
         from nccl._hip_compat import _hip
         try:
@@ -98,7 +98,7 @@ def test_not_a_hip_runtime(run_python, stub_variant):
 
 
 def test_missing_optional_function_names_library_and_function(run_python, stub_variant):
-    lib = stub_variant("stub_hip_nooptional", ["STUB_OMIT_OPTIONAL"])
+    lib = stub_variant("stub_hip_nooptional")
     run_python("""
         from nccl._hip_compat import _hip
         from nccl._hip_compat.cuda_core_shim import Device, StreamOptions

@@ -23,7 +23,7 @@ an error: every rank would make its own id and hang.
 
 Keyword arguments: ``config`` (an NCCLConfig, passed to ``init``), ``timeout`` (seconds for the id
 exchange, default NCCL4PY_ID_TIMEOUT or 300), ``environ`` (a mapping read instead of os.environ).
-The communicator's device is not chosen here: on GPUs, make LOCAL_RANK's device current first.
+The communicator's device is not chosen here: on GPUs, make ``local_rank()``'s device current first.
 """
 
 import os
@@ -31,7 +31,7 @@ import socket
 import struct
 import time
 
-__all__ = ["from_env", "detect", "exchange_over_tcp", "LaunchInfo"]
+__all__ = ["from_env", "detect", "local_rank", "exchange_over_tcp", "LaunchInfo"]
 
 ID_BYTES = 128
 DEFAULT_TIMEOUT_S = 300.0
@@ -46,6 +46,9 @@ _MPI_VARIABLES = (
     ("PMIX_RANK", None),
     ("MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"),
 )
+# the rank within the machine under MPI: the launcher's own variable first, then LOCAL_RANK
+_MPI_LOCAL_RANK_VARIABLES = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
+                             "MV2_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK")
 
 
 class LaunchInfo:
@@ -93,12 +96,19 @@ def _master(env):
     return addr, p
 
 
+def _first_count(env, names):
+    """The value of the first of names set to a whole number, or None."""
+    for name in names:
+        text = env.get(name, "")
+        if text.isdigit():
+            return int(text)
+    return None
+
+
 def detect(environ=None):
     """The LaunchInfo of this process's launcher, from the environment alone (no MPI call, no
     library load). Raises ValueError for inconsistent or unusable variables."""
     env = os.environ if environ is None else environ
-    local = env.get("LOCAL_RANK")
-    local_rank = int(local) if local and local.isdigit() else None
     uid_hex = env.get("NCCL4PY_UNIQUE_ID")
     if uid_hex:
         rank, nranks = _rank_and_size(env, "RANK", "WORLD_SIZE")
@@ -109,20 +119,16 @@ def detect(environ=None):
             ok = False
         if not ok:
             raise ValueError(f"NCCL4PY_UNIQUE_ID must be {2 * ID_BYTES} hex digits (a {ID_BYTES}-byte id)")
-        return LaunchInfo("nccl.run", rank, nranks, local_rank if local_rank is not None else rank, uid_hex,
-                          "NCCL4PY_UNIQUE_ID")
+        local = _first_count(env, ("LOCAL_RANK",))
+        return LaunchInfo("nccl.run", rank, nranks, rank if local is None else local, uid_hex, "NCCL4PY_UNIQUE_ID")
     for rank_var, size_var in _MPI_VARIABLES:
         if rank_var in env and (size_var is None or size_var in env):
             if size_var is None:
                 rank, nranks = _int(env, rank_var), None
             else:
                 rank, nranks = _rank_and_size(env, rank_var, size_var)
-            for lv in ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "MV2_COMM_WORLD_LOCAL_RANK",
-                       "LOCAL_RANK"):
-                if env.get(lv, "").isdigit():
-                    local_rank = int(env[lv])
-                    break
-            return LaunchInfo("mpi", rank, nranks, local_rank, source=rank_var, master=_master(env))
+            local = _first_count(env, _MPI_LOCAL_RANK_VARIABLES)
+            return LaunchInfo("mpi", rank, nranks, local, source=rank_var, master=_master(env))
     if "WORLD_SIZE" in env or "RANK" in env:
         rank, nranks = _rank_and_size(env, "RANK", "WORLD_SIZE")
         master = _master(env)
@@ -130,8 +136,18 @@ def detect(environ=None):
             raise ValueError("RANK and WORLD_SIZE are set, but there is no channel for the unique id: launch with "
                              "python -m nccl.run (NCCL4PY_UNIQUE_ID), mpirun (with mpi4py), or torchrun "
                              "(MASTER_ADDR and MASTER_PORT)")
-        return LaunchInfo("torchrun", rank, nranks, local_rank, source="RANK", master=master)
+        return LaunchInfo("torchrun", rank, nranks, _first_count(env, ("LOCAL_RANK",)), source="RANK", master=master)
     return LaunchInfo("single", 0, 1, 0, source=None)
+
+
+def local_rank(environ=None):
+    """This process's rank among the ranks on its machine, as its launcher says: LOCAL_RANK under
+    nccl.run and torchrun, the MPI launcher's own variable under mpirun/srun (see ``detect``); 0
+    when the launcher does not say or there is none. On GPUs the device to make current before
+    ``Communicator.from_env`` is usually ``local_rank() % device count``. Raises ValueError where
+    ``detect`` does."""
+    info = detect(environ)
+    return 0 if info.local_rank is None else info.local_rank
 
 
 def _new_id_bytes():
