@@ -297,7 +297,7 @@ static void suite(ncclComm_t comm, int r, int n)
     /* in-place scatter at the root */
     OK(ncclScatter(a, r == 0 ? a : b, N, ncclInt32, 0, comm, NULL));
 
-    /* count 0: local success, NULL buffers allowed */
+    /* count 0 on every rank: success, NULL buffers allowed */
     OK(ncclAllReduce(NULL, NULL, 0, ncclFloat32, ncclSum, comm, NULL));
     OK(ncclAllGather(NULL, NULL, 0, ncclInt8, comm, NULL));
 
@@ -698,6 +698,10 @@ static void *mismatch_main(void *p)
             ncclRecv(out, 50, ncclInt32, 0, a->c, NULL);
         a->rc = ncclGroupEnd();
         break;
+    case 6: /* a count-0 collective takes part in the checks (NULL buffers on the count-0 rank) */
+        a->rc = a->r == 0 ? ncclAllReduce(NULL, NULL, 0, ncclInt32, ncclSum, a->c, NULL)
+                          : ncclAllReduce(buf, out, 8, ncclInt32, ncclSum, a->c, NULL);
+        break;
     }
     return NULL;
 }
@@ -705,7 +709,7 @@ static void *mismatch_main(void *p)
 static void scen_mismatch(int n)
 {
     (void)n;
-    for (int what = 0; what < 6; what++) {
+    for (int what = 0; what < 7; what++) {
         ncclComm_t comms[2];
         pthread_t t[2];
         mm_arg a[2];
@@ -1247,11 +1251,24 @@ static void rank_rccl(ncclComm_t c, int r, int n)
     }
 }
 
+/* Every count 0 on rank 0 while the others send to it: still a mismatch on every rank. */
+static void rank_rccl_zero(ncclComm_t c, int r, int n)
+{
+    size_t zero[16] = {0}, cnt[16] = {0}, displ[16] = {0};
+    int32_t send[16] = {0}, recv[16];
+    cnt[0] = 4;
+    EXPECT_RC(ncclAllToAllv(send, r == 0 ? zero : cnt, displ, recv, zero, displ, ncclInt32, c, NULL),
+              ncclInvalidUsage);
+    CHECK(n > 1);
+}
+
 static void scen_rccl(int n)
 {
     int v;
     OK(ncclGetVersion(&v));
     run_threads(n, rank_rccl);
+    if (n > 1)
+        run_threads(n, rank_rccl_zero);
     /* a pairwise count mismatch is IU on the rank that sees it and on its peers */
 }
 
