@@ -151,6 +151,7 @@ static void fork_child(void)
     pthread_mutex_unlock(&host_handles_lock);
     atomic_fetch_add(&host_fork_gen, 1);
     host_monitor_atfork_child();
+    host_root_atfork_child();
 }
 
 void host_fork_setup(void)

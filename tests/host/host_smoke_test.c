@@ -853,10 +853,11 @@ static void scen_argcheck(int n)
             cfg.maxCTAs = NCCL_CONFIG_UNDEF_INT; /* compared raw, as NCCL 2.30 */
             EXPECT_RC(ncclCommInitRankConfig(&c, 1, id, 0, &cfg), ncclInvalidArgument);
         }
-        /* a 1-rank communicator through InitRank; then the id is spent */
+        /* a 1-rank communicator through InitRank; then the id is spent, and its root says so */
         OK(ncclCommInitRank(&c, 1, id, 0));
         OK(ncclCommDestroy(c));
-        EXPECT_RC(ncclCommInitRank(&c, 1, id, 0), ncclSystemError);
+        EXPECT_RC(ncclCommInitRank(&c, 1, id, 0), ncclInvalidUsage);
+        CHECK(strstr(ncclGetLastError(NULL), "unique id was already used") != NULL);
         CHECK(c != NULL);
         OK(ncclCommDestroy(c));
     }
@@ -1168,8 +1169,11 @@ static void rank_proc_main(const char *scenario, int r, int n, const char *hex)
                 FAILF("rank 0 got %d, expected ncclRemoteError", rc);
             if (r == 0 && now_s() - t0 > 1.5)
                 FAILF("rank 0 took %.2f s", now_s() - t0);
-            if (r == 2 && rc != ncclSystemError && rc != ncclRemoteError)
-                FAILF("rank 2 got %d", rc);
+            /* rank 2 arrives after the root failed the id: the root still tells it why */
+            if (r == 2 && rc != ncclRemoteError)
+                FAILF("rank 2 got %d, expected ncclRemoteError", rc);
+            if (strstr(ncclGetLastError(NULL), "rank 1 (pid ") == NULL)
+                FAILF("rank %d's error does not name rank 1: %s", r, ncclGetLastError(NULL));
             if (c != NULL)
                 OK(ncclCommAbort(c));
         }
