@@ -443,11 +443,11 @@ static ncclResult_t root_start(void)
     if (root_running)
         return ncclSuccess;
     if (root_efd < 0 && (root_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
-        return host_fail(ncclSystemError, "ncclGetUniqueId: eventfd failed: %s",
+        return host_fail(ncclSystemError, "ncclGetUniqueId: cannot start the bootstrap root: eventfd failed: %s",
                          host_errno_text(errno, why, sizeof why));
     rc = host_sock_listen(p->bind_addr, &root_lfd, &root_port_be);
     if (rc != ncclSuccess)
-        return host_fail(rc, "ncclGetUniqueId: cannot open the bootstrap root's listener: %s", host_last_error());
+        return host_fail(rc, "ncclGetUniqueId: cannot start the bootstrap root: %s", host_last_error());
     host_gate_init(&root_gate, root_lfd, sizeof(host_hello_msg), "bootstrap root");
     rc = host_thread_create(&t, root_main, NULL, 1);
     if (rc != ncclSuccess) {

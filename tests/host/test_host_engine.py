@@ -16,6 +16,8 @@ import os
 import re
 import shutil
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -298,3 +300,144 @@ def test_segment_never_has_a_name(build, shm_probe, tmp_path):
     run_scenario(build, "procs", 3, **probe)
     run_scenario(build, "kill", 3, NCCL_HOST_TIMEOUT="30", **probe)
     assert not log.exists(), f"shared-memory names were opened:\n{log.read_text()}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Hostile neighbours (issue 15): floods and slow connections on the listeners, unused ids
+# ---------------------------------------------------------------------------------------------
+
+HOSTILE = Path(__file__).resolve().parent / "hostile_test.c"
+ATTACKER = Path(__file__).resolve().parent / "flood_attacker.py"
+
+
+@pytest.fixture(scope="module")
+def hostile(build):
+    """tests/host/hostile_test.c linked against the library of `build`."""
+    lib, _, _ = build
+    exe = lib.parent / "hostile_test"
+    r = subprocess.run([_gcc(), "-std=c11", "-O1", "-g", *SAN_FLAGS, "-Wall", "-Wextra",
+                        "-Wno-missing-field-initializers", "-I", str(ABI_INCLUDE), str(HOSTILE), "-o", str(exe),
+                        "-L", str(lib.parent), "-lnccl-host", f"-Wl,-rpath,{lib.parent}"],
+                       capture_output=True, text=True, timeout=300, env=_child_env())
+    assert r.returncode == 0, r.stderr
+    return exe
+
+
+def _engine_env(**extra):
+    e = {k: v for k, v in _child_env().items() if not k.startswith("NCCL_")}
+    e.update({k: str(v) for k, v in extra.items()})
+    return e
+
+
+@pytest.mark.timeout(120)
+def test_unused_ids_share_one_root(hostile):
+    """2000 unused ncclGetUniqueId calls under a 256-file limit: one root thread and one
+    listener in all; the open-id limit, and a file limit reached, are errors that name it."""
+    r = subprocess.run([str(hostile), "ids"], capture_output=True, text=True, timeout=100,
+                       env=_engine_env(NCCL_HOST_TIMEOUT=30))
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run([str(hostile), "nofile"], capture_output=True, text=True, timeout=60,
+                       env=_engine_env(NCCL_HOST_TIMEOUT=30))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ncclGetUniqueId: cannot start the bootstrap root" in r.stdout and "RLIMIT_NOFILE" in r.stdout
+
+
+def _listen_port(pid, limit_s=30.0):
+    """The TCP port of the one listening socket of process pid (its control-mesh listener)."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        try:
+            inodes = {os.readlink(f"/proc/{pid}/fd/{fd}")[8:-1] for fd in os.listdir(f"/proc/{pid}/fd")
+                      if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:[")}
+            with open(f"/proc/{pid}/net/tcp") as f:
+                for line in f.readlines()[1:]:
+                    cols = line.split()
+                    if cols[3] == "0A" and cols[9] in inodes:  # LISTEN
+                        return int(cols[1].split(":")[1], 16)
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+        time.sleep(0.02)
+    pytest.fail(f"process {pid} opened no listener within {limit_s} s")
+
+
+def _attacker_command():
+    """(interpreter, Popen keywords): as `nobody` when we are root, so the attacker is another user
+    as a real one would be, with an interpreter that user may run; as ourselves otherwise."""
+    import pwd
+
+    if os.geteuid() != 0:
+        return sys.executable, {}
+    try:
+        pwd.getpwnam("nobody")
+    except KeyError:
+        return sys.executable, {}
+    for python in ("/usr/bin/python3", sys.executable):
+        probe = subprocess.run([python, "-c", "pass"], user="nobody", capture_output=True, timeout=60)
+        if probe.returncode == 0:
+            return python, {"user": "nobody", "group": "nogroup" if _has_group("nogroup") else "nobody"}
+    pytest.skip("no Python interpreter that the user nobody may run")
+
+
+def _has_group(name):
+    import grp
+
+    try:
+        grp.getgrnam(name)
+        return True
+    except KeyError:
+        return False
+
+
+def _fd_count(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("mode", ["silent", "slowloris"])
+def test_init_beside_a_flood(hostile, mode):
+    """A 2-rank init while another user holds 1000 connections to the root's listener (whose
+    process may open 1024 files) and 200 to rank 1's control-mesh listener, silent or sending a
+    byte every half second: both ranks initialise and agree, the root's process never holds
+    more than a bounded number of them, and nobody else receives the segment."""
+    env = _engine_env(NCCL_HOST_TIMEOUT=20)
+    python, as_user = _attacker_command()
+    procs = []
+
+    def start(*args, **kw):
+        p = subprocess.Popen([str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=kw.pop("env", env), **kw)
+        procs.append(p)
+        return p
+
+    try:
+        holder = start(hostile, "hold", 1024, stdin=subprocess.PIPE)
+        uid = holder.stdout.readline().strip()
+        assert len(uid) == 256, holder.stderr.read()
+        root_port = int.from_bytes(bytes.fromhex(uid)[66:68], "big")
+        r1 = start(hostile, "rank", 1, 2, uid)
+        mesh_port = _listen_port(r1.pid)
+        attacker = start(python, ATTACKER, "--port", f"{root_port}:1000", "--port", f"{mesh_port}:200",
+                         "--mode", mode, "--lifetime", 100, env=dict(env, PYTHONDONTWRITEBYTECODE="1"),
+                         cwd="/", **as_user)
+        ready = attacker.stdout.readline()
+        assert ready.startswith("ready"), attacker.stderr.read()
+        r0 = start(hostile, "rank", 0, 2, uid)
+        holder_fds = _fd_count(holder.pid)
+        outs = {}
+        for r, p in ((0, r0), (1, r1)):
+            out, err = p.communicate(timeout=60)
+            outs[r] = (p.returncode, out, err)
+        holder_fds = max(holder_fds, _fd_count(holder.pid))
+        attacker.terminate()
+        summary = attacker.communicate(timeout=30)[0]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.communicate()
+    for r, (code, out, err) in outs.items():
+        assert code == 0 and f"INIT {r} " in out, f"rank {r} under a {mode} flood: exit {code}\n{out}\n{err}"
+    print(f"{mode} flood ({ready.strip()}): init", " / ".join(outs[r][1].split()[2] + " s" for r in (0, 1)),
+          f"; root process holds {holder_fds} fds")
+    assert holder_fds < 128, f"the root's process held {holder_fds} descriptors during the flood"
+    assert "summary stolen=0 " in summary, summary
