@@ -567,6 +567,7 @@ typedef struct host_comm {
     /* state (section 4.1) */
     int phase;                   /* HOST_PHASE_*; guarded by lock */
     _Atomic int error;           /* first asynchronous/fatal error, 0 = none */
+    char error_why[200];         /* what caused it, when known ("" otherwise); guarded by lock */
     _Atomic int aborted;         /* ncclCommAbort called */
     _Atomic int finalizing;      /* finalize issued */
     _Atomic int suspended;
@@ -629,7 +630,11 @@ ncclResult_t host_comm_usable(host_comm *c, const char *fn);
 ncclResult_t host_comm_usable_revoked(host_comm *c, const char *fn);
 /* Records a fatal error (first wins) and wakes every waiter. */
 void host_comm_set_error(host_comm *c, ncclResult_t rc);
+/* The same with what caused it ("peer rank 2 (pid 4711) exited ..."), told by later errors. */
+void host_comm_set_error_why(host_comm *c, ncclResult_t rc, const char *why);
 ncclResult_t host_comm_error(host_comm *c);
+/* ": <what caused the error>" for appending to a message, or "" when nothing was recorded. */
+const char *host_comm_error_why(host_comm *c, char *buf, size_t len);
 /* Wakes the worker and every waiter of this comm (abort, errors from the monitor). */
 void host_comm_wake(host_comm *c);
 

@@ -1097,6 +1097,14 @@ static void rank_kill(ncclComm_t c, int r, int n)
     EXPECT_RC(ncclAllReduce(&x, &s, 1, ncclInt32, ncclSum, c, NULL), ncclRemoteError);
     if (now_s() - t0 > 1.5)
         FAILF("peer death took %.2f s to detect", now_s() - t0);
+    /* the communicator's error says which rank it was */
+    EXPECT_RC(ncclAllReduce(&x, &s, 1, ncclInt32, ncclSum, c, NULL), ncclRemoteError);
+    {
+        char want[64];
+        snprintf(want, sizeof want, "from an earlier failure: peer rank %d (pid ", n - 1);
+        if (strstr(ncclGetLastError(NULL), want) == NULL)
+            FAILF("the error does not name the dead rank: %s", ncclGetLastError(NULL));
+    }
     /* survivors shrink the dead rank away and carry on */
     {
         int ex[1] = {n - 1};
