@@ -358,7 +358,9 @@ static void *root_main(void *arg)
         head = root_ids;
         last = head == NULL;
         if (last) {
-            /* Nothing left to serve: the listener goes; the next ncclGetUniqueId starts anew. */
+            /* Nothing left to serve: the listener goes; the next ncclGetUniqueId starts anew
+             * (and may reinitialise root_gate as soon as the lock is released). */
+            host_gate_close(&root_gate);
             root_running = 0;
             host_sock_close(&root_lfd);
         }
@@ -426,7 +428,6 @@ static void *root_main(void *arg)
         }
         host_gate_service(&root_gate, pfd + 1, (int)ngate, root_check, NULL);
     }
-    host_gate_close(&root_gate);
     free(pfd);
     free(owner);
     free(rank_of);
