@@ -182,8 +182,8 @@ def test_tcp_client_times_out_without_rank_0():
         _env.exchange_over_tcp(1, 2, "127.0.0.1", free_port(), timeout=0.5)
 
 
-def _silent_clients(port, n, hold_s):
-    """n connections to rank 0's exchange that never say anything, held for hold_s."""
+def _silent_clients(port, n, release):
+    """n connections to rank 0's exchange that never say anything, held until release is set."""
     socks = []
     deadline = time.monotonic() + 20
     while len(socks) < n and time.monotonic() < deadline:
@@ -191,26 +191,28 @@ def _silent_clients(port, n, hold_s):
             socks.append(socket.create_connection(("127.0.0.1", port), timeout=5))
         except ConnectionRefusedError:
             time.sleep(0.02)
-    time.sleep(hold_s)
+    release.wait(30)
     for s in socks:
         s.close()
 
 
 @pytest.mark.timeout(60)
 def test_tcp_exchange_is_not_held_up_by_silent_connections():
-    """Rank 0 serves connections concurrently: 100 that never send anything (2 s each when served
-    one after another) do not keep rank 1 from its id within 15 s."""
+    """Rank 0 serves connections concurrently: 100 that never send anything, held until rank 1 is
+    done (2 s each when served one after another), do not keep rank 1 from its id within 10 s."""
     port = free_port()
     done = {}
     t = threading.Thread(target=lambda: done.update(r0=_env.exchange_over_tcp(0, 2, "127.0.0.1", port, uid=UID,
                                                                               timeout=30)))
     t.start()
-    flood = threading.Thread(target=_silent_clients, args=(port, 100, 20))
+    release = threading.Event()
+    flood = threading.Thread(target=_silent_clients, args=(port, 100, release))
     flood.start()
     time.sleep(1.0)  # the silent connections are in before rank 1 asks
     try:
-        assert _env.exchange_over_tcp(1, 2, "127.0.0.1", port, timeout=15) == UID
+        assert _env.exchange_over_tcp(1, 2, "127.0.0.1", port, timeout=10) == UID
     finally:
+        release.set()
         t.join(40)
         flood.join(40)
     assert done["r0"] == UID
