@@ -40,6 +40,11 @@ CASES = [
     ("count float", ar(2, "3.0"), "TypeError", NOT_INT.format(fn="all_reduce", arg="count", type="float")),
     ("datatype None", ar(3, "None"), "TypeError", NOT_INT.format(fn="all_reduce", arg="datatype", type="NoneType")),
     ("op str", ar(4, "'sum'"), "TypeError", NOT_INT.format(fn="all_reduce", arg="op", type="str")),
+    # bool is an int subclass, but True is not PROD (1) and False is not SUM (0)
+    ("op True", ar(4, "True"), "TypeError", r"all_reduce\(\) argument 'op' must be a RedOp, not bool"),
+    ("op False", ar(4, "False"), "TypeError", r"all_reduce\(\) argument 'op' must be a RedOp, not bool"),
+    ("reduce op True", "b.reduce(1, 2, 3, 7, True, 0, 4, 5)", "TypeError",
+     r"reduce\(\) argument 'op' must be a RedOp, not bool"),
     ("comm list", ar(5, "[4]"), "TypeError", NOT_INT.format(fn="all_reduce", arg="comm", type="list")),
     ("stream object", ar(6, "object()"), "TypeError", NOT_INT.format(fn="all_reduce", arg="stream", type="object")),
     ("stream keyword float", "b.all_reduce(1, 2, 3, 7, 0, 4, stream=5.5)", "TypeError",

@@ -1085,6 +1085,8 @@ static void group_depth_leave(void)
 {
     if (group_depth > 0)
         group_depth--;
+    if (group_depth == 0)
+        nx_group_release(); /* the group's work has run: its buffers may go */
 }
 
 PyDoc_STRVAR(group_depth__doc__, "_group_depth()\n--\n\nNumber of groups open on this thread.");

@@ -50,6 +50,11 @@
 
 /* Groups open on this thread (ncclGroupStart calls not yet ended). */
 int nx_group_depth(void);
+/* Keeps o alive until the outermost group end of this thread (group_refs.c); call only while a
+ * group is open. -1 with an exception set on failure. */
+int nx_group_keep(PyObject *o);
+/* Drops what nx_group_keep kept (the outermost group end, after the library call). */
+void nx_group_release(void);
 
 /* True when o stands for an address (an int, PointerBox, ...) rather than for data. */
 int nx_is_address(PyObject *o);

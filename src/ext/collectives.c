@@ -76,6 +76,9 @@ static inline int buffer_arg(nx_state *st, nx_Communicator *c, PyObject *o, cons
 {
     if (NX_UNLIKELY(nx_resolve_buffer(st, o, name, out) < 0))
         return -1;
+    /* Inside a group the library uses the memory at the outermost group end, not now. */
+    if (NX_UNLIKELY(nx_group_depth() > 0) && nx_group_keep(o) < 0)
+        return -1;
     if (writes && NX_UNLIKELY(nx_buffer_writable(st, out, name) < 0))
         return -1;
     return nx_comm_check_device(st, c, out, name);

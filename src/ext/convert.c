@@ -165,6 +165,11 @@ int nx_dtype(PyObject *o, const char *fname, const char *argname, ncclDataType_t
 int nx_redop(PyObject *o, const char *fname, const char *argname, ncclRedOp_t *out)
 {
     int v;
+    /* bool is an int subclass, but True is no spelling of PROD (1): refuse it */
+    if (NX_UNLIKELY(PyBool_Check(o))) {
+        PyErr_Format(PyExc_TypeError, "%s() argument '%s' must be a RedOp, not bool", fname, argname);
+        return -1;
+    }
     if (nx_enum(o, fname, argname, 0, INT_MAX, "RedOp", &v) < 0)
         return -1;
     *out = (ncclRedOp_t)v;

@@ -43,6 +43,8 @@ ncclResult_t host_coll_begin(host_comm *c, host_coll_run *run, host_opd *op)
                          c->nranks);
     if (op->kind == HOST_K_ALLTOALLV)
         run->nsteps = 1; /* the count exchange; data steps are added once counts are known */
+    else if (op->count == 0)
+        run->nsteps = 1; /* no data, but the descriptor takes part in the cross-rank checks */
     else
         run->nsteps = (op->count + run->elems - 1) / run->elems;
     /* ncclScalarDevice: the scalar is read when the collective executes (section 7.5). */
@@ -78,6 +80,8 @@ static void publish_data(host_comm *c, host_coll_run *run, unsigned char *slot)
         }
         return;
     }
+    if (op->count == 0)
+        return; /* its buffers may be NULL */
     size_t o = (size_t)run->stepi * E;
     size_t len = min_sz(E, op->count - o);
     switch (op->kind) {
@@ -171,6 +175,8 @@ static ncclResult_t consume(host_comm *c, host_coll_run *run)
         }
         return ncclSuccess;
     }
+    if (op->count == 0)
+        return ncclSuccess; /* its buffers may be NULL */
     size_t o = (size_t)run->stepi * E;
     size_t len = min_sz(E, op->count - o);
     switch (op->kind) {

@@ -137,7 +137,7 @@ static ncclResult_t need(const host_opd *op, const void *p, size_t bytes, const 
     return ncclSuccess;
 }
 
-static ncclResult_t validate_alltoallv(host_comm *c, host_opd *op, int *all_zero)
+static ncclResult_t validate_alltoallv(host_comm *c, host_opd *op)
 {
     int n = c->nranks;
     size_t es = host_type_size(op->datatype);
@@ -162,12 +162,11 @@ static ncclResult_t validate_alltoallv(host_comm *c, host_opd *op, int *all_zero
         HOST_CHECK(need(op, op->sendbuff, send_end, "sendbuff"));
     if (!rzero)
         HOST_CHECK(need(op, op->recvbuff, recv_end, "recvbuff"));
-    *all_zero = szero && rzero;
     return ncclSuccess;
 }
 
-/* Validates op on c; on success *skip tells whether the call is a local no-op (count 0). */
-static ncclResult_t validate(host_comm *c, host_opd *op, int *skip)
+/* Validates op on c (section 6.3). */
+static ncclResult_t validate(host_comm *c, host_opd *op)
 {
     int n = c->nranks, me = c->rank;
     size_t es, cb, nb;
@@ -177,7 +176,6 @@ static ncclResult_t validate(host_comm *c, host_opd *op, int *skip)
                  op->kind == HOST_K_SCATTER;
     int p2p = op->kind == HOST_K_SEND || op->kind == HOST_K_RECV;
     int checks = host_params()->checks;
-    *skip = 0;
     if ((int)op->datatype < 0 || (int)op->datatype >= ncclNumTypes)
         return host_fail(ncclInvalidArgument, "%s: invalid datatype %d", op->name, (int)op->datatype);
     es = host_type_size(op->datatype);
@@ -189,19 +187,16 @@ static ncclResult_t validate(host_comm *c, host_opd *op, int *skip)
         HOST_CHECK(host_redop_resolve(c, (ncclRedOp_t)op->opkind, op->datatype, op));
     if (op->kind == HOST_K_ALLREDUCE_BIAS && op->acc == NULL)
         return host_fail(ncclInvalidArgument, "%s: acc is NULL", op->name);
-    if (op->kind == HOST_K_ALLTOALLV) {
-        int zero = 0;
-        HOST_CHECK(validate_alltoallv(c, op, &zero));
-        *skip = zero;
-        return ncclSuccess;
-    }
+    if (op->kind == HOST_K_ALLTOALLV)
+        return validate_alltoallv(c, op); /* all counts 0 still takes part in the cross-rank checks */
     if (__builtin_mul_overflow(op->count, es, &cb) || __builtin_mul_overflow(cb, (size_t)n, &nb))
         return host_fail(ncclInvalidArgument, "%s: count %zu x %zu bytes x %d ranks overflows size_t", op->name,
                          op->count, es, n);
-    if (op->count == 0) {
-        *skip = !p2p; /* count-0 collectives are dropped locally; p2p must still be matched */
+    /* Count 0 needs no buffers, but it is not dropped: a collective still publishes its
+     * descriptor, so a rank whose peers pass another count learns it at this call, not at its
+     * next one; a send/recv is a zero-length message that must be matched. */
+    if (op->count == 0)
         return ncclSuccess;
-    }
     switch (op->kind) {
     case HOST_K_ALLREDUCE:
     case HOST_K_ALLREDUCE_BIAS:
@@ -368,7 +363,6 @@ static ncclResult_t coll_call(host_opd *op, ncclComm_t comm)
 {
     host_comm *c;
     ncclResult_t rc;
-    int skip = 0;
     (void)host_params();
     HOST_TRACE(HOST_SUB_CALL, "%s(send %p, recv %p, count %zu, type %d, op %d, root %d, comm %p)", op->name,
                op->sendbuff, op->recvbuff, op->count, (int)op->datatype, op->opkind, op->root, (void *)comm);
@@ -390,9 +384,7 @@ static ncclResult_t coll_call(host_opd *op, ncclComm_t comm)
         for (int i = 0; i < 4; i++)
             memcpy(op->v + (size_t)i * n, op->uv[i], sizeof(size_t) * n);
     }
-    HOST_CHECKGOTO(validate(c, op, &skip), rc, exit);
-    if (skip)
-        goto exit; /* count 0: succeeds locally, consumes no sequence number (section 6.2) */
+    HOST_CHECKGOTO(validate(c, op), rc, exit);
     if (G.depth > 0)
         rc = group_queue(c, comm, op);
     else

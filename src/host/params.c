@@ -17,7 +17,8 @@
  *   NCCL_HOST_P2P_EAGER           0           sends up to this size complete without the receiver
  *   NCCL_HOST_CHECKS              1           0 NCCL-like (no overlap checks), 1 section 6.3/6.4 checks;
  *                                             2 is accepted and behaves as 1 (strict extras not implemented)
- *   NCCL_HOST_SHUFFLE, NCCL_HOST_SHM=memfd    not implemented: WARN and ignored
+ *   NCCL_HOST_SHM                 memfd       the only kind (anything else: WARN and ignored)
+ *   NCCL_HOST_SHUFFLE                         not implemented: WARN and ignored
  *   NCCL_HOST_CHECK_POINTERS      0           probe buffers (NCCL_CHECK_POINTERS=1 also enables)
  *   NCCL_HOST_BIND_ADDR           127.0.0.1   listener address (loopback unless allowed)
  *   NCCL_HOST_ALLOW_NONLOOPBACK   0
@@ -166,8 +167,9 @@ static void params_load(void)
         HOST_WARN("NCCL_HOST_SHUFFLE=1 is not implemented in libnccl-host %s; group ops run in issue order",
                   HOST_LIB_VERSION);
     s = getenv("NCCL_HOST_SHM");
-    if (s != NULL && *s != '\0' && strcasecmp(s, "posix") != 0)
-        HOST_WARN("NCCL_HOST_SHM=%s is not supported; using posix shared memory (shm_open, unlinked after attach)", s);
+    if (s != NULL && *s != '\0' && strcasecmp(s, "memfd") != 0)
+        HOST_WARN("NCCL_HOST_SHM=%s is not supported; using memfd shared memory (never named, passed to the ranks "
+                  "over a Unix socket)", s);
     s = getenv("NCCL_COMM_ID");
     p->comm_id = (s != NULL && *s != '\0') ? "set" : NULL;
 

@@ -270,9 +270,12 @@ static ncclResult_t stuck_check(host_comm *c, host_task *t, int coll_pending, co
         return host_fail(ncclInvalidUsage, "%s rank %d: %s cancelled by ncclCommRevoke or ncclCommShrink(NCCL_SHRINK_ABORT)", c->name,
                          c->rank, b->opname ? b->opname : "operation");
     err = host_comm_error(c);
-    if (err != ncclSuccess)
-        return host_fail(err, "%s rank %d: %s failed: communicator is in error (%s)", c->name, c->rank,
-                         b->opname ? b->opname : "operation", host_error_string(err));
+    if (err != ncclSuccess) {
+        char why[220];
+        return host_fail(err, "%s rank %d: %s failed: communicator is in error (%s)%s", c->name, c->rank,
+                         b->opname ? b->opname : "operation", host_error_string(err),
+                         host_comm_error_why(c, why, sizeof why));
+    }
     if (coll_pending && any_peer_gone(c, &who))
         return host_fail(ncclRemoteError, "%s rank %d: %s needs rank %d, which %s", c->name, c->rank,
                          b->opname ? b->opname : "collective", who, gone_how(c, who));

@@ -18,20 +18,16 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "mpi: requires mpirun and >=2 ranks")
 
 
-def _shm_names():
-    try:
-        return {n for n in os.listdir("/dev/shm") if n.startswith("nccl-host-")}
-    except FileNotFoundError:
-        return set()
-
-
 @pytest.fixture(autouse=True)
 def no_shm_leftovers():
-    """Every test leaves no /dev/shm/nccl-host-* segment behind (crashes included)."""
-    before = _shm_names()
+    """Every test leaves no /dev/shm/nccl-host-* segment behind (crashes included). Only names
+    this test could have made count: its own, its ranks', or those of a process that is gone; a
+    live process elsewhere on the machine may create names at any time."""
+    before = harness.shm_segment_names()
+    harness.started_pids.clear()
     yield
-    left = _shm_names() - before
-    assert not left, f"shared-memory segments left behind: {sorted(left)}"
+    left = harness.leftover_segments(before, harness.shm_segment_names(), harness.started_pids)
+    assert not left, f"shared-memory segments left behind: {left}"
 
 
 @pytest.fixture
