@@ -133,7 +133,7 @@ def detect(environ=None):
             raise ValueError("RANK and WORLD_SIZE are set, but there is no channel for the unique id: launch with "
                              "python -m nccl.run (NCCL4PY_UNIQUE_ID), mpirun (with mpi4py), or torchrun "
                              "(MASTER_ADDR and MASTER_PORT)")
-        return LaunchInfo("torchrun", rank, nranks, local_rank, source="RANK", master=master)
+        return LaunchInfo("torchrun", rank, nranks, _first_count(env, ("LOCAL_RANK",)), source="RANK", master=master)
     slurm = _slurm_tasks(env)
     if slurm is not None:
         rank, nranks, source = slurm
@@ -142,9 +142,8 @@ def detect(environ=None):
             raise ValueError(f"srun started this process as task {rank} of {nranks} ({source}), without PMI, so "
                              "there is no channel for the unique id: use srun --mpi=pmix (or pmi2) with mpi4py "
                              "installed, set MASTER_ADDR and MASTER_PORT, or start the ranks with python -m nccl.run")
-        if env.get("SLURM_LOCALID", "").isdigit():
-            local_rank = int(env["SLURM_LOCALID"])
-        return LaunchInfo("slurm", rank, nranks, local_rank, source=source, master=master)
+        return LaunchInfo("slurm", rank, nranks, _first_count(env, ("SLURM_LOCALID", "LOCAL_RANK")), source=source,
+                          master=master)
     _refuse_other_launches(env)
     return LaunchInfo("single", 0, 1, 0, source=None)
 
