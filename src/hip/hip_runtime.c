@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hip_loader.h"
+#include "gpu_loader.h"
 
 #define NH_LOAD(st)                        \
     do {                                   \
@@ -18,7 +18,7 @@
     } while (0)
 #define NH_NEED(st, fn)                           \
     do {                                          \
-        if (nh_hip.fn == NULL)                    \
+        if (gpu_hip.fn == NULL)                    \
             return nh_raise_missing((st), #fn);   \
     } while (0)
 
@@ -32,7 +32,7 @@ typedef struct {
 
 static void note(nh_call *c, const char *function, hipError_t code)
 {
-    if (code != NH_hipSuccess && c->function == NULL) {
+    if (code != GPU_hipSuccess && c->function == NULL) {
         c->function = function;
         c->code = code;
     }
@@ -42,20 +42,20 @@ static void note(nh_call *c, const char *function, hipError_t code)
 static int enter_device(nh_call *c, int device)
 {
     c->function = NULL;
-    c->code = NH_hipSuccess;
+    c->code = GPU_hipSuccess;
     c->switched = 0;
     if (device < 0)
         return 0;
-    hipError_t rc = nh_hip.hipGetDevice(&c->previous);
-    if (rc != NH_hipSuccess) {
+    hipError_t rc = gpu_hip.hipGetDevice(&c->previous);
+    if (rc != GPU_hipSuccess) {
         /* No current device yet (e.g. a fresh thread on some runtimes): nothing to restore. */
         c->previous = -1;
     } else if (c->previous == device) {
         return 0;
     }
-    rc = nh_hip.hipSetDevice(device);
+    rc = gpu_hip.hipSetDevice(device);
     note(c, "hipSetDevice", rc);
-    if (rc != NH_hipSuccess)
+    if (rc != GPU_hipSuccess)
         return -1;
     c->switched = c->previous >= 0;
     return 0;
@@ -65,7 +65,7 @@ static int enter_device(nh_call *c, int device)
 static void leave_device(nh_call *c)
 {
     if (c->switched)
-        note(c, "hipSetDevice", nh_hip.hipSetDevice(c->previous));
+        note(c, "hipSetDevice", gpu_hip.hipSetDevice(c->previous));
 }
 
 static PyObject *fail(nh_state *st, const nh_call *c) { return nh_raise_hip(st, c->function, c->code); }
@@ -80,11 +80,11 @@ static PyObject *get_device_count(PyObject *module, PyObject *Py_UNUSED(ignored)
     int count = 0;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nh_hip.hipGetDeviceCount(&count);
+    rc = gpu_hip.hipGetDeviceCount(&count);
     Py_END_ALLOW_THREADS
-    if (rc == NH_hipErrorNoDevice)
+    if (rc == GPU_hipErrorNoDevice)
         count = 0;
-    else if (rc != NH_hipSuccess)
+    else if (rc != GPU_hipSuccess)
         return nh_raise_hip(st, "hipGetDeviceCount", rc);
     return PyLong_FromLong(count);
 }
@@ -98,9 +98,9 @@ static PyObject *get_device(PyObject *module, PyObject *Py_UNUSED(ignored))
     int device = -1;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nh_hip.hipGetDevice(&device);
+    rc = gpu_hip.hipGetDevice(&device);
     Py_END_ALLOW_THREADS
-    if (rc != NH_hipSuccess)
+    if (rc != GPU_hipSuccess)
         return nh_raise_hip(st, "hipGetDevice", rc);
     return PyLong_FromLong(device);
 }
@@ -116,9 +116,9 @@ static PyObject *set_device(PyObject *module, PyObject *const *args, Py_ssize_t 
     NH_LOAD(st);
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nh_hip.hipSetDevice(device);
+    rc = gpu_hip.hipSetDevice(device);
     Py_END_ALLOW_THREADS
-    if (rc != NH_hipSuccess)
+    if (rc != GPU_hipSuccess)
         return nh_raise_hip(st, "hipSetDevice", rc);
     Py_RETURN_NONE;
 }
@@ -137,7 +137,7 @@ static PyObject *device_synchronize(PyObject *module, PyObject *const *args, Py_
     nh_call c;
     Py_BEGIN_ALLOW_THREADS
     if (enter_device(&c, device) == 0) {
-        note(&c, "hipDeviceSynchronize", nh_hip.hipDeviceSynchronize());
+        note(&c, "hipDeviceSynchronize", gpu_hip.hipDeviceSynchronize());
         leave_device(&c);
     }
     Py_END_ALLOW_THREADS
@@ -161,9 +161,9 @@ static PyObject *device_get_pci_bus_id(PyObject *module, PyObject *const *args, 
     hipError_t rc;
     memset(bus_id, 0, sizeof bus_id);
     Py_BEGIN_ALLOW_THREADS
-    rc = nh_hip.hipDeviceGetPCIBusId(bus_id, (int)sizeof bus_id - 1, device);
+    rc = gpu_hip.hipDeviceGetPCIBusId(bus_id, (int)sizeof bus_id - 1, device);
     Py_END_ALLOW_THREADS
-    if (rc != NH_hipSuccess)
+    if (rc != GPU_hipSuccess)
         return nh_raise_hip(st, "hipDeviceGetPCIBusId", rc);
     return PyUnicode_DecodeASCII(bus_id, (Py_ssize_t)strnlen(bus_id, sizeof bus_id), "replace");
 }
@@ -188,7 +188,7 @@ static PyObject *stream_create(PyObject *module, PyObject *const *args, Py_ssize
     NH_LOAD(st);
     if (has_priority)
         NH_NEED(st, hipStreamCreateWithPriority);
-    else if (nh_hip.hipStreamCreateWithFlags == NULL && (flags != 0 || nh_hip.hipStreamCreate == NULL))
+    else if (gpu_hip.hipStreamCreateWithFlags == NULL && (flags != 0 || gpu_hip.hipStreamCreate == NULL))
         return nh_raise_missing(st, "hipStreamCreateWithFlags");
     hipStream_t stream = NULL;
     nh_call c;
@@ -196,15 +196,15 @@ static PyObject *stream_create(PyObject *module, PyObject *const *args, Py_ssize
     if (enter_device(&c, device) == 0) {
         if (has_priority)
             note(&c, "hipStreamCreateWithPriority",
-                 nh_hip.hipStreamCreateWithPriority(&stream, (unsigned int)flags, priority));
-        else if (nh_hip.hipStreamCreateWithFlags != NULL)
-            note(&c, "hipStreamCreateWithFlags", nh_hip.hipStreamCreateWithFlags(&stream, (unsigned int)flags));
+                 gpu_hip.hipStreamCreateWithPriority(&stream, (unsigned int)flags, priority));
+        else if (gpu_hip.hipStreamCreateWithFlags != NULL)
+            note(&c, "hipStreamCreateWithFlags", gpu_hip.hipStreamCreateWithFlags(&stream, (unsigned int)flags));
         else
-            note(&c, "hipStreamCreate", nh_hip.hipStreamCreate(&stream));
+            note(&c, "hipStreamCreate", gpu_hip.hipStreamCreate(&stream));
         leave_device(&c);
         if (c.function != NULL && stream != NULL) {
-            if (nh_hip.hipStreamDestroy != NULL)
-                (void)nh_hip.hipStreamDestroy(stream); /* the device could not be restored; drop it */
+            if (gpu_hip.hipStreamDestroy != NULL)
+                (void)gpu_hip.hipStreamDestroy(stream); /* the device could not be restored; drop it */
             stream = NULL;
         }
     }
@@ -227,9 +227,9 @@ static PyObject *stream_create(PyObject *module, PyObject *const *args, Py_ssize
         NH_NEED(st, fn);                                                                   \
         hipError_t rc;                                                                     \
         Py_BEGIN_ALLOW_THREADS                                                             \
-        rc = nh_hip.fn((type)handle);                                                      \
+        rc = gpu_hip.fn((type)handle);                                                      \
         Py_END_ALLOW_THREADS                                                               \
-        if (rc != NH_hipSuccess)                                                           \
+        if (rc != GPU_hipSuccess)                                                           \
             return nh_raise_hip(st, #fn, rc);                                              \
         Py_RETURN_NONE;                                                                    \
     }
@@ -261,9 +261,9 @@ static PyObject *stream_wait_event(PyObject *module, PyObject *const *args, Py_s
     NH_NEED(st, hipStreamWaitEvent);
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nh_hip.hipStreamWaitEvent((hipStream_t)stream, (hipEvent_t)event, (unsigned int)flags);
+    rc = gpu_hip.hipStreamWaitEvent((hipStream_t)stream, (hipEvent_t)event, (unsigned int)flags);
     Py_END_ALLOW_THREADS
-    if (rc != NH_hipSuccess)
+    if (rc != GPU_hipSuccess)
         return nh_raise_hip(st, "hipStreamWaitEvent", rc);
     Py_RETURN_NONE;
 }
@@ -279,20 +279,20 @@ static PyObject *event_create(PyObject *module, PyObject *const *args, Py_ssize_
         (nargs > 1 && !nh_int_converter(args[1], &device)))
         return NULL;
     NH_LOAD(st);
-    if (nh_hip.hipEventCreateWithFlags == NULL && (flags != 0 || nh_hip.hipEventCreate == NULL))
+    if (gpu_hip.hipEventCreateWithFlags == NULL && (flags != 0 || gpu_hip.hipEventCreate == NULL))
         return nh_raise_missing(st, "hipEventCreateWithFlags");
     hipEvent_t event = NULL;
     nh_call c;
     Py_BEGIN_ALLOW_THREADS
     if (enter_device(&c, device) == 0) {
-        if (nh_hip.hipEventCreateWithFlags != NULL)
-            note(&c, "hipEventCreateWithFlags", nh_hip.hipEventCreateWithFlags(&event, (unsigned int)flags));
+        if (gpu_hip.hipEventCreateWithFlags != NULL)
+            note(&c, "hipEventCreateWithFlags", gpu_hip.hipEventCreateWithFlags(&event, (unsigned int)flags));
         else
-            note(&c, "hipEventCreate", nh_hip.hipEventCreate(&event));
+            note(&c, "hipEventCreate", gpu_hip.hipEventCreate(&event));
         leave_device(&c);
         if (c.function != NULL && event != NULL) {
-            if (nh_hip.hipEventDestroy != NULL)
-                (void)nh_hip.hipEventDestroy(event); /* the device could not be restored; drop it */
+            if (gpu_hip.hipEventDestroy != NULL)
+                (void)gpu_hip.hipEventDestroy(event); /* the device could not be restored; drop it */
             event = NULL;
         }
     }
@@ -316,9 +316,9 @@ static PyObject *event_record(PyObject *module, PyObject *const *args, Py_ssize_
     NH_NEED(st, hipEventRecord);
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nh_hip.hipEventRecord((hipEvent_t)event, (hipStream_t)stream);
+    rc = gpu_hip.hipEventRecord((hipEvent_t)event, (hipStream_t)stream);
     Py_END_ALLOW_THREADS
-    if (rc != NH_hipSuccess)
+    if (rc != GPU_hipSuccess)
         return nh_raise_hip(st, "hipEventRecord", rc);
     Py_RETURN_NONE;
 }
@@ -336,11 +336,11 @@ static PyObject *event_query(PyObject *module, PyObject *const *args, Py_ssize_t
     NH_NEED(st, hipEventQuery);
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nh_hip.hipEventQuery((hipEvent_t)event);
+    rc = gpu_hip.hipEventQuery((hipEvent_t)event);
     Py_END_ALLOW_THREADS
-    if (rc == NH_hipErrorNotReady)
+    if (rc == GPU_hipErrorNotReady)
         Py_RETURN_FALSE;
-    if (rc != NH_hipSuccess)
+    if (rc != GPU_hipSuccess)
         return nh_raise_hip(st, "hipEventQuery", rc);
     Py_RETURN_TRUE;
 }
@@ -360,9 +360,9 @@ static PyObject *event_elapsed_time(PyObject *module, PyObject *const *args, Py_
     float ms = 0.0f;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nh_hip.hipEventElapsedTime(&ms, (hipEvent_t)start, (hipEvent_t)end);
+    rc = gpu_hip.hipEventElapsedTime(&ms, (hipEvent_t)start, (hipEvent_t)end);
     Py_END_ALLOW_THREADS
-    if (rc != NH_hipSuccess)
+    if (rc != GPU_hipSuccess)
         return nh_raise_hip(st, "hipEventElapsedTime", rc);
     return PyFloat_FromDouble((double)ms);
 }
@@ -389,10 +389,10 @@ static PyObject *hip_malloc(PyObject *module, PyObject *const *args, Py_ssize_t 
     nh_call c;
     Py_BEGIN_ALLOW_THREADS
     if (enter_device(&c, device) == 0) {
-        note(&c, "hipMalloc", nh_hip.hipMalloc(&ptr, size));
+        note(&c, "hipMalloc", gpu_hip.hipMalloc(&ptr, size));
         leave_device(&c);
         if (c.function != NULL && ptr != NULL) {
-            (void)nh_hip.hipFree(ptr); /* the device could not be restored; drop the allocation */
+            (void)gpu_hip.hipFree(ptr); /* the device could not be restored; drop the allocation */
             ptr = NULL;
         }
     }
@@ -419,9 +419,9 @@ static PyObject *memcpy_async(PyObject *module, PyObject *const *args, Py_ssize_
     NH_NEED(st, hipMemcpyAsync);
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nh_hip.hipMemcpyAsync((void *)dst, (const void *)src, nbytes, kind, (hipStream_t)stream);
+    rc = gpu_hip.hipMemcpyAsync((void *)dst, (const void *)src, nbytes, kind, (hipStream_t)stream);
     Py_END_ALLOW_THREADS
-    if (rc != NH_hipSuccess)
+    if (rc != GPU_hipSuccess)
         return nh_raise_hip(st, "hipMemcpyAsync", rc);
     Py_RETURN_NONE;
 }
@@ -447,9 +447,9 @@ static PyObject *memset_async(PyObject *module, PyObject *const *args, Py_ssize_
     NH_NEED(st, hipMemsetAsync);
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nh_hip.hipMemsetAsync((void *)dst, value, nbytes, (hipStream_t)stream);
+    rc = gpu_hip.hipMemsetAsync((void *)dst, value, nbytes, (hipStream_t)stream);
     Py_END_ALLOW_THREADS
-    if (rc != NH_hipSuccess)
+    if (rc != GPU_hipSuccess)
         return nh_raise_hip(st, "hipMemsetAsync", rc);
     Py_RETURN_NONE;
 }
@@ -459,7 +459,7 @@ static const char *memory_type_name(int type, int is_managed)
 {
     if (is_managed)
         return "managed";
-    if (nh_loader_runtime_version() >= 60000000) {
+    if (gpu_hip_runtime_version() >= 60000000) {
         switch (type) {
         case 0: return "unregistered";
         case 1: return "host";
@@ -495,17 +495,17 @@ static PyObject *pointer_get_attributes(PyObject *module, PyObject *const *args,
     NH_NEED(st, hipPointerGetAttributes);
     /* Room beyond the documented layout, in case a runtime's struct grows at the end. */
     union {
-        nh_hip_pointer_attributes attributes;
+        gpu_hip_pointer_attributes attributes;
         unsigned char room[256];
     } u;
     memset(&u, 0, sizeof u);
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nh_hip.hipPointerGetAttributes(&u.attributes, (const void *)ptr);
+    rc = gpu_hip.hipPointerGetAttributes(&u.attributes, (const void *)ptr);
     Py_END_ALLOW_THREADS
-    if (rc != NH_hipSuccess)
+    if (rc != GPU_hipSuccess)
         return nh_raise_hip(st, "hipPointerGetAttributes", rc);
-    const nh_hip_pointer_attributes *a = &u.attributes;
+    const gpu_hip_pointer_attributes *a = &u.attributes;
     return Py_BuildValue("(siNNO)", memory_type_name(a->type, a->isManaged), a->device,
                          PyLong_FromVoidPtr(a->devicePointer), PyLong_FromVoidPtr(a->hostPointer),
                          a->isManaged ? Py_True : Py_False);
@@ -520,7 +520,7 @@ static PyObject *get_error_string(PyObject *module, PyObject *const *args, Py_ss
     if (!nh_check_nargs("get_error_string", nargs, 1, 1) || !nh_int_converter(args[0], &code))
         return NULL;
     NH_LOAD(st);
-    const char *text = nh_hip.hipGetErrorString(code); /* a string lookup: does not block */
+    const char *text = gpu_hip.hipGetErrorString(code); /* a string lookup: does not block */
     return PyUnicode_FromString(text ? text : "");
 }
 
@@ -534,7 +534,7 @@ static PyObject *get_error_name(PyObject *module, PyObject *const *args, Py_ssiz
         return NULL;
     NH_LOAD(st);
     NH_NEED(st, hipGetErrorName);
-    const char *name = nh_hip.hipGetErrorName(code); /* a string lookup: does not block */
+    const char *name = gpu_hip.hipGetErrorName(code); /* a string lookup: does not block */
     return PyUnicode_FromString(name ? name : "");
 }
 

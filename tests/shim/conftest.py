@@ -24,9 +24,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 HIP_SRC = ROOT / "src" / "hip"
+SHARED_INCLUDE = ROOT / "src" / "include"
+# The GPU runtime loader shared with nccl._ext (meson.build's gpu_loader_src).
+SHARED_SOURCES = [ROOT / "src" / "common" / "gpu_loader.c"]
 PKG_SRC = ROOT / "src" / "nccl" / "_hip_compat"
 STUB_SRC = Path(__file__).resolve().parent / "stub_hip.c"
-HIP_SOURCES = ["hip_module.c", "hip_errors.c", "hip_library.c", "hip_runtime.c", "hip_dlpack.c", "hip_loader.c"]
+HIP_SOURCES = ["hip_module.c", "hip_errors.c", "hip_library.c", "hip_runtime.c", "hip_dlpack.c"]
 # The flags meson uses (warning_level=2, c_std=c11) plus those of src/hip/meson.build.
 EXT_CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-D_GNU_SOURCE", "-fvisibility=hidden", "-O1", "-g"]
 # Extra flags for the scratch extension and the stub, e.g. "-fsanitize=address,undefined".
@@ -61,8 +64,9 @@ def build_extension(dest, extra_flags=()):
     """Compile nccl._hip_compat._hip from src/hip into dest; returns the file."""
     include = sysconfig.get_paths()["include"]
     out = Path(dest) / ("_hip" + sysconfig.get_config_var("EXT_SUFFIX"))
-    _gcc([*EXT_CFLAGS, *EXTRA_CFLAGS, *extra_flags, "-shared", "-fPIC", f"-I{include}",
-          *[str(HIP_SRC / name) for name in HIP_SOURCES], "-ldl", "-lpthread", "-o", str(out)])
+    _gcc([*EXT_CFLAGS, *EXTRA_CFLAGS, *extra_flags, "-shared", "-fPIC", f"-I{include}", f"-I{SHARED_INCLUDE}",
+          *[str(HIP_SRC / name) for name in HIP_SOURCES], *map(str, SHARED_SOURCES), "-ldl", "-lpthread",
+          "-o", str(out)])
     return out
 
 

@@ -29,16 +29,16 @@ def test_nothing_python_inside_gil_released_blocks(path):
             assert not re.search(rf"\b{re.escape(token)}", block), f"{path.name}: {token!r} in\n{block}"
 
 
-@pytest.mark.parametrize("path", [p for p in C_FILES if p.name != "hip_loader.c"], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", C_FILES, ids=lambda p: p.name)
 def test_every_hip_call_releases_the_gil(path):
-    """Each nh_hip.<entry point>( call sits in a GIL-released block, in a helper that only runs
+    """Each gpu_hip.<entry point>( call sits in a GIL-released block, in a helper that only runs
     inside one, or is a string lookup made while building an exception."""
     text = _strip_comments(path.read_text())
     released = set()
     for match in re.finditer(r"Py_BEGIN_ALLOW_THREADS.*?Py_END_ALLOW_THREADS", text, flags=re.S):
         released.update(range(match.start(), match.end()))
     functions = [(m.start(), m.group(1)) for m in re.finditer(r"^[a-zA-Z][^\n;]*?\b(\w+)\([^;{]*\)\s*\{", text, re.M)]
-    for call in re.finditer(r"nh_hip\.(hip\w+)\(", text):
+    for call in re.finditer(r"gpu_hip\.(hip\w+)\(", text):
         name = call.group(1)
         if call.start() in released or name in STRING_LOOKUPS:
             continue
