@@ -57,6 +57,8 @@ STUB_VARIANTS = {
                     ["-DSTUB_WITH_RCCL", '-DSTUB_OMIT="ncclAlltoAllv,ncclAlltoAll,ncclAllReduceWithBias"']),
     # opens, but exports no ncclGetVersion: "not an NCCL/RCCL library"
     "not_nccl": ("not_nccl/libnccl.so.2", ['-DSTUB_OMIT="ncclGetVersion"']),
+    # every row but ncclCommGetAsyncError: a symbol missing after a resource was registered
+    "nccl_no_async_error": ("nccl_no_async_error/libnccl.so.2", ['-DSTUB_OMIT="ncclCommGetAsyncError"']),
 }
 STUB_CFLAGS = ["-std=gnu11", "-O1", "-g", "-Wall", "-Wextra", f"-I{ABI_INCLUDE}"]
 

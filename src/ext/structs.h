@@ -4,7 +4,27 @@
 #ifndef NCCL4PY_STRUCTS_H
 #define NCCL4PY_STRUCTS_H
 
-#include "module.h"
+#include "common.h"
+
+/* The struct wrapper classes of nccl.bindings.nccl. */
+typedef enum {
+    NX_STRUCT_UNIQUE_ID,
+    NX_STRUCT_CONFIG,
+    NX_STRUCT_SIM_INFO,
+    NX_STRUCT_WAIT_SIGNAL_DESC,
+    NX_STRUCT_COMM_PROPERTIES,
+    NX_NSTRUCTS
+} nx_struct_kind;
+
+/* This file's part of the module state (owned references). */
+typedef struct {
+    PyTypeObject *types[NX_NSTRUCTS];  /* the classes, made at exec time */
+    PyObject *ndarray_type;            /* numpy.ndarray, registered by nccl.bindings.nccl */
+    PyObject *dtypes[NX_NSTRUCTS];     /* their numpy dtypes, registered likewise */
+} nx_structs_cache;
+
+int nx_structs_cache_traverse(nx_structs_cache *c, visitproc visit, void *arg);
+void nx_structs_cache_clear(nx_structs_cache *c);
 
 /* A new owned, initialised instance of the given class. */
 PyObject *nx_struct_new(nx_state *st, nx_struct_kind kind);
