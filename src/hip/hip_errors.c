@@ -1,6 +1,8 @@
 /* Exceptions of nccl._hip_compat._hip, built in one place, and the argument converters. */
 #include "hip_module.h"
 
+#include <string.h>
+
 #include "gpu_loader.h"
 
 /* The bindings' class when nccl._errors is importable (so `except NotSupportedError` written for
@@ -116,6 +118,17 @@ exit:
     Py_XDECREF(exc);
     Py_XDECREF(value);
     return NULL;
+}
+
+int nh_need(nh_state *st, const void *slot)
+{
+    void (*fn)(void);
+    memcpy(&fn, slot, sizeof fn);
+    if (fn != NULL)
+        return 0;
+    const gpu_symbol *row = gpu_hip_symbol_at(slot);
+    nh_raise_missing(st, row != NULL ? row->name : "<not an entry point of the HIP table>");
+    return -1;
 }
 
 PyObject *nh_raise_missing(nh_state *st, const char *function)

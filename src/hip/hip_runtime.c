@@ -11,17 +11,6 @@
 
 #include "gpu_loader.h"
 
-#define NH_LOAD(st)                        \
-    do {                                   \
-        if (nh_ensure_loaded(st) < 0)      \
-            return NULL;                   \
-    } while (0)
-#define NH_NEED(st, fn)                           \
-    do {                                          \
-        if (gpu_hip.fn == NULL)                    \
-            return nh_raise_missing((st), #fn);   \
-    } while (0)
-
 /* The first failing call of a sequence made without the GIL. */
 typedef struct {
     const char *function;
@@ -76,7 +65,8 @@ PyDoc_STRVAR(get_device_count__doc__, "get_device_count()\n--\n\n"
 static PyObject *get_device_count(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
     nh_state *st = nh_get_state(module);
-    NH_LOAD(st);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
     int count = 0;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
@@ -94,7 +84,8 @@ PyDoc_STRVAR(get_device__doc__, "get_device()\n--\n\nhipGetDevice(): the calling
 static PyObject *get_device(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
     nh_state *st = nh_get_state(module);
-    NH_LOAD(st);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
     int device = -1;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
@@ -113,7 +104,8 @@ static PyObject *set_device(PyObject *module, PyObject *const *args, Py_ssize_t 
     int device;
     if (!nh_check_nargs("set_device", nargs, 1, 1) || !nh_int_converter(args[0], &device))
         return NULL;
-    NH_LOAD(st);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
     rc = gpu_hip.hipSetDevice(device);
@@ -132,8 +124,10 @@ static PyObject *device_synchronize(PyObject *module, PyObject *const *args, Py_
     int device = -1;
     if (!nh_check_nargs("device_synchronize", nargs, 0, 1) || (nargs > 0 && !nh_int_converter(args[0], &device)))
         return NULL;
-    NH_LOAD(st);
-    NH_NEED(st, hipDeviceSynchronize);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (nh_need(st, &gpu_hip.hipDeviceSynchronize) < 0)
+        return NULL;
     nh_call c;
     Py_BEGIN_ALLOW_THREADS
     if (enter_device(&c, device) == 0) {
@@ -155,8 +149,10 @@ static PyObject *device_get_pci_bus_id(PyObject *module, PyObject *const *args, 
     int device;
     if (!nh_check_nargs("device_get_pci_bus_id", nargs, 1, 1) || !nh_int_converter(args[0], &device))
         return NULL;
-    NH_LOAD(st);
-    NH_NEED(st, hipDeviceGetPCIBusId);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (nh_need(st, &gpu_hip.hipDeviceGetPCIBusId) < 0)
+        return NULL;
     char bus_id[64];
     hipError_t rc;
     memset(bus_id, 0, sizeof bus_id);
@@ -185,11 +181,14 @@ static PyObject *stream_create(PyObject *module, PyObject *const *args, Py_ssize
     }
     if (nargs > 2 && !nh_int_converter(args[2], &device))
         return NULL;
-    NH_LOAD(st);
-    if (has_priority)
-        NH_NEED(st, hipStreamCreateWithPriority);
-    else if (gpu_hip.hipStreamCreateWithFlags == NULL && (flags != 0 || gpu_hip.hipStreamCreate == NULL))
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (has_priority) {
+        if (nh_need(st, &gpu_hip.hipStreamCreateWithPriority) < 0)
+            return NULL;
+    } else if (gpu_hip.hipStreamCreateWithFlags == NULL && (flags != 0 || gpu_hip.hipStreamCreate == NULL)) {
         return nh_raise_missing(st, "hipStreamCreateWithFlags");
+    }
     hipStream_t stream = NULL;
     nh_call c;
     Py_BEGIN_ALLOW_THREADS
@@ -214,37 +213,100 @@ static PyObject *stream_create(PyObject *module, PyObject *const *args, Py_ssize
     return PyLong_FromVoidPtr(stream);
 }
 
-/* One-handle functions: parse, check the symbol, call without the GIL. */
-#define NH_HANDLE_FUNCTION(cname, pyname, fn, type, doc)                                   \
-    PyDoc_STRVAR(cname##__doc__, doc);                                                     \
-    static PyObject *cname(PyObject *module, PyObject *const *args, Py_ssize_t nargs)      \
-    {                                                                                      \
-        nh_state *st = nh_get_state(module);                                               \
-        uintptr_t handle;                                                                  \
-        if (!nh_check_nargs(pyname, nargs, 1, 1) || !nh_handle_converter(args[0], &handle)) \
-            return NULL;                                                                   \
-        NH_LOAD(st);                                                                       \
-        NH_NEED(st, fn);                                                                   \
-        hipError_t rc;                                                                     \
-        Py_BEGIN_ALLOW_THREADS                                                             \
-        rc = gpu_hip.fn((type)handle);                                                      \
-        Py_END_ALLOW_THREADS                                                               \
-        if (rc != GPU_hipSuccess)                                                           \
-            return nh_raise_hip(st, #fn, rc);                                              \
-        Py_RETURN_NONE;                                                                    \
-    }
+/* ---- one-handle functions: parse, check the symbol, call without the GIL ---- */
 
-NH_HANDLE_FUNCTION(stream_destroy, "stream_destroy", hipStreamDestroy, hipStream_t,
-                   "stream_destroy(stream, /)\n--\n\nhipStreamDestroy(stream).")
-NH_HANDLE_FUNCTION(stream_synchronize, "stream_synchronize", hipStreamSynchronize, hipStream_t,
-                   "stream_synchronize(stream, /)\n--\n\n"
-                   "hipStreamSynchronize(stream): blocks until the stream's work is done.")
-NH_HANDLE_FUNCTION(event_synchronize, "event_synchronize", hipEventSynchronize, hipEvent_t,
-                   "event_synchronize(event, /)\n--\n\n"
-                   "hipEventSynchronize(event): blocks until the event has completed.")
-NH_HANDLE_FUNCTION(event_destroy, "event_destroy", hipEventDestroy, hipEvent_t,
-                   "event_destroy(event, /)\n--\n\nhipEventDestroy(event).")
-NH_HANDLE_FUNCTION(hip_free, "free", hipFree, void *, "free(ptr, /)\n--\n\nhipFree(ptr). Synchronizes the device.")
+/* The handle argument of a one-handle function, and the runtime with its entry point at slot. */
+static int one_handle(nh_state *st, const char *name, PyObject *const *args, Py_ssize_t nargs, const void *slot,
+                      uintptr_t *handle)
+{
+    if (!nh_check_nargs(name, nargs, 1, 1) || !nh_handle_converter(args[0], handle))
+        return -1;
+    if (nh_ensure_loaded(st) < 0 || nh_need(st, slot) < 0)
+        return -1;
+    return 0;
+}
+
+PyDoc_STRVAR(stream_destroy__doc__, "stream_destroy(stream, /)\n--\n\nhipStreamDestroy(stream).");
+static PyObject *stream_destroy(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    nh_state *st = nh_get_state(module);
+    uintptr_t handle;
+    if (one_handle(st, "stream_destroy", args, nargs, &gpu_hip.hipStreamDestroy, &handle) < 0)
+        return NULL;
+    hipError_t rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gpu_hip.hipStreamDestroy((hipStream_t)handle);
+    Py_END_ALLOW_THREADS
+    if (rc != GPU_hipSuccess)
+        return nh_raise_hip(st, "hipStreamDestroy", rc);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(stream_synchronize__doc__, "stream_synchronize(stream, /)\n--\n\n"
+"hipStreamSynchronize(stream): blocks until the stream's work is done.");
+static PyObject *stream_synchronize(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    nh_state *st = nh_get_state(module);
+    uintptr_t handle;
+    if (one_handle(st, "stream_synchronize", args, nargs, &gpu_hip.hipStreamSynchronize, &handle) < 0)
+        return NULL;
+    hipError_t rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gpu_hip.hipStreamSynchronize((hipStream_t)handle);
+    Py_END_ALLOW_THREADS
+    if (rc != GPU_hipSuccess)
+        return nh_raise_hip(st, "hipStreamSynchronize", rc);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(event_synchronize__doc__, "event_synchronize(event, /)\n--\n\n"
+"hipEventSynchronize(event): blocks until the event has completed.");
+static PyObject *event_synchronize(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    nh_state *st = nh_get_state(module);
+    uintptr_t handle;
+    if (one_handle(st, "event_synchronize", args, nargs, &gpu_hip.hipEventSynchronize, &handle) < 0)
+        return NULL;
+    hipError_t rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gpu_hip.hipEventSynchronize((hipEvent_t)handle);
+    Py_END_ALLOW_THREADS
+    if (rc != GPU_hipSuccess)
+        return nh_raise_hip(st, "hipEventSynchronize", rc);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(event_destroy__doc__, "event_destroy(event, /)\n--\n\nhipEventDestroy(event).");
+static PyObject *event_destroy(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    nh_state *st = nh_get_state(module);
+    uintptr_t handle;
+    if (one_handle(st, "event_destroy", args, nargs, &gpu_hip.hipEventDestroy, &handle) < 0)
+        return NULL;
+    hipError_t rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gpu_hip.hipEventDestroy((hipEvent_t)handle);
+    Py_END_ALLOW_THREADS
+    if (rc != GPU_hipSuccess)
+        return nh_raise_hip(st, "hipEventDestroy", rc);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(hip_free__doc__, "free(ptr, /)\n--\n\nhipFree(ptr). Synchronizes the device.");
+static PyObject *hip_free(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    nh_state *st = nh_get_state(module);
+    uintptr_t handle;
+    if (one_handle(st, "free", args, nargs, &gpu_hip.hipFree, &handle) < 0)
+        return NULL;
+    hipError_t rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gpu_hip.hipFree((void *)handle);
+    Py_END_ALLOW_THREADS
+    if (rc != GPU_hipSuccess)
+        return nh_raise_hip(st, "hipFree", rc);
+    Py_RETURN_NONE;
+}
 
 PyDoc_STRVAR(stream_wait_event__doc__, "stream_wait_event(stream, event, flags=0, /)\n--\n\n"
 "hipStreamWaitEvent(): later work on stream waits for event. Does not block the host.");
@@ -257,8 +319,10 @@ static PyObject *stream_wait_event(PyObject *module, PyObject *const *args, Py_s
     if (!nh_check_nargs("stream_wait_event", nargs, 2, 3) || !nh_handle_converter(args[0], &stream) ||
         !nh_handle_converter(args[1], &event) || (nargs > 2 && !nh_int_converter(args[2], &flags)))
         return NULL;
-    NH_LOAD(st);
-    NH_NEED(st, hipStreamWaitEvent);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (nh_need(st, &gpu_hip.hipStreamWaitEvent) < 0)
+        return NULL;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
     rc = gpu_hip.hipStreamWaitEvent((hipStream_t)stream, (hipEvent_t)event, (unsigned int)flags);
@@ -278,7 +342,8 @@ static PyObject *event_create(PyObject *module, PyObject *const *args, Py_ssize_
     if (!nh_check_nargs("event_create", nargs, 0, 2) || (nargs > 0 && !nh_int_converter(args[0], &flags)) ||
         (nargs > 1 && !nh_int_converter(args[1], &device)))
         return NULL;
-    NH_LOAD(st);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
     if (gpu_hip.hipEventCreateWithFlags == NULL && (flags != 0 || gpu_hip.hipEventCreate == NULL))
         return nh_raise_missing(st, "hipEventCreateWithFlags");
     hipEvent_t event = NULL;
@@ -312,8 +377,10 @@ static PyObject *event_record(PyObject *module, PyObject *const *args, Py_ssize_
     if (!nh_check_nargs("event_record", nargs, 2, 2) || !nh_handle_converter(args[0], &event) ||
         !nh_handle_converter(args[1], &stream))
         return NULL;
-    NH_LOAD(st);
-    NH_NEED(st, hipEventRecord);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (nh_need(st, &gpu_hip.hipEventRecord) < 0)
+        return NULL;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
     rc = gpu_hip.hipEventRecord((hipEvent_t)event, (hipStream_t)stream);
@@ -332,8 +399,10 @@ static PyObject *event_query(PyObject *module, PyObject *const *args, Py_ssize_t
     uintptr_t event;
     if (!nh_check_nargs("event_query", nargs, 1, 1) || !nh_handle_converter(args[0], &event))
         return NULL;
-    NH_LOAD(st);
-    NH_NEED(st, hipEventQuery);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (nh_need(st, &gpu_hip.hipEventQuery) < 0)
+        return NULL;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
     rc = gpu_hip.hipEventQuery((hipEvent_t)event);
@@ -355,8 +424,10 @@ static PyObject *event_elapsed_time(PyObject *module, PyObject *const *args, Py_
     if (!nh_check_nargs("event_elapsed_time", nargs, 2, 2) || !nh_handle_converter(args[0], &start) ||
         !nh_handle_converter(args[1], &end))
         return NULL;
-    NH_LOAD(st);
-    NH_NEED(st, hipEventElapsedTime);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (nh_need(st, &gpu_hip.hipEventElapsedTime) < 0)
+        return NULL;
     float ms = 0.0f;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
@@ -382,9 +453,12 @@ static PyObject *hip_malloc(PyObject *module, PyObject *const *args, Py_ssize_t 
         PyErr_SetString(PyExc_ValueError, "size must be positive, got 0");
         return NULL;
     }
-    NH_LOAD(st);
-    NH_NEED(st, hipMalloc);
-    NH_NEED(st, hipFree);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (nh_need(st, &gpu_hip.hipMalloc) < 0)
+        return NULL;
+    if (nh_need(st, &gpu_hip.hipFree) < 0)
+        return NULL;
     void *ptr = NULL;
     nh_call c;
     Py_BEGIN_ALLOW_THREADS
@@ -415,8 +489,10 @@ static PyObject *memcpy_async(PyObject *module, PyObject *const *args, Py_ssize_
         !nh_handle_converter(args[1], &src) || !nh_size_converter(args[2], &nbytes) ||
         !nh_int_converter(args[3], &kind) || !nh_handle_converter(args[4], &stream))
         return NULL;
-    NH_LOAD(st);
-    NH_NEED(st, hipMemcpyAsync);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (nh_need(st, &gpu_hip.hipMemcpyAsync) < 0)
+        return NULL;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
     rc = gpu_hip.hipMemcpyAsync((void *)dst, (const void *)src, nbytes, kind, (hipStream_t)stream);
@@ -443,8 +519,10 @@ static PyObject *memset_async(PyObject *module, PyObject *const *args, Py_ssize_
         PyErr_Format(PyExc_ValueError, "value must be a byte (0-255), got %d", value);
         return NULL;
     }
-    NH_LOAD(st);
-    NH_NEED(st, hipMemsetAsync);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (nh_need(st, &gpu_hip.hipMemsetAsync) < 0)
+        return NULL;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
     rc = gpu_hip.hipMemsetAsync((void *)dst, value, nbytes, (hipStream_t)stream);
@@ -491,8 +569,10 @@ static PyObject *pointer_get_attributes(PyObject *module, PyObject *const *args,
     uintptr_t ptr;
     if (!nh_check_nargs("pointer_get_attributes", nargs, 1, 1) || !nh_handle_converter(args[0], &ptr))
         return NULL;
-    NH_LOAD(st);
-    NH_NEED(st, hipPointerGetAttributes);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (nh_need(st, &gpu_hip.hipPointerGetAttributes) < 0)
+        return NULL;
     /* Room beyond the documented layout, in case a runtime's struct grows at the end. */
     union {
         gpu_hip_pointer_attributes attributes;
@@ -519,7 +599,8 @@ static PyObject *get_error_string(PyObject *module, PyObject *const *args, Py_ss
     int code;
     if (!nh_check_nargs("get_error_string", nargs, 1, 1) || !nh_int_converter(args[0], &code))
         return NULL;
-    NH_LOAD(st);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
     const char *text = gpu_hip.hipGetErrorString(code); /* a string lookup: does not block */
     return PyUnicode_FromString(text ? text : "");
 }
@@ -532,8 +613,10 @@ static PyObject *get_error_name(PyObject *module, PyObject *const *args, Py_ssiz
     int code;
     if (!nh_check_nargs("get_error_name", nargs, 1, 1) || !nh_int_converter(args[0], &code))
         return NULL;
-    NH_LOAD(st);
-    NH_NEED(st, hipGetErrorName);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (nh_need(st, &gpu_hip.hipGetErrorName) < 0)
+        return NULL;
     const char *name = gpu_hip.hipGetErrorName(code); /* a string lookup: does not block */
     return PyUnicode_FromString(name ? name : "");
 }
