@@ -449,8 +449,10 @@ ncclResult_t ncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int pe
 ncclResult_t ncclAllReduceWithBias(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                                    ncclRedOp_t op, ncclComm_t comm, hipStream_t stream, const void *acc)
 {
+    ncclResult_t rc;
     (void)stream;
-    HOST_CHECK(rccl_only("ncclAllReduceWithBias"));
+    if (HOST_FAILED(rc = rccl_only("ncclAllReduceWithBias")))
+        return rc;
     return coll(HOST_K_ALLREDUCE_BIAS, "ncclAllReduceWithBias", sendbuff, recvbuff, count, datatype, (int)op, -1, acc,
                 comm);
 }
@@ -459,8 +461,10 @@ static ncclResult_t alltoallv(const char *name, const void *sendbuff, const size
                               const size_t sdispls[], void *recvbuff, const size_t recvcounts[],
                               const size_t rdispls[], ncclDataType_t datatype, ncclComm_t comm)
 {
+    ncclResult_t rc;
     host_opd o;
-    HOST_CHECK(rccl_only(name));
+    if (HOST_FAILED(rc = rccl_only(name)))
+        return rc;
     memset(&o, 0, sizeof o);
     o.kind = HOST_K_ALLTOALLV;
     o.name = name;
@@ -495,8 +499,10 @@ ncclResult_t ncclAllToAllv(const void *sendbuff, const size_t sendcounts[], cons
 ncclResult_t ncclAllToAll(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                           ncclComm_t comm, hipStream_t stream)
 {
+    ncclResult_t rc;
     (void)stream;
-    HOST_CHECK(rccl_only("ncclAllToAll"));
+    if (HOST_FAILED(rc = rccl_only("ncclAllToAll")))
+        return rc;
     return coll(HOST_K_ALLTOALL, "ncclAllToAll", sendbuff, recvbuff, count, datatype, -1, -1, NULL, comm);
 }
 

@@ -122,8 +122,10 @@ ncclResult_t host_unique_id(ncclUniqueId *id)
     if (ra == NULL)
         return host_fail(ncclSystemError, "ncclGetUniqueId: out of memory");
     ra->lfd = -1;
-    HOST_CHECKGOTO(host_random_bytes(ra->secret, sizeof ra->secret), rc, fail);
-    HOST_CHECKGOTO(host_sock_listen(p->bind_addr, &ra->lfd, &ra->port_be), rc, fail);
+    if (HOST_FAILED(rc = host_random_bytes(ra->secret, sizeof ra->secret)))
+        goto fail;
+    if (HOST_FAILED(rc = host_sock_listen(p->bind_addr, &ra->lfd, &ra->port_be)))
+        goto fail;
     ra->deadline = host_deadline_after(p->root_idle_ns);
     memset(id, 0, sizeof *id);
     memcpy(b + ID_MAGIC, id_magic, sizeof id_magic);
@@ -136,7 +138,8 @@ ncclResult_t host_unique_id(ncclUniqueId *id)
     memcpy(b + ID_PORT, &ra->port_be, 2);
     memcpy(b + ID_ADDR, &p->bind_addr, 4);
     put_u32le(b + ID_CHECK, host_crc32(b, ID_CHECK));
-    HOST_CHECKGOTO(host_thread_create(&t, root_main, ra, 1), rc, fail);
+    if (HOST_FAILED(rc = host_thread_create(&t, root_main, ra, 1)))
+        goto fail;
     HOST_INFO(HOST_SUB_BOOTSTRAP, "unique id root listening on port %u", (unsigned)ntohs(ra->port_be));
     return ncclSuccess;
 fail:
@@ -636,7 +639,8 @@ ncclResult_t host_bootstrap(host_comm *c)
     }
     host_sock_close(&fd);
     memcpy(c->token, t.token, sizeof c->token);
-    HOST_CHECKGOTO(host_mesh_build(c, table), rc, exit);
+    if (HOST_FAILED(rc = host_mesh_build(c, table)))
+        goto exit;
     if (c->rank == 0 && c->nids > 1)
         host_dismiss_roots(c->extra_ids, c->nids - 1);
 exit:
@@ -690,8 +694,9 @@ ncclResult_t host_mesh_build(host_comm *c, const host_peer_addr *peers)
         memset(&mh, 0, sizeof mh);
         memcpy(mh.token, c->token, sizeof mh.token);
         mh.rank = me;
-        HOST_CHECKGOTO(send_msg(c, c->peers[j].fd, HOST_MSG_MESH_HELLO, &mh, sizeof mh, deadline,
-                                "connecting the control mesh", j), rc, fail);
+        if (HOST_FAILED(rc = send_msg(c, c->peers[j].fd, HOST_MSG_MESH_HELLO, &mh, sizeof mh, deadline,
+                                      "connecting the control mesh", j)))
+            goto fail;
     }
     /* Accept down: each j < me presents {token, j}; anything else is closed. */
     while (got < me) {
@@ -735,38 +740,48 @@ ncclResult_t host_mesh_build(host_comm *c, const host_peer_addr *peers)
 
     /* Segment: rank 0 creates, everyone attaches and acknowledges, rank 0 unlinks, READY. */
     if (me == 0) {
-        HOST_CHECKGOTO(host_seg_create(&c->seg, n, c->token, segname, sizeof segname), rc, fail);
+        if (HOST_FAILED(rc = host_seg_create(&c->seg, n, c->token, segname, sizeof segname)))
+            goto fail;
         unlinked = 0;
         memset(&sm, 0, sizeof sm);
         snprintf(sm.name, sizeof sm.name, "%s", segname);
         for (int j = 1; j < n; j++)
-            HOST_CHECKGOTO(send_msg(c, c->peers[j].fd, HOST_MSG_SEG_NAME, &sm, sizeof sm, deadline,
-                                    "sending the shared segment name", j), rc, fail);
+            if (HOST_FAILED(rc = send_msg(c, c->peers[j].fd, HOST_MSG_SEG_NAME, &sm, sizeof sm, deadline,
+                                          "sending the shared segment name", j)))
+                goto fail;
         for (int j = 1; j < n; j++) {
             int32_t ack;
-            HOST_CHECKGOTO(recv_msg(c, c->peers[j].fd, HOST_MSG_SEG_ACK, &ack, sizeof ack, deadline,
-                                    "waiting for peers to attach the shared segment", j), rc, fail);
+            if (HOST_FAILED(rc = recv_msg(c, c->peers[j].fd, HOST_MSG_SEG_ACK, &ack, sizeof ack, deadline,
+                                          "waiting for peers to attach the shared segment", j)))
+                goto fail;
         }
-        HOST_CHECKGOTO(host_seg_unlink(segname), rc, fail);
+        if (HOST_FAILED(rc = host_seg_unlink(segname)))
+            goto fail;
         unlinked = 1;
         for (int j = 1; j < n; j++) {
             int32_t z = 0;
-            HOST_CHECKGOTO(send_msg(c, c->peers[j].fd, HOST_MSG_READY, &z, sizeof z, deadline,
-                                    "completing the bootstrap", j), rc, fail);
+            if (HOST_FAILED(rc = send_msg(c, c->peers[j].fd, HOST_MSG_READY, &z, sizeof z, deadline,
+                                          "completing the bootstrap", j)))
+                goto fail;
         }
     } else {
         int32_t ack = 0;
-        HOST_CHECKGOTO(recv_msg(c, c->peers[0].fd, HOST_MSG_SEG_NAME, &sm, sizeof sm, deadline,
-                                "waiting for the shared segment name", 0), rc, fail);
+        if (HOST_FAILED(rc = recv_msg(c, c->peers[0].fd, HOST_MSG_SEG_NAME, &sm, sizeof sm, deadline,
+                                      "waiting for the shared segment name", 0)))
+            goto fail;
         sm.name[sizeof sm.name - 1] = '\0';
-        HOST_CHECKGOTO(host_seg_attach(&c->seg, sm.name, n, c->token), rc, fail);
-        HOST_CHECKGOTO(send_msg(c, c->peers[0].fd, HOST_MSG_SEG_ACK, &ack, sizeof ack, deadline,
-                                "acknowledging the shared segment", 0), rc, fail);
-        HOST_CHECKGOTO(recv_msg(c, c->peers[0].fd, HOST_MSG_READY, &ack, sizeof ack, deadline,
-                                "waiting for the bootstrap to complete", 0), rc, fail);
+        if (HOST_FAILED(rc = host_seg_attach(&c->seg, sm.name, n, c->token)))
+            goto fail;
+        if (HOST_FAILED(rc = send_msg(c, c->peers[0].fd, HOST_MSG_SEG_ACK, &ack, sizeof ack, deadline,
+                                      "acknowledging the shared segment", 0)))
+            goto fail;
+        if (HOST_FAILED(rc = recv_msg(c, c->peers[0].fd, HOST_MSG_READY, &ack, sizeof ack, deadline,
+                                      "waiting for the bootstrap to complete", 0)))
+            goto fail;
     }
     host_seg_rankp(&c->seg, me)->pid = (uint32_t)getpid();
-    HOST_CHECKGOTO(host_monitor_add(c), rc, fail);
+    if (HOST_FAILED(rc = host_monitor_add(c)))
+        goto fail;
     HOST_INFO(HOST_SUB_INIT, "%s rank %d/%d: communicator ready (segment %zu bytes)", c->name, c->rank, n,
               c->seg.size);
     return ncclSuccess;
@@ -821,7 +836,8 @@ ncclResult_t host_mgmt_allgather(host_comm *c, const int *members, int nmembers,
             memcpy((char *)out + (size_t)i * len, mine, len);
             continue;
         }
-        HOST_CHECK(host_ctl_send(c, members[i], HOST_MSG_MGMT, tag, mine, len, deadline));
+        if (HOST_FAILED(rc = host_ctl_send(c, members[i], HOST_MSG_MGMT, tag, mine, len, deadline)))
+            return rc;
     }
     pthread_mutex_lock(&c->lock);
     for (int i = 0; i < nmembers && rc == ncclSuccess; i++) {

@@ -89,6 +89,7 @@ static void seg_fill(host_seg *seg, void *base, size_t size)
 ncclResult_t host_seg_create(host_seg *seg, int nranks, const uint8_t token[HOST_TOKEN_BYTES], char *name,
                              size_t namelen)
 {
+    ncclResult_t rc;
     const host_params_t *p = host_params();
     host_seg_header h;
     uint64_t rnd;
@@ -97,7 +98,8 @@ ncclResult_t host_seg_create(host_seg *seg, int nranks, const uint8_t token[HOST
     memset(&h, 0, sizeof h);
     layout(&h, nranks, host_chunk_bytes(nranks), p->p2p_bytes);
     sweep();
-    HOST_CHECK(host_random_bytes(&rnd, sizeof rnd));
+    if (HOST_FAILED(rc = host_random_bytes(&rnd, sizeof rnd)))
+        return rc;
     snprintf(name, namelen, "/nccl-host-%u-%d-%016llx", (unsigned)geteuid(), (int)getpid(), (unsigned long long)rnd);
     fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0)
