@@ -11,19 +11,43 @@
 #include "library.h"
 #include "module.h"
 
+/* The HIP runtime could not be loaded: NcclInvalid naming every candidate the loader tried. */
+static NX_COLD int hip_not_loaded(nx_state *st, const char *name, const gpu_attempt *attempts, size_t n)
+{
+    PyObject *tried = PyUnicode_FromString("");
+    for (size_t i = 0; tried != NULL && i < n; i++) {
+        PyObject *item = PyUnicode_FromFormat("%s%s: %s", i ? "; " : "", attempts[i].candidate,
+                                              attempts[i].outcome ? attempts[i].outcome : "loaded");
+        PyObject *joined = item ? PyUnicode_Concat(tried, item) : NULL;
+        Py_XDECREF(item);
+        Py_SETREF(tried, joined);
+    }
+    if (tried != NULL)
+        nx_invalid(st, "%s: cannot find the device of a __cuda_array_interface__ pointer: the HIP runtime "
+                       "(libamdhip64) did not load; tried %U", name, tried);
+    Py_XDECREF(tried);
+    return -1;
+}
+
 /* RCCL: hipPointerGetAttributes from the HIP runtime. */
 static int hip_pointer_device(nx_state *st, const char *name, void *ptr, int *device)
 {
-    int loaded = 0;
     if (!gpu_hip_ready()) {
+        gpu_attempt *attempts = NULL;
+        size_t n = 0;
+        int loaded;
         Py_BEGIN_ALLOW_THREADS
-        loaded = gpu_hip_load(NULL, NULL);
+        loaded = gpu_hip_load(&attempts, &n);
         Py_END_ALLOW_THREADS
+        if (loaded != 0)
+            hip_not_loaded(st, name, attempts, n);
+        gpu_attempts_free(attempts, n);
+        if (loaded != 0)
+            return -1;
     }
-    if (loaded != 0 || gpu_hip.hipPointerGetAttributes == NULL) {
-        nx_invalid(st, "%s: cannot find the device of a __cuda_array_interface__ pointer: "
-                       "hipPointerGetAttributes is unavailable (%s)", name,
-                   loaded != 0 ? "libamdhip64 not found; NCCL4PY_HIP_LIBRARY names it" : "not exported by libamdhip64");
+    if (gpu_hip.hipPointerGetAttributes == NULL) {
+        nx_invalid(st, "%s: cannot find the device of a __cuda_array_interface__ pointer: %s does not export "
+                       "hipPointerGetAttributes", name, gpu_hip_path());
         return -1;
     }
     gpu_hip_pointer_attributes attrs = {0};
