@@ -11,9 +11,9 @@
 #ifndef NCCL4PY_BUFFER_H
 #define NCCL4PY_BUFFER_H
 
-#include <stdint.h>
-
 #include "common.h"
+
+#include <stdint.h>
 
 #define NX_DEVICE_HOST (-1) /* nx_buffer.device of host memory (pinned/managed memory carries the
                             * device its producer reports) */
