@@ -1,6 +1,7 @@
-/* The C side of nccl.core (API.md section 5): the Communicator type, buffer and stream resolution,
- * and the communicator-owned resources. Shared declarations of communicator.c, collectives.c,
- * buffer.c, stream.c, resources.c and lazy.c. */
+/* The C side of nccl.core (API.md section 5): the Communicator type and the declarations its files
+ * share (communicator.c, communicator_create.c, collectives.c, resources.c, redop.c). Buffer and
+ * stream resolution (buffer.h, stream.h) and the lazy Python objects (lazy.h) come in through the
+ * includes below. */
 #ifndef NCCL4PY_CORE_H
 #define NCCL4PY_CORE_H
 
