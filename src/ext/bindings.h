@@ -80,11 +80,7 @@
 
 static inline int nx_arg_addr(const nx_sig *sig, PyObject *const *a, int i, void **out)
 {
-    intptr_t v;
-    if (nx_intptr(a[i], sig->fname, sig->names[i], &v) < 0)
-        return -1;
-    *out = (void *)v;
-    return 0;
+    return nx_addr(a[i], sig->fname, sig->names[i], out);
 }
 
 static inline int nx_arg_stream(const nx_sig *sig, PyObject *const *a, int i, cudaStream_t *out)

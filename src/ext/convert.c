@@ -108,6 +108,15 @@ int nx_intptr(PyObject *o, const char *fname, const char *argname, intptr_t *out
     return 0;
 }
 
+int nx_addr(PyObject *o, const char *fname, const char *argname, void **out)
+{
+    intptr_t v;
+    if (nx_intptr(o, fname, argname, &v) < 0)
+        return -1;
+    *out = (void *)v;
+    return 0;
+}
+
 int nx_size(PyObject *o, const char *fname, const char *argname, size_t *out)
 {
     long long s;

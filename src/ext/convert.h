@@ -41,6 +41,8 @@ NX_COLD PyObject *nx_bad_arity2(const char *fname, Py_ssize_t a, Py_ssize_t b, P
 /* Converters: 0 on success, -1 with TypeError/OverflowError/ValueError naming `argname`.
  * Anything with __index__ is accepted where an int is expected (PointerBox, struct wrappers). */
 int nx_intptr(PyObject *o, const char *fname, const char *argname, intptr_t *out);
+/* An address (nx_intptr) as a pointer. */
+int nx_addr(PyObject *o, const char *fname, const char *argname, void **out);
 int nx_size(PyObject *o, const char *fname, const char *argname, size_t *out);
 int nx_int(PyObject *o, const char *fname, const char *argname, int *out);
 int nx_uint(PyObject *o, const char *fname, const char *argname, unsigned int *out);
