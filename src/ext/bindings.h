@@ -45,7 +45,7 @@
  *      window through nx_arg_window, which refuse a null handle before any library call (only
  *      where NCCL gives NULL a meaning does a binding pass NX_NULL_ACCEPTED, with a comment).
  *   3. Add NX_FASTCALL_DEF(foo) to the file's method table, and "foo" to _FUNCTIONS in
- *      src/nccl/bindings/nccl.py (or rocm_extensions.py) and to the .pyi stub.
+ *      src/nccl/bindings/nccl.py (or to the import and __all__ of rocm_extensions.py).
  *   4. Tests: tests/test_bindings_marshalling.py checks argument order through the stub library
  *      (tests/stubs, generated from abi.h); tests/test_bindings_bad_input.py the null-handle rule,
  *      which it derives from the signature. */
