@@ -54,6 +54,7 @@ STUB_VARIANTS = {
     "rccl": "rccl/librccl.so",
     "rccl_legacy": "rccl_legacy/librccl.so",
     "not_nccl": "not_nccl/libnccl.so.2",
+    "nccl_no_async_error": "nccl_no_async_error/libnccl.so.2",
 }
 
 

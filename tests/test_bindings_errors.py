@@ -281,9 +281,12 @@ def test_present_symbols_still_work(old_library):
     out, *_ = old_library
     present = sorted(set(WRAPPED) - set(OLD_ABSENT))
     assert all(out[sym][0] != "FunctionNotFoundError" for sym in present)
-    # Functions fine with zero arguments succeed outright.
-    for sym in ("ncclAllReduce", "ncclGroupStart", "ncclCommDestroy", "ncclCommShrink", "ncclBcast"):
+    # Functions fine with zero arguments succeed outright (NCCL destroys and aborts a null
+    # communicator as a no-op); those needing a communicator refuse the null one before the call.
+    for sym in ("ncclGroupStart", "ncclCommDestroy", "ncclCommAbort", "ncclCommFinalize"):
         assert out[sym] == ("ok",), sym
+    for sym in ("ncclAllReduce", "ncclCommShrink", "ncclBcast"):
+        assert out[sym] == ("ValueError",), sym
 
 
 def test_rccl_fork_loader_stub_cases(stub_python):
@@ -308,7 +311,8 @@ def test_rccl_fork_loader_stub_cases(stub_python):
 
 def test_rocm_extensions_on_nccl(stub_python):
     r = stub_python("nccl").run("""
-        result = (catch(rx.all_reduce_with_bias, *[0] * 8), catch(rx.all_to_all_v, *[0] * 9),
+        # all_to_all_v with null addresses everywhere but the communicator (index 7)
+        result = (catch(rx.all_reduce_with_bias, *[0] * 8), catch(rx.all_to_all_v, *[0] * 7, 1, 0),
                   catch(rx.all_to_all_v, 0, [1], [0], 0, [1], [0], 0, 0, 0),
                   catch(rx.all_reduce_with_bias, *["x"] * 8), b.get_library_flavour(), stub.calls())
     """)
@@ -326,7 +330,8 @@ def test_rocm_extensions_on_nccl(stub_python):
 
 def test_rocm_extensions_on_an_older_rccl(stub_python):
     r = stub_python("rccl_legacy").run("""
-        result = (catch(rx.all_reduce_with_bias, *[0] * 8), catch(rx.all_to_all_v, *[0] * 9),
+        # all_to_all_v with null addresses everywhere but the communicator (index 7)
+        result = (catch(rx.all_reduce_with_bias, *[0] * 8), catch(rx.all_to_all_v, *[0] * 7, 1, 0),
                   b.get_library_flavour(), stub.calls())
     """)
     bias, a2av, flavour, calls = r

@@ -4,6 +4,7 @@
 
 #include "library.h"
 #include "loader.h"
+#include "module.h"
 
 static const char *const exc_names[NX_NEXC] = {
     [NX_EXC_NCCL_ERROR] = "NCCLError",
@@ -15,19 +16,33 @@ static const char *const exc_names[NX_NEXC] = {
 
 PyObject *nx_exception_class(nx_state *st, nx_exc_kind kind)
 {
-    if (st->exc[kind] != NULL)
-        return st->exc[kind];
+    nx_errors_cache *c = &st->errors;
+    if (c->exc[kind] != NULL)
+        return c->exc[kind];
     PyObject *mod = PyImport_ImportModule("nccl._errors");
     if (mod == NULL)
         return NULL;
     for (int i = 0; i < NX_NEXC; i++) {
-        if (st->exc[i] == NULL && (st->exc[i] = PyObject_GetAttrString(mod, exc_names[i])) == NULL) {
+        if (c->exc[i] == NULL && (c->exc[i] = PyObject_GetAttrString(mod, exc_names[i])) == NULL) {
             Py_DECREF(mod);
             return NULL;
         }
     }
     Py_DECREF(mod);
-    return st->exc[kind];
+    return c->exc[kind];
+}
+
+int nx_errors_cache_traverse(nx_errors_cache *c, visitproc visit, void *arg)
+{
+    for (int i = 0; i < NX_NEXC; i++)
+        Py_VISIT(c->exc[i]);
+    return 0;
+}
+
+void nx_errors_cache_clear(nx_errors_cache *c)
+{
+    for (int i = 0; i < NX_NEXC; i++)
+        Py_CLEAR(c->exc[i]);
 }
 
 const char *nx_builtin_error_string(int status)

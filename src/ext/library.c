@@ -10,6 +10,7 @@
 
 #include "convert.h"
 #include "errors.h"
+#include "module.h"
 
 const char *nx_flavour_name(nx_flavour f)
 {
@@ -273,7 +274,16 @@ done:
     return rc;
 }
 
-static int ensure_loaded(nx_state *st) { return nx_loader_ready() ? 0 : nx_load_library(st); }
+int nx_missing_function(nx_state *st, const void *slot)
+{
+    size_t offset = (size_t)((const char *)slot - (const char *)&nx_api);
+    const char *name = "<not an entry point of the ABI table>";
+    for (size_t i = 0; i < nx_nsymbols; i++)
+        if (nx_symbols[i].offset == offset)
+            name = nx_symbols[i].name;
+    nx_raise_function_not_found(st, name, NULL);
+    return -1;
+}
 
 PyDoc_STRVAR(get_library_path__doc__, "get_library_path()\n--\n\n"
 "Absolute path of the library every symbol was resolved from. Loads the library on first use.");
@@ -281,7 +291,7 @@ PyDoc_STRVAR(get_library_path__doc__, "get_library_path()\n--\n\n"
 static PyObject *get_library_path(PyObject *module, PyObject *unused)
 {
     (void)unused;
-    if (ensure_loaded(nx_get_state(module)) < 0)
+    if (nx_loaded(nx_get_state(module)) < 0)
         return NULL;
     const char *p = nx_loader_info()->path;
     if (p == NULL)
@@ -295,7 +305,7 @@ PyDoc_STRVAR(get_library_flavour__doc__, "get_library_flavour()\n--\n\n"
 static PyObject *get_library_flavour(PyObject *module, PyObject *unused)
 {
     (void)unused;
-    if (ensure_loaded(nx_get_state(module)) < 0)
+    if (nx_loaded(nx_get_state(module)) < 0)
         return NULL;
     return PyUnicode_FromString(nx_flavour_name(nx_loader_info()->flavour));
 }
@@ -307,7 +317,7 @@ PyDoc_STRVAR(get_load_attempts__doc__, "get_load_attempts()\n--\n\n"
 static PyObject *get_load_attempts(PyObject *module, PyObject *unused)
 {
     (void)unused;
-    if (ensure_loaded(nx_get_state(module)) < 0)
+    if (nx_loaded(nx_get_state(module)) < 0)
         return NULL;
     const nx_attempt *a;
     size_t n;
@@ -321,7 +331,7 @@ PyDoc_STRVAR(library_info__doc__, "_library_info()\n--\n\n"
 static PyObject *library_info(PyObject *module, PyObject *unused)
 {
     (void)unused;
-    if (ensure_loaded(nx_get_state(module)) < 0)
+    if (nx_loaded(nx_get_state(module)) < 0)
         return NULL;
     const nx_library_info *li = nx_loader_info();
     return Py_BuildValue("(NsiN)", PyUnicode_DecodeFSDefault(li->path), nx_flavour_name(li->flavour),
@@ -335,7 +345,7 @@ PyDoc_STRVAR(inspect_function_pointers__doc__, "_inspect_function_pointers()\n--
 static PyObject *inspect_function_pointers(PyObject *module, PyObject *unused)
 {
     (void)unused;
-    if (ensure_loaded(nx_get_state(module)) < 0)
+    if (nx_loaded(nx_get_state(module)) < 0)
         return NULL;
     PyObject *d = PyDict_New();
     for (size_t i = 0; d != NULL && i < nx_nnccl_symbols; i++) {

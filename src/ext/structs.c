@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "loader.h"
+#include "module.h"
 #include "struct_layouts.h"
 
 typedef struct {
@@ -55,7 +56,7 @@ static const char *elem_format(nx_field_kind elem)
 static PyObject *nested_get(nx_Struct *self, const nx_field *f)
 {
     nx_state *st = PyType_GetModuleState(Py_TYPE(self));
-    nx_Struct *sub = alloc_struct(st->struct_types[f->aux], &descs[f->aux]);
+    nx_Struct *sub = alloc_struct(st->structs.types[f->aux], &descs[f->aux]);
     if (sub == NULL)
         return NULL;
     sub->ptr = self->ptr + f->offset;
@@ -253,7 +254,7 @@ static int Struct_set_field(PyObject *op, PyObject *value, void *closure)
 static const nx_struct_desc *desc_of_type(nx_state *st, PyTypeObject *tp, nx_struct_kind *kind)
 {
     for (int i = 0; i < NX_NSTRUCTS; i++)
-        if (st->struct_types[i] == tp) {
+        if (st->structs.types[i] == tp) {
             if (kind)
                 *kind = (nx_struct_kind)i;
             return &descs[i];
@@ -273,7 +274,7 @@ static nx_Struct *alloc_struct(PyTypeObject *tp, const nx_struct_desc *d)
 PyObject *nx_struct_new(nx_state *st, nx_struct_kind kind)
 {
     const nx_struct_desc *d = &descs[kind];
-    nx_Struct *self = alloc_struct(st->struct_types[kind], d);
+    nx_Struct *self = alloc_struct(st->structs.types[kind], d);
     if (self == NULL)
         return NULL;
     if ((self->ptr = PyMem_Calloc(1, d->size)) == NULL) {
@@ -287,7 +288,7 @@ PyObject *nx_struct_new(nx_state *st, nx_struct_kind kind)
 
 void *nx_struct_storage(nx_state *st, PyObject *o, nx_struct_kind kind)
 {
-    return Py_TYPE(o) == st->struct_types[kind] ? ((nx_Struct *)o)->ptr : NULL;
+    return Py_TYPE(o) == st->structs.types[kind] ? ((nx_Struct *)o)->ptr : NULL;
 }
 
 static PyObject *Struct_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
@@ -365,7 +366,7 @@ static PyObject *Struct_from_data(PyObject *cls, PyObject *data)
     nx_state *st = PyType_GetModuleState(tp);
     nx_struct_kind kind = NX_STRUCT_UNIQUE_ID;
     const nx_struct_desc *d = desc_of_type(st, tp, &kind);
-    if (st->ndarray_type == NULL || !PyObject_TypeCheck(data, (PyTypeObject *)st->ndarray_type)) {
+    if (st->structs.ndarray_type == NULL || !PyObject_TypeCheck(data, (PyTypeObject *)st->structs.ndarray_type)) {
         PyErr_SetString(PyExc_TypeError, "data argument must be a NumPy ndarray");
         return NULL;
     }
@@ -383,7 +384,7 @@ static PyObject *Struct_from_data(PyObject *cls, PyObject *data)
     PyObject *dtype = PyObject_GetAttrString(data, "dtype");
     if (dtype == NULL)
         return NULL;
-    int same = st->struct_dtypes[kind] ? PyObject_RichCompareBool(dtype, st->struct_dtypes[kind], Py_EQ) : 0;
+    int same = st->structs.dtypes[kind] ? PyObject_RichCompareBool(dtype, st->structs.dtypes[kind], Py_EQ) : 0;
     Py_DECREF(dtype);
     if (same < 0)
         return NULL;
@@ -645,13 +646,32 @@ static PyObject *register_numpy(PyObject *module, PyObject *args)
     PyObject *ndarray, *dtypes;
     if (!PyArg_ParseTuple(args, "OO!:_register_numpy", &ndarray, &PyDict_Type, &dtypes))
         return NULL;
-    Py_XSETREF(st->ndarray_type, Py_NewRef(ndarray));
+    Py_XSETREF(st->structs.ndarray_type, Py_NewRef(ndarray));
     for (int k = 0; k < NX_NSTRUCTS; k++) {
         PyObject *dt = PyDict_GetItemString(dtypes, descs[k].name); /* borrowed */
         if (dt != NULL)
-            Py_XSETREF(st->struct_dtypes[k], Py_NewRef(dt));
+            Py_XSETREF(st->structs.dtypes[k], Py_NewRef(dt));
     }
     Py_RETURN_NONE;
+}
+
+int nx_structs_cache_traverse(nx_structs_cache *c, visitproc visit, void *arg)
+{
+    for (int k = 0; k < NX_NSTRUCTS; k++) {
+        Py_VISIT(c->types[k]);
+        Py_VISIT(c->dtypes[k]);
+    }
+    Py_VISIT(c->ndarray_type);
+    return 0;
+}
+
+void nx_structs_cache_clear(nx_structs_cache *c)
+{
+    for (int k = 0; k < NX_NSTRUCTS; k++) {
+        Py_CLEAR(c->types[k]);
+        Py_CLEAR(c->dtypes[k]);
+    }
+    Py_CLEAR(c->ndarray_type);
 }
 
 static PyMethodDef structs_methods[] = {
@@ -666,7 +686,7 @@ int nx_structs_setup(PyObject *module, nx_state *st)
         PyObject *tp = make_type(module, (nx_struct_kind)k);
         if (tp == NULL)
             return -1;
-        st->struct_types[k] = (PyTypeObject *)tp;
+        st->structs.types[k] = (PyTypeObject *)tp;
         if (PyModule_AddObjectRef(module, descs[k].name, tp) < 0)
             return -1;
     }

@@ -437,7 +437,9 @@ ncclResult_t ncclAllReduceConfig(const void *sendbuff, void *recvbuff, size_t co
                                  ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t *config)
 {
     (void)stream;
-    HOST_CHECK(coll_config(config, "ncclAllReduceConfig"));
+    ncclResult_t rc;
+    if (HOST_FAILED(rc = coll_config(config, "ncclAllReduceConfig")))
+        return rc;
     return coll(HOST_K_ALLREDUCE, "ncclAllReduceConfig", sendbuff, recvbuff, count, datatype, (int)op, -1, NULL, comm);
 }
 
@@ -445,7 +447,9 @@ ncclResult_t ncclBroadcastConfig(const void *sendbuff, void *recvbuff, size_t co
                                  int root, ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t *config)
 {
     (void)stream;
-    HOST_CHECK(coll_config(config, "ncclBroadcastConfig"));
+    ncclResult_t rc;
+    if (HOST_FAILED(rc = coll_config(config, "ncclBroadcastConfig")))
+        return rc;
     return coll(HOST_K_BROADCAST, "ncclBroadcastConfig", sendbuff, recvbuff, count, datatype, -1, root, NULL, comm);
 }
 
@@ -454,7 +458,9 @@ ncclResult_t ncclReduceConfig(const void *sendbuff, void *recvbuff, size_t count
                               const ncclCollConfig_t *config)
 {
     (void)stream;
-    HOST_CHECK(coll_config(config, "ncclReduceConfig"));
+    ncclResult_t rc;
+    if (HOST_FAILED(rc = coll_config(config, "ncclReduceConfig")))
+        return rc;
     return coll(HOST_K_REDUCE, "ncclReduceConfig", sendbuff, recvbuff, count, datatype, (int)op, root, NULL, comm);
 }
 
@@ -462,7 +468,9 @@ ncclResult_t ncclAllGatherConfig(const void *sendbuff, void *recvbuff, size_t se
                                  ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t *config)
 {
     (void)stream;
-    HOST_CHECK(coll_config(config, "ncclAllGatherConfig"));
+    ncclResult_t rc;
+    if (HOST_FAILED(rc = coll_config(config, "ncclAllGatherConfig")))
+        return rc;
     return coll(HOST_K_ALLGATHER, "ncclAllGatherConfig", sendbuff, recvbuff, sendcount, datatype, -1, -1, NULL, comm);
 }
 
@@ -471,7 +479,9 @@ ncclResult_t ncclReduceScatterConfig(const void *sendbuff, void *recvbuff, size_
                                      const ncclCollConfig_t *config)
 {
     (void)stream;
-    HOST_CHECK(coll_config(config, "ncclReduceScatterConfig"));
+    ncclResult_t rc;
+    if (HOST_FAILED(rc = coll_config(config, "ncclReduceScatterConfig")))
+        return rc;
     return coll(HOST_K_REDUCESCATTER, "ncclReduceScatterConfig", sendbuff, recvbuff, recvcount, datatype, (int)op, -1,
                 NULL, comm);
 }
@@ -480,7 +490,9 @@ ncclResult_t ncclAlltoAllConfig(const void *sendbuff, void *recvbuff, size_t cou
                                 ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t *config)
 {
     (void)stream;
-    HOST_CHECK(coll_config(config, "ncclAlltoAllConfig"));
+    ncclResult_t rc;
+    if (HOST_FAILED(rc = coll_config(config, "ncclAlltoAllConfig")))
+        return rc;
     return coll(HOST_K_ALLTOALL, "ncclAlltoAllConfig", sendbuff, recvbuff, count, datatype, -1, -1, NULL, comm);
 }
 
@@ -488,7 +500,9 @@ ncclResult_t ncclGatherConfig(const void *sendbuff, void *recvbuff, size_t count
                               ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t *config)
 {
     (void)stream;
-    HOST_CHECK(coll_config(config, "ncclGatherConfig"));
+    ncclResult_t rc;
+    if (HOST_FAILED(rc = coll_config(config, "ncclGatherConfig")))
+        return rc;
     return coll(HOST_K_GATHER, "ncclGatherConfig", sendbuff, recvbuff, count, datatype, -1, root, NULL, comm);
 }
 
@@ -496,7 +510,9 @@ ncclResult_t ncclScatterConfig(const void *sendbuff, void *recvbuff, size_t coun
                                ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t *config)
 {
     (void)stream;
-    HOST_CHECK(coll_config(config, "ncclScatterConfig"));
+    ncclResult_t rc;
+    if (HOST_FAILED(rc = coll_config(config, "ncclScatterConfig")))
+        return rc;
     return coll(HOST_K_SCATTER, "ncclScatterConfig", sendbuff, recvbuff, count, datatype, -1, root, NULL, comm);
 }
 
@@ -510,7 +526,9 @@ ncclResult_t ncclScatterConfig(const void *sendbuff, void *recvbuff, size_t coun
 ncclResult_t ncclSetEncryption(const ncclEncryptionConfig_t *config)
 {
     int mode = ncclEncryptionModeNone;
-    HOST_CHECK(host_encryption_check(config, &mode));
+    ncclResult_t rc;
+    if (HOST_FAILED(rc = host_encryption_check(config, &mode)))
+        return rc;
     if (mode == ncclEncryptionModePsk)
         return host_fail(ncclInvalidUsage, "ncclSetEncryption: PSK encryption is not supported by the host backend "
                          "(libnccl-host %s): its data moves through shared memory, not sockets", HOST_LIB_VERSION);
@@ -733,8 +751,10 @@ ncclResult_t ncclGetPeerDeviceLeInfo(ncclWindow_t window, size_t offset, int pee
 ncclResult_t ncclAllReduceWithBias(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                                    ncclRedOp_t op, ncclComm_t comm, hipStream_t stream, const void *acc)
 {
+    ncclResult_t rc;
     (void)stream;
-    HOST_CHECK(rccl_only("ncclAllReduceWithBias"));
+    if (HOST_FAILED(rc = rccl_only("ncclAllReduceWithBias")))
+        return rc;
     return coll(HOST_K_ALLREDUCE_BIAS, "ncclAllReduceWithBias", sendbuff, recvbuff, count, datatype, (int)op, -1, acc,
                 comm);
 }
@@ -743,8 +763,10 @@ static ncclResult_t alltoallv(const char *name, const void *sendbuff, const size
                               const size_t sdispls[], void *recvbuff, const size_t recvcounts[],
                               const size_t rdispls[], ncclDataType_t datatype, ncclComm_t comm)
 {
+    ncclResult_t rc;
     host_opd o;
-    HOST_CHECK(rccl_only(name));
+    if (HOST_FAILED(rc = rccl_only(name)))
+        return rc;
     memset(&o, 0, sizeof o);
     o.kind = HOST_K_ALLTOALLV;
     o.name = name;
@@ -779,8 +801,10 @@ ncclResult_t ncclAllToAllv(const void *sendbuff, const size_t sendcounts[], cons
 ncclResult_t ncclAllToAll(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                           ncclComm_t comm, hipStream_t stream)
 {
+    ncclResult_t rc;
     (void)stream;
-    HOST_CHECK(rccl_only("ncclAllToAll"));
+    if (HOST_FAILED(rc = rccl_only("ncclAllToAll")))
+        return rc;
     return coll(HOST_K_ALLTOALL, "ncclAllToAll", sendbuff, recvbuff, count, datatype, -1, -1, NULL, comm);
 }
 

@@ -243,7 +243,8 @@ ncclResult_t host_bootstrap(host_comm *c)
     }
     host_sock_close(&fd);
     memcpy(c->token, t.token, sizeof c->token);
-    HOST_CHECKGOTO(host_mesh_build(c, table), rc, exit);
+    if (HOST_FAILED(rc = host_mesh_build(c, table)))
+        goto exit;
     if (c->rank == 0 && c->nids > 1)
         host_dismiss_roots(c->extra_ids, c->nids - 1);
 exit:
@@ -374,7 +375,8 @@ static ncclResult_t mesh_connect(host_comm *c, const host_peer_addr *peers, int6
             goto exit;
         }
         if (!pending) {
-            HOST_CHECKGOTO(mesh_hello(c, j, deadline), rc, exit);
+            if (HOST_FAILED(rc = mesh_hello(c, j, deadline)))
+                goto exit;
             m.up[j] = 1;
             m.nup++;
         }
@@ -423,12 +425,14 @@ static ncclResult_t mesh_connect(host_comm *c, const host_peer_addr *peers, int6
                     rc = io_fail(c, io, "connecting the control mesh", j);
                     goto exit;
                 }
-                HOST_CHECKGOTO(mesh_hello(c, j, deadline), rc, exit);
+                if (HOST_FAILED(rc = mesh_hello(c, j, deadline)))
+                    goto exit;
                 m.up[j] = 1;
                 m.nup++;
             } else if (me == 0 && !m.done[j]) {
-                HOST_CHECKGOTO(recv_msg(c, c->peers[j].fd, HOST_MSG_MESH_DONE, &z, sizeof z, deadline,
-                                        "building the control mesh", j), rc, exit);
+                if (HOST_FAILED(rc = recv_msg(c, c->peers[j].fd, HOST_MSG_MESH_DONE, &z, sizeof z, deadline,
+                        "building the control mesh", j)))
+                    goto exit;
                 m.done[j] = 1;
                 m.ndone++;
             } else {
@@ -479,15 +483,18 @@ static ncclResult_t share_segment(host_comm *c, int64_t deadline)
     host_seg_msg sm;
     uint64_t rnd;
     ncclResult_t rc;
-    HOST_CHECK(host_seg_create(&c->seg, n, c->token, &segfd));
+    if (HOST_FAILED(rc = host_seg_create(&c->seg, n, c->token, &segfd)))
+        return rc;
     if (n == 1) {
         close(segfd);
         return ncclSuccess;
     }
-    HOST_CHECKGOTO(host_random_bytes(&rnd, sizeof rnd), rc, exit);
+    if (HOST_FAILED(rc = host_random_bytes(&rnd, sizeof rnd)))
+        goto exit;
     memset(&sm, 0, sizeof sm);
     snprintf(sm.name, sizeof sm.name, "nccl-host-%d-%016llx", (int)getpid(), (unsigned long long)rnd);
-    HOST_CHECKGOTO(host_uds_listen(sm.name, n < 1024 ? n : 1024, &lfd), rc, exit);
+    if (HOST_FAILED(rc = host_uds_listen(sm.name, n < 1024 ? n : 1024, &lfd)))
+        goto exit;
     acked = calloc((size_t)n, 1);
     pfd = malloc(sizeof *pfd * (size_t)(n + 1));
     if (acked == NULL || pfd == NULL) {
@@ -495,8 +502,9 @@ static ncclResult_t share_segment(host_comm *c, int64_t deadline)
         goto exit;
     }
     for (int j = 1; j < n; j++)
-        HOST_CHECKGOTO(send_msg(c, c->peers[j].fd, HOST_MSG_SEG_NAME, &sm, sizeof sm, deadline,
-                                "sending where to fetch the shared segment", j), rc, exit);
+        if (HOST_FAILED(rc = send_msg(c, c->peers[j].fd, HOST_MSG_SEG_NAME, &sm, sizeof sm, deadline,
+                "sending where to fetch the shared segment", j)))
+            goto exit;
     while (nack < n - 1) {
         int k = 0, r;
         if (host_now_ns() >= deadline) {
@@ -527,8 +535,9 @@ static ncclResult_t share_segment(host_comm *c, int64_t deadline)
             int32_t z;
             if (!pfd[j + 1].revents)
                 continue;
-            HOST_CHECKGOTO(recv_msg(c, c->peers[j].fd, HOST_MSG_SEG_ACK, &z, sizeof z, deadline,
-                                    "waiting for the ranks to attach the shared segment", j), rc, exit);
+            if (HOST_FAILED(rc = recv_msg(c, c->peers[j].fd, HOST_MSG_SEG_ACK, &z, sizeof z, deadline,
+                    "waiting for the ranks to attach the shared segment", j)))
+                goto exit;
             acked[j] = 1;
             nack++;
         }
@@ -553,10 +562,12 @@ static ncclResult_t fetch_segment(host_comm *c, int64_t deadline)
     host_io io;
     ncclResult_t rc;
     /* Rank 0 sends it once every rank's mesh is complete, or its reason to fail. */
-    HOST_CHECKGOTO(wait_readable(c, c->peers[0].fd, verdict_deadline(deadline), "waiting for rank 0 to share the "
-                                 "segment", 0), rc, exit);
-    HOST_CHECKGOTO(recv_msg(c, c->peers[0].fd, HOST_MSG_SEG_NAME, &sm, sizeof sm, verdict_deadline(deadline),
-                            "waiting for rank 0 to share the segment", 0), rc, exit);
+    if (HOST_FAILED(rc = wait_readable(c, c->peers[0].fd, verdict_deadline(deadline), "waiting for rank 0 to share the "
+            "segment", 0)))
+        goto exit;
+    if (HOST_FAILED(rc = recv_msg(c, c->peers[0].fd, HOST_MSG_SEG_NAME, &sm, sizeof sm, verdict_deadline(deadline),
+            "waiting for rank 0 to share the segment", 0)))
+        goto exit;
     sm.name[sizeof sm.name - 1] = '\0';
     io = host_uds_connect(sm.name, deadline, c->wake_fd, &s);
     if (io == HOST_IO_OK)
@@ -574,7 +585,8 @@ static ncclResult_t fetch_segment(host_comm *c, int64_t deadline)
                        "another user?)", c->name, c->rank);
         goto exit;
     }
-    HOST_CHECKGOTO(host_seg_attach(&c->seg, segfd, c->nranks, c->token), rc, exit);
+    if (HOST_FAILED(rc = host_seg_attach(&c->seg, segfd, c->nranks, c->token)))
+        goto exit;
     rc = send_msg(c, c->peers[0].fd, HOST_MSG_SEG_ACK, &z, sizeof z, deadline, "acknowledging the shared segment", 0);
 exit:
     host_sock_close(&s);
@@ -593,25 +605,31 @@ ncclResult_t host_mesh_build(host_comm *c, const host_peer_addr *peers)
 
     for (int j = 0; j < n; j++)
         c->peers[j].pid = peers[j].pid;
-    HOST_CHECKGOTO(mesh_connect(c, peers, deadline), rc, fail);
+    if (HOST_FAILED(rc = mesh_connect(c, peers, deadline)))
+        goto fail;
     if (me == 0) {
-        HOST_CHECKGOTO(share_segment(c, deadline), rc, fail);
+        if (HOST_FAILED(rc = share_segment(c, deadline)))
+            goto fail;
         decided = 1; /* every rank acknowledged: from here on, success whatever a send does */
         for (int j = 1; j < n; j++)
             (void)send_msg(c, c->peers[j].fd, HOST_MSG_READY, &z, sizeof z, deadline, "completing the bootstrap", j);
     } else {
-        HOST_CHECKGOTO(send_msg(c, c->peers[0].fd, HOST_MSG_MESH_DONE, &z, sizeof z, deadline,
-                                "reporting the control mesh complete", 0), rc, fail);
-        HOST_CHECKGOTO(fetch_segment(c, deadline), rc, fail);
+        if (HOST_FAILED(rc = send_msg(c, c->peers[0].fd, HOST_MSG_MESH_DONE, &z, sizeof z, deadline,
+                "reporting the control mesh complete", 0)))
+            goto fail;
+        if (HOST_FAILED(rc = fetch_segment(c, deadline)))
+            goto fail;
         /* Acknowledged: only rank 0 decides now, so wait for its verdict past our own deadline. */
         decided = 1;
-        HOST_CHECKGOTO(wait_readable(c, c->peers[0].fd, verdict, "waiting for rank 0 to complete the bootstrap", 0),
-                       rc, fail);
-        HOST_CHECKGOTO(recv_msg(c, c->peers[0].fd, HOST_MSG_READY, &z, sizeof z, verdict,
-                                "waiting for rank 0 to complete the bootstrap", 0), rc, fail);
+        if (HOST_FAILED(rc = wait_readable(c, c->peers[0].fd, verdict, "waiting for rank 0 to complete the bootstrap", 0)))
+            goto fail;
+        if (HOST_FAILED(rc = recv_msg(c, c->peers[0].fd, HOST_MSG_READY, &z, sizeof z, verdict,
+                "waiting for rank 0 to complete the bootstrap", 0)))
+            goto fail;
     }
     host_seg_rankp(&c->seg, me)->pid = (uint32_t)getpid();
-    HOST_CHECKGOTO(host_monitor_add(c), rc, fail);
+    if (HOST_FAILED(rc = host_monitor_add(c)))
+        goto fail;
     HOST_INFO(HOST_SUB_INIT, "%s rank %d/%d: communicator ready (segment %zu bytes)", c->name, c->rank, n,
               c->seg.size);
     return ncclSuccess;
@@ -666,7 +684,8 @@ ncclResult_t host_mgmt_allgather(host_comm *c, const int *members, int nmembers,
             memcpy((char *)out + (size_t)i * len, mine, len);
             continue;
         }
-        HOST_CHECK(host_ctl_send(c, members[i], HOST_MSG_MGMT, tag, mine, len, deadline));
+        if (HOST_FAILED(rc = host_ctl_send(c, members[i], HOST_MSG_MGMT, tag, mine, len, deadline)))
+            return rc;
     }
     pthread_mutex_lock(&c->lock);
     for (int i = 0; i < nmembers && rc == ncclSuccess; i++) {

@@ -278,6 +278,7 @@ static ncclResult_t check_descriptors(host_comm *c, host_coll_run *run)
 
 ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress, int *done, host_blocked *b)
 {
+    ncclResult_t rc;
     int n = c->nranks, me = c->rank;
     host_opd *op = run->op;
     b->opname = op->name;
@@ -320,8 +321,9 @@ ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress,
                 return ncclSuccess;
             }
         }
-        HOST_CHECK(check_descriptors(c, run));
-        ncclResult_t rc = consume(c, run);
+        if (HOST_FAILED(rc = check_descriptors(c, run)))
+            return rc;
+        rc = consume(c, run);
         if (rc != ncclSuccess) {
             host_seg_error(c, rc, host_last_error());
             return rc;

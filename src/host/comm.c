@@ -149,7 +149,8 @@ ncclResult_t host_run_init(host_comm *c)
     ncclResult_t rc;
     if (atomic_load(&c->aborted))
         return host_fail(ncclInvalidUsage, "%s rank %d: communicator aborted during init", c->name, c->rank);
-    HOST_CHECK(host_sock_listen(host_params()->bind_addr, &c->listen_fd, &c->listen_port_be));
+    if (HOST_FAILED(rc = host_sock_listen(host_params()->bind_addr, &c->listen_fd, &c->listen_port_be)))
+        return rc;
     rc = host_bootstrap(c);
     host_sock_close(&c->listen_fd);
     return rc;
@@ -157,8 +158,10 @@ ncclResult_t host_run_init(host_comm *c)
 
 ncclResult_t host_comm_start(host_comm *c)
 {
+    ncclResult_t rc;
     host_task *t;
-    HOST_CHECK(host_worker_start(c));
+    if (HOST_FAILED(rc = host_worker_start(c)))
+        return rc;
     t = calloc(1, sizeof *t);
     if (t == NULL)
         return host_fail(ncclSystemError, "out of memory");
@@ -203,9 +206,12 @@ ncclResult_t host_init_rank(ncclComm_t *comm, int nranks, const ncclUniqueId *id
     if (rank < 0 || rank >= nranks)
         return host_fail(ncclInvalidArgument, "%s: rank %d is outside [0, %d)", fn, rank, nranks);
     for (int i = 0; i < nids; i++)
-        HOST_CHECK(host_id_check(&ids[i], fn));
-    HOST_CHECK(host_config_parse(config, &cfg, fn));
-    HOST_CHECK(host_comm_create(nranks, rank, &cfg, &c));
+        if (HOST_FAILED(rc = host_id_check(&ids[i], fn)))
+            return rc;
+    if (HOST_FAILED(rc = host_config_parse(config, &cfg, fn)))
+        return rc;
+    if (HOST_FAILED(rc = host_comm_create(nranks, rank, &cfg, &c)))
+        return rc;
     c->id = ids[0];
     c->nids = nids;
     c->idhash = host_ids_hash(ids, nids);
@@ -223,14 +229,16 @@ ncclResult_t host_init_rank(ncclComm_t *comm, int nranks, const ncclUniqueId *id
         return rc;
     }
     *comm = h; /* a valid handle before any rank talks to any other (section 4.2) */
-    HOST_CHECK(host_comm_enter(h, fn, &pinned));
+    if (HOST_FAILED(rc = host_comm_enter(h, fn, &pinned)))
+        return rc;
     if (host_group_depth() > 0) {
         rc = host_group_add_job(HOST_JOB_INIT, h, NULL);
         if (rc != ncclSuccess)
             force_error(c, rc);
         goto exit;
     }
-    HOST_CHECKGOTO(host_comm_start(c), rc, fail);
+    if (HOST_FAILED(rc = host_comm_start(c)))
+        goto fail;
     if (!c->blocking) {
         rc = ncclInProgress;
         goto exit;
@@ -271,15 +279,18 @@ ncclResult_t host_init_all(ncclComm_t *comms, int ndev, const int *devlist)
     }
     for (int i = 0; i < ndev; i++)
         comms[i] = NULL;
-    HOST_CHECK(host_config_parse(NULL, &cfg, "ncclCommInitAll"));
+    if (HOST_FAILED(rc = host_config_parse(NULL, &cfg, "ncclCommInitAll")))
+        return rc;
     cfg.blocking = 1; /* InitAll returns initialised communicators */
-    HOST_CHECK(host_unique_id(&id));
+    if (HOST_FAILED(rc = host_unique_id(&id)))
+        return rc;
     cs = calloc((size_t)ndev, sizeof *cs);
     if (cs == NULL)
         return host_fail(ncclSystemError, "ncclCommInitAll: out of memory");
     for (int i = 0; i < ndev; i++) {
         host_comm *c;
-        HOST_CHECKGOTO(host_comm_create(ndev, i, &cfg, &c), rc, fail);
+        if (HOST_FAILED(rc = host_comm_create(ndev, i, &cfg, &c)))
+            goto fail;
         c->device = devlist != NULL ? devlist[i] : i;
         c->id = id;
         c->nids = 1;
@@ -293,7 +304,8 @@ ncclResult_t host_init_all(ncclComm_t *comms, int ndev, const int *devlist)
         created++;
     }
     for (int i = 0; i < ndev; i++)
-        HOST_CHECKGOTO(host_comm_start(cs[i]), rc, fail);
+        if (HOST_FAILED(rc = host_comm_start(cs[i])))
+            goto fail;
     for (int i = 0; i < ndev; i++)
         HOST_CHECKIGNORE(host_comm_wait_init(cs[i]), rc);
     if (rc != ncclSuccess)
@@ -342,7 +354,8 @@ ncclResult_t host_finalize(ncclComm_t comm)
     ncclResult_t rc;
     if (comm == NULL)
         return ncclSuccess;
-    HOST_CHECK(host_comm_enter(comm, "ncclCommFinalize", &c));
+    if (HOST_FAILED(rc = host_comm_enter(comm, "ncclCommFinalize", &c)))
+        return rc;
     if (atomic_load(&c->finalizing)) {
         rc = host_fail(ncclInvalidArgument, "ncclCommFinalize: communicator was already finalized");
         goto exit;
@@ -351,7 +364,8 @@ ncclResult_t host_finalize(ncclComm_t comm)
         rc = host_fail(ncclInvalidArgument, "ncclCommFinalize: communicator was revoked; destroy or abort it");
         goto exit;
     }
-    HOST_CHECKGOTO(host_comm_usable(c, "ncclCommFinalize"), rc, exit);
+    if (HOST_FAILED(rc = host_comm_usable(c, "ncclCommFinalize")))
+        goto exit;
     if (host_group_depth() > 0) {
         rc = host_group_add_job(HOST_JOB_FINALIZE, comm, NULL);
         if (rc == ncclSuccess)
@@ -388,12 +402,14 @@ ncclResult_t host_destroy_impl(host_comm *c, int abort)
 
 ncclResult_t host_destroy(ncclComm_t comm)
 {
+    ncclResult_t rc;
     host_comm *c;
     if (comm == NULL)
         return ncclSuccess;
-    HOST_CHECK(host_comm_enter(comm, "ncclCommDestroy", &c));
+    if (HOST_FAILED(rc = host_comm_enter(comm, "ncclCommDestroy", &c)))
+        return rc;
     if (host_group_depth() > 0) {
-        ncclResult_t rc = host_group_add_job(HOST_JOB_DESTROY, comm, NULL);
+        rc = host_group_add_job(HOST_JOB_DESTROY, comm, NULL);
         host_comm_leave(c);
         return rc;
     }
@@ -402,10 +418,12 @@ ncclResult_t host_destroy(ncclComm_t comm)
 
 ncclResult_t host_abort(ncclComm_t comm)
 {
+    ncclResult_t rc;
     host_comm *c;
     if (comm == NULL)
         return ncclSuccess;
-    HOST_CHECK(host_comm_enter(comm, "ncclCommAbort", &c));
+    if (HOST_FAILED(rc = host_comm_enter(comm, "ncclCommAbort", &c)))
+        return rc;
     host_group_drop_comm(comm); /* immediate, even inside a group (appendix 14) */
     return host_destroy_impl(c, 1);
 }
@@ -472,12 +490,15 @@ ncclResult_t host_run_split(host_comm *parent, host_task *t)
     mine.flags = a->flags;
     mine.nexclude = a->nexclude;
     mine.exclude_hash = host_hash64(a->exclude, sizeof(int) * (size_t)a->nexclude, (uint64_t)a->flags);
-    HOST_CHECKGOTO(host_random_bytes(mine.token, sizeof mine.token), rc, exit);
+    if (HOST_FAILED(rc = host_random_bytes(mine.token, sizeof mine.token)))
+        goto exit;
     if (shrink || a->color != NCCL_SPLIT_NOCOLOR) {
-        HOST_CHECKGOTO(host_sock_listen(host_params()->bind_addr, &lfd, &port), rc, exit);
+        if (HOST_FAILED(rc = host_sock_listen(host_params()->bind_addr, &lfd, &port)))
+            goto exit;
         mine.port_be = port;
     }
-    HOST_CHECKGOTO(host_mgmt_allgather(parent, members, nm, &mine, sizeof mine, recs, fn), rc, exit);
+    if (HOST_FAILED(rc = host_mgmt_allgather(parent, members, nm, &mine, sizeof mine, recs, fn)))
+        goto exit;
 
     if (shrink) {
         for (int i = 0; i < nm; i++)
@@ -524,7 +545,8 @@ ncclResult_t host_run_split(host_comm *parent, host_task *t)
     }
     cfg = parent->config;
     cfg.blocking = a->child_blocking;
-    HOST_CHECKGOTO(host_comm_create(newn, newrank, &cfg, &child), rc, exit);
+    if (HOST_FAILED(rc = host_comm_create(newn, newrank, &cfg, &child)))
+        goto exit;
     snprintf(child->name, sizeof child->name, "%s", a->child_name[0] ? a->child_name : parent->name);
     child->device = parent->device;
     child->listen_fd = lfd;
@@ -592,12 +614,14 @@ static ncclResult_t submit_split(host_comm *c, ncclComm_t comm, host_task_kind k
 
 static ncclResult_t child_config(host_comm *parent, ncclConfig_t *config, host_split_args *a, const char *fn)
 {
+    ncclResult_t rc;
     ncclConfig_t cfg;
     if (config == NULL) {
         a->child_blocking = parent->blocking;
         return ncclSuccess;
     }
-    HOST_CHECK(host_config_parse(config, &cfg, fn));
+    if (HOST_FAILED(rc = host_config_parse(config, &cfg, fn)))
+        return rc;
     a->child_blocking = cfg.blocking;
     if (cfg.commName != NULL)
         snprintf(a->child_name, sizeof a->child_name, "%s", cfg.commName);
@@ -609,8 +633,10 @@ ncclResult_t host_split(ncclComm_t comm, int color, int key, ncclComm_t *newcomm
     host_comm *c;
     host_split_args *a = NULL;
     ncclResult_t rc;
-    HOST_CHECK(host_comm_enter(comm, "ncclCommSplit", &c));
-    HOST_CHECKGOTO(host_comm_usable_revoked(c, "ncclCommSplit"), rc, exit);
+    if (HOST_FAILED(rc = host_comm_enter(comm, "ncclCommSplit", &c)))
+        return rc;
+    if (HOST_FAILED(rc = host_comm_usable_revoked(c, "ncclCommSplit")))
+        goto exit;
     if (newcomm == NULL) {
         rc = host_fail(ncclInvalidArgument, "ncclCommSplit: newcomm is NULL");
         goto exit;
@@ -651,7 +677,8 @@ ncclResult_t host_shrink(ncclComm_t comm, int *exclude, int nexclude, ncclComm_t
         return host_fail(ncclInvalidArgument, "ncclCommShrink: excludeRanksList is NULL");
     if (nexclude <= 0)
         return host_fail(ncclInvalidArgument, "ncclCommShrink: excludeRanksCount %d must be > 0", nexclude);
-    HOST_CHECK(host_comm_enter(comm, "ncclCommShrink", &c));
+    if (HOST_FAILED(rc = host_comm_enter(comm, "ncclCommShrink", &c)))
+        return rc;
     *newcomm = NULL;
     qsort(exclude, (size_t)nexclude, sizeof *exclude, cmp_int); /* visible to the caller, as in NCCL */
     for (int i = 0; i < nexclude; i++) {
@@ -671,7 +698,8 @@ ncclResult_t host_shrink(ncclComm_t comm, int *exclude, int nexclude, ncclComm_t
         goto exit;
     }
     if (flags == NCCL_SHRINK_DEFAULT) {
-        HOST_CHECKGOTO(host_comm_usable_revoked(c, "ncclCommShrink"), rc, exit);
+        if (HOST_FAILED(rc = host_comm_usable_revoked(c, "ncclCommShrink")))
+            goto exit;
     } else {
         int phase;
         if (atomic_load(&c->aborted) || c->fork_gen != atomic_load(&host_fork_gen)) {
@@ -725,11 +753,13 @@ exit:
 
 ncclResult_t host_get_async_error(ncclComm_t comm, ncclResult_t *err)
 {
+    ncclResult_t rc;
     host_comm *c;
     ncclResult_t e;
     if (err == NULL)
         return host_fail(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
-    HOST_CHECK(host_comm_enter(comm, "ncclCommGetAsyncError", &c));
+    if (HOST_FAILED(rc = host_comm_enter(comm, "ncclCommGetAsyncError", &c)))
+        return rc;
     e = host_comm_error(c);
     if (e == ncclSuccess) {
         pthread_mutex_lock(&c->lock);
@@ -763,8 +793,10 @@ ncclResult_t host_comm_query(ncclComm_t comm, int what, int *out, const char *fn
 {
     host_comm *c;
     ncclResult_t rc;
-    HOST_CHECK(host_comm_enter(comm, fn, &c));
-    HOST_CHECKGOTO(query_usable(c, fn), rc, exit);
+    if (HOST_FAILED(rc = host_comm_enter(comm, fn, &c)))
+        return rc;
+    if (HOST_FAILED(rc = query_usable(c, fn)))
+        goto exit;
     if (out == NULL) {
         rc = host_fail(ncclInvalidArgument, "%s: output pointer is NULL", fn);
         goto exit;
@@ -789,8 +821,10 @@ ncclResult_t host_query_properties(ncclComm_t comm, ncclCommProperties_t *props)
     size_t n = 0;
     unsigned int version;
     const int lib_version = host_params()->version_code;
-    HOST_CHECK(host_comm_enter(comm, "ncclCommQueryProperties", &c));
-    HOST_CHECKGOTO(query_usable(c, "ncclCommQueryProperties"), rc, exit);
+    if (HOST_FAILED(rc = host_comm_enter(comm, "ncclCommQueryProperties", &c)))
+        return rc;
+    if (HOST_FAILED(rc = query_usable(c, "ncclCommQueryProperties")))
+        goto exit;
     if (props == NULL) {
         rc = host_fail(ncclInvalidArgument, "ncclCommQueryProperties: props is NULL");
         goto exit;
@@ -842,7 +876,8 @@ ncclResult_t host_suspend(ncclComm_t comm, int flags, int resume)
     host_comm *c;
     ncclResult_t rc = ncclSuccess;
     const char *fn = resume ? "ncclCommResume" : "ncclCommSuspend";
-    HOST_CHECK(host_comm_enter(comm, fn, &c));
+    if (HOST_FAILED(rc = host_comm_enter(comm, fn, &c)))
+        return rc;
     if (!resume && flags != 0 && flags != NCCL_SUSPEND_MEM) {
         rc = host_fail(ncclInvalidArgument, "%s: flags %d are not supported", fn, flags);
         goto exit;
@@ -852,7 +887,8 @@ ncclResult_t host_suspend(ncclComm_t comm, int flags, int resume)
         goto exit;
     }
     if (!resume)
-        HOST_CHECKGOTO(host_comm_usable(c, fn), rc, exit);
+        if (HOST_FAILED(rc = host_comm_usable(c, fn)))
+            goto exit;
     atomic_store(&c->suspended, !resume);
 exit:
     host_comm_leave(c);
@@ -870,7 +906,8 @@ ncclResult_t host_revoke(ncclComm_t comm, int flags)
     int phase;
     if (comm == NULL)
         return ncclSuccess;
-    HOST_CHECK(host_comm_enter(comm, "ncclCommRevoke", &c));
+    if (HOST_FAILED(rc = host_comm_enter(comm, "ncclCommRevoke", &c)))
+        return rc;
     pthread_mutex_lock(&c->lock);
     phase = c->phase;
     pthread_mutex_unlock(&c->lock);
@@ -892,7 +929,8 @@ ncclResult_t host_mem_stats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t *v
 {
     host_comm *c;
     ncclResult_t rc = ncclSuccess;
-    HOST_CHECK(host_comm_enter(comm, "ncclCommMemStats", &c));
+    if (HOST_FAILED(rc = host_comm_enter(comm, "ncclCommMemStats", &c)))
+        return rc;
     if (value == NULL) {
         rc = host_fail(ncclInvalidArgument, "ncclCommMemStats: value is NULL");
         goto exit;

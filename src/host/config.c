@@ -105,32 +105,40 @@ ncclResult_t host_config_parse(const ncclConfig_t *in, ncclConfig_t *out, const 
         c = tmp;
         c.size = sizeof c;
     }
-#define BAD(field, cond)                                                                             \
-    if (!(cond))                                                                                     \
-    return host_fail(ncclInvalidArgument, "%s: config." #field " = %d is out of range", fn, c.field)
-    BAD(blocking, in01(c.blocking));
-    BAD(splitShare, in01(c.splitShare));
-    BAD(shrinkShare, in01(c.shrinkShare));
-    BAD(nvlinkCentricSched, in01(c.nvlinkCentricSched));
-    BAD(graphStreamOrdering, in01(c.graphStreamOrdering));
-    BAD(collnetEnable, in01(c.collnetEnable));
-    BAD(graphUsageMode, c.graphUsageMode == U || (c.graphUsageMode >= 0 && c.graphUsageMode <= 2));
-    BAD(cgaClusterSize, c.cgaClusterSize == U || c.cgaClusterSize >= 0);
-    BAD(minCTAs, c.minCTAs == U || c.minCTAs > 0);
-    BAD(maxCTAs, c.maxCTAs == U || c.maxCTAs > 0);
-    BAD(nvlsCTAs, c.nvlsCTAs == U || c.nvlsCTAs > 0);
-    BAD(maxP2pPeers, c.maxP2pPeers == U || c.maxP2pPeers > 0);
-    /* Compared raw, as NCCL 2.30 does: minCTAs set while maxCTAs is UNDEF is rejected. */
-    BAD(minCTAs, c.minCTAs <= c.maxCTAs);
-    BAD(nChannelsPerNetPeer, c.nChannelsPerNetPeer == U || (c.nChannelsPerNetPeer >= 1 && c.nChannelsPerNetPeer <= 64));
-    BAD(CTAPolicy, c.CTAPolicy == U || (c.CTAPolicy >= 0 && c.CTAPolicy <= 3));
-    BAD(numRmaCtx, c.numRmaCtx == U || c.numRmaCtx >= 0);
-    BAD(launchOrderImplicit, in01(c.launchOrderImplicit));
-    BAD(rmaEagerInit, in01(c.rmaEagerInit));
-    BAD(numRmaSig, c.numRmaSig == U || c.numRmaSig >= 0);
-    BAD(hostCftMode, c.hostCftMode == U || (c.hostCftMode >= ncclHostCftEnable && c.hostCftMode <= ncclHostCftFallback));
-    BAD(nvlsHostMode, c.nvlsHostMode == U || c.nvlsHostMode >= 0);
-#undef BAD
+    /* Every field in range, checked in this order: the first one out of range is reported. */
+    const struct {
+        const char *field;
+        int value, ok;
+    } checks[] = {
+        {"blocking", c.blocking, in01(c.blocking)},
+        {"splitShare", c.splitShare, in01(c.splitShare)},
+        {"shrinkShare", c.shrinkShare, in01(c.shrinkShare)},
+        {"nvlinkCentricSched", c.nvlinkCentricSched, in01(c.nvlinkCentricSched)},
+        {"graphStreamOrdering", c.graphStreamOrdering, in01(c.graphStreamOrdering)},
+        {"collnetEnable", c.collnetEnable, in01(c.collnetEnable)},
+        {"graphUsageMode", c.graphUsageMode, c.graphUsageMode == U || (c.graphUsageMode >= 0 && c.graphUsageMode <= 2)},
+        {"cgaClusterSize", c.cgaClusterSize, c.cgaClusterSize == U || c.cgaClusterSize >= 0},
+        {"minCTAs", c.minCTAs, c.minCTAs == U || c.minCTAs > 0},
+        {"maxCTAs", c.maxCTAs, c.maxCTAs == U || c.maxCTAs > 0},
+        {"nvlsCTAs", c.nvlsCTAs, c.nvlsCTAs == U || c.nvlsCTAs > 0},
+        {"maxP2pPeers", c.maxP2pPeers, c.maxP2pPeers == U || c.maxP2pPeers > 0},
+        /* Compared raw, as NCCL 2.30 does: minCTAs set while maxCTAs is UNDEF is rejected. */
+        {"minCTAs", c.minCTAs, c.minCTAs <= c.maxCTAs},
+        {"nChannelsPerNetPeer", c.nChannelsPerNetPeer,
+         c.nChannelsPerNetPeer == U || (c.nChannelsPerNetPeer >= 1 && c.nChannelsPerNetPeer <= 64)},
+        {"CTAPolicy", c.CTAPolicy, c.CTAPolicy == U || (c.CTAPolicy >= 0 && c.CTAPolicy <= 3)},
+        {"numRmaCtx", c.numRmaCtx, c.numRmaCtx == U || c.numRmaCtx >= 0},
+        {"launchOrderImplicit", c.launchOrderImplicit, in01(c.launchOrderImplicit)},
+        {"rmaEagerInit", c.rmaEagerInit, in01(c.rmaEagerInit)},
+        {"numRmaSig", c.numRmaSig, c.numRmaSig == U || c.numRmaSig >= 0},
+        {"hostCftMode", c.hostCftMode,
+         c.hostCftMode == U || (c.hostCftMode >= ncclHostCftEnable && c.hostCftMode <= ncclHostCftFallback)},
+        {"nvlsHostMode", c.nvlsHostMode, c.nvlsHostMode == U || c.nvlsHostMode >= 0},
+    };
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
+        if (!checks[i].ok)
+            return host_fail(ncclInvalidArgument, "%s: config.%s = %d is out of range", fn, checks[i].field,
+                             checks[i].value);
     if (c.blocking == U)
         c.blocking = 1;
     if (p->comm_blocking >= 0)

@@ -227,7 +227,8 @@ ncclResult_t host_monitor_add(host_comm *c)
             rc = host_fail(ncclSystemError, "eventfd failed: %s", strerror(errno));
             goto out;
         }
-        HOST_CHECKGOTO(host_thread_create(&t, mon_main, NULL, 1), rc, out);
+        if (HOST_FAILED(rc = host_thread_create(&t, mon_main, NULL, 1)))
+            goto out;
         mon_started = 1;
     }
     for (int j = 0; j < c->nranks; j++) {

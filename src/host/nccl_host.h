@@ -161,23 +161,21 @@ ncclResult_t host_fail(ncclResult_t rc, const char *fmt, ...) HOST_PRINTF(2, 3) 
     } while (0)
 
 /* Error propagation leaves a file:line breadcrumb at TRACE, so NCCL_DEBUG=TRACE reads like a
- * backtrace (STYLE.md section 3). */
-#define HOST_CHECK(call)                                                                       \
-    do {                                                                                       \
-        ncclResult_t r_ = (call);                                                              \
-        if (HOST_UNLIKELY(r_ != ncclSuccess)) {                                                \
-            HOST_TRACE(HOST_SUB_ALL, "%s:%d -> %d", __FILE__, __LINE__, (int)r_);              \
-            return r_;                                                                         \
-        }                                                                                      \
-    } while (0)
-#define HOST_CHECKGOTO(call, res, label)                                                       \
-    do {                                                                                       \
-        (res) = (call);                                                                        \
-        if (HOST_UNLIKELY((res) != ncclSuccess)) {                                             \
-            HOST_TRACE(HOST_SUB_ALL, "%s:%d -> %d", __FILE__, __LINE__, (int)(res));           \
-            goto label;                                                                        \
-        }                                                                                      \
-    } while (0)
+ * backtrace (STYLE.md section 3). HOST_FAILED only adds the location; the return or goto stays at
+ * the call site:
+ *     if (HOST_FAILED(rc = host_comm_enter(comm, fn, &c)))
+ *         return rc;
+ *     if (HOST_FAILED(rc = host_comm_start(c)))
+ *         goto fail;
+ */
+#define HOST_FAILED(rc) host_failed((rc), __FILE__, __LINE__)
+static inline int host_failed(ncclResult_t rc, const char *file, int line)
+{
+    if (HOST_LIKELY(rc == ncclSuccess))
+        return 0;
+    HOST_TRACE(HOST_SUB_ALL, "%s:%d -> %d", file, line, (int)rc);
+    return 1;
+}
 /* Cleanup paths keep the first error. */
 #define HOST_CHECKIGNORE(call, res)                                                            \
     do {                                                                                       \
@@ -779,8 +777,6 @@ ncclResult_t host_p2p_progress(host_comm *c, host_p2p_run *run, int *progress, i
 int host_group_depth(void);
 ncclResult_t host_group_start(void);
 ncclResult_t host_group_end(ncclSimInfo_t *sim, int simulate);
-/* Entry path of every communication call after its argument checks. */
-ncclResult_t host_enqueue(ncclComm_t comm, host_opd *op);
 /* Management jobs (init, split, shrink, finalize, destroy) inside a group. */
 typedef enum { HOST_JOB_INIT = 1, HOST_JOB_SPLIT, HOST_JOB_SHRINK, HOST_JOB_FINALIZE, HOST_JOB_DESTROY } host_job_kind;
 ncclResult_t host_group_add_job(host_job_kind kind, ncclComm_t comm, host_split_args *args);

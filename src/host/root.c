@@ -474,7 +474,8 @@ ncclResult_t host_unique_id(ncclUniqueId *id)
     e = calloc(1, sizeof *e);
     if (e == NULL)
         return host_fail(ncclSystemError, "ncclGetUniqueId: out of memory");
-    HOST_CHECKGOTO(host_random_bytes(e->secret, sizeof e->secret), rc, fail);
+    if (HOST_FAILED(rc = host_random_bytes(e->secret, sizeof e->secret)))
+        goto fail;
     e->deadline = host_deadline_after(p->root_idle_ns);
     pthread_mutex_lock(&root_lock);
     if (root_nids >= HOST_MAX_OPEN_IDS) {
