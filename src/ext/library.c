@@ -385,7 +385,7 @@ PyDoc_STRVAR(abi_resolved__doc__, "_abi_resolved()\n--\n\n"
 static PyObject *abi_resolved(PyObject *module, PyObject *unused)
 {
     (void)unused;
-    if (ensure_loaded(nx_get_state(module)) < 0)
+    if (nx_loaded(nx_get_state(module)) < 0)
         return NULL;
     PyObject *d = PyDict_New();
     for (size_t i = 0; d != NULL && i < nx_nsymbols; i++) {

@@ -62,7 +62,6 @@ static void seg_fill(host_seg *seg, void *base, size_t size)
 
 ncclResult_t host_seg_create(host_seg *seg, int nranks, const uint8_t token[HOST_TOKEN_BYTES], int *fdp)
 {
-    ncclResult_t rc;
     const host_params_t *p = host_params();
     host_seg_header h;
     char why[160];
