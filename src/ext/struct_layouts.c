@@ -2,9 +2,9 @@
  * initializers, which stamp what the NCCL_*_INITIALIZER macros do. Field names are nccl4py
  * 0.6.0's; structs.c builds the classes and _struct_layouts() the numpy dtypes from these tables,
  * so an offset is written down once, as an offsetof. */
-#include <string.h>
-
 #include "struct_layouts.h"
+
+#include <string.h>
 
 #define U NCCL_CONFIG_UNDEF_INT
 

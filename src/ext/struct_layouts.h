@@ -3,9 +3,9 @@
 #ifndef NCCL4PY_STRUCT_LAYOUTS_H
 #define NCCL4PY_STRUCT_LAYOUTS_H
 
-#include <stddef.h>
-
 #include "module.h"
+
+#include <stddef.h>
 
 typedef enum {
     F_I32,

@@ -541,24 +541,77 @@ ncclResult_t ncclParamBind(ncclParamHandle_t *out, const char *key)
 }
 
 /* The typed reads: an integer parameter, range-checked into the caller's type. */
-#define HOST_PARAM_GETTER(name, type, lo, hi)                                                      \
-    ncclResult_t name(ncclParamHandle_t h, type *out)                                              \
-    {                                                                                              \
-        int64_t v = 0;                                                                             \
-        ncclResult_t rc = host_param_get_int(h, (lo), (hi), out == NULL ? NULL : &v, #name);       \
-        if (rc == ncclSuccess)                                                                     \
-            *out = (type)v;                                                                        \
-        return rc;                                                                                 \
-    }
-HOST_PARAM_GETTER(ncclParamGetI8, int8_t, INT8_MIN, INT8_MAX)
-HOST_PARAM_GETTER(ncclParamGetI16, int16_t, INT16_MIN, INT16_MAX)
-HOST_PARAM_GETTER(ncclParamGetI32, int32_t, INT32_MIN, INT32_MAX)
-HOST_PARAM_GETTER(ncclParamGetI64, int64_t, INT64_MIN, INT64_MAX)
-HOST_PARAM_GETTER(ncclParamGetU8, uint8_t, 0, UINT8_MAX)
-HOST_PARAM_GETTER(ncclParamGetU16, uint16_t, 0, UINT16_MAX)
-HOST_PARAM_GETTER(ncclParamGetU32, uint32_t, 0, UINT32_MAX)
-HOST_PARAM_GETTER(ncclParamGetU64, uint64_t, 0, UINT64_MAX)
-#undef HOST_PARAM_GETTER
+ncclResult_t ncclParamGetI8(ncclParamHandle_t h, int8_t *out)
+{
+    int64_t v = 0;
+    ncclResult_t rc = host_param_get_int(h, INT8_MIN, INT8_MAX, out == NULL ? NULL : &v, "ncclParamGetI8");
+    if (rc == ncclSuccess)
+        *out = (int8_t)v;
+    return rc;
+}
+
+ncclResult_t ncclParamGetI16(ncclParamHandle_t h, int16_t *out)
+{
+    int64_t v = 0;
+    ncclResult_t rc = host_param_get_int(h, INT16_MIN, INT16_MAX, out == NULL ? NULL : &v, "ncclParamGetI16");
+    if (rc == ncclSuccess)
+        *out = (int16_t)v;
+    return rc;
+}
+
+ncclResult_t ncclParamGetI32(ncclParamHandle_t h, int32_t *out)
+{
+    int64_t v = 0;
+    ncclResult_t rc = host_param_get_int(h, INT32_MIN, INT32_MAX, out == NULL ? NULL : &v, "ncclParamGetI32");
+    if (rc == ncclSuccess)
+        *out = (int32_t)v;
+    return rc;
+}
+
+ncclResult_t ncclParamGetI64(ncclParamHandle_t h, int64_t *out)
+{
+    int64_t v = 0;
+    ncclResult_t rc = host_param_get_int(h, INT64_MIN, INT64_MAX, out == NULL ? NULL : &v, "ncclParamGetI64");
+    if (rc == ncclSuccess)
+        *out = (int64_t)v;
+    return rc;
+}
+
+ncclResult_t ncclParamGetU8(ncclParamHandle_t h, uint8_t *out)
+{
+    int64_t v = 0;
+    ncclResult_t rc = host_param_get_int(h, 0, UINT8_MAX, out == NULL ? NULL : &v, "ncclParamGetU8");
+    if (rc == ncclSuccess)
+        *out = (uint8_t)v;
+    return rc;
+}
+
+ncclResult_t ncclParamGetU16(ncclParamHandle_t h, uint16_t *out)
+{
+    int64_t v = 0;
+    ncclResult_t rc = host_param_get_int(h, 0, UINT16_MAX, out == NULL ? NULL : &v, "ncclParamGetU16");
+    if (rc == ncclSuccess)
+        *out = (uint16_t)v;
+    return rc;
+}
+
+ncclResult_t ncclParamGetU32(ncclParamHandle_t h, uint32_t *out)
+{
+    int64_t v = 0;
+    ncclResult_t rc = host_param_get_int(h, 0, UINT32_MAX, out == NULL ? NULL : &v, "ncclParamGetU32");
+    if (rc == ncclSuccess)
+        *out = (uint32_t)v;
+    return rc;
+}
+
+ncclResult_t ncclParamGetU64(ncclParamHandle_t h, uint64_t *out)
+{
+    int64_t v = 0;
+    ncclResult_t rc = host_param_get_int(h, 0, UINT64_MAX, out == NULL ? NULL : &v, "ncclParamGetU64");
+    if (rc == ncclSuccess)
+        *out = (uint64_t)v;
+    return rc;
+}
 
 ncclResult_t ncclParamGetStr(ncclParamHandle_t h, const char **out)
 {
