@@ -349,12 +349,13 @@ def test_library_path_is_absolute(stub_python, stub_libs):
 
 # Parameters that hold a communicator or a window handle, by name.
 HANDLE_PARAMS = {"comm": "communicator", "window": "window", "win": "window", "peer_win": "window"}
-# Where NCCL gives a null communicator a meaning, the binding passes it on: destroy, abort and
-# finalize of NULL are no-ops (ncclSuccess), get_last_error(NULL) is the error of a call made
-# without a communicator, and a rank joining through ncclCommGrow has no communicator yet.
-NULL_ACCEPTED = {("comm_destroy", "comm"), ("comm_abort", "comm"), ("comm_finalize", "comm"),
-                 ("get_last_error", "comm"), ("comm_grow", "comm")}
-# Named like handles, but they are the addresses of slots the library fills (PointerBox addresses).
+# Where NCCL gives a null communicator a meaning the binding cannot replace, it passes it on:
+# get_last_error(NULL) is the error of a call made without a communicator, and a rank joining
+# through ncclCommGrow has no communicator yet. Destroy, abort and finalize refuse NULL like every
+# other call: NCCL makes them no-ops, but the binding refuses a null handle everywhere.
+NULL_ACCEPTED = {("get_last_error", "comm"), ("comm_grow", "comm")}
+# Named like handles, but they are the addresses of slots the library fills (PointerBox addresses):
+# 0 is refused too, as a null slot address.
 OUT_SLOTS = {("comm_init_rank", "comm"), ("comm_init_rank_config", "comm"), ("comm_window_register", "win")}
 
 
@@ -424,6 +425,21 @@ def test_null_where_nccl_gives_it_a_meaning(stub_python):
     out, calls = r
     assert out == {name: "ok" for _, name, *_ in cases}
     # each reached the library with the null communicator
-    assert sorted(calls) == sorted({"comm_destroy": ("ncclCommDestroy", 0), "comm_abort": ("ncclCommAbort", 0),
-                                    "comm_finalize": ("ncclCommFinalize", 0), "get_last_error": ("ncclGetLastError", 0),
+    assert sorted(calls) == sorted({"get_last_error": ("ncclGetLastError", 0),
                                     "comm_grow": ("ncclCommGrow", 0)}.values())
+
+
+def test_a_null_slot_address_is_refused(stub_python):
+    """The 0.3.1 creation forms take the address of the slot the library fills: 0 is a ValueError
+    before the call (the library would write through it)."""
+    r = stub_python("nccl").run("""
+        uid = b.UniqueId()
+        result = ([catch(b.comm_init_rank, 0, 1, uid, 0), catch(b.comm_init_rank_config, 0, 1, uid, 0, 0),
+                   catch(b.comm_window_register, 1, 1, 8, 0, 0)], stub.calls())
+    """)
+    outcomes, calls = r
+    assert calls == []
+    assert [o[:2] for o in outcomes] == [
+        ("ValueError", "comm_init_rank() argument 'comm' must not be a null handle slot address"),
+        ("ValueError", "comm_init_rank_config() argument 'comm' must not be a null handle slot address"),
+        ("ValueError", "comm_window_register() argument 'win' must not be a null handle slot address")]

@@ -405,7 +405,7 @@ def test_comm_split(stub_python):
         new = (b.comm_split({P[0]}, -1, 3, box.address, {P[1]}), box.ptr, box.address, stub.calls())
         stub.reset()
         box2 = b.PointerBox()
-        kw = (b.comm_split(comm={P[2]}, color=5, key=-2, newcomm=box2, config=0), box2.address, box2.ptr,
+        kw = (catch(b.comm_split, comm={P[2]}, color=5, key=-2, newcomm=box2, config=0), box2.address, box2.ptr,
               stub.calls())
         stub.reset()
         stub.set_out("ncclCommSplit", 0x5B11_7002)
@@ -418,8 +418,10 @@ def test_comm_split(stub_python):
     (ret, handle, slot, calls), (kret, kslot, kptr, kcalls), (oret, ocalls), oldkw = r
     assert (ret, handle) == (0, 0x5B11_7000)
     assert calls == [("ncclCommSplit", (P[0], u(-1), 3, slot, P[1]))]
-    # A PointerBox passed as newcomm is taken by __index__: its ptr (0), not its address.
-    assert (kret, kptr) == (0, 0) and kcalls == [("ncclCommSplit", (P[2], 5, u(-2), 0, 0))]
+    # A PointerBox passed as newcomm is taken by __index__: its ptr (0), not its address; a null
+    # slot address is refused before the call (the library would write through it).
+    assert kret[:2] == ("ValueError", "comm_split() argument 'newcomm' must not be a null handle slot address")
+    assert kptr == 0 and kcalls == []
     assert oret == 0x5B11_7002 and oldkw == 0x5B11_7003
     (name, args), = ocalls
     assert name == "ncclCommSplit" and args[:3] == (P[3], 1, 0) and args[3] != 0 and args[4] == P[4]
@@ -868,7 +870,7 @@ def test_keyword_errors(stub_python):
         result = (catch(b.all_reduce, 1, 2, 3, 7, 0, 4, strem=5),
                   catch(b.all_reduce, 1, 2, 3, 7, 0, 4, sendbuff=5),
                   catch(b.comm_query_properties, props=0),
-                  catch(b.comm_grow, 0, 0, 0, 0, 0, config=0),
+                  catch(b.comm_grow, 0, 0, 0, 0, b.PointerBox().address, config=0),
                   stub.calls())
     """)
     unknown, duplicate, props_only, grow_mixed, calls = r

@@ -91,6 +91,20 @@ static inline int nx_arg_addr(const nx_sig *sig, PyObject *const *a, int i, void
     return nx_addr(a[i], sig->fname, sig->names[i], out);
 }
 
+/* The address of the handle slot a 0.3.1 creation call fills (a PointerBox or an int): the library
+ * writes the new communicator or window there, so 0 is refused (ValueError) before the call. */
+static inline int nx_arg_slot(const nx_sig *sig, PyObject *const *a, int i, void **out)
+{
+    if (nx_addr(a[i], sig->fname, sig->names[i], out) < 0)
+        return -1;
+    if (*out == NULL) {
+        PyErr_Format(PyExc_ValueError, "%s() argument '%s' must not be a null handle slot address", sig->fname,
+                     sig->names[i]);
+        return -1;
+    }
+    return 0;
+}
+
 static inline int nx_arg_stream(const nx_sig *sig, PyObject *const *a, int i, cudaStream_t *out)
 {
     intptr_t v;

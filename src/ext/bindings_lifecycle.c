@@ -37,7 +37,7 @@ static PyObject *comm_init_rank_config(PyObject *m, PyObject *const *args, Py_ss
     void *slot = NULL, *config;
     int nranks, rank;
     ncclUniqueId id;
-    if ((!legacy && nx_arg_addr(sig, a, 0, &slot) < 0) || nx_arg_int(sig, a, o + 1, &nranks) < 0 ||
+    if ((!legacy && nx_arg_slot(sig, a, 0, &slot) < 0) || nx_arg_int(sig, a, o + 1, &nranks) < 0 ||
         nx_read_bytes_arg(a[o + 2], sig->fname, sig->names[o + 2], &id, sizeof id) < 0 ||
         nx_arg_int(sig, a, o + 3, &rank) < 0 || nx_arg_addr(sig, a, o + 4, &config) < 0)
         return NULL;
@@ -66,7 +66,7 @@ static PyObject *comm_init_rank(PyObject *m, PyObject *const *args, Py_ssize_t n
     void *slot = NULL;
     int nranks, rank;
     ncclUniqueId id;
-    if ((!legacy && nx_arg_addr(sig, a, 0, &slot) < 0) || nx_arg_int(sig, a, o + 1, &nranks) < 0 ||
+    if ((!legacy && nx_arg_slot(sig, a, 0, &slot) < 0) || nx_arg_int(sig, a, o + 1, &nranks) < 0 ||
         nx_read_bytes_arg(a[o + 2], sig->fname, sig->names[o + 2], &id, sizeof id) < 0 ||
         nx_arg_int(sig, a, o + 3, &rank) < 0)
         return NULL;
@@ -145,7 +145,7 @@ static PyObject *comm_init_rank_scalable(PyObject *m, PyObject *const *args, Py_
     int o = legacy ? -1 : 0;
     void *slot = NULL, *config;
     int nranks, myrank, n_id;
-    if ((!legacy && nx_arg_addr(sig, a, 0, &slot) < 0) || nx_arg_int(sig, a, o + 1, &nranks) < 0 ||
+    if ((!legacy && nx_arg_slot(sig, a, 0, &slot) < 0) || nx_arg_int(sig, a, o + 1, &nranks) < 0 ||
         nx_arg_int(sig, a, o + 2, &myrank) < 0 || nx_arg_int(sig, a, o + 3, &n_id) < 0 ||
         nx_arg_addr(sig, a, o + 5, &config) < 0)
         return NULL;
@@ -181,7 +181,7 @@ static PyObject *comm_split(PyObject *m, PyObject *const *args, Py_ssize_t nargs
     void *slot = NULL, *config;
     int color, key;
     if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_int(sig, a, 1, &color) < 0 || nx_arg_int(sig, a, 2, &key) < 0 ||
-        (!legacy && nx_arg_addr(sig, a, 3, &slot) < 0) || nx_arg_addr(sig, a, legacy ? 3 : 4, &config) < 0)
+        (!legacy && nx_arg_slot(sig, a, 3, &slot) < 0) || nx_arg_addr(sig, a, legacy ? 3 : 4, &config) < 0)
         return NULL;
     ncclComm_t newcomm = NULL, *out = creation_slot(legacy, slot, &newcomm);
     ncclResult_t rc;
@@ -212,7 +212,7 @@ static PyObject *comm_shrink(PyObject *m, PyObject *const *args, Py_ssize_t narg
     void *slot = NULL, *config;
     int count, flags, *list = NULL, *copy = NULL;
     if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_int(sig, a, 2, &count) < 0 ||
-        (!legacy && nx_arg_addr(sig, a, 3, &slot) < 0) || nx_arg_addr(sig, a, o + 4, &config) < 0 ||
+        (!legacy && nx_arg_slot(sig, a, 3, &slot) < 0) || nx_arg_addr(sig, a, o + 4, &config) < 0 ||
         nx_arg_int(sig, a, o + 5, &flags) < 0)
         return NULL;
     if (nx_int_array_arg(a[1], sig->fname, sig->names[1], count > 0 ? count : 0, 0, &list, &copy) < 0)
@@ -245,7 +245,7 @@ static PyObject *comm_grow(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
     /* NULL comm: a new rank joining (NCCL's API); existing ranks pass their communicator. */
     if (nx_arg_nullable_comm(sig, a, 0, &comm) < 0 || nx_arg_int(sig, a, 1, &n_ranks) < 0 ||
         nx_arg_addr(sig, a, 2, &uid) < 0 || nx_arg_int(sig, a, 3, &rank) < 0 ||
-        (!legacy && nx_arg_addr(sig, a, 4, &slot) < 0) || nx_arg_addr(sig, a, legacy ? 4 : 5, &config) < 0)
+        (!legacy && nx_arg_slot(sig, a, 4, &slot) < 0) || nx_arg_addr(sig, a, legacy ? 4 : 5, &config) < 0)
         return NULL;
     ncclComm_t newcomm = NULL, *out = creation_slot(legacy, slot, &newcomm);
     ncclResult_t rc;
@@ -300,7 +300,7 @@ static PyObject *comm_finalize(PyObject *m, PyObject *const *args, Py_ssize_t na
     if (a == NULL || nx_require(st, &nx_api.ncclCommFinalize) < 0)
         return NULL;
     ncclComm_t comm;
-    if (nx_arg_nullable_comm(sig, a, 0, &comm) < 0) /* NULL: NCCL returns ncclSuccess */
+    if (nx_arg_comm(sig, a, 0, &comm) < 0)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommFinalize(comm));
@@ -311,7 +311,7 @@ static PyObject *comm_finalize(PyObject *m, PyObject *const *args, Py_ssize_t na
 
 static const nx_sig comm_destroy_sig = NX_SIGNATURE("comm_destroy", "comm");
 PyDoc_STRVAR(comm_destroy__doc__, "comm_destroy(comm)\n--\n\n"
-"ncclCommDestroy: free the communicator. A null comm (0) is a no-op in NCCL.");
+"ncclCommDestroy: free the communicator. A null comm (0) is refused (ValueError), as everywhere.");
 static PyObject *comm_destroy(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &comm_destroy_sig;
@@ -321,7 +321,7 @@ static PyObject *comm_destroy(PyObject *m, PyObject *const *args, Py_ssize_t nar
     if (a == NULL || nx_require(st, &nx_api.ncclCommDestroy) < 0)
         return NULL;
     ncclComm_t comm;
-    if (nx_arg_nullable_comm(sig, a, 0, &comm) < 0) /* NULL: NCCL returns ncclSuccess */
+    if (nx_arg_comm(sig, a, 0, &comm) < 0)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommDestroy(comm));
@@ -332,8 +332,8 @@ static PyObject *comm_destroy(PyObject *m, PyObject *const *args, Py_ssize_t nar
 
 static const nx_sig comm_abort_sig = NX_SIGNATURE("comm_abort", "comm");
 PyDoc_STRVAR(comm_abort__doc__, "comm_abort(comm)\n--\n\n"
-"ncclCommAbort: abort in-flight operations and free the communicator. A null comm (0) is a no-op in\n"
-"NCCL.");
+"ncclCommAbort: abort in-flight operations and free the communicator. A null comm (0) is refused\n"
+"(ValueError), as everywhere.");
 static PyObject *comm_abort(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &comm_abort_sig;
@@ -343,7 +343,7 @@ static PyObject *comm_abort(PyObject *m, PyObject *const *args, Py_ssize_t nargs
     if (a == NULL || nx_require(st, &nx_api.ncclCommAbort) < 0)
         return NULL;
     ncclComm_t comm;
-    if (nx_arg_nullable_comm(sig, a, 0, &comm) < 0) /* NULL: NCCL returns ncclSuccess */
+    if (nx_arg_comm(sig, a, 0, &comm) < 0)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommAbort(comm));

@@ -72,7 +72,7 @@ static PyObject *comm_window_register(PyObject *m, PyObject *const *args, Py_ssi
     size_t size;
     int flags;
     if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_addr(sig, a, 1, &buff) < 0 || nx_arg_size(sig, a, 2, &size) < 0 ||
-        (!legacy && nx_arg_addr(sig, a, 3, &slot) < 0) || nx_arg_int(sig, a, legacy ? 3 : 4, &flags) < 0)
+        (!legacy && nx_arg_slot(sig, a, 3, &slot) < 0) || nx_arg_int(sig, a, legacy ? 3 : 4, &flags) < 0)
         return NULL;
     ncclWindow_t win = NULL, *out = legacy ? &win : (ncclWindow_t *)slot;
     ncclResult_t rc;
