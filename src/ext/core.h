@@ -4,9 +4,9 @@
 #ifndef NCCL4PY_CORE_H
 #define NCCL4PY_CORE_H
 
-#include <stdint.h>
-
 #include "bindings.h"
+
+#include <stdint.h>
 
 /* ---- Python-level objects the core uses (nx_lazy_kind in module.h), imported on first use ----
  * They live in Python modules (enums, dataclasses, cuda.core) that import nccl._ext themselves, so

@@ -3,8 +3,9 @@
 #ifndef NCCL4PY_LIBRARY_H
 #define NCCL4PY_LIBRARY_H
 
-#include "loader.h"
 #include "module.h"
+
+#include "loader.h"
 
 /* Loads the library on first use. 0 on success, -1 with an exception set. */
 NX_COLD int nx_load_library(nx_state *st);
