@@ -37,7 +37,7 @@ if ml_dtypes is not None:
     DTYPES[np.dtype(ml_dtypes.float8_e5m2)] = "FLOAT8E5M2"
 # resolving these must fail with NcclInvalid, the same message in every thread
 UNSUPPORTED = [np.dtype(np.complex64), np.dtype(np.int16), np.dtype(">f4")]
-REDUCIBLE = [dt for dt, name in DTYPES.items() if dt != np.bool_]
+REDUCIBLE = [dt for dt in DTYPES if dt != np.bool_]
 
 
 class Failures:
@@ -59,7 +59,7 @@ class Failures:
 def values(dt, n, seed):
     """n small values exact in every dtype (fp8 included)."""
     v = (np.arange(n, dtype=np.int64) * 7 + seed * 3) % 8
-    if dt.kind == "i" or dt.kind == "f" or dt.kind == "V":
+    if dt.kind in "ifV":  # signed (ml_dtypes' types are kind V)
         v = v - 4
     return v.astype(np.float64).astype(dt)
 
@@ -78,7 +78,8 @@ def run_threads(nthreads, target, failures):
         except BaseException as e:  # noqa: BLE001 - every outcome is data here
             failures.add(f"thread {t}: {type(e).__name__}: {e}")
 
-    threads = [threading.Thread(target=body, args=(t,)) for t in range(nthreads)]
+    # daemon: a thread stuck in the library is reported below and does not keep the process alive
+    threads = [threading.Thread(target=body, args=(t,), daemon=True) for t in range(nthreads)]
     for th in threads:
         th.start()
     for th in threads:
