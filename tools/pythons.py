@@ -25,15 +25,16 @@ apt runs with a private configuration (its own sources.list, lists, cache and an
 file) under the cache folder; the machine's apt state is neither read nor written, and apt verifies
 every file it downloads against the signed index. Cache: $NCCL4PY_PYTHONS_CACHE, default
 ~/.cache/nccl4py-pythons, one folder per interpreter named by its exact version (e.g.
-``cpython-3.15.2-1-debian``, ``cpython-3.14.10t``), each with a manifest.json that records where it
-came from and how long each step took. A cached interpreter is verified (it starts, and has the
-modules pip and the tests need) and used without touching the network; --refresh looks for a newer
-Debian version first. Needs: apt-get, dpkg-deb, patchelf (installed with apt-get when missing and
+``cpython-3.15.2-1-debian``; ``cpython-3.13.15t-<hash of the build options>``), each with a
+manifest.json that records where it came from and how long each step took. A cached interpreter
+is verified (it starts, and has the modules pip and the tests need) and used without touching the
+network; --refresh looks for a newer Debian version first. Needs: apt-get, dpkg-deb, patchelf (installed with apt-get when missing and
 run as root), and for ``ft`` a C compiler, make and the headers of OpenSSL, zlib and libffi.
 """
 
 import argparse
 import glob
+import hashlib
 import json
 import os
 import re
@@ -54,6 +55,12 @@ STABLE_SERIES = "3.15"
 # tarball downloads is built. 3.14t: numpy, ml_dtypes, mypy and mpi4py all publish cp314t wheels
 # (mpi4py has none for cp315t); 3.13t: numpy<2.5, ml_dtypes<0.6 and mpi4py do.
 FT_SERIES = ("3.14", "3.13")
+# No test modules; -O2 without -g (CPython's default OPT has -g -O3: slower to build, no faster to
+# test); none of the modules for terminals, databases or Tk, which nothing here imports.
+FT_CONFIGURE = ["--disable-gil", "--disable-test-modules", "--with-ensurepip=install"]
+FT_ENV = {"OPT": "-DNDEBUG -fwrapv -O2 -Wall",
+          **{f"py_cv_module_{m}": "n/a" for m in ("_curses", "_curses_panel", "_dbm", "_gdbm", "readline",
+                                                  "_sqlite3", "_tkinter", "xxlimited", "xxlimited_35")}}
 MULTIARCH = "x86_64-linux-gnu"
 LIBDIR = f"usr/lib/{MULTIARCH}"
 LDSO = f"{LIBDIR}/ld-linux-x86-64.so.2"
@@ -153,12 +160,16 @@ class Apt:
         found = {p[1].strip() for p in (ln.split(" | ") for ln in out.splitlines())
                  if len(p) >= 3 and p[0].strip() == package and p[2].strip().endswith(kind)}
         ordered = []
-        for v in found:
+        for v in found:  # insertion sort with dpkg's version order
             i = 0
-            while i < len(ordered) and subprocess.run(["dpkg", "--compare-versions", v, "lt", ordered[i]]).returncode == 0:
+            while i < len(ordered) and self.older(v, ordered[i]):
                 i += 1
             ordered.insert(i, v)
         return ordered
+
+    @staticmethod
+    def older(a, b):
+        return subprocess.run(["dpkg", "--compare-versions", a, "lt", b]).returncode == 0
 
     def version(self, package):
         found = self.versions(package)
@@ -303,7 +314,7 @@ def get_stable(cache, apt, refresh):
 def get_ft(cache, apt, refresh):
     if not refresh:
         for series in FT_SERIES:
-            python = cached(cache, f"cpython-{series}.*t", f"bin/python{series}t", True)
+            python = cached(cache, f"cpython-{series}.*t-*", f"bin/python{series}t", True)
             if python:
                 log(f"ft: cached {python}")
                 return python
@@ -338,7 +349,9 @@ def download_source(apt, tmp):
 def build_ft(cache, apt, steps, tmp):
     series, debver, tarball = steps.run("download source", download_source, apt, tmp)
     upstream = debver.split("-")[0].split("~")[0]
-    dest = cache / f"cpython-{upstream}t"
+    # The build options are part of the key: changing them builds anew.
+    options = hashlib.sha256(json.dumps([FT_CONFIGURE, FT_ENV], sort_keys=True).encode()).hexdigest()[:8]
+    dest = cache / f"cpython-{upstream}t-{options}"
     python = dest / f"bin/python{series}t"
     if (dest / MANIFEST).is_file():
         verify(python, True)
@@ -359,8 +372,8 @@ def build_ft(cache, apt, steps, tmp):
         if dest.exists():
             shutil.rmtree(dest)
         # No --enable-optimizations/--with-lto: PGO runs the test suite, far too slow here.
-        steps.run("configure", run, ["./configure", f"--prefix={dest}", "--disable-gil",
-                                     "--disable-test-modules", "--with-ensurepip=install"], cwd=src)
+        steps.run("configure", run, ["./configure", f"--prefix={dest}", *FT_CONFIGURE], cwd=src,
+                  env={**os.environ, **FT_ENV})
         steps.run("make", run, ["make", f"-j{jobs}"], cwd=src)
         steps.run("install", run, ["make", f"-j{jobs}", "install"], cwd=src)
         info = steps.run("verify", verify, python, True)
@@ -370,7 +383,7 @@ def build_ft(cache, apt, steps, tmp):
             raise RuntimeError(f"built without {missing}: install the -dev packages of their libraries")
         write_manifest(dest, name="ft", series=series, debian_source=f"python{series} {debver}",
                        suites=list(SOURCE_SUITES), version=info["version"], python=str(python),
-                       configure=["--disable-gil", "--disable-test-modules", "--with-ensurepip=install"],
+                       configure=FT_CONFIGURE, env=FT_ENV,
                        seconds=steps.seconds)
     except BaseException:
         shutil.rmtree(dest, ignore_errors=True)
