@@ -7,6 +7,7 @@
 #include <Python.h>
 
 #include "abi.h"
+#include "compat.h"
 
 #define NX_COLD __attribute__((cold, noinline))
 #define NX_LIKELY(x) __builtin_expect(!!(x), 1)

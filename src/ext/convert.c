@@ -57,7 +57,7 @@ PyObject *nx_bad_arity2(const char *fname, Py_ssize_t a, Py_ssize_t b, Py_ssize_
 }
 
 /* Reads any int-like object as a long long, or as an unsigned long long when it does not fit;
- * *neg tells which. -1 with TypeError when o has no __index__. */
+ * *is_unsigned tells which (the other is 0). -1 with TypeError when o has no __index__. */
 static int read_integer(PyObject *o, const char *fname, const char *argname, long long *sv,
                         unsigned long long *uv, int *is_unsigned)
 {

@@ -10,6 +10,8 @@
 
 #include "loader.h"
 
+#include "loader.h"
+
 /* Loads the library on first use. 0 on success, -1 with an exception set. */
 NX_COLD int nx_load_library(nx_state *st);
 

@@ -54,8 +54,9 @@ def test_crashed_rank_is_named_and_peers_are_not_left_waiting():
 
 @pytest.mark.timeout(60)
 def test_expected_death_is_not_a_failure(run_ranks):
+    # No communicator: with one, rank 1 could die while rank 0 is still inside its init.
     res = run_ranks(2, "import os, signal\nif rank == 1:\n    os.kill(os.getpid(), signal.SIGKILL)\n"
-                       "result = 'alive'", expect_death={1})
+                       "result = 'alive'", expect_death={1}, init=False)
     assert res[0].value == "alive" and res[1].returncode == -9
 
 
