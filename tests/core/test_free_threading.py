@@ -42,6 +42,12 @@ def run_child(scenario, nthreads=NTHREADS, iterations=200):
 
 
 @pytest.mark.timeout(300)
+# Seen twice in full-suite runs on a loaded 2-core machine, never alone (30 runs): once a refusal
+# appears, every thread but one gets "ncclBroadcast: communicator is in use by another thread"
+# although the calls are serialized by a lock, as if the host backend's in-use mark (active or
+# group_owner in src/host/group.c) stayed set. Not yet explained; kept visible as a non-strict
+# xfail until it is.
+@pytest.mark.xfail(strict=False, reason="host backend: an in-use mark that outlives its call under load (open)")
 def test_one_communicator_shared_by_threads_taking_turns():
     out = run_child("comm_turns", iterations=150)
     assert out["failures"] == [], out
