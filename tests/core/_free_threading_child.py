@@ -115,8 +115,8 @@ def scenario_comm(nthreads, iterations, failures, contend):
         except NCCLInvalidUsage as e:
             # The detail line is the library's last error, which is process-wide (as in NCCL): it
             # may be the refusal of the other thread's call, allreduce or broadcast.
-            if not contend or not re.search(r"\n  nccl(AllReduce|Broadcast): communicator is in use by another "
-                                            r"thread$", str(e)):
+            if not contend or not re.search(r"\n  library's last error: nccl(AllReduce|Broadcast): communicator is "
+                                            r"in use by another thread$", str(e)):
                 raise
             with failures.lock:
                 refused[0] += 1
