@@ -286,70 +286,52 @@ static PyObject *comm_get_unique_id(PyObject *m, PyObject *const *args, Py_ssize
     return nx_struct_result(st, obj, rc, comm);
 }
 
-/* ---- teardown: NCCL treats a null communicator as nothing to do (ncclSuccess) ---- */
+/* ---- teardown: finalize, destroy, abort ----
+ * NCCL makes them no-ops on a null communicator; the binding refuses it here as everywhere (RCCL
+ * does not promise the same, docs/compatibility.md#argument-conventions). */
 
-static const nx_sig comm_finalize_sig = NX_SIGNATURE("comm_finalize", "comm");
-PyDoc_STRVAR(comm_finalize__doc__, "comm_finalize(comm)\n--\n\n"
-"ncclCommFinalize: flush this rank's work. Collective. A null comm (0) is a no-op in NCCL.");
-static PyObject *comm_finalize(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+/* The teardown calls taking only the communicator. `slot` is the entry point's table slot. */
+static PyObject *teardown_call(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                               const nx_sig *sig, ncclResult_t (*const *slot)(ncclComm_t))
 {
-    const nx_sig *sig = &comm_finalize_sig;
     PyObject *buf[NX_MAX_PARAMS];
     PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
     nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommFinalize) < 0)
+    if (a == NULL || nx_require(st, slot) < 0)
         return NULL;
     ncclComm_t comm;
     if (nx_arg_comm(sig, a, 0, &comm) < 0)
         return NULL;
     ncclResult_t rc;
-    NX_RUN(rc, nx_api.ncclCommFinalize(comm));
+    NX_RUN(rc, (*slot)(comm));
     if (nx_check(st, rc, comm) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
 
+static const nx_sig comm_finalize_sig = NX_SIGNATURE("comm_finalize", "comm");
+PyDoc_STRVAR(comm_finalize__doc__, "comm_finalize(comm)\n--\n\n"
+"ncclCommFinalize: flush this rank's work. Collective. A null comm (0) is refused (ValueError).");
+static PyObject *comm_finalize(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return teardown_call(m, args, nargs, kwnames, &comm_finalize_sig, &nx_api.ncclCommFinalize);
+}
+
 static const nx_sig comm_destroy_sig = NX_SIGNATURE("comm_destroy", "comm");
 PyDoc_STRVAR(comm_destroy__doc__, "comm_destroy(comm)\n--\n\n"
-"ncclCommDestroy: free the communicator. A null comm (0) is refused (ValueError), as everywhere.");
+"ncclCommDestroy: free the communicator. A null comm (0) is refused (ValueError).");
 static PyObject *comm_destroy(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    const nx_sig *sig = &comm_destroy_sig;
-    PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommDestroy) < 0)
-        return NULL;
-    ncclComm_t comm;
-    if (nx_arg_comm(sig, a, 0, &comm) < 0)
-        return NULL;
-    ncclResult_t rc;
-    NX_RUN(rc, nx_api.ncclCommDestroy(comm));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return teardown_call(m, args, nargs, kwnames, &comm_destroy_sig, &nx_api.ncclCommDestroy);
 }
 
 static const nx_sig comm_abort_sig = NX_SIGNATURE("comm_abort", "comm");
 PyDoc_STRVAR(comm_abort__doc__, "comm_abort(comm)\n--\n\n"
 "ncclCommAbort: abort in-flight operations and free the communicator. A null comm (0) is refused\n"
-"(ValueError), as everywhere.");
+"(ValueError).");
 static PyObject *comm_abort(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    const nx_sig *sig = &comm_abort_sig;
-    PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommAbort) < 0)
-        return NULL;
-    ncclComm_t comm;
-    if (nx_arg_comm(sig, a, 0, &comm) < 0)
-        return NULL;
-    ncclResult_t rc;
-    NX_RUN(rc, nx_api.ncclCommAbort(comm));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return teardown_call(m, args, nargs, kwnames, &comm_abort_sig, &nx_api.ncclCommAbort);
 }
 
 /* ---- revoke, suspend, resume ---- */
