@@ -306,10 +306,14 @@ INIT_RANK_SNIPPET = f"""
     result["keywords"] = (ret, box.ptr, box.address, stub.calls(with_blobs=True))
     stub.reset()
     stub.set_out("ncclCommInitRank", 0xC0DE_0003)
-    result["0.2.0"] = (b.comm_init_rank(3, ID, 1), stub.calls(with_blobs=True))
+    result["0.2.0"] = (handle(b.comm_init_rank(3, ID, 1)), stub.calls(with_blobs=True))
     stub.reset()
     stub.set_out("ncclCommInitRank", 0xC0DE_0004)
-    result["0.2.0 keywords"] = (b.comm_init_rank(nranks=3, comm_id=uid, rank=0), stub.calls(with_blobs=True))
+    result["0.2.0 keywords"] = (handle(b.comm_init_rank(nranks=3, comm_id=uid, rank=0)), stub.calls(with_blobs=True))
+    stub.reset()
+    stub.set_out("ncclCommInitRank", 0xC0DE_0005)
+    target = b.Comm()
+    result["handle_ptr"] = (b.comm_init_rank(target.handle_ptr, 2, ID, 1), handle(target), stub.calls())
 """
 
 
@@ -324,11 +328,16 @@ def test_comm_init_rank(stub_python):
     ret, handle, slot, calls = r["keywords"]
     assert (ret, handle) == (0, 0xC0DE_0002)
     assert [(c.name, c.args, c.blob) for c in calls] == [("ncclCommInitRank", (slot, 8, ID_FIRST8, 7), ID)]
-    for label, handle in (("0.2.0", 0xC0DE_0003), ("0.2.0 keywords", 0xC0DE_0004)):
-        ret, calls = r[label]
-        assert ret == handle, label
+    for label, value in (("0.2.0", 0xC0DE_0003), ("0.2.0 keywords", 0xC0DE_0004)):
+        (tname, got, slot), calls = r[label]
+        assert (tname, got) == ("Comm", value), label
         (call,) = calls
-        assert call.name == "ncclCommInitRank" and call.args[0] != 0 and call.blob == ID, label
+        # the library wrote into the returned object's own slot
+        assert call.name == "ncclCommInitRank" and call.args[0] == slot and call.blob == ID, label
+    # the 0.3.1 form given a Comm's handle_ptr fills that Comm
+    ret, target, calls = r["handle_ptr"]
+    assert ret == 0 and target[:2] == ("Comm", 0xC0DE_0005)
+    assert calls == [("ncclCommInitRank", (target[2], 2, ID_FIRST8, 1))]
     assert r["0.2.0"][1][0].args[1:] == (3, ID_FIRST8, 1)
     assert r["0.2.0 keywords"][1][0].args[1:] == (3, ID_FIRST8, 0)
 
@@ -348,10 +357,10 @@ def test_comm_init_rank_config(stub_python):
               box2.address, stub.calls(with_blobs=True))
         stub.reset()
         stub.set_out("ncclCommInitRankConfig", 0xC0F1_0003)
-        old = (b.comm_init_rank_config(5, ID, 4, cfg.ptr), stub.calls(with_blobs=True))
+        old = (handle(b.comm_init_rank_config(5, ID, 4, cfg.ptr)), stub.calls(with_blobs=True))
         stub.reset()
         stub.set_out("ncclCommInitRankConfig", 0xC0F1_0004)
-        oldkw = b.comm_init_rank_config(nranks=5, comm_id=ID, rank=4, config=cfg)
+        oldkw = handle(b.comm_init_rank_config(nranks=5, comm_id=ID, rank=4, config=cfg))
         result = (new, kw, old, oldkw)
     """)
     (ret, handle, slot, cfg_ptr, calls), (kret, kslot, kcalls), (oret, ocalls), oldkw = r
@@ -360,41 +369,45 @@ def test_comm_init_rank_config(stub_python):
         ("ncclCommInitRankConfig", (slot, 16, ID_FIRST8, 15, cfg_ptr), ID)]
     assert kret == 0
     assert [(c.name, c.args) for c in kcalls] == [("ncclCommInitRankConfig", (kslot, 2, ID_FIRST8, 1, 0))]
-    assert oret == 0xC0F1_0003 and oldkw == 0xC0F1_0004
+    assert oret[:2] == ("Comm", 0xC0F1_0003) and oldkw[:2] == ("Comm", 0xC0F1_0004)
     (call,) = ocalls
-    assert call.args[0] != 0 and call.args[1:] == (5, ID_FIRST8, 4, cfg_ptr) and call.blob == ID
+    assert call.args[0] == oret[2] and call.args[1:] == (5, ID_FIRST8, 4, cfg_ptr) and call.blob == ID
 
 
 @covers("ncclCommInitAll")
 def test_comm_init_all(stub_python):
     r = stub_python("nccl").run("""
-        import array, ctypes
+        import ctypes
         stub.set_out("ncclCommInitAll", 0xA11_0000)
         lst = b.comm_init_all(3, [4, 0, 2])
         lst_calls = stub.calls(with_blobs=True)
         stub.reset()
         stub.set_out("ncclCommInitAll", 0xA12_0000)
-        none = (list(b.comm_init_all(2, None)), stub.calls(with_blobs=True))
+        none = ([handle(c) for c in b.comm_init_all(2, None)], stub.calls(with_blobs=True))
         stub.reset()
         devs = (ctypes.c_int * 2)(9, 8)
-        addr = (list(b.comm_init_all(ndev=2, devlist=ctypes.addressof(devs))), ctypes.addressof(devs),
-                stub.calls(with_blobs=True))
+        addr = ([handle(c) for c in b.comm_init_all(ndev=2, devlist=ctypes.addressof(devs))],
+                ctypes.addressof(devs), stub.calls(with_blobs=True))
         stub.reset()
-        empty = (list(b.comm_init_all(0, [])), stub.calls())
-        result = (type(lst).__name__, lst.typecode, list(lst), lst_calls, none, addr, empty)
+        empty = (b.comm_init_all(0, []), stub.calls())
+        stub.reset()
+        stub.script("ncclCommInitAll", 4)
+        failed = catch(b.comm_init_all, 2, None)[:2]
+        result = (type(lst).__name__, [handle(c) for c in lst], lst_calls, none, addr, empty, failed)
     """)
-    tname, typecode, handles, calls, none, addr, empty = r
-    assert (tname, typecode) == ("array", "q")
-    assert handles == [0xA11_0000, 0xA11_0001, 0xA11_0002]
+    tname, handles, calls, none, addr, empty, failed = r
+    assert tname == "list"
+    assert [h[:2] for h in handles] == [("Comm", 0xA11_0000), ("Comm", 0xA11_0001), ("Comm", 0xA11_0002)]
     (call,) = calls
     assert call.name == "ncclCommInitAll" and call.args[0] != 0 and call.args[1] == 3 and call.args[2] != 0
     assert call.blob == struct.pack("3i", 4, 0, 2)
-    assert none[0] == [0xA12_0000, 0xA12_0001]
+    assert [h[:2] for h in none[0]] == [("Comm", 0xA12_0000), ("Comm", 0xA12_0001)]
     assert [(c.name, c.args[1:], c.blob) for c in none[1]] == [("ncclCommInitAll", (2, 0), b"")]
     handles2, devs_addr, calls2 = addr
     assert [(c.name, c.args[1:], c.blob) for c in calls2] == [
         ("ncclCommInitAll", (2, devs_addr), struct.pack("2i", 9, 8))]
     assert empty == ([], [])  # no call for ndev == 0
+    assert failed[0] == "NCCLInvalidArgument"
 
 
 @covers("ncclCommSplit")
@@ -409,10 +422,10 @@ def test_comm_split(stub_python):
               stub.calls())
         stub.reset()
         stub.set_out("ncclCommSplit", 0x5B11_7002)
-        old = (b.comm_split({P[3]}, 1, 0, {P[4]}), stub.calls())
+        old = (handle(b.comm_split({P[3]}, 1, 0, {P[4]})), stub.calls())
         stub.reset()
         stub.set_out("ncclCommSplit", 0x5B11_7003)
-        oldkw = b.comm_split(comm={P[3]}, color=1, key=0, config={P[4]})
+        oldkw = handle(b.comm_split(comm={P[3]}, color=1, key=0, config={P[4]}))
         result = (new, kw, old, oldkw)
     """)
     (ret, handle, slot, calls), (kret, kslot, kptr, kcalls), (oret, ocalls), oldkw = r
@@ -422,9 +435,9 @@ def test_comm_split(stub_python):
     # slot address is refused before the call (the library would write through it).
     assert kret[:2] == ("ValueError", "comm_split() argument 'newcomm' must not be a null handle slot address")
     assert kptr == 0 and kcalls == []
-    assert oret == 0x5B11_7002 and oldkw == 0x5B11_7003
+    assert oret[:2] == ("Comm", 0x5B11_7002) and oldkw[:2] == ("Comm", 0x5B11_7003)
     (name, args), = ocalls
-    assert name == "ncclCommSplit" and args[:3] == (P[3], 1, 0) and args[3] != 0 and args[4] == P[4]
+    assert name == "ncclCommSplit" and args == (P[3], 1, 0, oret[2], P[4])
 
 
 @covers("ncclCommShrink")
@@ -443,11 +456,11 @@ def test_comm_shrink(stub_python):
               ctypes.addressof(ranks), box2.address, stub.calls(with_blobs=True))
         stub.reset()
         stub.set_out("ncclCommShrink", 0x5A12_0002)
-        old = (b.comm_shrink({P[3]}, (4,), 1, {P[4]}, 1), stub.calls(with_blobs=True))
+        old = (handle(b.comm_shrink({P[3]}, (4,), 1, {P[4]}, 1)), stub.calls(with_blobs=True))
         stub.reset()
         stub.set_out("ncclCommShrink", 0x5A12_0003)
-        oldkw = b.comm_shrink(comm={P[3]}, exclude_ranks_list=[1, 2, 3], exclude_ranks_count=2, config=0,
-                              shrink_flags=0)
+        oldkw = handle(b.comm_shrink(comm={P[3]}, exclude_ranks_list=[1, 2, 3], exclude_ranks_count=2, config=0,
+                                     shrink_flags=0))
         result = (new, kw, old, oldkw, stub.calls(with_blobs=True))
     """)
     (ret, handle, slot, calls), (kret, addr, kslot, kcalls), (oret, ocalls), oldkw, okcalls = r
@@ -458,9 +471,10 @@ def test_comm_shrink(stub_python):
     assert kret == 0
     assert [(c.name, c.args, c.blob) for c in kcalls] == [
         ("ncclCommShrink", (P[2], addr, 3, kslot, 0, 0), struct.pack("3i", 5, 6, 7))]
-    assert oret == 0x5A12_0002 and oldkw == 0x5A12_0003
+    assert oret[:2] == ("Comm", 0x5A12_0002) and oldkw[:2] == ("Comm", 0x5A12_0003)
     (call,) = ocalls
-    assert call.args[2] == 1 and call.args[3] != 0 and call.args[4:] == (P[4], 1) and call.blob == struct.pack("i", 4)
+    assert call.args[2] == 1 and call.args[3] == oret[2] and call.args[4:] == (P[4], 1)
+    assert call.blob == struct.pack("i", 4)
     (call,) = okcalls
     assert call.args[2] == 2 and call.blob == struct.pack("2i", 1, 2)  # count entries, not the whole list
 
@@ -502,10 +516,10 @@ def test_comm_grow(stub_python):
               box2.address, stub.calls(with_blobs=True))
         stub.reset()
         stub.set_out("ncclCommGrow", 0x6120_0002)
-        old = (b.comm_grow({P[2]}, 4, uid, 3, {P[3]}), stub.calls(with_blobs=True))
+        old = (handle(b.comm_grow({P[2]}, 4, uid, 3, {P[3]})), stub.calls(with_blobs=True))
         stub.reset()
         stub.set_out("ncclCommGrow", 0x6120_0003)
-        oldkw = b.comm_grow(comm={P[2]}, n_ranks=4, unique_id=0, rank=3, config=0)
+        oldkw = handle(b.comm_grow(comm={P[2]}, n_ranks=4, unique_id=0, rank=3, config=0))
         result = (new, kw, old, oldkw)
     """)
     (ret, handle, slot, uid_ptr, calls), (kret, kslot, kcalls), (oret, ocalls), oldkw = r
@@ -514,9 +528,9 @@ def test_comm_grow(stub_python):
         ("ncclCommGrow", (P[0], 6, uid_ptr, 5, slot, P[1]), ID)]
     assert kret == 0 and [(c.name, c.args, c.blob) for c in kcalls] == [
         ("ncclCommGrow", (0, 6, 0, u(-1), kslot, 0), b"")]
-    assert oret == 0x6120_0002 and oldkw == 0x6120_0003
+    assert oret[:2] == ("Comm", 0x6120_0002) and oldkw[:2] == ("Comm", 0x6120_0003)
     (call,) = ocalls
-    assert call.args[:4] == (P[2], 4, uid_ptr, 3) and call.args[4] != 0 and call.args[5] == P[3]
+    assert call.args[:4] == (P[2], 4, uid_ptr, 3) and call.args[4] == oret[2] and call.args[5] == P[3]
     assert call.blob == ID
 
 
@@ -546,10 +560,11 @@ def test_comm_init_rank_scalable(stub_python):
                            box.ptr, box.address, stub.calls(with_blobs=True))
         stub.reset()
         stub.set_out("ncclCommInitRankScalable", 0x5CA1_0002)
-        out["0.2.0"] = (b.comm_init_rank_scalable(3, 2, 1, IDS[128:], 0), stub.calls(with_blobs=True))
+        out["0.2.0"] = (handle(b.comm_init_rank_scalable(3, 2, 1, IDS[128:], 0)), stub.calls(with_blobs=True))
         stub.reset()
         stub.set_out("ncclCommInitRankScalable", 0x5CA1_0003)
-        out["0.2.0 keywords"] = (b.comm_init_rank_scalable(nranks=3, myrank=2, n_id=2, comm_ids=IDS, config=0),
+        out["0.2.0 keywords"] = (handle(b.comm_init_rank_scalable(nranks=3, myrank=2, n_id=2, comm_ids=IDS,
+                                                                  config=0)),
                                  stub.calls(with_blobs=True))
         result = out
     """)
@@ -563,9 +578,9 @@ def test_comm_init_rank_scalable(stub_python):
     assert (ret, handle) == (0, 0x5CA1_0001)
     assert calls[0].args[:4] == (slot, 4, 0, 1) and calls[0].args[5] == 0 and calls[0].blob == ids[:128]
     ret, calls = r["0.2.0"]
-    assert ret == 0x5CA1_0002 and calls[0].args[1:4] == (3, 2, 1) and calls[0].blob == ids[128:]
+    assert ret[:2] == ("Comm", 0x5CA1_0002) and calls[0].args[:4] == (ret[2], 3, 2, 1) and calls[0].blob == ids[128:]
     ret, calls = r["0.2.0 keywords"]
-    assert ret == 0x5CA1_0003 and calls[0].args[1:4] == (3, 2, 2) and calls[0].blob == ids
+    assert ret[:2] == ("Comm", 0x5CA1_0003) and calls[0].args[:4] == (ret[2], 3, 2, 2) and calls[0].blob == ids
 
 
 @covers("ncclCommWindowRegister")
@@ -580,19 +595,19 @@ def test_comm_window_register(stub_python):
               box2.address, stub.calls())
         stub.reset()
         stub.set_out("ncclCommWindowRegister", 0x3140_0002)
-        old = (b.comm_window_register({P[3]}, {P[4]}, {SIZE2}, 0), stub.calls())
+        old = (handle(b.comm_window_register({P[3]}, {P[4]}, {SIZE2}, 0)), stub.calls())
         stub.reset()
         stub.set_out("ncclCommWindowRegister", 0x3140_0003)
-        oldkw = b.comm_window_register(comm={P[3]}, buff={P[4]}, size={SIZE2}, win_flags=1)
+        oldkw = handle(b.comm_window_register(comm={P[3]}, buff={P[4]}, size={SIZE2}, win_flags=1))
         result = (new, kw, old, oldkw)
     """)
     (ret, handle, slot, calls), (kret, kslot, kcalls), (oret, ocalls), oldkw = r
     assert (ret, handle) == (0, 0x3140_0000)
     assert calls == [("ncclCommWindowRegister", (P[0], P[1], SIZE, slot, 1))]
     assert kret == 0 and kcalls == [("ncclCommWindowRegister", (P[2], HIGH, 4096, kslot, 2))]
-    assert oret == 0x3140_0002 and oldkw == 0x3140_0003
+    assert oret[:2] == ("Window", 0x3140_0002) and oldkw[:2] == ("Window", 0x3140_0003)
     (name, args), = ocalls
-    assert args[:3] == (P[3], P[4], SIZE2) and args[3] != 0 and args[4] == 0
+    assert args == (P[3], P[4], SIZE2, oret[2], 0)
 
 
 @covers("ncclGroupSimulateEnd")
@@ -789,7 +804,7 @@ CREATION_SNIPPET = """
         box.ptr = 0
         new = (catch(calls[sym]), box.ptr)
         old = catch(legacy[sym])
-        result[sym] = (new, old, [name for name, _ in stub.calls()])
+        result[sym] = (new, (old[0], handle(old[1])), [name for name, _ in stub.calls()])
 """
 
 
@@ -798,7 +813,8 @@ def test_in_progress_is_returned_not_raised(stub_python):
     assert len(r) == 7
     for sym, (new, old, names) in r.items():
         assert new == (("ok", 7), 0x7E57_0000), sym   # 0.3.1: the status; the slot is filled
-        assert old == ("ok", 0x7E57_0000), sym       # 0.2.0: the handle
+        kind = "Window" if sym == "ncclCommWindowRegister" else "Comm"
+        assert old[0] == "ok" and old[1][:2] == (kind, 0x7E57_0000), sym  # short form: the handle
         assert names == [sym, sym], sym              # no ncclGetLastError: nothing failed
 
 

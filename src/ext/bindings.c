@@ -200,11 +200,25 @@ PyObject *nx_struct_result(nx_state *st, PyObject *obj, ncclResult_t rc, ncclCom
     return obj;
 }
 
-PyObject *nx_creation_result(nx_state *st, ncclResult_t rc, int legacy, void *newhandle, ncclComm_t comm)
+int nx_creation_handle(nx_state *st, nx_handle_kind kind, PyObject **handle, void **slot)
 {
-    if (nx_check(st, rc, comm) < 0)
+    if ((*handle = nx_handle_new(st, kind, NULL)) == NULL)
+        return -1;
+    if (nx_group_depth() > 0 && nx_group_keep(*handle) < 0) {
+        Py_CLEAR(*handle);
+        return -1;
+    }
+    *slot = nx_handle_slot(*handle);
+    return 0;
+}
+
+PyObject *nx_creation_result(nx_state *st, ncclResult_t rc, PyObject *handle, ncclComm_t comm)
+{
+    if (nx_check(st, rc, comm) < 0) {
+        Py_XDECREF(handle);
         return NULL;
-    return legacy ? PyLong_FromVoidPtr(newhandle) : PyLong_FromLong((long)rc);
+    }
+    return handle != NULL ? handle : PyLong_FromLong((long)rc);
 }
 
 int nx_bindings_setup(PyObject *module, nx_state *st)

@@ -91,10 +91,18 @@ static inline int nx_arg_addr(const nx_sig *sig, PyObject *const *a, int i, void
     return nx_addr(a[i], sig->fname, sig->names[i], out);
 }
 
-/* The address of the handle slot a 0.3.1 creation call fills (a PointerBox or an int): the library
- * writes the new communicator or window there, so 0 is refused (ValueError) before the call. */
+/* The address of the handle slot a 0.3.1 creation call fills (an int such as PointerBox().address
+ * or Comm().handle_ptr, or a PointerBox): the library writes the new communicator or window
+ * there, so 0 is refused (ValueError) before the call, and so is a Comm or Window itself
+ * (TypeError: the library would write through the handle's value). */
 static inline int nx_arg_slot(const nx_sig *sig, PyObject *const *a, int i, void **out)
 {
+    if (NX_UNLIKELY(nx_is_handle(a[i]))) {
+        const char *type = nx_handle_type_name(a[i]);
+        PyErr_Format(PyExc_TypeError, "%s() argument '%s' must be a handle slot address (an int, such as %s's "
+                     "handle_ptr), not %s", sig->fname, sig->names[i], type, type);
+        return -1;
+    }
     if (nx_addr(a[i], sig->fname, sig->names[i], out) < 0)
         return -1;
     if (*out == NULL) {
@@ -170,9 +178,16 @@ PyObject *const *nx_dual_args(const nx_sig *s03, const nx_sig *s02, PyObject *co
  * (obj dropped). */
 PyObject *nx_struct_result(nx_state *st, PyObject *obj, ncclResult_t rc, ncclComm_t comm);
 
-/* The result of a creation call: the status (0.3.1 form) or the new handle (0.2.0 form); NULL with
- * the exception when rc failed. */
-PyObject *nx_creation_result(nx_state *st, ncclResult_t rc, int legacy, void *newhandle, ncclComm_t comm);
+/* The new handle of a creation call's short form (the 0.2.0 and 0.5+ argument counts), made before
+ * the library call so that nothing can fail once the library created a communicator or window:
+ * the call writes it at *slot, the object's own slot. Inside a group the object is also kept
+ * alive until the outermost group end (nx_group_keep), since the library may fill the slot only
+ * then. 0, or -1 with the exception. */
+int nx_creation_handle(nx_state *st, nx_handle_kind kind, PyObject **handle, void **slot);
+
+/* The result of a creation call: the status (0.3.1 form, handle NULL) or the handle (short form;
+ * the reference is passed on); NULL with the exception (and the handle dropped) when rc failed. */
+PyObject *nx_creation_result(nx_state *st, ncclResult_t rc, PyObject *handle, ncclComm_t comm);
 
 /* True when o stands for an address (an int, PointerBox, ...) rather than for data. */
 int nx_is_address(PyObject *o);

@@ -1,84 +1,98 @@
 /* nccl.bindings.nccl: communicator creation (init, split, shrink, grow), teardown (finalize,
  * destroy, abort) and revoke/suspend/resume (bindings.h says how a binding is written).
  *
- * Creation functions have two forms: 0.3.1 takes the address of the slot to fill (a PointerBox
- * address) and returns the status (0, or 7 while a nonblocking creation is in progress); 0.2.0
- * has no slot argument and returns the new handle. */
+ * Creation functions have two forms, told apart by the argument count: the 0.3.1 form takes the
+ * address of the slot to fill (PointerBox().address, Comm().handle_ptr) and returns the status (0,
+ * or 7 while a nonblocking creation is in progress); the short form (0.2.0's argument counts,
+ * which nccl4py 0.5+ went back to) has no slot argument and returns a Comm, whose own slot the
+ * library fills (nx_creation_handle; inside a group, possibly only at the group's end). */
 #include "bindings.h"
 
 #include <string.h>
 
 #include "structs.h"
 
-/* The slot a creation call fills: the caller's (0.3.1) or our local (0.2.0). */
-static ncclComm_t *creation_slot(int legacy, void *slot, ncclComm_t *local)
+/* The slot a creation call fills: the caller's (0.3.1 form) or a new Comm's (short form, *handle
+ * set). 0, or -1 with the exception. */
+static int creation_slot(nx_state *st, int short_form, void *caller_slot, PyObject **handle, ncclComm_t **out)
 {
-    return legacy ? local : (ncclComm_t *)slot;
+    void *slot = caller_slot;
+    *handle = NULL;
+    if (short_form && nx_creation_handle(st, NX_HANDLE_COMM, handle, &slot) < 0)
+        return -1;
+    *out = (ncclComm_t *)slot;
+    return 0;
 }
 
 static const nx_sig comm_init_rank_config_sig =
     NX_SIGNATURE("comm_init_rank_config", "comm", "nranks", "comm_id", "rank", "config");
-static const nx_sig comm_init_rank_config_sig_02 =
+static const nx_sig comm_init_rank_config_sig_short =
     NX_SIGNATURE("comm_init_rank_config", "nranks", "comm_id", "rank", "config");
 PyDoc_STRVAR(comm_init_rank_config__doc__, "comm_init_rank_config(comm, nranks, comm_id, rank, config)\n--\n\n"
 "ncclCommInitRankConfig into the slot at address comm; returns the status (0, or 7 in progress).\n"
-"0.2.0 form comm_init_rank_config(nranks, comm_id, rank, config) returns the new comm.");
+"Short form comm_init_rank_config(nranks, comm_id, rank, config) returns the new Comm.");
 static PyObject *comm_init_rank_config(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    int legacy;
+    int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_dual_args(&comm_init_rank_config_sig, &comm_init_rank_config_sig_02, args, nargs, kwnames,
-                                      buf, &legacy, &sig);
+    PyObject *const *a = nx_dual_args(&comm_init_rank_config_sig, &comm_init_rank_config_sig_short, args, nargs,
+                                      kwnames, buf, &short_form, &sig);
     nx_state *st = nx_get_state(m);
     if (a == NULL || nx_require(st, &nx_api.ncclCommInitRankConfig) < 0)
         return NULL;
-    int o = legacy ? -1 : 0; /* the 0.2.0 form has no slot argument */
+    int o = short_form ? -1 : 0; /* the short form has no slot argument */
     void *slot = NULL, *config;
     int nranks, rank;
     ncclUniqueId id;
-    if ((!legacy && nx_arg_slot(sig, a, 0, &slot) < 0) || nx_arg_int(sig, a, o + 1, &nranks) < 0 ||
+    if ((!short_form && nx_arg_slot(sig, a, 0, &slot) < 0) || nx_arg_int(sig, a, o + 1, &nranks) < 0 ||
         nx_read_bytes_arg(a[o + 2], sig->fname, sig->names[o + 2], &id, sizeof id) < 0 ||
         nx_arg_int(sig, a, o + 3, &rank) < 0 || nx_arg_addr(sig, a, o + 4, &config) < 0)
         return NULL;
-    ncclComm_t newcomm = NULL, *out = creation_slot(legacy, slot, &newcomm);
+    PyObject *handle;
+    ncclComm_t *out;
+    if (creation_slot(st, short_form, slot, &handle, &out) < 0)
+        return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommInitRankConfig(out, nranks, id, rank, (ncclConfig_t *)config));
-    return nx_creation_result(st, rc, legacy, newcomm, NULL);
+    return nx_creation_result(st, rc, handle, NULL);
 }
 
 static const nx_sig comm_init_rank_sig = NX_SIGNATURE("comm_init_rank", "comm", "nranks", "comm_id", "rank");
-static const nx_sig comm_init_rank_sig_02 = NX_SIGNATURE("comm_init_rank", "nranks", "comm_id", "rank");
+static const nx_sig comm_init_rank_sig_short = NX_SIGNATURE("comm_init_rank", "nranks", "comm_id", "rank");
 PyDoc_STRVAR(comm_init_rank__doc__, "comm_init_rank(comm, nranks, comm_id, rank)\n--\n\n"
 "ncclCommInitRank into the slot at address comm; returns the status. Collective, blocking.\n"
-"0.2.0 form comm_init_rank(nranks, comm_id, rank) returns the new comm.");
+"Short form comm_init_rank(nranks, comm_id, rank) returns the new Comm.");
 static PyObject *comm_init_rank(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    int legacy;
+    int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
     PyObject *const *a =
-        nx_dual_args(&comm_init_rank_sig, &comm_init_rank_sig_02, args, nargs, kwnames, buf, &legacy, &sig);
+        nx_dual_args(&comm_init_rank_sig, &comm_init_rank_sig_short, args, nargs, kwnames, buf, &short_form, &sig);
     nx_state *st = nx_get_state(m);
     if (a == NULL || nx_require(st, &nx_api.ncclCommInitRank) < 0)
         return NULL;
-    int o = legacy ? -1 : 0;
+    int o = short_form ? -1 : 0;
     void *slot = NULL;
     int nranks, rank;
     ncclUniqueId id;
-    if ((!legacy && nx_arg_slot(sig, a, 0, &slot) < 0) || nx_arg_int(sig, a, o + 1, &nranks) < 0 ||
+    if ((!short_form && nx_arg_slot(sig, a, 0, &slot) < 0) || nx_arg_int(sig, a, o + 1, &nranks) < 0 ||
         nx_read_bytes_arg(a[o + 2], sig->fname, sig->names[o + 2], &id, sizeof id) < 0 ||
         nx_arg_int(sig, a, o + 3, &rank) < 0)
         return NULL;
-    ncclComm_t newcomm = NULL, *out = creation_slot(legacy, slot, &newcomm);
+    PyObject *handle;
+    ncclComm_t *out;
+    if (creation_slot(st, short_form, slot, &handle, &out) < 0)
+        return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommInitRank(out, nranks, id, rank));
-    return nx_creation_result(st, rc, legacy, newcomm, NULL);
+    return nx_creation_result(st, rc, handle, NULL);
 }
 
 static const nx_sig comm_init_all_sig = NX_SIGNATURE("comm_init_all", "ndev", "devlist");
 PyDoc_STRVAR(comm_init_all__doc__, "comm_init_all(ndev, devlist)\n--\n\n"
-"ncclCommInitAll: ndev communicators in this process; returns array('q') of their handles.\n"
+"ncclCommInitAll: ndev communicators in this process; returns a list of ndev Comm.\n"
 "devlist: a sequence of ints, an int address, or None (devices 0..ndev-1).");
 static PyObject *comm_init_all(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -97,55 +111,67 @@ static PyObject *comm_init_all(PyObject *m, PyObject *const *args, Py_ssize_t na
     }
     if (nx_int_array_arg(a[1], sig->fname, sig->names[1], ndev, 1, &devlist, &devcopy) < 0)
         return NULL;
-    /* The result array exists before the call and the library writes into it, so nothing can
-     * fail once the communicators exist (they would be leaked). */
-    PyObject *zeros = NULL, *result = NULL, *array_mod = PyImport_ImportModule("array");
-    if (array_mod == NULL ||
-        (zeros = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)ndev * (Py_ssize_t)sizeof(ncclComm_t))) == NULL)
+    /* The list of empty Comms and the handle array exist before the call, so nothing can fail once
+     * the communicators exist (they would be leaked). The library writes the handles into one
+     * array, not into the objects: they are copied in after the call. NCCL and the host backend
+     * write them during the call, even inside a group; the array is a bytes object kept until the
+     * group ends all the same, so a library writing later could never write into freed memory. */
+    PyObject *array = NULL, *result = PyList_New(ndev);
+    if (result == NULL)
         goto done;
-    memset(PyBytes_AS_STRING(zeros), 0, (size_t)ndev * sizeof(ncclComm_t));
-    if ((result = PyObject_CallMethod(array_mod, "array", "sO", "q", zeros)) == NULL || ndev == 0)
+    for (int i = 0; i < ndev; i++) {
+        PyObject *h = nx_handle_new(st, NX_HANDLE_COMM, NULL);
+        if (h == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, i, h);
+    }
+    if (ndev == 0)
         goto done;
-    Py_buffer view;
-    if (PyObject_GetBuffer(result, &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+    if ((array = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)ndev * (Py_ssize_t)sizeof(ncclComm_t))) == NULL ||
+        (nx_group_depth() > 0 && nx_group_keep(array) < 0)) {
         Py_CLEAR(result);
         goto done;
     }
-    ncclComm_t *comms = view.buf;
+    ncclComm_t *comms = (ncclComm_t *)PyBytes_AS_STRING(array);
+    memset(comms, 0, (size_t)ndev * sizeof *comms);
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommInitAll(comms, ndev, devlist));
-    PyBuffer_Release(&view);
-    if (nx_check(st, rc, NULL) < 0)
+    if (nx_check(st, rc, NULL) < 0) {
         Py_CLEAR(result);
+        goto done;
+    }
+    for (int i = 0; i < ndev; i++)
+        *nx_handle_slot(PyList_GET_ITEM(result, i)) = comms[i];
 done:
-    Py_XDECREF(zeros);
-    Py_XDECREF(array_mod);
+    Py_XDECREF(array);
     PyMem_Free(devcopy);
     return result;
 }
 
 static const nx_sig comm_init_rank_scalable_sig =
     NX_SIGNATURE("comm_init_rank_scalable", "newcomm", "nranks", "myrank", "n_id", "comm_ids", "config");
-static const nx_sig comm_init_rank_scalable_sig_02 =
+static const nx_sig comm_init_rank_scalable_sig_short =
     NX_SIGNATURE("comm_init_rank_scalable", "nranks", "myrank", "n_id", "comm_ids", "config");
 PyDoc_STRVAR(comm_init_rank_scalable__doc__,
 "comm_init_rank_scalable(newcomm, nranks, myrank, n_id, comm_ids, config)\n--\n\n"
 "ncclCommInitRankScalable into the slot at address newcomm; returns the status. comm_ids: an address\n"
-"or a buffer of n_id * 128 bytes. 0.2.0 form (without newcomm) returns the new comm.");
+"or a buffer of n_id * 128 bytes. Short form (without newcomm) returns the new Comm.");
 static PyObject *comm_init_rank_scalable(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    int legacy;
+    int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_dual_args(&comm_init_rank_scalable_sig, &comm_init_rank_scalable_sig_02, args, nargs,
-                                      kwnames, buf, &legacy, &sig);
+    PyObject *const *a = nx_dual_args(&comm_init_rank_scalable_sig, &comm_init_rank_scalable_sig_short, args, nargs,
+                                      kwnames, buf, &short_form, &sig);
     nx_state *st = nx_get_state(m);
     if (a == NULL || nx_require(st, &nx_api.ncclCommInitRankScalable) < 0)
         return NULL;
-    int o = legacy ? -1 : 0;
+    int o = short_form ? -1 : 0;
     void *slot = NULL, *config;
     int nranks, myrank, n_id;
-    if ((!legacy && nx_arg_slot(sig, a, 0, &slot) < 0) || nx_arg_int(sig, a, o + 1, &nranks) < 0 ||
+    if ((!short_form && nx_arg_slot(sig, a, 0, &slot) < 0) || nx_arg_int(sig, a, o + 1, &nranks) < 0 ||
         nx_arg_int(sig, a, o + 2, &myrank) < 0 || nx_arg_int(sig, a, o + 3, &n_id) < 0 ||
         nx_arg_addr(sig, a, o + 5, &config) < 0)
         return NULL;
@@ -156,24 +182,30 @@ static PyObject *comm_init_rank_scalable(PyObject *m, PyObject *const *args, Py_
     ncclUniqueId *ids;
     if (nx_read_bytes_alloc(a[o + 4], sig->fname, sig->names[o + 4], (size_t)n_id * sizeof *ids, (void **)&ids) < 0)
         return NULL;
-    ncclComm_t newcomm = NULL, *out = creation_slot(legacy, slot, &newcomm);
+    PyObject *handle;
+    ncclComm_t *out;
+    if (creation_slot(st, short_form, slot, &handle, &out) < 0) {
+        PyMem_Free(ids);
+        return NULL;
+    }
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommInitRankScalable(out, nranks, myrank, n_id, ids, (ncclConfig_t *)config));
     PyMem_Free(ids);
-    return nx_creation_result(st, rc, legacy, newcomm, NULL);
+    return nx_creation_result(st, rc, handle, NULL);
 }
 
 static const nx_sig comm_split_sig = NX_SIGNATURE("comm_split", "comm", "color", "key", "newcomm", "config");
-static const nx_sig comm_split_sig_02 = NX_SIGNATURE("comm_split", "comm", "color", "key", "config");
+static const nx_sig comm_split_sig_short = NX_SIGNATURE("comm_split", "comm", "color", "key", "config");
 PyDoc_STRVAR(comm_split__doc__, "comm_split(comm, color, key, newcomm, config)\n--\n\n"
 "ncclCommSplit into the slot at address newcomm; returns the status. Collective over comm.\n"
-"0.2.0 form comm_split(comm, color, key, config) returns the new comm.");
+"Short form comm_split(comm, color, key, config) returns the new Comm (empty for NCCL_SPLIT_NOCOLOR).");
 static PyObject *comm_split(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    int legacy;
+    int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_dual_args(&comm_split_sig, &comm_split_sig_02, args, nargs, kwnames, buf, &legacy, &sig);
+    PyObject *const *a =
+        nx_dual_args(&comm_split_sig, &comm_split_sig_short, args, nargs, kwnames, buf, &short_form, &sig);
     nx_state *st = nx_get_state(m);
     if (a == NULL || nx_require(st, &nx_api.ncclCommSplit) < 0)
         return NULL;
@@ -181,61 +213,71 @@ static PyObject *comm_split(PyObject *m, PyObject *const *args, Py_ssize_t nargs
     void *slot = NULL, *config;
     int color, key;
     if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_int(sig, a, 1, &color) < 0 || nx_arg_int(sig, a, 2, &key) < 0 ||
-        (!legacy && nx_arg_slot(sig, a, 3, &slot) < 0) || nx_arg_addr(sig, a, legacy ? 3 : 4, &config) < 0)
+        (!short_form && nx_arg_slot(sig, a, 3, &slot) < 0) || nx_arg_addr(sig, a, short_form ? 3 : 4, &config) < 0)
         return NULL;
-    ncclComm_t newcomm = NULL, *out = creation_slot(legacy, slot, &newcomm);
+    PyObject *handle;
+    ncclComm_t *out;
+    if (creation_slot(st, short_form, slot, &handle, &out) < 0)
+        return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommSplit(comm, color, key, out, (ncclConfig_t *)config));
-    return nx_creation_result(st, rc, legacy, newcomm, comm);
+    return nx_creation_result(st, rc, handle, comm);
 }
 
 static const nx_sig comm_shrink_sig = NX_SIGNATURE("comm_shrink", "comm", "exclude_ranks_list", "exclude_ranks_count",
                                                     "newcomm", "config", "shrink_flags");
-static const nx_sig comm_shrink_sig_02 =
+static const nx_sig comm_shrink_sig_short =
     NX_SIGNATURE("comm_shrink", "comm", "exclude_ranks_list", "exclude_ranks_count", "config", "shrink_flags");
 PyDoc_STRVAR(comm_shrink__doc__,
 "comm_shrink(comm, exclude_ranks_list, exclude_ranks_count, newcomm, config, shrink_flags)\n--\n\n"
 "ncclCommShrink into the slot at address newcomm; returns the status. Called by the survivors.\n"
-"exclude_ranks_list: a sequence of ints (copied) or an int address. 0.2.0 form (without newcomm)\n"
-"returns the new comm.");
+"exclude_ranks_list: a sequence of ints (copied) or an int address. Short form (without newcomm)\n"
+"returns the new Comm.");
 static PyObject *comm_shrink(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    int legacy;
+    int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_dual_args(&comm_shrink_sig, &comm_shrink_sig_02, args, nargs, kwnames, buf, &legacy, &sig);
+    PyObject *const *a =
+        nx_dual_args(&comm_shrink_sig, &comm_shrink_sig_short, args, nargs, kwnames, buf, &short_form, &sig);
     nx_state *st = nx_get_state(m);
     if (a == NULL || nx_require(st, &nx_api.ncclCommShrink) < 0)
         return NULL;
-    int o = legacy ? -1 : 0;
+    int o = short_form ? -1 : 0;
     ncclComm_t comm;
     void *slot = NULL, *config;
     int count, flags, *list = NULL, *copy = NULL;
     if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_int(sig, a, 2, &count) < 0 ||
-        (!legacy && nx_arg_slot(sig, a, 3, &slot) < 0) || nx_arg_addr(sig, a, o + 4, &config) < 0 ||
+        (!short_form && nx_arg_slot(sig, a, 3, &slot) < 0) || nx_arg_addr(sig, a, o + 4, &config) < 0 ||
         nx_arg_int(sig, a, o + 5, &flags) < 0)
         return NULL;
     if (nx_int_array_arg(a[1], sig->fname, sig->names[1], count > 0 ? count : 0, 0, &list, &copy) < 0)
         return NULL;
-    ncclComm_t newcomm = NULL, *out = creation_slot(legacy, slot, &newcomm);
+    PyObject *handle;
+    ncclComm_t *out;
+    if (creation_slot(st, short_form, slot, &handle, &out) < 0) {
+        PyMem_Free(copy);
+        return NULL;
+    }
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommShrink(comm, list, count, out, (ncclConfig_t *)config, flags));
     PyMem_Free(copy);
-    return nx_creation_result(st, rc, legacy, newcomm, comm);
+    return nx_creation_result(st, rc, handle, comm);
 }
 
 static const nx_sig comm_grow_sig =
     NX_SIGNATURE("comm_grow", "comm", "n_ranks", "unique_id", "rank", "newcomm", "config");
-static const nx_sig comm_grow_sig_02 = NX_SIGNATURE("comm_grow", "comm", "n_ranks", "unique_id", "rank", "config");
+static const nx_sig comm_grow_sig_short = NX_SIGNATURE("comm_grow", "comm", "n_ranks", "unique_id", "rank", "config");
 PyDoc_STRVAR(comm_grow__doc__, "comm_grow(comm, n_ranks, unique_id, rank, newcomm, config)\n--\n\n"
 "ncclCommGrow into the slot at address newcomm; returns the status. unique_id is an address or 0.\n"
-"comm is 0 on a rank that joins. 0.2.0 form (without newcomm) returns the new comm.");
+"comm is 0 (or an empty Comm) on a rank that joins. Short form (without newcomm) returns the new Comm.");
 static PyObject *comm_grow(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    int legacy;
+    int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_dual_args(&comm_grow_sig, &comm_grow_sig_02, args, nargs, kwnames, buf, &legacy, &sig);
+    PyObject *const *a =
+        nx_dual_args(&comm_grow_sig, &comm_grow_sig_short, args, nargs, kwnames, buf, &short_form, &sig);
     nx_state *st = nx_get_state(m);
     if (a == NULL || nx_require(st, &nx_api.ncclCommGrow) < 0)
         return NULL;
@@ -245,12 +287,15 @@ static PyObject *comm_grow(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
     /* NULL comm: a new rank joining (NCCL's API); existing ranks pass their communicator. */
     if (nx_arg_nullable_comm(sig, a, 0, &comm) < 0 || nx_arg_int(sig, a, 1, &n_ranks) < 0 ||
         nx_arg_addr(sig, a, 2, &uid) < 0 || nx_arg_int(sig, a, 3, &rank) < 0 ||
-        (!legacy && nx_arg_slot(sig, a, 4, &slot) < 0) || nx_arg_addr(sig, a, legacy ? 4 : 5, &config) < 0)
+        (!short_form && nx_arg_slot(sig, a, 4, &slot) < 0) || nx_arg_addr(sig, a, short_form ? 4 : 5, &config) < 0)
         return NULL;
-    ncclComm_t newcomm = NULL, *out = creation_slot(legacy, slot, &newcomm);
+    PyObject *handle;
+    ncclComm_t *out;
+    if (creation_slot(st, short_form, slot, &handle, &out) < 0)
+        return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommGrow(comm, n_ranks, (const ncclUniqueId *)uid, rank, out, (ncclConfig_t *)config));
-    return nx_creation_result(st, rc, legacy, newcomm, comm);
+    return nx_creation_result(st, rc, handle, comm);
 }
 
 static const nx_sig comm_get_unique_id_sig = NX_SIGNATURE("comm_get_unique_id", "comm");

@@ -52,18 +52,19 @@ static PyObject *comm_deregister(PyObject *m, PyObject *const *args, Py_ssize_t 
 
 static const nx_sig comm_window_register_sig =
     NX_SIGNATURE("comm_window_register", "comm", "buff", "size", "win", "win_flags");
-static const nx_sig comm_window_register_sig_02 =
+static const nx_sig comm_window_register_sig_short =
     NX_SIGNATURE("comm_window_register", "comm", "buff", "size", "win_flags");
 PyDoc_STRVAR(comm_window_register__doc__, "comm_window_register(comm, buff, size, win, win_flags)\n--\n\n"
 "ncclCommWindowRegister into the slot at address win; returns the status. Collective.\n"
-"0.2.0 form (without win) returns the window.");
+"Short form comm_window_register(comm, buff, size, win_flags) returns the new Window (inside a group\n"
+"the library fills it when the group ends).");
 static PyObject *comm_window_register(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    int legacy;
+    int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_dual_args(&comm_window_register_sig, &comm_window_register_sig_02, args, nargs, kwnames,
-                                      buf, &legacy, &sig);
+    PyObject *const *a = nx_dual_args(&comm_window_register_sig, &comm_window_register_sig_short, args, nargs,
+                                      kwnames, buf, &short_form, &sig);
     nx_state *st = nx_get_state(m);
     if (a == NULL || nx_require(st, &nx_api.ncclCommWindowRegister) < 0)
         return NULL;
@@ -72,12 +73,14 @@ static PyObject *comm_window_register(PyObject *m, PyObject *const *args, Py_ssi
     size_t size;
     int flags;
     if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_addr(sig, a, 1, &buff) < 0 || nx_arg_size(sig, a, 2, &size) < 0 ||
-        (!legacy && nx_arg_slot(sig, a, 3, &slot) < 0) || nx_arg_int(sig, a, legacy ? 3 : 4, &flags) < 0)
+        (!short_form && nx_arg_slot(sig, a, 3, &slot) < 0) || nx_arg_int(sig, a, short_form ? 3 : 4, &flags) < 0)
         return NULL;
-    ncclWindow_t win = NULL, *out = legacy ? &win : (ncclWindow_t *)slot;
+    PyObject *handle = NULL;
+    if (short_form && nx_creation_handle(st, NX_HANDLE_WINDOW, &handle, &slot) < 0)
+        return NULL;
     ncclResult_t rc;
-    NX_RUN(rc, nx_api.ncclCommWindowRegister(comm, buff, size, out, flags));
-    return nx_creation_result(st, rc, legacy, win, comm);
+    NX_RUN(rc, nx_api.ncclCommWindowRegister(comm, buff, size, (ncclWindow_t *)slot, flags));
+    return nx_creation_result(st, rc, handle, comm);
 }
 
 static const nx_sig comm_window_deregister_sig = NX_SIGNATURE("comm_window_deregister", "comm", "win");

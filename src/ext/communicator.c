@@ -62,13 +62,10 @@ static PyObject *Communicator_new(PyTypeObject *tp, PyObject *args, PyObject *kw
         return NULL;
     if (ptr != NULL && Py_IS_TYPE(ptr, st->pointer_box_type))
         return (PyObject *)comm_alloc(st, tp, ptr, NULL);
-    void *handle = NULL;
-    if (ptr != NULL) {
-        intptr_t v;
-        if (nx_intptr(ptr, "Communicator", "ptr", &v) < 0)
-            return NULL;
-        handle = (void *)v;
-    }
+    ncclComm_t handle = NULL;
+    /* an int or a bindings Comm (the value it holds now); 0 is an uninitialised communicator */
+    if (ptr != NULL && nx_comm_arg(ptr, "Communicator", "ptr", NX_NULL_ACCEPTED, &handle) < 0)
+        return NULL;
     return (PyObject *)comm_alloc(st, tp, NULL, handle);
 }
 

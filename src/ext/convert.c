@@ -64,7 +64,13 @@ static int read_integer(PyObject *o, const char *fname, const char *argname, lon
     PyObject *num;
     if (NX_LIKELY(PyLong_CheckExact(o)))
         num = Py_NewRef(o);
-    else if ((num = PyNumber_Index(o)) == NULL) {
+    else if (NX_UNLIKELY(nx_is_handle(o))) {
+        /* A Comm or Window has __index__, but where a buffer, a size or a slot address is expected
+         * it is a mistake (a library writing through a communicator's address): refused. */
+        PyErr_Format(PyExc_TypeError, "%s() argument '%s' must be an int, not %s", fname, argname,
+                     nx_handle_type_name(o));
+        return -1;
+    } else if ((num = PyNumber_Index(o)) == NULL) {
         if (PyErr_ExceptionMatches(PyExc_TypeError)) {
             PyErr_Clear();
             PyErr_Format(PyExc_TypeError, "%s() argument '%s' must be an int, not %.200s", fname, argname,
@@ -199,26 +205,45 @@ int nx_redop(PyObject *o, const char *fname, const char *argname, ncclRedOp_t *o
     return 0;
 }
 
-/* A handle parameter: an address, refused when null unless the rule accepts it. */
-static int handle_arg(PyObject *o, const char *fname, const char *argname, nx_null_rule rule, const char *what,
-                      void **out)
+/* The slow path of a handle parameter: an int (anything with __index__), or the wrong handle type
+ * (TypeError naming the expected one). */
+static NX_COLD int handle_int_arg(PyObject *o, const char *fname, const char *argname, nx_handle_kind kind,
+                                  void **out)
 {
+    if (nx_is_handle(o)) {
+        PyErr_Format(PyExc_TypeError, "%s() argument '%s' must be a %s or an int, not %s", fname, argname,
+                     nx_handle_kind_name(kind), nx_handle_type_name(o));
+        return -1;
+    }
     intptr_t v;
     if (nx_intptr(o, fname, argname, &v) < 0)
         return -1;
-    if (NX_UNLIKELY(v == 0) && rule == NX_NULL_REFUSED) {
-        PyErr_Format(PyExc_ValueError, "%s() argument '%s' must not be a null %s", fname, argname, what);
-        return -1;
-    }
     *out = (void *)v;
     return 0;
 }
 
+static NX_COLD int null_handle(const char *fname, const char *argname, const char *what)
+{
+    PyErr_Format(PyExc_ValueError, "%s() argument '%s' must not be a null %s", fname, argname, what);
+    return -1;
+}
+
+/* Two exact-type tests come first, the handle object's and the int's, so that a Comm costs what
+ * an int costs: one type compare and one load (handles.h). */
 int nx_comm_arg(PyObject *o, const char *fname, const char *argname, nx_null_rule rule, ncclComm_t *out)
 {
     void *h;
-    if (handle_arg(o, fname, argname, rule, "communicator", &h) < 0)
+    if (NX_LIKELY(nx_is_comm(o)))
+        h = nx_handle_value(o);
+    else if (NX_LIKELY(PyLong_CheckExact(o))) {
+        intptr_t v;
+        if (nx_intptr(o, fname, argname, &v) < 0)
+            return -1;
+        h = (void *)v;
+    } else if (handle_int_arg(o, fname, argname, NX_HANDLE_COMM, &h) < 0)
         return -1;
+    if (NX_UNLIKELY(h == NULL) && rule == NX_NULL_REFUSED)
+        return null_handle(fname, argname, "communicator");
     *out = (ncclComm_t)h;
     return 0;
 }
@@ -226,8 +251,17 @@ int nx_comm_arg(PyObject *o, const char *fname, const char *argname, nx_null_rul
 int nx_window_arg(PyObject *o, const char *fname, const char *argname, ncclWindow_t *out)
 {
     void *h;
-    if (handle_arg(o, fname, argname, NX_NULL_REFUSED, "window", &h) < 0)
+    if (NX_LIKELY(nx_is_window(o)))
+        h = nx_handle_value(o);
+    else if (NX_LIKELY(PyLong_CheckExact(o))) {
+        intptr_t v;
+        if (nx_intptr(o, fname, argname, &v) < 0)
+            return -1;
+        h = (void *)v;
+    } else if (handle_int_arg(o, fname, argname, NX_HANDLE_WINDOW, &h) < 0)
         return -1;
+    if (NX_UNLIKELY(h == NULL))
+        return null_handle(fname, argname, "window");
     *out = (ncclWindow_t)h;
     return 0;
 }

@@ -39,7 +39,8 @@ int nx_no_args(const char *fname, Py_ssize_t nargs, PyObject *kwnames);
 NX_COLD PyObject *nx_bad_arity2(const char *fname, Py_ssize_t a, Py_ssize_t b, Py_ssize_t got);
 
 /* Converters: 0 on success, -1 with TypeError/OverflowError/ValueError naming `argname`.
- * Anything with __index__ is accepted where an int is expected (PointerBox, struct wrappers). */
+ * Anything with __index__ is accepted where an int is expected (PointerBox, struct wrappers), but
+ * a Comm or Window (TypeError): those go only where a communicator or window is expected. */
 int nx_intptr(PyObject *o, const char *fname, const char *argname, intptr_t *out);
 /* An address (nx_intptr) as a pointer. */
 int nx_addr(PyObject *o, const char *fname, const char *argname, void **out);
@@ -59,12 +60,14 @@ typedef enum {
     NX_NULL_ACCEPTED, /* NCCL gives NULL a meaning (a no-op destroy, "no communicator" ...) */
 } nx_null_rule;
 
-/* The one converter of communicator parameters (nccl.bindings): an int address (anything with
- * __index__); with NX_NULL_REFUSED, 0 is a ValueError "<fname>() argument '<argname>' must not be
- * a null communicator", raised before any library call (RCCL crashes on some). */
+/* The one converter of communicator parameters (nccl.bindings): a Comm (handles.h) or an int
+ * address (anything with __index__ but a Window: TypeError); with NX_NULL_REFUSED, a null one is
+ * a ValueError "<fname>() argument '<argname>' must not be a null communicator", raised before any
+ * library call (RCCL crashes on some). */
 int nx_comm_arg(PyObject *o, const char *fname, const char *argname, nx_null_rule rule, ncclComm_t *out);
 
-/* The one converter of window parameters: as nx_comm_arg, and a null window is always refused. */
+/* The one converter of window parameters: a Window or an int, as nx_comm_arg; a null window is
+ * always refused. */
 int nx_window_arg(PyObject *o, const char *fname, const char *argname, ncclWindow_t *out);
 
 

@@ -478,5 +478,9 @@ static PyMethodDef library_methods[] = {
 int nx_library_setup(PyObject *module, nx_state *st)
 {
     (void)st;
+    /* The NCCL version whose header we implement (nccl_abi.h), the code that structs are stamped
+     * with; nccl.bindings.nccl.__version__ is its text. */
+    if (PyModule_AddIntConstant(module, "_ABI_VERSION", NCCL_ABI_API_VERSION) < 0)
+        return -1;
     return PyModule_AddFunctions(module, library_methods);
 }

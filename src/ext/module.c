@@ -5,7 +5,8 @@ static int nx_exec(PyObject *module)
 {
     nx_state *st = nx_get_state(module);
     if (nx_errors_setup(module, st) < 0 || nx_library_setup(module, st) < 0 || nx_structs_setup(module, st) < 0 ||
-        nx_pointer_box_setup(module, st) < 0 || nx_bindings_setup(module, st) < 0 || nx_buffer_setup(module, st) < 0 ||
+        nx_pointer_box_setup(module, st) < 0 || nx_handles_setup(module, st) < 0 ||
+        nx_bindings_setup(module, st) < 0 || nx_buffer_setup(module, st) < 0 ||
         nx_ncclbuffer_setup(module, st) < 0 || nx_stream_setup(module, st) < 0 ||
         nx_resources_setup(module, st) < 0 || nx_redop_setup(module, st) < 0 ||
         nx_communicator_setup(module, st) < 0)
@@ -21,6 +22,7 @@ static int nx_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->pointer_box_type);
     int rc;
     if ((rc = nx_errors_cache_traverse(&st->errors, visit, arg)) != 0 ||
+        (rc = nx_handles_cache_traverse(&st->handles, visit, arg)) != 0 ||
         (rc = nx_lazy_cache_traverse(&st->lazy, visit, arg)) != 0 ||
         (rc = nx_structs_cache_traverse(&st->structs, visit, arg)) != 0 ||
         (rc = nx_buffer_cache_traverse(&st->buffer, visit, arg)) != 0 ||
@@ -36,6 +38,7 @@ static int nx_clear(PyObject *module)
         Py_CLEAR(st->core_types[i]);
     Py_CLEAR(st->pointer_box_type);
     nx_errors_cache_clear(&st->errors);
+    nx_handles_cache_clear(&st->handles);
     nx_lazy_cache_clear(&st->lazy);
     nx_structs_cache_clear(&st->structs);
     nx_buffer_cache_clear(&st->buffer);

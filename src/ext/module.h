@@ -11,6 +11,7 @@
 
 #include "buffer.h"
 #include "errors.h"
+#include "handles.h"
 #include "lazy.h"
 #include "stream.h"
 #include "structs.h"
@@ -31,6 +32,7 @@ struct nx_state {
     PyTypeObject *core_types[NX_NCORE_TYPES]; /* nccl.core's C types */
     PyTypeObject *pointer_box_type;           /* pointerbox.c */
     nx_errors_cache errors;                   /* errors.c */
+    nx_handles_cache handles;                 /* handles.c */
     nx_lazy_cache lazy;                       /* lazy.c */
     nx_structs_cache structs;                 /* structs.c */
     nx_buffer_cache buffer;                   /* buffer.c */
@@ -61,5 +63,6 @@ int nx_errors_setup(PyObject *module, nx_state *st);
 int nx_library_setup(PyObject *module, nx_state *st);
 int nx_structs_setup(PyObject *module, nx_state *st);
 int nx_pointer_box_setup(PyObject *module, nx_state *st);
+int nx_handles_setup(PyObject *module, nx_state *st);
 
 #endif

@@ -5,7 +5,7 @@ start (tests/conftest.py puts this directory on their PYTHONPATH), never by pyte
   values its output hooks write, and the block/unblock switch of the GIL-release tests.
 * ``serve()``: the loop of a persistent test interpreter. It reads pickled code snippets on stdin,
   runs each in a fresh namespace (``stub``, ``b`` = nccl.bindings.nccl, ``rx`` =
-  nccl.bindings.rocm_extensions, ``catch``, ``u64``, ``id_pattern``), after resetting the stub, and writes
+  nccl.bindings.rocm_extensions, ``catch``, ``u64``, ``id_pattern``, ``handle``), after resetting the stub, and writes
   back ``("ok", result)`` or ``("error", traceback)``, pickled behind an 8-byte length; ``result`` is
   whatever the snippet assigned to that name.
 """
@@ -141,12 +141,22 @@ def catch(fn, *args, **kwargs):
         return (type(exc).__name__, str(exc), tuple(c.__name__ for c in type(exc).__mro__))
 
 
+def handle(obj):
+    """A Comm or Window as (type name, value, handle_ptr), which pickles (the objects do not);
+    anything else unchanged."""
+    import nccl.bindings.nccl as b
+
+    if isinstance(obj, (b.Comm, b.Window)):
+        return (type(obj).__name__, int(obj), obj.handle_ptr)
+    return obj
+
+
 def _namespace(stub):
     import nccl.bindings.nccl as b
     import nccl.bindings.rocm_extensions as rx
 
     return {"stub": stub, "b": b, "rx": rx, "catch": catch, "u64": u64, "id_pattern": id_pattern,
-            "MASK64": MASK64, "__name__": "__snippet__"}
+            "handle": handle, "MASK64": MASK64, "__name__": "__snippet__"}
 
 
 def serve():

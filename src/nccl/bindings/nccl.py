@@ -1,6 +1,7 @@
 """nccl.bindings.nccl: one function per NCCL host C function, 1:1 (upstream nccl4py's names and
-argument conventions: ints for pointers, PointerBox addresses for out-parameters, buffers or
-addresses for unique ids). The functions are C (nccl._ext); nothing here runs per call.
+argument conventions: ints for pointers, Comm/Window handle objects or ints for communicators and
+windows, PointerBox or handle_ptr addresses for 0.3.1-form out-parameters, buffers or addresses for
+unique ids). The functions are C (nccl._ext); nothing here runs per call.
 
 Importing this module loads no library: the first call that needs one does.
 """
@@ -67,8 +68,13 @@ _STRUCTS = (
     "LLA2AHandle", "ResourceWindowVidmem", "DevResourceRequirements", "TeamRequirements", "DevCommRequirements",
     "DevComm", "PointerBox",
 )
+_HANDLES = ("Comm", "Window")
 
-globals().update({name: getattr(_ext, name) for name in _FUNCTIONS + _STRUCTS})
+globals().update({name: getattr(_ext, name) for name in _FUNCTIONS + _STRUCTS + _HANDLES})
+
+# The NCCL header version these bindings implement (upstream: the headers they were generated
+# from), decoded from the version code the extension stamps structs with.
+__version__ = _ext._version_text(_ext._ABI_VERSION)
 
 
 def _make_dtypes():
