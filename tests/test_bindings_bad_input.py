@@ -391,16 +391,17 @@ def test_the_handle_parameters_are_found():
     assert len(found) >= 40
 
 
-def test_every_binding_refuses_a_null_handle(stub_python):
-    """A 0 communicator or window is a ValueError naming the function and the argument, raised
-    before the library is called (RCCL 2.27 crashes inside ncclAllReduce and ncclAllToAll on NULL).
-    The other arguments are 1: valid for every converter."""
+@pytest.mark.parametrize("null", ["0", "empty handle"])
+def test_every_binding_refuses_a_null_handle(stub_python, null):
+    """A 0 communicator or window, or an empty Comm/Window, is a ValueError naming the function and
+    the argument, raised before the library is called (RCCL 2.27 crashes inside ncclAllReduce and
+    ncclAllToAll on NULL). The other arguments are 1: valid for every converter."""
     cases = [c for c in _handle_parameters() if (c[1], c[4]) not in NULL_ACCEPTED]
     r = stub_python("rccl").run(f"""
         out = {{}}
         for mod, name, n, i, param, kind in {cases!r}:
             args = [1] * n
-            args[i] = 0
+            args[i] = 0 if {null == "0"} else (b.Comm() if kind == "communicator" else b.Window())
             res = catch(getattr(b if mod == "b" else rx, name), *args)
             out[(name, param)] = (res[0], res[1] if len(res) > 1 else None, kind)
         result = (out, stub.calls())

@@ -253,6 +253,63 @@ def test_plain_call(plain_results, case, form):
     assert matches(calls[0][1], expected_args), (calls[0][1], expected_args)
 
 
+# ---- the same calls with Comm/Window objects where 0.3.1 took ints ----
+
+HANDLE_KINDS = {"comm": "Comm", "win": "Window", "window": "Window", "peer_win": "Window"}
+
+
+@pytest.fixture(scope="module")
+def handle_results(stub_python):
+    cases = [(mod, fn, params, sym) for mod, fn, params, sym, _, _ in PLAIN
+             if any(name in HANDLE_KINDS for name, _ in params)]
+    code = f"""
+        cases = {cases!r}
+        kinds = {HANDLE_KINDS!r}
+        outs = {OUTS!r}
+
+        def setup():
+            stub.reset()
+            for name, value in outs.items():
+                stub.set_out(name, value)
+            stub.set_version({VERSION})
+            stub.set_last_error({LAST_ERROR!r})
+
+        result = {{}}
+        for mod, fn, params, sym in cases:
+            f = getattr(b if mod == "b" else rx, fn)
+            wrapped = [(n, getattr(b, kinds[n])(v) if n in kinds else v) for n, v in params]
+            setup()
+            pos = (catch(f, *[v for _, v in wrapped]), stub.calls())
+            setup()
+            kw = (catch(f, **dict(wrapped)), stub.calls())
+            result[fn] = (pos, kw)
+    """
+    results = stub_python("nccl").run(code)
+    rccl = stub_python("rccl").run(code)
+    results.update({fn: rccl[fn] for mod, fn, *_ in PLAIN if mod == "rx"})
+    return results
+
+
+HANDLE_CASES = [c for c in PLAIN if any(name in HANDLE_KINDS for name, _ in c[2])]
+
+
+def test_the_handle_cases_cover_the_handle_taking_functions():
+    names = {c[1] for c in HANDLE_CASES}
+    assert {"all_reduce", "comm_destroy", "put_signal", "get_peer_device_pointer", "win_get_user_ptr",
+            "all_reduce_with_bias", "get_last_error"} <= names and len(names) >= 35
+
+
+@pytest.mark.parametrize("case", HANDLE_CASES, ids=[c[1] for c in HANDLE_CASES])
+@pytest.mark.parametrize("form", ["positional", "keywords"])
+def test_plain_call_with_handle_objects(handle_results, case, form):
+    """A Comm or Window where the int was: the library receives exactly what the int gave."""
+    _, fn, _, sym, expected_args, expected_ret = case
+    (outcome, calls) = handle_results[fn][form == "keywords"]
+    assert outcome == ("ok", expected_ret)
+    assert [name for name, _ in calls] == [sym]
+    assert matches(calls[0][1], expected_args), (calls[0][1], expected_args)
+
+
 # ---- unique ids, out-slots, structs and arrays ----
 
 @covers("ncclGetUniqueId")

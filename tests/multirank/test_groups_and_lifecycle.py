@@ -1,6 +1,6 @@
 """Groups, communicator lifecycle, PreMulSum and faults through the bindings on the host backend.
 
-Rank logic lives in ranks_groups.py; every test here launches its ranks with run_ranks, and the
+Rank logic lives in ranks_groups.py (ranks_handles.py for the Comm objects); every test here launches its ranks with run_ranks, and the
 autouse fixture of conftest.py checks that no /dev/shm/nccl-host-* segment is left behind.
 """
 
@@ -121,3 +121,11 @@ def test_nonblocking_init_and_collective(run_ranks, nranks):
 @pytest.mark.parametrize("nranks", [1, 2])
 def test_bad_arguments_raise_and_leave_the_comm_in_step(run_ranks, nranks):
     _clean(run_ranks(nranks, "ranks_groups:bad_arguments", timeout=45))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("nranks", [1, 2, 3])
+def test_short_creation_forms_return_comm_objects(run_ranks, nranks):
+    """comm_init_rank/comm_split in their short forms on the host backend: Comm objects, a split
+    inside a group filled at its end, the 0.3.1 form into a Comm's handle_ptr."""
+    _clean(run_ranks(nranks, "ranks_handles:short_forms", timeout=45, init=False))

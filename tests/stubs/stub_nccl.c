@@ -131,6 +131,7 @@ static char s_error_strings[16][64];
 static __thread s_record *s_current; /* the record of the call this thread is in */
 static __thread int s_hook_rc;       /* a status the output hook decided (the emulated checks) */
 static int s_struct_reader;          /* config-taking hooks read the config (stub_set_struct_reader) */
+static int s_group_fill;             /* creation hooks in a group write at its end (stub_set_group_fill) */
 
 static void s_defaults(void)
 {
@@ -150,6 +151,7 @@ static void s_defaults(void)
     s_deadline_ms = 5000;
     s_last_error[0] = '\0';
     s_struct_reader = 0;
+    s_group_fill = 0;
 }
 
 __attribute__((constructor)) static void s_init(void)
@@ -408,6 +410,48 @@ STUB_API void ncclParamDumpAll(void)
 
 static void s_read_config(const ncclConfig_t *config);
 
+/* ---- handles filled at the group end ----
+ * NCCL may write a communicator or window created inside a group only when the group ends. With
+ * stub_set_group_fill(1) the stub does so: a creation hook called while this thread's group depth
+ * (counted by the ncclGroupStart/ncclGroupEnd hooks) is positive records the slot and the value,
+ * and the outermost ncclGroupEnd writes them. A binding that let the slot's owner go before then
+ * would have the stub write into freed memory. */
+#define S_PENDING_MAX 64
+static __thread int s_group_depth;
+static __thread int s_npending;
+static __thread struct {
+    void **slot;
+    void *value;
+} s_pending[S_PENDING_MAX];
+
+static void s_write_handle(void **slot, void *value)
+{
+    pthread_mutex_lock(&s_lock);
+    int defer = s_group_fill && s_group_depth > 0;
+    pthread_mutex_unlock(&s_lock);
+    if (slot == NULL)
+        return;
+    if (!defer) {
+        *slot = value;
+    } else if (s_npending < S_PENDING_MAX) {
+        s_pending[s_npending].slot = slot;
+        s_pending[s_npending].value = value;
+        s_npending++;
+    } else {
+        s_hook_rc = ncclInternalError; /* more creations in one group than the stub keeps */
+    }
+}
+
+S_HOOK(ncclGroupStart)(void) { s_group_depth++; }
+S_HOOK(ncclGroupEnd)(void)
+{
+    if (s_group_depth > 0 && --s_group_depth == 0) {
+        for (int i = 0; i < s_npending; i++)
+            *s_pending[i].slot = s_pending[i].value;
+        s_npending = 0;
+    }
+}
+
 static void s_fill_id(ncclUniqueId *id, uint64_t seed)
 {
     for (int i = 0; id != NULL && i < NCCL_UNIQUE_ID_BYTES; i++)
@@ -436,13 +480,13 @@ S_HOOK(ncclCommInitRankConfig)(ncclComm_t *comm, int nranks, ncclUniqueId id, in
     (void)nranks, (void)rank;
     s_snap(&id, sizeof id);
     s_read_config(config);
-    S_WRITE(comm, (ncclComm_t)(uintptr_t)s_out(S_IDX_ncclCommInitRankConfig));
+    s_write_handle((void **)comm, (void *)(uintptr_t)s_out(S_IDX_ncclCommInitRankConfig));
 }
 S_HOOK(ncclCommInitRank)(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
 {
     (void)nranks, (void)rank;
     s_snap(&id, sizeof id);
-    S_WRITE(comm, (ncclComm_t)(uintptr_t)s_out(S_IDX_ncclCommInitRank));
+    s_write_handle((void **)comm, (void *)(uintptr_t)s_out(S_IDX_ncclCommInitRank));
 }
 /* comm[k] = out + k; devlist (ndev ints) is kept. */
 S_HOOK(ncclCommInitAll)(ncclComm_t *comm, int ndev, const int *devlist)
@@ -457,7 +501,7 @@ S_HOOK(ncclCommSplit)(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, 
 {
     (void)comm, (void)color, (void)key;
     s_read_config(config);
-    S_WRITE(newcomm, (ncclComm_t)(uintptr_t)s_out(S_IDX_ncclCommSplit));
+    s_write_handle((void **)newcomm, (void *)(uintptr_t)s_out(S_IDX_ncclCommSplit));
 }
 S_HOOK(ncclCommShrink)(ncclComm_t comm, int *list, int count, ncclComm_t *newcomm, ncclConfig_t *config,
                        int flags)
@@ -465,14 +509,14 @@ S_HOOK(ncclCommShrink)(ncclComm_t comm, int *list, int count, ncclComm_t *newcom
     (void)comm, (void)config, (void)flags;
     if (count > 0)
         s_snap(list, (size_t)count * sizeof *list);
-    S_WRITE(newcomm, (ncclComm_t)(uintptr_t)s_out(S_IDX_ncclCommShrink));
+    s_write_handle((void **)newcomm, (void *)(uintptr_t)s_out(S_IDX_ncclCommShrink));
 }
 S_HOOK(ncclCommGrow)(ncclComm_t comm, int n, const ncclUniqueId *id, int rank, ncclComm_t *newcomm,
                      ncclConfig_t *config)
 {
     (void)comm, (void)n, (void)rank, (void)config;
     s_snap(id, sizeof *id);
-    S_WRITE(newcomm, (ncclComm_t)(uintptr_t)s_out(S_IDX_ncclCommGrow));
+    s_write_handle((void **)newcomm, (void *)(uintptr_t)s_out(S_IDX_ncclCommGrow));
 }
 S_HOOK(ncclCommInitRankScalable)(ncclComm_t *newcomm, int nranks, int myrank, int nid, ncclUniqueId *ids,
                                  ncclConfig_t *config)
@@ -480,7 +524,7 @@ S_HOOK(ncclCommInitRankScalable)(ncclComm_t *newcomm, int nranks, int myrank, in
     (void)nranks, (void)myrank, (void)config;
     if (nid > 0)
         s_snap(ids, (size_t)nid * sizeof *ids);
-    S_WRITE(newcomm, (ncclComm_t)(uintptr_t)s_out(S_IDX_ncclCommInitRankScalable));
+    s_write_handle((void **)newcomm, (void *)(uintptr_t)s_out(S_IDX_ncclCommInitRankScalable));
 }
 S_HOOK(ncclCommGetAsyncError)(ncclComm_t comm, ncclResult_t *state)
 {
@@ -515,7 +559,7 @@ S_HOOK(ncclCommMemStats)(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t *valu
 S_HOOK(ncclCommWindowRegister)(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int flags)
 {
     (void)comm, (void)buff, (void)size, (void)flags;
-    S_WRITE(win, (ncclWindow_t)(uintptr_t)s_out(S_IDX_ncclCommWindowRegister));
+    s_write_handle((void **)win, (void *)(uintptr_t)s_out(S_IDX_ncclCommWindowRegister));
 }
 S_HOOK(ncclWinGetUserPtr)(ncclComm_t comm, ncclWindow_t win, void **out)
 {
@@ -537,6 +581,8 @@ S_HOOK(ncclWaitSignal)(int n, ncclWaitSignalDesc_t *descs, ncclComm_t comm, cuda
 /* Keeps the header the binding stamped (size, magic, version), then fills the estimate. */
 S_HOOK(ncclGroupSimulateEnd)(ncclSimInfo_t *info)
 {
+    if (s_group_depth > 0 && --s_group_depth == 0)
+        s_npending = 0; /* a simulated group creates nothing */
     if (info == NULL)
         return;
     s_snap(info, sizeof *info);
@@ -753,6 +799,8 @@ STUB_API void stub_reset(void)
     s_ncalls = 0;
     s_defaults();
     pthread_mutex_unlock(&s_lock);
+    s_group_depth = 0; /* the calling thread's group and its pending handles */
+    s_npending = 0;
 }
 
 /* Calls recorded since the last reset (the ring keeps the last S_RING of them). */
@@ -828,6 +876,14 @@ STUB_API void stub_set_struct_reader(int on)
 {
     pthread_mutex_lock(&s_lock);
     s_struct_reader = on;
+    pthread_mutex_unlock(&s_lock);
+}
+
+/* 1: creation calls made inside a group write their handle at the group's end (s_write_handle). */
+STUB_API void stub_set_group_fill(int on)
+{
+    pthread_mutex_lock(&s_lock);
+    s_group_fill = on;
     pthread_mutex_unlock(&s_lock);
 }
 

@@ -39,6 +39,7 @@ class Stub:
         lib.stub_get_out.restype = u64
         lib.stub_set_version.argtypes = [ctypes.c_int]
         lib.stub_set_last_error.argtypes = [cstr]
+        lib.stub_set_group_fill.argtypes = [ctypes.c_int]
         lib.stub_set_block_deadline_ms.argtypes = [ctypes.c_int]
         for name in ("stub_block", "stub_unblock", "stub_is_blocked", "stub_block_timed_out"):
             getattr(lib, name).argtypes = [cstr]
@@ -97,6 +98,10 @@ class Stub:
     def set_struct_reader(self, on):
         """The creation functions read their ncclConfig_t as the release the stub reports would."""
         self.lib.stub_set_struct_reader(1 if on else 0)
+
+    def set_group_fill(self, on):
+        """Creation calls made inside a group write their new handle only at the group's end."""
+        self.lib.stub_set_group_fill(1 if on else 0)
 
     def set_last_error(self, text):
         self.lib.stub_set_last_error(text.encode())
