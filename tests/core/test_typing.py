@@ -54,3 +54,40 @@ def test_misuse_is_reported(tmp_path):
     assert r.returncode == 1
     lines = [line for line in r.stdout.splitlines() if "error:" in line]
     assert {line.split(":")[1] for line in lines} == {"3", "4", "5", "6"}, r.stdout
+
+
+def test_bindings_stub(tmp_path):
+    """nccl.bindings.nccl's stub: handles, both creation conventions, the rest as Any."""
+    good = tmp_path / "bindings_ok.py"
+    good.write_text(
+        "import nccl.bindings as nb\n"
+        "import nccl.bindings.nccl as b\n"
+        "uid = b.get_unique_id()\n"
+        "comm: b.Comm = b.comm_init_rank(2, uid, 0)\n"
+        "box = b.PointerBox()\n"
+        "status: int = b.comm_init_rank(box.address, 2, uid, 0)\n"
+        "child: b.Comm = b.comm_split(comm, 0, 0, 0)\n"
+        "twin = b.Comm()\n"
+        "status = b.comm_split(comm, 0, 0, twin.handle_ptr, 0)\n"
+        "win: b.Window = b.comm_window_register(comm, 0x1000, 64, 0)\n"
+        "comms: list[nb.Comm] = b.comm_init_all(2, None)\n"
+        "address: int = comm.handle + int(win) + comm.__index__()\n"
+        "text: str = f'{comm:#x}' + hex(win) + b.__version__\n"
+        "b.all_reduce(1, 2, 3, b.DataType.Float32, b.RedOp.Sum, comm, 0)\n"
+        "ok: bool = bool(child) and comm == address\n"
+    )
+    r = _mypy(tmp_path, good)
+    assert r.returncode == 0, r.stdout + r.stderr
+    bad = tmp_path / "bindings_bad.py"
+    bad.write_text(
+        "import nccl.bindings.nccl as b\n"
+        "n: int = b.comm_init_rank(2, b'', 0)\n"         # a Comm, not an int
+        "s: b.Comm = b.comm_init_rank(0, 2, b'', 0)\n"   # the 0.3.1 form returns the status
+        "b.Comm('x')\n"                                  # handle: an int or a Comm
+        "w: b.Window = b.comm_split(1, 0, 0, 0)\n"       # a Comm, not a Window
+        "b.comm_init_all(2, None)[0].handle = 5\n"       # handle is read-only
+    )
+    r = _mypy(tmp_path, bad)
+    assert r.returncode == 1
+    lines = [line for line in r.stdout.splitlines() if "error:" in line]
+    assert {line.split(":")[1] for line in lines} == {"2", "3", "4", "5", "6"}, r.stdout

@@ -1,7 +1,8 @@
 """Groups, communicator lifecycle, PreMulSum and faults through the bindings on the host backend.
 
-Rank logic lives in ranks_groups.py (ranks_handles.py for the Comm objects); every test here launches its ranks with run_ranks, and the
-autouse fixture of conftest.py checks that no /dev/shm/nccl-host-* segment is left behind.
+Rank logic lives in ranks_groups.py (ranks_handles.py for the Comm objects); every test here
+launches its ranks with run_ranks, and the autouse fixture of conftest.py checks that no
+/dev/shm/nccl-host-* segment is left behind.
 """
 
 import pytest
