@@ -31,6 +31,8 @@ def test_stubs_are_installed():
     assert (root / "py.typed").is_file()
     for name in ("communicator.pyi", "resources.pyi", "buffer.pyi", "cuda.pyi"):
         assert (pathlib.Path(nccl.core.__file__).parent / name).is_file(), name
+    for name in ("__init__.pyi", "nccl.pyi"):
+        assert (root / "bindings" / name).is_file(), name
 
 
 def test_example_type_checks(tmp_path):
