@@ -161,8 +161,9 @@ CREATION_PRELUDE = f"""
 """
 
 
-def test_both_conventions_side_by_side(stub_python):
-    r = stub_python("nccl").run(CREATION_PRELUDE + """
+@pytest.mark.parametrize("variant", ["nccl", "rccl"])
+def test_both_conventions_side_by_side(stub_python, variant):
+    r = stub_python(variant).run(CREATION_PRELUDE + """
         result = {}
         for sym, (short, old, kind) in calls.items():
             stub.reset()
