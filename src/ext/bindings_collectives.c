@@ -29,7 +29,8 @@ static PyObject *reduce_scatter(PyObject *m, PyObject *const *args, Py_ssize_t n
 {
     nx_state *st;
     nx_coll_args c;
-    if (nx_coll_intake(m, args, nargs, kwnames, &reduce_scatter_sig, &nx_api.ncclReduceScatter, NX_COLL_OP, &st, &c) < 0)
+    if (nx_coll_intake(m, args, nargs, kwnames, &reduce_scatter_sig, &nx_api.ncclReduceScatter, NX_COLL_OP, &st,
+                       &c) < 0)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclReduceScatter(c.send, c.recv, c.count, c.dt, c.op, c.comm, c.stream));
@@ -46,7 +47,8 @@ static PyObject *reduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs, Py
 {
     nx_state *st;
     nx_coll_args c;
-    if (nx_coll_intake(m, args, nargs, kwnames, &reduce_sig, &nx_api.ncclReduce, NX_COLL_OP | NX_COLL_ROOT, &st, &c) < 0)
+    if (nx_coll_intake(m, args, nargs, kwnames, &reduce_sig, &nx_api.ncclReduce, NX_COLL_OP | NX_COLL_ROOT, &st,
+                       &c) < 0)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclReduce(c.send, c.recv, c.count, c.dt, c.op, c.root, c.comm, c.stream));

@@ -6,13 +6,15 @@
 
 static const nx_sig all_reduce_config_sig =
     NX_SIGNATURE("all_reduce_config", "sendbuff", "recvbuff", "count", "datatype", "op", "comm", "stream", "config");
-PyDoc_STRVAR(all_reduce_config__doc__, "all_reduce_config(sendbuff, recvbuff, count, datatype, op, comm, stream, config)\n--\n\n"
+PyDoc_STRVAR(all_reduce_config__doc__,
+             "all_reduce_config(sendbuff, recvbuff, count, datatype, op, comm, stream, config)\n--\n\n"
 "ncclAllReduceConfig: reduce over all ranks into every recvbuff. Collective; enqueued on stream.");
 static PyObject *all_reduce_config(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     nx_state *st;
     nx_coll_args c;
-    if (nx_coll_intake(m, args, nargs, kwnames, &all_reduce_config_sig, &nx_api.ncclAllReduceConfig, NX_COLL_OP | NX_COLL_CONFIG, &st, &c) < 0)
+    if (nx_coll_intake(m, args, nargs, kwnames, &all_reduce_config_sig, &nx_api.ncclAllReduceConfig,
+                       NX_COLL_OP | NX_COLL_CONFIG, &st, &c) < 0)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclAllReduceConfig(c.send, c.recv, c.count, c.dt, c.op, c.comm, c.stream, c.config));
@@ -22,14 +24,17 @@ static PyObject *all_reduce_config(PyObject *m, PyObject *const *args, Py_ssize_
 }
 
 static const nx_sig reduce_config_sig =
-    NX_SIGNATURE("reduce_config", "sendbuff", "recvbuff", "count", "datatype", "op", "root", "comm", "stream", "config");
-PyDoc_STRVAR(reduce_config__doc__, "reduce_config(sendbuff, recvbuff, count, datatype, op, root, comm, stream, config)\n--\n\n"
+    NX_SIGNATURE("reduce_config", "sendbuff", "recvbuff", "count", "datatype", "op", "root", "comm", "stream",
+                 "config");
+PyDoc_STRVAR(reduce_config__doc__,
+             "reduce_config(sendbuff, recvbuff, count, datatype, op, root, comm, stream, config)\n--\n\n"
 "ncclReduceConfig: reduce onto root. Collective; enqueued on stream.");
 static PyObject *reduce_config(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     nx_state *st;
     nx_coll_args c;
-    if (nx_coll_intake(m, args, nargs, kwnames, &reduce_config_sig, &nx_api.ncclReduceConfig, NX_COLL_OP | NX_COLL_ROOT | NX_COLL_CONFIG, &st, &c) < 0)
+    if (nx_coll_intake(m, args, nargs, kwnames, &reduce_config_sig, &nx_api.ncclReduceConfig,
+                       NX_COLL_OP | NX_COLL_ROOT | NX_COLL_CONFIG, &st, &c) < 0)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclReduceConfig(c.send, c.recv, c.count, c.dt, c.op, c.root, c.comm, c.stream, c.config));
@@ -39,14 +44,17 @@ static PyObject *reduce_config(PyObject *m, PyObject *const *args, Py_ssize_t na
 }
 
 static const nx_sig reduce_scatter_config_sig =
-    NX_SIGNATURE("reduce_scatter_config", "sendbuff", "recvbuff", "recvcount", "datatype", "op", "comm", "stream", "config");
-PyDoc_STRVAR(reduce_scatter_config__doc__, "reduce_scatter_config(sendbuff, recvbuff, recvcount, datatype, op, comm, stream, config)\n--\n\n"
+    NX_SIGNATURE("reduce_scatter_config", "sendbuff", "recvbuff", "recvcount", "datatype", "op", "comm", "stream",
+                 "config");
+PyDoc_STRVAR(reduce_scatter_config__doc__,
+             "reduce_scatter_config(sendbuff, recvbuff, recvcount, datatype, op, comm, stream, config)\n--\n\n"
 "ncclReduceScatterConfig: reduce, then scatter recvcount elements per rank. Collective; enqueued on stream.");
 static PyObject *reduce_scatter_config(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     nx_state *st;
     nx_coll_args c;
-    if (nx_coll_intake(m, args, nargs, kwnames, &reduce_scatter_config_sig, &nx_api.ncclReduceScatterConfig, NX_COLL_OP | NX_COLL_CONFIG, &st, &c) < 0)
+    if (nx_coll_intake(m, args, nargs, kwnames, &reduce_scatter_config_sig, &nx_api.ncclReduceScatterConfig,
+                       NX_COLL_OP | NX_COLL_CONFIG, &st, &c) < 0)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclReduceScatterConfig(c.send, c.recv, c.count, c.dt, c.op, c.comm, c.stream, c.config));
@@ -57,13 +65,15 @@ static PyObject *reduce_scatter_config(PyObject *m, PyObject *const *args, Py_ss
 
 static const nx_sig all_gather_config_sig =
     NX_SIGNATURE("all_gather_config", "sendbuff", "recvbuff", "sendcount", "datatype", "comm", "stream", "config");
-PyDoc_STRVAR(all_gather_config__doc__, "all_gather_config(sendbuff, recvbuff, sendcount, datatype, comm, stream, config)\n--\n\n"
+PyDoc_STRVAR(all_gather_config__doc__,
+             "all_gather_config(sendbuff, recvbuff, sendcount, datatype, comm, stream, config)\n--\n\n"
 "ncclAllGatherConfig: gather sendcount elements from every rank everywhere. Collective; enqueued on stream.");
 static PyObject *all_gather_config(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     nx_state *st;
     nx_coll_args c;
-    if (nx_coll_intake(m, args, nargs, kwnames, &all_gather_config_sig, &nx_api.ncclAllGatherConfig, NX_COLL_CONFIG, &st, &c) < 0)
+    if (nx_coll_intake(m, args, nargs, kwnames, &all_gather_config_sig, &nx_api.ncclAllGatherConfig, NX_COLL_CONFIG,
+                       &st, &c) < 0)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclAllGatherConfig(c.send, c.recv, c.count, c.dt, c.comm, c.stream, c.config));
@@ -74,13 +84,15 @@ static PyObject *all_gather_config(PyObject *m, PyObject *const *args, Py_ssize_
 
 static const nx_sig allto_all_config_sig =
     NX_SIGNATURE("allto_all_config", "sendbuff", "recvbuff", "count", "datatype", "comm", "stream", "config");
-PyDoc_STRVAR(allto_all_config__doc__, "allto_all_config(sendbuff, recvbuff, count, datatype, comm, stream, config)\n--\n\n"
+PyDoc_STRVAR(allto_all_config__doc__,
+             "allto_all_config(sendbuff, recvbuff, count, datatype, comm, stream, config)\n--\n\n"
 "ncclAlltoAllConfig: count elements to and from every rank. Collective; enqueued on stream.");
 static PyObject *allto_all_config(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     nx_state *st;
     nx_coll_args c;
-    if (nx_coll_intake(m, args, nargs, kwnames, &allto_all_config_sig, &nx_api.ncclAlltoAllConfig, NX_COLL_CONFIG, &st, &c) < 0)
+    if (nx_coll_intake(m, args, nargs, kwnames, &allto_all_config_sig, &nx_api.ncclAlltoAllConfig, NX_COLL_CONFIG,
+                       &st, &c) < 0)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclAlltoAllConfig(c.send, c.recv, c.count, c.dt, c.comm, c.stream, c.config));
@@ -112,7 +124,8 @@ static PyObject *rooted_config(PyObject *m, PyObject *const *args, Py_ssize_t na
 
 static const nx_sig broadcast_config_sig =
     NX_SIGNATURE("broadcast_config", "sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream", "config");
-PyDoc_STRVAR(broadcast_config__doc__, "broadcast_config(sendbuff, recvbuff, count, datatype, root, comm, stream, config)\n--\n\n"
+PyDoc_STRVAR(broadcast_config__doc__,
+             "broadcast_config(sendbuff, recvbuff, count, datatype, root, comm, stream, config)\n--\n\n"
 "ncclBroadcastConfig: copy root's sendbuff to every recvbuff. Collective; enqueued on stream.");
 static PyObject *broadcast_config(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -121,7 +134,8 @@ static PyObject *broadcast_config(PyObject *m, PyObject *const *args, Py_ssize_t
 
 static const nx_sig gather_config_sig =
     NX_SIGNATURE("gather_config", "sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream", "config");
-PyDoc_STRVAR(gather_config__doc__, "gather_config(sendbuff, recvbuff, count, datatype, root, comm, stream, config)\n--\n\n"
+PyDoc_STRVAR(gather_config__doc__,
+             "gather_config(sendbuff, recvbuff, count, datatype, root, comm, stream, config)\n--\n\n"
 "ncclGatherConfig: gather count elements from every rank onto root. Collective; enqueued on stream.");
 static PyObject *gather_config(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -130,7 +144,8 @@ static PyObject *gather_config(PyObject *m, PyObject *const *args, Py_ssize_t na
 
 static const nx_sig scatter_config_sig =
     NX_SIGNATURE("scatter_config", "sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream", "config");
-PyDoc_STRVAR(scatter_config__doc__, "scatter_config(sendbuff, recvbuff, count, datatype, root, comm, stream, config)\n--\n\n"
+PyDoc_STRVAR(scatter_config__doc__,
+             "scatter_config(sendbuff, recvbuff, count, datatype, root, comm, stream, config)\n--\n\n"
 "ncclScatterConfig: scatter count elements per rank from root. Collective; enqueued on stream.");
 static PyObject *scatter_config(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {

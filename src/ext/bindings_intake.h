@@ -11,6 +11,21 @@
 
 #include "structs.h"
 
+/* ---- every binding ---- */
+
+/* The first checks of a binding: arity and keywords (into buf, room for NX_MAX_PARAMS), then the
+ * library and the entry point at `slot`. The arguments in parameter order, or NULL with the
+ * exception; *st is the module state either way. */
+static inline PyObject *const *nx_intake(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                                         const nx_sig *sig, const void *slot, PyObject **buf, nx_state **st)
+{
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    *st = nx_get_state(m);
+    if (a == NULL || nx_require(*st, slot) < 0)
+        return NULL;
+    return a;
+}
+
 /* ---- collectives: (sendbuff, recvbuff, count, datatype, [op], [root], comm, stream, [config]) ---- */
 
 /* Which optional parameters a collective has, in this order after datatype (op, root) and after
@@ -35,9 +50,8 @@ static inline int nx_coll_intake(PyObject *m, PyObject *const *args, Py_ssize_t 
                                  const nx_sig *sig, const void *slot, int shape, nx_state **st, nx_coll_args *c)
 {
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    *st = nx_get_state(m);
-    if (a == NULL || nx_require(*st, slot) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, slot, buf, st);
+    if (a == NULL)
         return -1;
     int i = 4;
     if (nx_arg_addr(sig, a, 0, &c->send) < 0 || nx_arg_addr(sig, a, 1, &c->recv) < 0 ||

@@ -22,10 +22,10 @@ PyDoc_STRVAR(param_get_parameter__doc__, "param_get_parameter(key)\n--\n\n"
 static PyObject *param_get_parameter(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &param_get_parameter_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclParamGetParameter) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclParamGetParameter, buf, &st);
+    if (a == NULL)
         return NULL;
     if (!PyUnicode_Check(a[0])) {
         PyErr_Format(PyExc_TypeError, "param_get_parameter() argument 'key' must be str, not %.200s",
@@ -94,10 +94,10 @@ PyDoc_STRVAR(set_encryption__doc__, "set_encryption(config)\n--\n\n"
 static PyObject *set_encryption(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &set_encryption_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclSetEncryption) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclSetEncryption, buf, &st);
+    if (a == NULL)
         return NULL;
     void *config;
     if (nx_arg_struct_ptr(st, sig, a, 0, NX_STRUCT_ENCRYPTION_CONFIG, "EncryptionConfig", &config) < 0)

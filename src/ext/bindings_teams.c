@@ -7,6 +7,12 @@
 
 /* ---- teams ---- */
 
+/* A Team argument (a Team wrapper or the address of an ncclTeam_t), by value. */
+static int arg_team(nx_state *st, const nx_sig *sig, PyObject *const *a, int i, ncclTeam_t *team)
+{
+    return nx_arg_struct_value(st, sig, a, i, NX_STRUCT_TEAM, "Team", team, sizeof *team);
+}
+
 /* A new Team wrapper holding t. */
 static PyObject *team_result(nx_state *st, ncclTeam_t t)
 {
@@ -23,10 +29,10 @@ typedef ncclTeam_t (*comm_team_fn)(ncclComm_t);
 static PyObject *comm_team(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, const nx_sig *sig,
                            const comm_team_fn *slot)
 {
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, slot) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, slot, buf, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     if (nx_arg_comm(sig, a, 0, &comm) < 0)
@@ -73,10 +79,10 @@ PyDoc_STRVAR(team_cft__doc__, "team_cft(comm, mode)\n--\n\n"
 static PyObject *team_cft(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &team_cft_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclTeamCft) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclTeamCft, buf, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     int mode;
@@ -94,16 +100,16 @@ typedef int (*team_rank_fn)(ncclComm_t, ncclTeam_t, int);
 static PyObject *team_rank(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, const nx_sig *sig,
                            const team_rank_fn *slot)
 {
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, slot) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, slot, buf, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     ncclTeam_t team;
     int rank;
     if (nx_arg_comm(sig, a, 0, &comm) < 0 ||
-        nx_arg_struct_value(st, sig, a, 1, NX_STRUCT_TEAM, "Team", &team, sizeof team) < 0 ||
+        arg_team(st, sig, a, 1, &team) < 0 ||
         nx_arg_int(sig, a, 2, &rank) < 0)
         return NULL;
     int r;
@@ -129,6 +135,16 @@ static PyObject *team_rank_to_lsa(PyObject *m, PyObject *const *args, Py_ssize_t
 
 /* ---- resource requirements ---- */
 
+/* The out-parameters every requirement creator ends with: out_handle at a[i] (a wrapper of class
+ * kind, named cls) and out_req at a[i + 1] (a DevResourceRequirements), or their addresses. */
+static int requirement_outs(nx_state *st, const nx_sig *sig, PyObject *const *a, int i, nx_struct_kind kind,
+                            const char *cls, void **handle, void **req)
+{
+    if (nx_arg_struct_ptr(st, sig, a, i, kind, cls, handle) < 0)
+        return -1;
+    return nx_arg_struct_ptr(st, sig, a, i + 1, NX_STRUCT_DEV_RESOURCE_REQUIREMENTS, "DevResourceRequirements", req);
+}
+
 static const nx_sig lsa_barrier_create_requirement_sig =
     NX_SIGNATURE("lsa_barrier_create_requirement", "team", "n_barriers", "out_handle", "out_req");
 PyDoc_STRVAR(lsa_barrier_create_requirement__doc__,
@@ -139,18 +155,17 @@ static PyObject *lsa_barrier_create_requirement(PyObject *m, PyObject *const *ar
                                                 PyObject *kwnames)
 {
     const nx_sig *sig = &lsa_barrier_create_requirement_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclLsaBarrierCreateRequirement) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclLsaBarrierCreateRequirement, buf, &st);
+    if (a == NULL)
         return NULL;
     ncclTeam_t team;
     int n;
     void *handle, *req;
-    if (nx_arg_struct_value(st, sig, a, 0, NX_STRUCT_TEAM, "Team", &team, sizeof team) < 0 ||
+    if (arg_team(st, sig, a, 0, &team) < 0 ||
         nx_arg_int(sig, a, 1, &n) < 0 ||
-        nx_arg_struct_ptr(st, sig, a, 2, NX_STRUCT_LSA_BARRIER_HANDLE, "LsaBarrierHandle", &handle) < 0 ||
-        nx_arg_struct_ptr(st, sig, a, 3, NX_STRUCT_DEV_RESOURCE_REQUIREMENTS, "DevResourceRequirements", &req) < 0)
+        requirement_outs(st, sig, a, 2, NX_STRUCT_LSA_BARRIER_HANDLE, "LsaBarrierHandle", &handle, &req) < 0)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclLsaBarrierCreateRequirement(team, n, handle, req));
@@ -169,20 +184,19 @@ static PyObject *gin_barrier_create_requirement(PyObject *m, PyObject *const *ar
                                                 PyObject *kwnames)
 {
     const nx_sig *sig = &gin_barrier_create_requirement_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclGinBarrierCreateRequirement) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclGinBarrierCreateRequirement, buf, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     ncclTeam_t team;
     int n;
     void *handle, *req;
     if (nx_arg_comm(sig, a, 0, &comm) < 0 ||
-        nx_arg_struct_value(st, sig, a, 1, NX_STRUCT_TEAM, "Team", &team, sizeof team) < 0 ||
+        arg_team(st, sig, a, 1, &team) < 0 ||
         nx_arg_int(sig, a, 2, &n) < 0 ||
-        nx_arg_struct_ptr(st, sig, a, 3, NX_STRUCT_GIN_BARRIER_HANDLE, "GinBarrierHandle", &handle) < 0 ||
-        nx_arg_struct_ptr(st, sig, a, 4, NX_STRUCT_DEV_RESOURCE_REQUIREMENTS, "DevResourceRequirements", &req) < 0)
+        requirement_outs(st, sig, a, 3, NX_STRUCT_GIN_BARRIER_HANDLE, "GinBarrierHandle", &handle, &req) < 0)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclGinBarrierCreateRequirement(comm, team, n, handle, req));
@@ -200,16 +214,15 @@ PyDoc_STRVAR(ll_a2a_create_requirement__doc__, "ll_a2a_create_requirement(n_bloc
 static PyObject *ll_a2a_create_requirement(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &ll_a2a_create_requirement_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclLLA2ACreateRequirement) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclLLA2ACreateRequirement, buf, &st);
+    if (a == NULL)
         return NULL;
     int blocks, slots;
     void *handle, *req;
     if (nx_arg_int(sig, a, 0, &blocks) < 0 || nx_arg_int(sig, a, 1, &slots) < 0 ||
-        nx_arg_struct_ptr(st, sig, a, 2, NX_STRUCT_LL_A2A_HANDLE, "LLA2AHandle", &handle) < 0 ||
-        nx_arg_struct_ptr(st, sig, a, 3, NX_STRUCT_DEV_RESOURCE_REQUIREMENTS, "DevResourceRequirements", &req) < 0)
+        requirement_outs(st, sig, a, 2, NX_STRUCT_LL_A2A_HANDLE, "LLA2AHandle", &handle, &req) < 0)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclLLA2ACreateRequirement(blocks, slots, handle, req));
@@ -225,10 +238,10 @@ PyDoc_STRVAR(ll_a2a_calc_slots__doc__, "ll_a2a_calc_slots(max_elts, max_elt_size
 static PyObject *ll_a2a_calc_slots(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &ll_a2a_calc_slots_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclLLA2ACalcSlots) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclLLA2ACalcSlots, buf, &st);
+    if (a == NULL)
         return NULL;
     int elts, size;
     if (nx_arg_int(sig, a, 0, &elts) < 0 || nx_arg_int(sig, a, 1, &size) < 0)
@@ -240,6 +253,18 @@ static PyObject *ll_a2a_calc_slots(PyObject *m, PyObject *const *args, Py_ssize_
 
 /* ---- multimem pointers and logical endpoints of a window ---- */
 
+/* The intake of the (window, offset, ...) queries: nx_intake, then the window (not null) and the
+ * byte offset. The arguments, or NULL with the exception. */
+static PyObject *const *window_intake(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                                      const nx_sig *sig, const void *slot, PyObject **buf, nx_state **st,
+                                      ncclWindow_t *win, size_t *offset)
+{
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, slot, buf, st);
+    if (a == NULL || nx_arg_window(sig, a, 0, win) < 0 || nx_arg_size(sig, a, 1, offset) < 0)
+        return NULL;
+    return a;
+}
+
 static const nx_sig get_multimem_device_pointer_sig =
     NX_SIGNATURE("get_multimem_device_pointer", "window", "offset", "multimem");
 PyDoc_STRVAR(get_multimem_device_pointer__doc__, "get_multimem_device_pointer(window, offset, multimem)\n--\n\n"
@@ -247,16 +272,16 @@ PyDoc_STRVAR(get_multimem_device_pointer__doc__, "get_multimem_device_pointer(wi
 static PyObject *get_multimem_device_pointer(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &get_multimem_device_pointer_sig;
-    PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclGetMultimemDevicePointer) < 0)
-        return NULL;
+    nx_state *st;
     ncclWindow_t win;
     size_t offset;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = window_intake(m, args, nargs, kwnames, sig, &nx_api.ncclGetMultimemDevicePointer, buf, &st,
+                                       &win, &offset);
+    if (a == NULL)
+        return NULL;
     ncclMultimemHandle_t mm;
-    if (nx_arg_window(sig, a, 0, &win) < 0 || nx_arg_size(sig, a, 1, &offset) < 0 ||
-        nx_arg_struct_value(st, sig, a, 2, NX_STRUCT_MULTIMEM_HANDLE, "MultimemHandle", &mm, sizeof mm) < 0)
+    if (nx_arg_struct_value(st, sig, a, 2, NX_STRUCT_MULTIMEM_HANDLE, "MultimemHandle", &mm, sizeof mm) < 0)
         return NULL;
     void *p = NULL;
     ncclResult_t rc;
@@ -280,14 +305,13 @@ PyDoc_STRVAR(get_multimem_device_le_info__doc__, "get_multimem_device_le_info(wi
 static PyObject *get_multimem_device_le_info(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &get_multimem_device_le_info_sig;
-    PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclGetMultimemDeviceLeInfo) < 0)
-        return NULL;
+    nx_state *st;
     ncclWindow_t win;
     size_t offset;
-    if (nx_arg_window(sig, a, 0, &win) < 0 || nx_arg_size(sig, a, 1, &offset) < 0)
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = window_intake(m, args, nargs, kwnames, sig, &nx_api.ncclGetMultimemDeviceLeInfo, buf, &st,
+                                       &win, &offset);
+    if (a == NULL)
         return NULL;
     ncclCftLeId_t id = 0;
     size_t le_offset = 0;
@@ -303,17 +327,18 @@ PyDoc_STRVAR(get_cft_device_le_info__doc__, "get_cft_device_le_info(window, offs
 static PyObject *get_cft_device_le_info(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &get_cft_device_le_info_sig;
-    PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclGetCftDeviceLeInfo) < 0)
-        return NULL;
+    nx_state *st;
     ncclWindow_t win;
     size_t offset;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = window_intake(m, args, nargs, kwnames, sig, &nx_api.ncclGetCftDeviceLeInfo, buf, &st, &win,
+                                       &offset);
+    if (a == NULL)
+        return NULL;
     int peer;
     ncclTeam_t team;
-    if (nx_arg_window(sig, a, 0, &win) < 0 || nx_arg_size(sig, a, 1, &offset) < 0 || nx_arg_int(sig, a, 2, &peer) < 0 ||
-        nx_arg_struct_value(st, sig, a, 3, NX_STRUCT_TEAM, "Team", &team, sizeof team) < 0)
+    if (nx_arg_int(sig, a, 2, &peer) < 0 ||
+        arg_team(st, sig, a, 3, &team) < 0)
         return NULL;
     ncclCftLeId_t id = 0;
     size_t le_offset = 0;
@@ -329,15 +354,16 @@ PyDoc_STRVAR(get_peer_device_le_info__doc__, "get_peer_device_le_info(window, of
 static PyObject *get_peer_device_le_info(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &get_peer_device_le_info_sig;
-    PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclGetPeerDeviceLeInfo) < 0)
-        return NULL;
+    nx_state *st;
     ncclWindow_t win;
     size_t offset;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = window_intake(m, args, nargs, kwnames, sig, &nx_api.ncclGetPeerDeviceLeInfo, buf, &st, &win,
+                                       &offset);
+    if (a == NULL)
+        return NULL;
     int peer;
-    if (nx_arg_window(sig, a, 0, &win) < 0 || nx_arg_size(sig, a, 1, &offset) < 0 || nx_arg_int(sig, a, 2, &peer) < 0)
+    if (nx_arg_int(sig, a, 2, &peer) < 0)
         return NULL;
     ncclCftLeId_t id = 0;
     size_t le_offset = 0;
