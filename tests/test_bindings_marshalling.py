@@ -125,8 +125,6 @@ PLAIN = [
      "ncclWaitSignal", [0, 0, P[6], P[7]], None),
     ("b", "group_start", [], "ncclGroupStart", [], None),
     ("b", "group_end", [], "ncclGroupEnd", [], None),
-    ("b", "dev_comm_create", [("comm", P[8]), ("reqs", P[9]), ("out_dev_comm", P[10])], "ncclDevCommCreate",
-     [P[8], P[9], P[10]], None),
     ("b", "dev_comm_destroy", [("comm", P[8]), ("dev_comm", P[10])], "ncclDevCommDestroy", [P[8], P[10]], None),
     ("b", "get_lsa_multimem_device_pointer", [("window", P[11]), ("offset", SIZE)],
      "ncclGetLsaMultimemDevicePointer", [P[11], SIZE, ANY], 0xAAAA_0000),
@@ -1065,3 +1063,28 @@ def test_config_collectives_take_a_coll_config(stub_python):
     assert (r1, r2) == (None, None)
     assert calls == [("ncclAllReduceConfig", (P[0], P[1], 4, 7, 0, P[2], 0, ptr)),
                      ("ncclBroadcastConfig", (P[0], P[1], 4, 7, 1, P[2], 0, ptr))]
+
+
+@covers("ncclDevCommCreate")
+def test_dev_comm_create_both_forms(stub_python):
+    r = stub_python("nccl").run(f"""
+        reqs = b.DevCommRequirements()
+        dev = b.dev_comm_create({P[8]}, reqs)
+        new = (type(dev).__name__, dev.ptr, reqs.ptr, stub.calls())
+        stub.reset()
+        kw = (type(b.dev_comm_create(comm={P[8]}, reqs={P[9]})).__name__, stub.calls())
+        stub.reset()
+        old = (b.dev_comm_create({P[8]}, {P[9]}, {P[10]}), stub.calls())
+        stub.reset()
+        oldkw = (b.dev_comm_create(comm={P[8]}, reqs=reqs, out_dev_comm={P[11]}), reqs.ptr, stub.calls())
+        stub.reset()
+        stub.script("ncclDevCommCreate", 5)
+        failed = (catch(b.dev_comm_create, {P[8]}, reqs)[0], catch(b.dev_comm_create, {P[8]}, reqs, {P[10]})[0])
+        result = (new, kw, old, oldkw, failed)
+    """)
+    (tname, dev_ptr, reqs_ptr, calls), (kdev, kcalls), (oret, ocalls), (okret, oreqs, okcalls), failed = r
+    assert tname == "DevComm" and calls == [("ncclDevCommCreate", (P[8], reqs_ptr, dev_ptr))]
+    assert kdev == "DevComm" and kcalls[0][1][:2] == (P[8], P[9]) and kcalls[0][1][2] != 0
+    assert (oret, ocalls) == (None, [("ncclDevCommCreate", (P[8], P[9], P[10]))])
+    assert (okret, okcalls) == (None, [("ncclDevCommCreate", (P[8], oreqs, P[11]))])
+    assert failed == ("NCCLInvalidUsage", "NCCLInvalidUsage")

@@ -14,10 +14,9 @@ import nccl.bindings.nccl as b
 PENDING = {"Comm", "Window", "__version__"}
 
 # The creation functions keep the 0.3.1 form (slot address first) as their signature; the
-# 0.6.0 form (no slot, a Comm or Window returned) is chosen by argument count. dev_comm_create
-# offers only its 3-argument form (out_dev_comm address).
+# 0.6.0 form (no slot, a Comm or Window returned) is chosen by argument count.
 TWO_FORMS = {"comm_init_rank", "comm_init_rank_config", "comm_init_rank_scalable", "comm_split", "comm_shrink",
-             "comm_grow", "comm_window_register", "dev_comm_create"}
+             "comm_grow", "comm_window_register"}
 
 ALL = sorted(set(FUNCTIONS) | set(ENUMS) | set(CLASSES) | set(VALUES))
 

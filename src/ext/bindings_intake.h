@@ -1,7 +1,8 @@
-/* Intake shared by the written-out bindings (bindings.h says how a binding is written): the
- * argument set of a collective, and structs passed by value or as out-parameters. Each helper
- * returns 0, or -1 with the exception set; the caller checks it and returns its error value, so
- * every wrapper still shows its one library call and its result in its own body. */
+/* Intake shared by the written-out bindings (bindings.h says how a binding is written): the first
+ * checks of every binding, the argument set of a collective, and structs passed by value or as
+ * out-parameters. Each helper returns a status (0 or -1, or the arguments or NULL) with the
+ * exception set on failure; the caller checks it and returns its error value, so every wrapper
+ * still shows its one library call and its result in its own body. */
 #ifndef NCCL4PY_BINDINGS_INTAKE_H
 #define NCCL4PY_BINDINGS_INTAKE_H
 

@@ -105,17 +105,17 @@ DUAL_FORMS = {
     "get_unique_id": (0, 1), "comm_init_rank_config": (5, 4), "comm_init_rank": (4, 3), "comm_split": (5, 4),
     "comm_shrink": (6, 5), "comm_get_unique_id": (1, 2), "comm_grow": (6, 5), "comm_init_rank_scalable": (6, 5),
     "comm_window_register": (5, 4), "group_simulate_end": (0, 1), "comm_query_properties": (1, 2),
+    "dev_comm_create": (2, 3),
 }
-# dev_comm_create's 0.3.1 form (comm, reqs) -> DevComm is not provided (the device structs are out
-# of scope in this build); only its 3-argument form is tested, as a plain call.
+# dev_comm_create's 0.3.1/0.6.0 form (comm, reqs) returns a DevComm; its 3-argument form fills the
+# struct at an address (listed here as its 0.2.0 form).
 
 
 def version_code(text):
     x, y, z = (int(p) for p in text.split("."))
     return x * 1000 + y * 100 + z if x <= 2 and y <= 8 else x * 10000 + y * 100 + z
 
-# Argument count of every function's 0.3.1 form (API.md sections 3.3 and 4). dev_comm_create has
-# only its 3-argument 0.2.0 form in this build (its DevComm-returning form is not provided).
+# Argument count of every function's 0.3.1 form (API.md sections 3.3 and 4).
 ARITY = {
     "mem_alloc": 1, "mem_free": 1, "get_version": 0, "get_unique_id": 0, "comm_init_rank_config": 5,
     "comm_init_rank": 4, "comm_init_all": 2, "comm_finalize": 1, "comm_destroy": 1, "comm_abort": 1,
@@ -127,7 +127,7 @@ ARITY = {
     "reduce": 8, "bcast": 6, "broadcast": 7, "all_reduce": 7, "reduce_scatter": 7, "all_gather": 6,
     "allto_all": 6, "gather": 7, "scatter": 7, "send": 6, "recv": 6, "put_signal": 11, "signal": 6,
     "wait_signal": 4, "group_start": 0, "group_end": 0, "group_simulate_end": 0, "comm_query_properties": 1,
-    "dev_comm_create": 3, "dev_comm_destroy": 2, "get_lsa_multimem_device_pointer": 2,
+    "dev_comm_create": 2, "dev_comm_destroy": 2, "get_lsa_multimem_device_pointer": 2,
     "get_lsa_device_pointer": 3, "get_peer_device_pointer": 3,
     "all_reduce_config": 8, "broadcast_config": 8, "reduce_config": 9, "all_gather_config": 7,
     "reduce_scatter_config": 8, "allto_all_config": 7, "gather_config": 8, "scatter_config": 8, "team_world": 1,
