@@ -208,6 +208,66 @@ ALLTOALLV = [
      NOT_INT.format(fn="all_reduce_with_bias", arg="acc", type="str")),
 ]
 
+# The nccl4py 0.4.1-0.6.0 names: config collectives, teams, requirements, LE queries, parameters
+# and encryption. Struct parameters take their wrapper class or an int address, nothing else.
+STRUCT = r"{fn}\(\) argument '{arg}' must be a {cls} or an int address, not {type}"
+NULL_STRUCT = r"{fn}\(\) argument '{arg}' must not be a null address"
+CASES += [
+    ("config str", "b.all_reduce_config(1, 2, 3, 7, 0, 4, 5, 'cfg')", "TypeError",
+     NOT_INT.format(fn="all_reduce_config", arg="config", type="str")),
+    ("config op 99", "b.reduce_config(1, 2, 3, 7, -2, 0, 4, 5, 0)", "ValueError",
+     ENUM.format(fn="reduce_config", arg="op", what="RedOp", lo=0, hi=2147483647, got=-2)),
+    ("config count -1", "b.all_gather_config(1, 2, -1, 7, 4, 5, 0)", "OverflowError",
+     NEGATIVE.format(fn="all_gather_config", arg="sendcount")),
+    ("config root float", "b.gather_config(1, 2, 3, 7, 0.5, 4, 5, 0)", "TypeError",
+     NOT_INT.format(fn="gather_config", arg="root", type="float")),
+    ("config datatype 12", "b.allto_all_config(1, 2, 3, 12, 4, 5, 0)", "ValueError",
+     ENUM.format(fn="allto_all_config", arg="datatype", what="DataType", lo=0, hi=11, got=12)),
+    ("config arity", "b.scatter_config(1, 2, 3, 7, 0, 4, 5)", "TypeError",
+     r"scatter_config\(\) takes exactly 8 arguments \(7 given\)"),
+    ("team_cft mode 3", "b.team_cft(4, 3)", "ValueError",
+     ENUM.format(fn="team_cft", arg="mode", what="CftTeamMode", lo=0, hi=2, got=3)),
+    ("team_world comm str", "b.team_world('c')", "TypeError", NOT_INT.format(fn="team_world", arg="comm", type="str")),
+    ("team as tuple", "b.team_rank_to_world(4, (2, 0, 1), 0)", "TypeError",
+     STRUCT.format(fn="team_rank_to_world", arg="team", cls="Team", type="tuple")),
+    ("team of another class", "b.team_rank_to_lsa(4, b.LsaBarrierHandle(), 0)", "TypeError",
+     STRUCT.format(fn="team_rank_to_lsa", arg="team", cls="Team", type="nccl.bindings.nccl.LsaBarrierHandle")),
+    ("team null", "b.lsa_barrier_create_requirement(0, 1, b.LsaBarrierHandle(), b.DevResourceRequirements())",
+     "ValueError", NULL_STRUCT.format(fn="lsa_barrier_create_requirement", arg="team")),
+    ("team rank float", "b.team_rank_to_world(4, b.Team(), 1.0)", "TypeError",
+     NOT_INT.format(fn="team_rank_to_world", arg="rank", type="float")),
+    ("out_handle wrong class", "b.lsa_barrier_create_requirement(b.Team(), 1, b.GinBarrierHandle(), "
+     "b.DevResourceRequirements())", "TypeError",
+     STRUCT.format(fn="lsa_barrier_create_requirement", arg="out_handle", cls="LsaBarrierHandle",
+                   type="nccl.bindings.nccl.GinBarrierHandle")),
+    ("out_req null", "b.gin_barrier_create_requirement(4, b.Team(), 1, b.GinBarrierHandle(), 0)", "ValueError",
+     NULL_STRUCT.format(fn="gin_barrier_create_requirement", arg="out_req")),
+    ("out_req bytes", "b.ll_a2a_create_requirement(1, 2, b.LLA2AHandle(), bytes(64))", "TypeError",
+     STRUCT.format(fn="ll_a2a_create_requirement", arg="out_req", cls="DevResourceRequirements", type="bytes")),
+    ("n_barriers too big", "b.lsa_barrier_create_requirement(b.Team(), 2**31, b.LsaBarrierHandle(), "
+     "b.DevResourceRequirements())", "OverflowError",
+     NOT_C_INT.format(fn="lsa_barrier_create_requirement", arg="n_barriers")),
+    ("calc slots str", "b.ll_a2a_calc_slots('32', 16)", "TypeError",
+     NOT_INT.format(fn="ll_a2a_calc_slots", arg="max_elts", type="str")),
+    ("multimem wrong class", "b.get_multimem_device_pointer(4, 0, b.Team())", "TypeError",
+     STRUCT.format(fn="get_multimem_device_pointer", arg="multimem", cls="MultimemHandle",
+                   type="nccl.bindings.nccl.Team")),
+    ("le offset -1", "b.get_peer_device_le_info(4, -1, 0)", "OverflowError",
+     NEGATIVE.format(fn="get_peer_device_le_info", arg="offset")),
+    ("cft team int 0", "b.get_cft_device_le_info(4, 0, 1, 0)", "ValueError",
+     NULL_STRUCT.format(fn="get_cft_device_le_info", arg="cft_team")),
+    ("param key bytes", "b.param_get_parameter(b'NCCL_PROTO')", "TypeError",
+     r"param_get_parameter\(\) argument 'key' must be str, not bytes"),
+    ("param key NUL", "b.param_get_parameter('NCCL\\0PROTO')", "ValueError",
+     r"param_get_parameter\(\) argument 'key' must not contain a NUL character"),
+    ("param keys arity", "b.param_get_all_keys(1)", "TypeError", r"param_get_all_keys\(\) takes no arguments"),
+    ("encryption None", "b.set_encryption(None)", "TypeError",
+     STRUCT.format(fn="set_encryption", arg="config", cls="EncryptionConfig", type="NoneType")),
+    ("encryption null", "b.set_encryption(0)", "ValueError", NULL_STRUCT.format(fn="set_encryption", arg="config")),
+    ("encryption Config", "b.set_encryption(b.Config())", "TypeError",
+     STRUCT.format(fn="set_encryption", arg="config", cls="EncryptionConfig", type="nccl.bindings.nccl.Config")),
+]
+
 RUN_CASES = """
     import numpy as np
     ID = bytes(128)

@@ -11,7 +11,7 @@ interpreters (the stub_python fixture); this process loads no library.
 import struct
 
 import pytest
-from api_tables import API_MIN_VERSION, C_TO_PY, DUAL_FORMS, LOADER_FUNCTIONS, NOT_YET_WRAPPED, version_code
+from api_tables import ALIASES, API_MIN_VERSION, C_TO_PY, DUAL_FORMS, LOADER_FUNCTIONS, NOT_WRAPPED, version_code
 
 from nccl import _ext
 
@@ -46,6 +46,9 @@ OUTS = {
     "ncclGetLsaMultimemDevicePointer": 0xAAAA_0000,
     "ncclGetLsaDevicePointer": 0xBBBB_0000,
     "ncclGetPeerDevicePointer": 0xCCCC_0000,
+    "ncclLLA2ACalcSlots": 77,
+    "ncclGetMultimemDeviceLeInfo": 0x1234_0000_0042,  # le_id 0x42, le_offset 0x1234
+    "ncclGetPeerDeviceLeInfo": 0xFFFF_FFFF_8000_0001,
 }
 VERSION = 22905
 LAST_ERROR = "stub last error text"
@@ -122,8 +125,6 @@ PLAIN = [
      "ncclWaitSignal", [0, 0, P[6], P[7]], None),
     ("b", "group_start", [], "ncclGroupStart", [], None),
     ("b", "group_end", [], "ncclGroupEnd", [], None),
-    ("b", "dev_comm_create", [("comm", P[8]), ("reqs", P[9]), ("out_dev_comm", P[10])], "ncclDevCommCreate",
-     [P[8], P[9], P[10]], None),
     ("b", "dev_comm_destroy", [("comm", P[8]), ("dev_comm", P[10])], "ncclDevCommDestroy", [P[8], P[10]], None),
     ("b", "get_lsa_multimem_device_pointer", [("window", P[11]), ("offset", SIZE)],
      "ncclGetLsaMultimemDevicePointer", [P[11], SIZE, ANY], 0xAAAA_0000),
@@ -131,6 +132,39 @@ PLAIN = [
      "ncclGetLsaDevicePointer", [P[0], SIZE2, 2, ANY], 0xBBBB_0000),
     ("b", "get_peer_device_pointer", [("window", P[1]), ("offset", 17), ("peer", 3)],
      "ncclGetPeerDevicePointer", [P[1], 17, 3, ANY], 0xCCCC_0000),
+    ("b", "all_reduce_config", [("sendbuff", HIGH), ("recvbuff", P[1]), ("count", SIZE2), ("datatype", 6),
+                                ("op", 4), ("comm", P[2]), ("stream", P[3]), ("config", P[4])],
+     "ncclAllReduceConfig", [HIGH, P[1], SIZE2, 6, 4, P[2], P[3], P[4]], None),
+    ("b", "reduce_config", [("sendbuff", P[0]), ("recvbuff", P[1]), ("count", SIZE), ("datatype", 7), ("op", 2),
+                            ("root", 3), ("comm", P[2]), ("stream", P[3]), ("config", 0)],
+     "ncclReduceConfig", [P[0], P[1], SIZE, 7, 2, 3, P[2], P[3], 0], None),
+    ("b", "reduce_scatter_config", [("sendbuff", P[4]), ("recvbuff", P[5]), ("recvcount", SIZE), ("datatype", 5),
+                                    ("op", 23), ("comm", P[6]), ("stream", NEG), ("config", P[8])],
+     "ncclReduceScatterConfig", [P[4], P[5], SIZE, 5, 23, P[6], u(NEG), P[8]], None),
+    ("b", "all_gather_config", [("sendbuff", P[8]), ("recvbuff", P[9]), ("sendcount", SIZE2), ("datatype", 4),
+                                ("comm", P[10]), ("stream", P[11]), ("config", HIGH)],
+     "ncclAllGatherConfig", [P[8], P[9], SIZE2, 4, P[10], P[11], HIGH], None),
+    ("b", "allto_all_config", [("sendbuff", P[0]), ("recvbuff", P[2]), ("count", SIZE), ("datatype", 3),
+                               ("comm", P[4]), ("stream", P[6]), ("config", P[7])],
+     "ncclAlltoAllConfig", [P[0], P[2], SIZE, 3, P[4], P[6], P[7]], None),
+    ("b", "broadcast_config", [("sendbuff", P[6]), ("recvbuff", P[7]), ("count", SIZE), ("datatype", 11),
+                               ("root", 2), ("comm", P[8]), ("stream", P[9]), ("config", P[10])],
+     "ncclBroadcastConfig", [P[6], P[7], SIZE, 11, 2, P[8], P[9], P[10]], None),
+    ("b", "gather_config", [("sendbuff", P[1]), ("recvbuff", P[3]), ("count", SIZE2), ("datatype", 2),
+                            ("root", 7), ("comm", P[5]), ("stream", P[7]), ("config", P[9])],
+     "ncclGatherConfig", [P[1], P[3], SIZE2, 2, 7, P[5], P[7], P[9]], None),
+    ("b", "scatter_config", [("sendbuff", P[9]), ("recvbuff", P[11]), ("count", SIZE), ("datatype", 1),
+                             ("root", 0), ("comm", P[0]), ("stream", P[1]), ("config", P[2])],
+     "ncclScatterConfig", [P[9], P[11], SIZE, 1, 0, P[0], P[1], P[2]], None),
+    ("b", "ll_a2a_calc_slots", [("max_elts", 1 << 20), ("max_elt_size", -8)], "ncclLLA2ACalcSlots",
+     [1 << 20, u(-8)], 77),
+    ("b", "get_multimem_device_le_info", [("window", P[3]), ("offset", SIZE)], "ncclGetMultimemDeviceLeInfo",
+     [P[3], SIZE, ANY, ANY], (0x42, 0x1234)),
+    ("b", "get_peer_device_le_info", [("window", P[4]), ("offset", 64), ("peer_world", -1)],
+     "ncclGetPeerDeviceLeInfo", [P[4], 64, u(-1), ANY, ANY], (0x8000_0001, 0xFFFF_FFFF)),
+    ("b", "param_get_parameter", [("key", "NCCL_PROTO")], "ncclParamGetParameter", [ANY, ANY, ANY],
+     "stub-NCCL_PROTO"),
+    ("b", "param_dump_all", [], "ncclParamDumpAll", [], None),
     ("rx", "all_reduce_with_bias", [("sendbuff", P[0]), ("recvbuff", P[1]), ("count", SIZE), ("datatype", 7),
                                     ("op", 0), ("comm", P[2]), ("stream", P[3]), ("acc", HIGH)],
      "ncclAllReduceWithBias", [P[0], P[1], SIZE, 7, 0, P[2], P[3], HIGH], None),
@@ -160,8 +194,9 @@ def test_every_row_has_a_wrapper():
     import nccl.bindings.rocm_extensions as rx
     for c, py in C_TO_PY.items():
         module, _, name = py.rpartition(".")
-        if c in NOT_YET_WRAPPED:  # a wrapper that appears must take its row off the list
-            assert not hasattr(rx if module else b, name), f"{py} exists: take {c} off NOT_YET_WRAPPED"
+        if c in NOT_WRAPPED:  # a wrapper that appears must take its row off the list
+            assert not hasattr(rx if module else b, name), f"{py} exists: take {c} off NOT_WRAPPED"
+            assert c in b._NOT_WRAPPED, c
         else:
             assert callable(getattr(rx if module else b, name)), py
 
@@ -170,9 +205,12 @@ def test_no_unlisted_functions():
     import nccl.bindings as nb
     import nccl.bindings.nccl as b
     import nccl.bindings.rocm_extensions as rx
-    listed = {py for c, py in C_TO_PY.items() if "." not in py and c not in NOT_YET_WRAPPED}
+    listed = {py for c, py in C_TO_PY.items() if "." not in py and c not in NOT_WRAPPED}
     public = {n for n in b.__all__ if callable(getattr(b, n)) and not isinstance(getattr(b, n), type)}
-    assert public == listed | LOADER_FUNCTIONS
+    assert public == listed | LOADER_FUNCTIONS | {"lla2a_calc_slots"}
+    assert set(b._NOT_WRAPPED) == NOT_WRAPPED
+    for old, new in ALIASES.items():
+        assert getattr(b, old) is getattr(b, new) and old in b.__all__ and new in b.__all__, old
     assert set(rx.__all__) == {"all_reduce_with_bias", "all_to_all_v"}
     assert set(nb.__all__) == set(b.__all__) | {"all_reduce_with_bias", "all_to_all_v"}
     assert nb.all_to_all_v is rx.all_to_all_v and nb.all_reduce is b.all_reduce
@@ -192,8 +230,8 @@ def test_minimum_versions_match_the_api_table():
 
 def test_every_row_is_covered():
     rows = {name for name, _, _ in _ext._abi_symbols()}
-    assert rows - COVERED - NOT_YET_WRAPPED == set(), "rows without a marshalling test"
-    assert NOT_YET_WRAPPED <= rows and not NOT_YET_WRAPPED & COVERED
+    assert rows - COVERED - NOT_WRAPPED == set(), "rows without a marshalling test"
+    assert NOT_WRAPPED <= rows and not NOT_WRAPPED & COVERED
 
 
 def test_inspect_function_pointers(stub_python):
@@ -964,3 +1002,162 @@ def test_no_argument_calls_from_c(stub_python):
     """)
     assert r == {"get_unique_id": "UniqueId", "group_simulate_end": "SimInfo", "group_start": "NoneType",
                  "group_end": "NoneType", "get_version": "int"}
+
+
+# ---- NCCL 2.28-2.32 entry points behind nccl4py 0.4.1-0.6.0's names ----
+
+def team_code(n_ranks, rank, stride):
+    """How the stub records an ncclTeam_t passed by value (and builds one from its `out`)."""
+    return n_ranks | rank << 16 | stride << 32
+
+
+@covers("ncclTeamWorld", "ncclTeamLsa", "ncclTeamRail", "ncclTeamCftMultimem", "ncclTeamCft",
+        "ncclTeamRankToWorld", "ncclTeamRankToLsa")
+def test_teams(stub_python):
+    r = stub_python("nccl").run(f"""
+        teams = {{}}
+        for k, (fn, sym) in enumerate([(b.team_world, "ncclTeamWorld"), (b.team_lsa, "ncclTeamLsa"),
+                                       (b.team_rail, "ncclTeamRail"),
+                                       (b.team_cft_multimem, "ncclTeamCftMultimem")]):
+            stub.reset()
+            stub.set_out(sym, {team_code(8, 3, 1)} + k)
+            t = fn({P[0]}) if k % 2 else fn(comm={P[0]})
+            teams[fn.__name__] = (type(t).__name__, t.n_ranks, t.rank, t.stride, stub.calls())
+        stub.reset()
+        stub.set_out("ncclTeamCft", {team_code(4, 1, 2)})
+        t = b.team_cft({P[1]}, b.CftTeamMode.HIER_LSA)
+        cft = ((t.n_ranks, t.rank, t.stride), stub.calls())
+        stub.reset()
+        stub.set_out("ncclTeamRankToWorld", 11)
+        stub.set_out("ncclTeamRankToLsa", -1)
+        ranks = (b.team_rank_to_world({P[2]}, t, 3), b.team_rank_to_lsa(comm={P[3]}, team=t.ptr, rank=-2),
+                 stub.calls())
+        result = (teams, cft, ranks)
+    """)
+    teams, cft, ranks = r
+    for k, (name, sym) in enumerate([("team_world", "ncclTeamWorld"), ("team_lsa", "ncclTeamLsa"),
+                                     ("team_rail", "ncclTeamRail"), ("team_cft_multimem", "ncclTeamCftMultimem")]):
+        assert teams[name] == ("Team", 8 + k, 3, 1, [(sym, (P[0],))]), name
+    assert cft == ((4, 1, 2), [("ncclTeamCft", (P[1], 2))])
+    code = team_code(4, 1, 2)
+    assert ranks == (11, -1, [("ncclTeamRankToWorld", (P[2], code, 3)), ("ncclTeamRankToLsa", (P[3], code, u(-2)))])
+
+
+@covers("ncclLsaBarrierCreateRequirement", "ncclGinBarrierCreateRequirement", "ncclLLA2ACreateRequirement")
+def test_requirement_creators(stub_python):
+    r = stub_python("nccl").run(f"""
+        team = b.Team()
+        team.n_ranks, team.rank, team.stride = 6, 5, 1
+        h, req = b.LsaBarrierHandle(), b.DevResourceRequirements()
+        stub.set_out("ncclLsaBarrierCreateRequirement", 0x77)
+        lsa = (b.lsa_barrier_create_requirement(team, 6, h, req), h.buf_handle, h.n_barriers, req.buffer_size,
+               stub.calls() == [("ncclLsaBarrierCreateRequirement", ({team_code(6, 5, 1)}, 6, h.ptr, req.ptr))])
+        stub.reset()
+        gh, greq = b.GinBarrierHandle(), b.DevResourceRequirements()
+        stub.set_out("ncclGinBarrierCreateRequirement", 0x99)
+        gin = (b.gin_barrier_create_requirement({P[0]}, team, 3, out_handle=gh, out_req=greq.ptr), gh.signal0,
+               greq.buffer_size,
+               stub.calls() == [("ncclGinBarrierCreateRequirement", ({P[0]}, {team_code(6, 5, 1)}, 3, gh.ptr,
+                                                                     greq.ptr))])
+        stub.reset()
+        lh, lreq = b.LLA2AHandle(), b.DevResourceRequirements()
+        stub.set_out("ncclLLA2ACreateRequirement", 0x55)
+        ll = (b.ll_a2a_create_requirement(2, 9, lh.ptr, lreq), lh.buf_handle, lh.n_slots, lreq.buffer_size,
+              stub.calls() == [("ncclLLA2ACreateRequirement", (2, 9, lh.ptr, lreq.ptr))])
+        result = (lsa, gin, ll)
+    """)
+    lsa, gin, ll = r
+    assert lsa == (None, 0x77, 6, 4096, True)
+    assert gin == (None, 0x99, 4096, True)
+    assert ll == (None, 0x55, 9, 4096, True)
+
+
+@covers("ncclGetMultimemDevicePointer", "ncclGetCftDeviceLeInfo")
+def test_multimem_pointer_and_cft_le_info(stub_python):
+    r = stub_python("nccl").run(f"""
+        mm = b.MultimemHandle()
+        mm.mc_base_ptr = {HIGH}
+        stub.set_out("ncclGetMultimemDevicePointer", 0xDD00_0000)
+        stub.set_out("ncclGetCftDeviceLeInfo", (7 << 32) | 9)
+        team = b.Team()
+        team.n_ranks, team.rank, team.stride = 2, 1, 4
+        result = (b.get_multimem_device_pointer({P[0]}, {SIZE}, mm),
+                  b.get_multimem_device_pointer(window={P[1]}, offset=0, multimem=mm.ptr),
+                  b.get_cft_device_le_info({P[2]}, 128, 1, team), stub.calls())
+    """)
+    p1, p2, le, calls = r
+    assert (p1, p2, le) == (0xDD00_0000, 0xDD00_0000, (9, 7))
+    assert [name for name, _ in calls] == ["ncclGetMultimemDevicePointer"] * 2 + ["ncclGetCftDeviceLeInfo"]
+    assert matches(calls[0][1], [P[0], SIZE, HIGH, ANY]) and matches(calls[1][1], [P[1], 0, HIGH, ANY])
+    assert matches(calls[2][1], [P[2], 128, 1, team_code(2, 1, 4), ANY, ANY])
+
+
+@covers("ncclParamGetAllParameterKeys")
+def test_param_get_all_keys(stub_python):
+    r = stub_python("nccl").run("""
+        result = (b.param_get_all_keys(), stub.calls())
+    """)
+    keys, calls = r
+    assert keys == ["NCCL_STUB_A", "NCCL_STUB_B", "NCCL_STUB_C"]
+    assert [name for name, _ in calls] == ["ncclParamGetAllParameterKeys"]
+    assert matches(calls[0][1], [ANY, ANY])
+
+
+def test_param_get_parameter_passes_the_key(stub_python):
+    r = stub_python("nccl").run("""
+        result = (b.param_get_parameter("NCCL_ALGO\u00e9"), stub.calls(with_blobs=True))
+    """)
+    value, calls = r
+    assert value == "stub-NCCL_ALGO\u00e9"
+    assert calls[0].blob == "NCCL_ALGO\u00e9".encode() + b"\0"
+
+
+@covers("ncclSetEncryption")
+def test_set_encryption(stub_python):
+    r = stub_python("nccl").run("""
+        cfg = b.EncryptionConfig()
+        cfg.mode = b.EncryptionMode.PSK
+        cfg.psk = "secret"
+        result = (b.set_encryption(cfg), b.set_encryption(config=cfg.ptr), bytes(cfg), cfg.ptr,
+                  stub.calls(with_blobs=True))
+    """)
+    ret, ret2, data, ptr, calls = r
+    assert (ret, ret2, len(data)) == (None, None, 32)
+    assert [(c.name, c.args, c.blob) for c in calls] == [("ncclSetEncryption", (ptr,), data)] * 2
+
+
+def test_config_collectives_take_a_coll_config(stub_python):
+    r = stub_python("nccl").run(f"""
+        cc = b.CollConfig()
+        result = (b.all_reduce_config({P[0]}, {P[1]}, 4, 7, 0, {P[2]}, 0, cc),
+                  b.broadcast_config({P[0]}, {P[1]}, 4, 7, 1, {P[2]}, 0, config=cc), cc.ptr, stub.calls())
+    """)
+    r1, r2, ptr, calls = r
+    assert (r1, r2) == (None, None)
+    assert calls == [("ncclAllReduceConfig", (P[0], P[1], 4, 7, 0, P[2], 0, ptr)),
+                     ("ncclBroadcastConfig", (P[0], P[1], 4, 7, 1, P[2], 0, ptr))]
+
+
+@covers("ncclDevCommCreate")
+def test_dev_comm_create_both_forms(stub_python):
+    r = stub_python("nccl").run(f"""
+        reqs = b.DevCommRequirements()
+        dev = b.dev_comm_create({P[8]}, reqs)
+        new = (type(dev).__name__, dev.ptr, reqs.ptr, stub.calls())
+        stub.reset()
+        kw = (type(b.dev_comm_create(comm={P[8]}, reqs={P[9]})).__name__, stub.calls())
+        stub.reset()
+        old = (b.dev_comm_create({P[8]}, {P[9]}, {P[10]}), stub.calls())
+        stub.reset()
+        oldkw = (b.dev_comm_create(comm={P[8]}, reqs=reqs, out_dev_comm={P[11]}), reqs.ptr, stub.calls())
+        stub.reset()
+        stub.script("ncclDevCommCreate", 5)
+        failed = (catch(b.dev_comm_create, {P[8]}, reqs)[0], catch(b.dev_comm_create, {P[8]}, reqs, {P[10]})[0])
+        result = (new, kw, old, oldkw, failed)
+    """)
+    (tname, dev_ptr, reqs_ptr, calls), (kdev, kcalls), (oret, ocalls), (okret, oreqs, okcalls), failed = r
+    assert tname == "DevComm" and calls == [("ncclDevCommCreate", (P[8], reqs_ptr, dev_ptr))]
+    assert kdev == "DevComm" and kcalls[0][1][:2] == (P[8], P[9]) and kcalls[0][1][2] != 0
+    assert (oret, ocalls) == (None, [("ncclDevCommCreate", (P[8], P[9], P[10]))])
+    assert (okret, okcalls) == (None, [("ncclDevCommCreate", (P[8], oreqs, P[11]))])
+    assert failed == ("NCCLInvalidUsage", "NCCLInvalidUsage")

@@ -110,7 +110,11 @@ def test_comm_properties_undersized_buffer():
 
 
 def test_gin_type_values():
-    assert [(m.name, m.value) for m in nb.GinType] == [("NONE", 0), ("PROXY", 2), ("GDAKI", 3), ("GPI", 4)]
+    # NCCL 2.32's ncclGinType_t and ncclGinConnectionType_t (nccl.h), nccl4py 0.6.0's member names
+    assert [(m.name, m.value) for m in nb.GinType] == [("NONE", 0), ("PROXY", 2), ("GDAKI", 3), ("GPI", 4),
+                                                      ("EFA_GDA", 5), ("GIN_MAX_TYPES", 6)]
+    assert [(m.name, m.value) for m in nb.GinConnectionType] == [("NONE", 0), ("FULL", 1), ("RAIL", 2),
+                                                                ("CUSTOM_STRIDE", 3)]
 
 
 def test_comm_properties_initializer():

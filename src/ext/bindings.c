@@ -225,7 +225,8 @@ int nx_bindings_setup(PyObject *module, nx_state *st)
 {
     (void)st;
     PyMethodDef *tables[] = {nx_bindings_memory_methods, nx_bindings_lifecycle_methods, nx_bindings_query_methods,
-                             nx_bindings_collective_methods, nx_bindings_window_methods, nx_rocm_extension_methods};
+                             nx_bindings_collective_methods, nx_bindings_window_methods, nx_bindings_config_methods,
+                             nx_bindings_team_methods, nx_bindings_param_methods, nx_rocm_extension_methods};
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
         if (PyModule_AddFunctions(module, tables[i]) < 0)
             return -1;

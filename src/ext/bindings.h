@@ -11,6 +11,9 @@
  *   bindings_collectives.c  collectives, point-to-point, custom reduction operators, groups
  *   bindings_windows.c      buffer and window registration, one-sided signals, device pointers,
  *                           device communicators
+ *   bindings_config.c       the nccl*Config collectives (a CollConfig per call)
+ *   bindings_teams.c        teams, device-resource requirements, multimem and LE queries
+ *   bindings_params.c       library parameters by key, socket encryption
  *   rocm_extensions.c       the RCCL-only collectives
  *
  * How to add a wrapper (ncclFoo -> foo):
@@ -219,6 +222,9 @@ extern PyMethodDef nx_bindings_lifecycle_methods[];
 extern PyMethodDef nx_bindings_query_methods[];
 extern PyMethodDef nx_bindings_collective_methods[];
 extern PyMethodDef nx_bindings_window_methods[];
+extern PyMethodDef nx_bindings_config_methods[];
+extern PyMethodDef nx_bindings_team_methods[];
+extern PyMethodDef nx_bindings_param_methods[];
 extern PyMethodDef nx_rocm_extension_methods[];
 
 int nx_bindings_setup(PyObject *module, nx_state *st);

@@ -1,8 +1,6 @@
 /* nccl.bindings.nccl: collectives and point-to-point (they return once enqueued on stream), custom
  * reduction operators, and groups (bindings.h says how a binding is written). */
-#include "bindings.h"
-
-#include "structs.h"
+#include "bindings_intake.h"
 
 /* ---- reductions ---- */
 
@@ -12,25 +10,13 @@ PyDoc_STRVAR(all_reduce__doc__, "all_reduce(sendbuff, recvbuff, count, datatype,
 "ncclAllReduce: reduce over all ranks into every recvbuff. Collective; enqueued on stream.");
 static PyObject *all_reduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    const nx_sig *sig = &all_reduce_sig;
-    PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclAllReduce) < 0)
-        return NULL;
-    void *send, *recv;
-    size_t count;
-    ncclDataType_t dt;
-    ncclRedOp_t op;
-    ncclComm_t comm;
-    cudaStream_t stream;
-    if (nx_arg_addr(sig, a, 0, &send) < 0 || nx_arg_addr(sig, a, 1, &recv) < 0 || nx_arg_size(sig, a, 2, &count) < 0 ||
-        nx_arg_dtype(sig, a, 3, &dt) < 0 || nx_arg_redop(sig, a, 4, &op) < 0 || nx_arg_comm(sig, a, 5, &comm) < 0 ||
-        nx_arg_stream(sig, a, 6, &stream) < 0)
+    nx_state *st;
+    nx_coll_args c;
+    if (nx_coll_intake(m, args, nargs, kwnames, &all_reduce_sig, &nx_api.ncclAllReduce, NX_COLL_OP, &st, &c) < 0)
         return NULL;
     ncclResult_t rc;
-    NX_RUN(rc, nx_api.ncclAllReduce(send, recv, count, dt, op, comm, stream));
-    if (nx_check(st, rc, comm) < 0)
+    NX_RUN(rc, nx_api.ncclAllReduce(c.send, c.recv, c.count, c.dt, c.op, c.comm, c.stream));
+    if (nx_check(st, rc, c.comm) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -41,25 +27,14 @@ PyDoc_STRVAR(reduce_scatter__doc__, "reduce_scatter(sendbuff, recvbuff, recvcoun
 "ncclReduceScatter: reduce, then scatter recvcount elements per rank. Collective.");
 static PyObject *reduce_scatter(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    const nx_sig *sig = &reduce_scatter_sig;
-    PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclReduceScatter) < 0)
-        return NULL;
-    void *send, *recv;
-    size_t count;
-    ncclDataType_t dt;
-    ncclRedOp_t op;
-    ncclComm_t comm;
-    cudaStream_t stream;
-    if (nx_arg_addr(sig, a, 0, &send) < 0 || nx_arg_addr(sig, a, 1, &recv) < 0 || nx_arg_size(sig, a, 2, &count) < 0 ||
-        nx_arg_dtype(sig, a, 3, &dt) < 0 || nx_arg_redop(sig, a, 4, &op) < 0 || nx_arg_comm(sig, a, 5, &comm) < 0 ||
-        nx_arg_stream(sig, a, 6, &stream) < 0)
+    nx_state *st;
+    nx_coll_args c;
+    if (nx_coll_intake(m, args, nargs, kwnames, &reduce_scatter_sig, &nx_api.ncclReduceScatter, NX_COLL_OP, &st,
+                       &c) < 0)
         return NULL;
     ncclResult_t rc;
-    NX_RUN(rc, nx_api.ncclReduceScatter(send, recv, count, dt, op, comm, stream));
-    if (nx_check(st, rc, comm) < 0)
+    NX_RUN(rc, nx_api.ncclReduceScatter(c.send, c.recv, c.count, c.dt, c.op, c.comm, c.stream));
+    if (nx_check(st, rc, c.comm) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -70,26 +45,14 @@ PyDoc_STRVAR(reduce__doc__, "reduce(sendbuff, recvbuff, count, datatype, op, roo
 "ncclReduce: reduce onto root. Collective; enqueued on stream.");
 static PyObject *reduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    const nx_sig *sig = &reduce_sig;
-    PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclReduce) < 0)
-        return NULL;
-    void *send, *recv;
-    size_t count;
-    ncclDataType_t dt;
-    ncclRedOp_t op;
-    int root;
-    ncclComm_t comm;
-    cudaStream_t stream;
-    if (nx_arg_addr(sig, a, 0, &send) < 0 || nx_arg_addr(sig, a, 1, &recv) < 0 || nx_arg_size(sig, a, 2, &count) < 0 ||
-        nx_arg_dtype(sig, a, 3, &dt) < 0 || nx_arg_redop(sig, a, 4, &op) < 0 || nx_arg_int(sig, a, 5, &root) < 0 ||
-        nx_arg_comm(sig, a, 6, &comm) < 0 || nx_arg_stream(sig, a, 7, &stream) < 0)
+    nx_state *st;
+    nx_coll_args c;
+    if (nx_coll_intake(m, args, nargs, kwnames, &reduce_sig, &nx_api.ncclReduce, NX_COLL_OP | NX_COLL_ROOT, &st,
+                       &c) < 0)
         return NULL;
     ncclResult_t rc;
-    NX_RUN(rc, nx_api.ncclReduce(send, recv, count, dt, op, root, comm, stream));
-    if (nx_check(st, rc, comm) < 0)
+    NX_RUN(rc, nx_api.ncclReduce(c.send, c.recv, c.count, c.dt, c.op, c.root, c.comm, c.stream));
+    if (nx_check(st, rc, c.comm) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -102,24 +65,13 @@ typedef ncclResult_t (*rooted_fn)(const void *, void *, size_t, ncclDataType_t, 
 static PyObject *rooted(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, const nx_sig *sig,
                         const rooted_fn *slot)
 {
-    PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, slot) < 0)
-        return NULL;
-    void *send, *recv;
-    size_t count;
-    ncclDataType_t dt;
-    int root;
-    ncclComm_t comm;
-    cudaStream_t stream;
-    if (nx_arg_addr(sig, a, 0, &send) < 0 || nx_arg_addr(sig, a, 1, &recv) < 0 || nx_arg_size(sig, a, 2, &count) < 0 ||
-        nx_arg_dtype(sig, a, 3, &dt) < 0 || nx_arg_int(sig, a, 4, &root) < 0 || nx_arg_comm(sig, a, 5, &comm) < 0 ||
-        nx_arg_stream(sig, a, 6, &stream) < 0)
+    nx_state *st;
+    nx_coll_args c;
+    if (nx_coll_intake(m, args, nargs, kwnames, sig, slot, NX_COLL_ROOT, &st, &c) < 0)
         return NULL;
     ncclResult_t rc;
-    NX_RUN(rc, (*slot)(send, recv, count, dt, root, comm, stream));
-    if (nx_check(st, rc, comm) < 0)
+    NX_RUN(rc, (*slot)(c.send, c.recv, c.count, c.dt, c.root, c.comm, c.stream));
+    if (nx_check(st, rc, c.comm) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -186,23 +138,13 @@ PyDoc_STRVAR(all_gather__doc__, "all_gather(sendbuff, recvbuff, sendcount, datat
 "ncclAllGather: gather sendcount elements from every rank everywhere. Collective.");
 static PyObject *all_gather(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    const nx_sig *sig = &all_gather_sig;
-    PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclAllGather) < 0)
-        return NULL;
-    void *send, *recv;
-    size_t count;
-    ncclDataType_t dt;
-    ncclComm_t comm;
-    cudaStream_t stream;
-    if (nx_arg_addr(sig, a, 0, &send) < 0 || nx_arg_addr(sig, a, 1, &recv) < 0 || nx_arg_size(sig, a, 2, &count) < 0 ||
-        nx_arg_dtype(sig, a, 3, &dt) < 0 || nx_arg_comm(sig, a, 4, &comm) < 0 || nx_arg_stream(sig, a, 5, &stream) < 0)
+    nx_state *st;
+    nx_coll_args c;
+    if (nx_coll_intake(m, args, nargs, kwnames, &all_gather_sig, &nx_api.ncclAllGather, 0, &st, &c) < 0)
         return NULL;
     ncclResult_t rc;
-    NX_RUN(rc, nx_api.ncclAllGather(send, recv, count, dt, comm, stream));
-    if (nx_check(st, rc, comm) < 0)
+    NX_RUN(rc, nx_api.ncclAllGather(c.send, c.recv, c.count, c.dt, c.comm, c.stream));
+    if (nx_check(st, rc, c.comm) < 0)
         return NULL;
     Py_RETURN_NONE;
 }

@@ -2,6 +2,8 @@
  * and device communicators (bindings.h says how a binding is written). */
 #include "bindings.h"
 
+#include "structs.h"
+
 /* ---- buffer registration ---- */
 
 static const nx_sig comm_register_sig = NX_SIGNATURE("comm_register", "comm", "buff", "size");
@@ -297,28 +299,40 @@ static PyObject *get_peer_device_pointer(PyObject *m, PyObject *const *args, Py_
 
 /* ---- device communicators ---- */
 
-static const nx_sig dev_comm_create_sig = NX_SIGNATURE("dev_comm_create", "comm", "reqs", "out_dev_comm");
-PyDoc_STRVAR(dev_comm_create__doc__, "dev_comm_create(comm, reqs, out_dev_comm)\n--\n\n"
-"ncclDevCommCreate: fill the device communicator at address out_dev_comm from the requirements at\n"
-"address reqs. (The 0.3.1 form returning a DevComm wrapper is not provided: the device API is out\n"
-"of scope.)");
+static const nx_sig dev_comm_create_sig = NX_SIGNATURE("dev_comm_create", "comm", "reqs");
+static const nx_sig dev_comm_create_sig_02 = NX_SIGNATURE("dev_comm_create", "comm", "reqs", "out_dev_comm");
+PyDoc_STRVAR(dev_comm_create__doc__, "dev_comm_create(comm, reqs)\n--\n\n"
+"ncclDevCommCreate: a new DevComm built from the requirements reqs (a DevCommRequirements or its\n"
+"address). The 3-argument form dev_comm_create(comm, reqs, out_dev_comm) fills the struct at\n"
+"address out_dev_comm instead and returns None.");
 static PyObject *dev_comm_create(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    const nx_sig *sig = &dev_comm_create_sig;
+    int legacy;
+    const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    PyObject *const *a =
+        nx_dual_args(&dev_comm_create_sig, &dev_comm_create_sig_02, args, nargs, kwnames, buf, &legacy, &sig);
     nx_state *st = nx_get_state(m);
     if (a == NULL || nx_require(st, &nx_api.ncclDevCommCreate) < 0)
         return NULL;
     ncclComm_t comm;
-    void *reqs, *out;
-    if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_addr(sig, a, 1, &reqs) < 0 || nx_arg_addr(sig, a, 2, &out) < 0)
+    void *reqs, *out = NULL;
+    if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_addr(sig, a, 1, &reqs) < 0 ||
+        (legacy && nx_arg_addr(sig, a, 2, &out) < 0))
         return NULL;
     ncclResult_t rc;
-    NX_RUN(rc, nx_api.ncclDevCommCreate(comm, (const ncclDevCommRequirements_t *)reqs, (ncclDevComm_t *)out));
-    if (nx_check(st, rc, comm) < 0)
+    if (legacy) {
+        NX_RUN(rc, nx_api.ncclDevCommCreate(comm, (const ncclDevCommRequirements_t *)reqs, (ncclDevComm_t *)out));
+        if (nx_check(st, rc, comm) < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *obj = nx_struct_new(st, NX_STRUCT_DEV_COMM);
+    if (obj == NULL)
         return NULL;
-    Py_RETURN_NONE;
+    ncclDevComm_t *dev = nx_struct_storage(st, obj, NX_STRUCT_DEV_COMM);
+    NX_RUN(rc, nx_api.ncclDevCommCreate(comm, (const ncclDevCommRequirements_t *)reqs, dev));
+    return nx_struct_result(st, obj, rc, comm);
 }
 
 static const nx_sig dev_comm_destroy_sig = NX_SIGNATURE("dev_comm_destroy", "comm", "dev_comm");

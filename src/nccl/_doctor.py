@@ -95,6 +95,13 @@ def _refused_symbols(lib):
     return (fn() or b"").decode().split()
 
 
+def _unwrapped_symbols():
+    """ABI rows with no nccl.bindings function, on purpose (nccl.bindings.nccl._NOT_WRAPPED)."""
+    from nccl.bindings import nccl as bindings
+
+    return list(bindings._NOT_WRAPPED)
+
+
 def _mapped(ext, lib):
     paths = list(ext._mapped_libraries())
     real = {}
@@ -157,6 +164,7 @@ def collect():
         "missing_symbols": missing,
         "aliased_symbols": aliased,
         "refused_symbols": _refused_symbols(lib),
+        "unwrapped_symbols": _unwrapped_symbols(),
         "devices": _devices(),
         "shim": _shim(),
     }
@@ -242,6 +250,16 @@ def _missing_symbol_lines(f):
     return out
 
 
+def _unwrapped_lines(f):
+    out = _title("ABI entry points without a binding")
+    add = out.append
+    add(f"{len(f['unwrapped_symbols'])} entry point(s) have no nccl.bindings function: no nccl4py release names "
+        "them (param_get_parameter reads any parameter by key):")
+    for name in f["unwrapped_symbols"]:
+        add(f"  {name}")
+    return out
+
+
 def _device_lines(f):
     out = _title("Devices")
     add = out.append
@@ -286,7 +304,7 @@ def _lines(f, title, sections):
 def report(f):
     """The report as text lines; a line starting with 'WARNING:' marks a problem."""
     return _lines(f, "nccl4py doctor", (_library_lines, _mapped_lines, _environment_lines, _missing_symbol_lines,
-                                        _device_lines, _shim_lines))
+                                        _unwrapped_lines, _device_lines, _shim_lines))
 
 
 def summary(f):

@@ -1,4 +1,5 @@
-"""The enums of nccl.bindings.nccl (NCCL 2.30 values; identical in RCCL)."""
+"""The enums of nccl.bindings.nccl (NCCL 2.32.3 values, nccl4py 0.6.0 names; the older ones are
+identical in RCCL)."""
 
 from enum import IntEnum
 
@@ -47,8 +48,11 @@ class RedOp(IntEnum):
     MaxRedOp = 2147483647
 
 
-class RedOp_dummy(IntEnum):
+class RedOpDummy(IntEnum):
     NumOps_dummy = 5
+
+
+RedOp_dummy = RedOpDummy  # nccl4py 0.3.1's spelling
 
 
 class ScalarResidence(IntEnum):
@@ -68,12 +72,52 @@ class GinType(IntEnum):
     PROXY = 2
     GDAKI = 3
     GPI = 4
+    EFA_GDA = 5
+    GIN_MAX_TYPES = 6
 
 
 class GinConnectionType(IntEnum):
     NONE = 0
     FULL = 1
     RAIL = 2
+    CUSTOM_STRIDE = 3
+
+
+class GinSignalOp(IntEnum):
+    Inc = 0
+    Add = 1
+
+
+class CftTeamMode(IntEnum):
+    FLAT = 0
+    HIER_MULTIMEM = 1
+    HIER_LSA = 2
+
+
+class CftCap(IntEnum):
+    NONE = 0
+    CFT = 1
+    MULTIMEM = 2
+
+
+class HostCftMode(IntEnum):
+    Default = -2147483648
+    Enable = 1
+    Disable = 2
+    Fallback = 3
+
+
+class NvlsHostMode(IntEnum):
+    Default = -2147483648
+    Enable = 0
+    DisableTransport = 1
+    DisableSymmetricMultimem = 2
+    Disable = 2147483647
+
+
+class EncryptionMode(IntEnum):
+    NONE = 0
+    PSK = 1
 
 
 # C constants that have no Python enum.

@@ -6,7 +6,7 @@ RCCL must come back as a clean error from RCCL itself."""
 import json
 
 import pytest
-from api_tables import C_TO_PY, NOT_YET_WRAPPED
+from api_tables import C_TO_PY, NOT_WRAPPED
 from rccl_calls import snippet
 
 from nccl import _ext
@@ -71,8 +71,8 @@ def test_every_abi_row_resolves_exactly_as_the_library_exports(rccl):
 
 
 def test_what_the_library_lacks_raises_function_not_found(rccl):
-    # rows without a Python wrapper yet (NOT_YET_WRAPPED) are covered by the resolution test above
-    lacking = {name: (since, rccl_only) for name, since, rccl_only in missing_rows(rccl) if name not in NOT_YET_WRAPPED}
+    # rows without a Python wrapper yet (NOT_WRAPPED) are covered by the resolution test above
+    lacking = {name: (since, rccl_only) for name, since, rccl_only in missing_rows(rccl) if name not in NOT_WRAPPED}
     assert lacking  # neither build has the 2.29 rows
     out = rccl.json(snippet("""
         wanted = json.loads(sys.argv[1])

@@ -46,6 +46,15 @@ def test_stub_nccl_complete(fresh_python, stub_libs):
     assert section(text, "Missing ABI symbols") == ["none: the library exports every entry point of the ABI table"]
     assert f["mapped"]["copies"] == [os.path.realpath(stub_libs["nccl"])] and not f["mapped"]["two_copies"]
     assert "WARNING" not in text
+    # the rows deliberately without a binding, by name, whatever the library
+    unwrapped = ["ncclParamBind", "ncclParamGet", "ncclParamGetI8", "ncclParamGetI16", "ncclParamGetI32",
+                 "ncclParamGetI64", "ncclParamGetU8", "ncclParamGetU16", "ncclParamGetU32", "ncclParamGetU64",
+                 "ncclParamGetStr"]
+    assert f["unwrapped_symbols"] == unwrapped
+    body = section(text, "ABI entry points without a binding")
+    assert body[0] == ("11 entry point(s) have no nccl.bindings function: no nccl4py release names them "
+                       "(param_get_parameter reads any parameter by key):")
+    assert [ln.strip() for ln in body[1:]] == unwrapped
 
 
 def test_stub_nccl_2_27_lists_newer_symbols_with_their_version(fresh_python):

@@ -27,7 +27,7 @@ C_TO_PY = {
     "ncclDevCommCreate": "dev_comm_create", "ncclDevCommDestroy": "dev_comm_destroy",
     "ncclGetLsaMultimemDevicePointer": "get_lsa_multimem_device_pointer",
     "ncclGetLsaDevicePointer": "get_lsa_device_pointer", "ncclGetPeerDevicePointer": "get_peer_device_pointer",
-    # NCCL 2.28-2.32 rows added for nccl4py 0.6.0's names (see NOT_YET_WRAPPED)
+    # NCCL 2.28-2.32 rows behind nccl4py 0.4.1-0.6.0's names
     "ncclGetMultimemDevicePointer": "get_multimem_device_pointer",
     "ncclGetMultimemDeviceLeInfo": "get_multimem_device_le_info", "ncclGetCftDeviceLeInfo": "get_cft_device_le_info",
     "ncclGetPeerDeviceLeInfo": "get_peer_device_le_info", "ncclTeamWorld": "team_world", "ncclTeamLsa": "team_lsa",
@@ -54,18 +54,17 @@ C_TO_PY = {
 }
 LOADER_FUNCTIONS = {"get_library_path", "get_library_flavour", "get_load_attempts", "check_status"}
 
-# ABI rows whose Python wrappers are not written yet: issue 10's wrapper step adds them (after the
-# rewrite of the wrapper layer), and takes each one off this list with its marshalling test.
-NOT_YET_WRAPPED = {
-    "ncclGetMultimemDevicePointer", "ncclGetMultimemDeviceLeInfo", "ncclGetCftDeviceLeInfo",
-    "ncclGetPeerDeviceLeInfo", "ncclTeamWorld", "ncclTeamLsa", "ncclTeamRail", "ncclTeamCft", "ncclTeamCftMultimem",
-    "ncclTeamRankToWorld", "ncclTeamRankToLsa", "ncclLsaBarrierCreateRequirement", "ncclGinBarrierCreateRequirement",
-    "ncclLLA2ACalcSlots", "ncclLLA2ACreateRequirement", "ncclAllReduceConfig", "ncclBroadcastConfig",
-    "ncclReduceConfig", "ncclAllGatherConfig", "ncclReduceScatterConfig", "ncclAlltoAllConfig", "ncclGatherConfig",
-    "ncclScatterConfig", "ncclSetEncryption", "ncclParamGetParameter", "ncclParamGetAllParameterKeys",
-    "ncclParamDumpAll", "ncclParamBind", "ncclParamGetI8", "ncclParamGetI16", "ncclParamGetI32", "ncclParamGetI64",
-    "ncclParamGetU8", "ncclParamGetU16", "ncclParamGetU32", "ncclParamGetU64", "ncclParamGetStr", "ncclParamGet",
+# ABI rows with no Python wrapper, on purpose: NCCL 2.30's handle-based parameter reads, which no
+# nccl4py release names (param_get_parameter reads any parameter by key). nccl.bindings.nccl lists
+# the same rows in _NOT_WRAPPED, and `python -m nccl doctor` prints them.
+NOT_WRAPPED = {
+    "ncclParamBind", "ncclParamGetI8", "ncclParamGetI16", "ncclParamGetI32", "ncclParamGetI64", "ncclParamGetU8",
+    "ncclParamGetU16", "ncclParamGetU32", "ncclParamGetU64", "ncclParamGetStr", "ncclParamGet",
 }
+
+# nccl4py 0.3.1 spellings kept as aliases of the names 0.5.0 gave them (same object).
+ALIASES = {"lla2a_calc_slots": "ll_a2a_calc_slots", "RedOp_dummy": "RedOpDummy",
+           "ResourceWindow_vidmem": "ResourceWindowVidmem"}
 
 # Minimum NCCL versions of API.md section 3.3 ("<=2.3" is 2.3.0, the table's "always").
 API_MIN_VERSION = {
@@ -106,17 +105,17 @@ DUAL_FORMS = {
     "get_unique_id": (0, 1), "comm_init_rank_config": (5, 4), "comm_init_rank": (4, 3), "comm_split": (5, 4),
     "comm_shrink": (6, 5), "comm_get_unique_id": (1, 2), "comm_grow": (6, 5), "comm_init_rank_scalable": (6, 5),
     "comm_window_register": (5, 4), "group_simulate_end": (0, 1), "comm_query_properties": (1, 2),
+    "dev_comm_create": (2, 3),
 }
-# dev_comm_create's 0.3.1 form (comm, reqs) -> DevComm is not provided (the device structs are out
-# of scope in this build); only its 3-argument form is tested, as a plain call.
+# dev_comm_create's 0.3.1/0.6.0 form (comm, reqs) returns a DevComm; its 3-argument form fills the
+# struct at an address (listed here as its 0.2.0 form).
 
 
 def version_code(text):
     x, y, z = (int(p) for p in text.split("."))
     return x * 1000 + y * 100 + z if x <= 2 and y <= 8 else x * 10000 + y * 100 + z
 
-# Argument count of every function's 0.3.1 form (API.md sections 3.3 and 4). dev_comm_create has
-# only its 3-argument 0.2.0 form in this build (its DevComm-returning form is not provided).
+# Argument count of every function's 0.3.1 form (API.md sections 3.3 and 4).
 ARITY = {
     "mem_alloc": 1, "mem_free": 1, "get_version": 0, "get_unique_id": 0, "comm_init_rank_config": 5,
     "comm_init_rank": 4, "comm_init_all": 2, "comm_finalize": 1, "comm_destroy": 1, "comm_abort": 1,
@@ -128,8 +127,15 @@ ARITY = {
     "reduce": 8, "bcast": 6, "broadcast": 7, "all_reduce": 7, "reduce_scatter": 7, "all_gather": 6,
     "allto_all": 6, "gather": 7, "scatter": 7, "send": 6, "recv": 6, "put_signal": 11, "signal": 6,
     "wait_signal": 4, "group_start": 0, "group_end": 0, "group_simulate_end": 0, "comm_query_properties": 1,
-    "dev_comm_create": 3, "dev_comm_destroy": 2, "get_lsa_multimem_device_pointer": 2,
+    "dev_comm_create": 2, "dev_comm_destroy": 2, "get_lsa_multimem_device_pointer": 2,
     "get_lsa_device_pointer": 3, "get_peer_device_pointer": 3,
+    "all_reduce_config": 8, "broadcast_config": 8, "reduce_config": 9, "all_gather_config": 7,
+    "reduce_scatter_config": 8, "allto_all_config": 7, "gather_config": 8, "scatter_config": 8, "team_world": 1,
+    "team_lsa": 1, "team_rail": 1, "team_cft": 2, "team_cft_multimem": 1, "team_rank_to_world": 3,
+    "team_rank_to_lsa": 3, "lsa_barrier_create_requirement": 4, "gin_barrier_create_requirement": 5,
+    "ll_a2a_create_requirement": 4, "ll_a2a_calc_slots": 2, "get_multimem_device_pointer": 3,
+    "get_multimem_device_le_info": 2, "get_cft_device_le_info": 4, "get_peer_device_le_info": 3,
+    "param_get_parameter": 1, "param_get_all_keys": 0, "param_dump_all": 0, "set_encryption": 1,
     "rocm_extensions.all_reduce_with_bias": 8, "rocm_extensions.all_to_all_v": 9,
 }
 

@@ -4,16 +4,24 @@ windows, PointerBox or handle_ptr addresses for 0.3.1-form out-parameters, buffe
 unique ids). The functions are C (nccl._ext); nothing here runs per call.
 
 Importing this module loads no library: the first call that needs one does.
+
+Not wrapped: NCCL 2.30's handle-based parameter reads (listed in _NOT_WRAPPED below), which no
+nccl4py release names; param_get_parameter reads any parameter by key instead.
 """
 
 import numpy as _np
 
 from nccl import _ext
 from nccl._enums import (  # noqa: F401
+    CftCap,
+    CftTeamMode,
     CommMemStat,
     DataType,
+    EncryptionMode,
     GinConnectionType,
+    GinSignalOp,
     GinType,
+    HostCftMode,
     NCCL_API_MAGIC,
     NCCL_CONFIG_UNDEF_INT,
     NCCL_CTA_POLICY_DEFAULT,
@@ -29,8 +37,10 @@ from nccl._enums import (  # noqa: F401
     NCCL_WIN_DEFAULT,
     NCCL_WIN_REQUIRED_ALIGNMENT,
     NCCL_WIN_STRICT_ORDERING,
+    NvlsHostMode,
     RedOp,
     RedOp_dummy,
+    RedOpDummy,
     Result,
     ScalarResidence,
 )
@@ -59,7 +69,13 @@ _FUNCTIONS = (
     "allto_all", "gather", "scatter", "send", "recv", "put_signal", "signal", "wait_signal",
     "group_start", "group_end", "group_simulate_end", "comm_query_properties", "dev_comm_create",
     "dev_comm_destroy", "get_lsa_multimem_device_pointer", "get_lsa_device_pointer",
-    "get_peer_device_pointer", "get_library_path", "get_library_flavour", "get_load_attempts",
+    "get_peer_device_pointer", "all_reduce_config", "broadcast_config", "reduce_config", "all_gather_config",
+    "reduce_scatter_config", "allto_all_config", "gather_config", "scatter_config", "team_world", "team_lsa",
+    "team_rail", "team_cft", "team_cft_multimem", "team_rank_to_world", "team_rank_to_lsa",
+    "lsa_barrier_create_requirement", "gin_barrier_create_requirement", "ll_a2a_create_requirement",
+    "ll_a2a_calc_slots", "get_multimem_device_pointer", "get_multimem_device_le_info", "get_cft_device_le_info",
+    "get_peer_device_le_info", "param_get_parameter", "param_get_all_keys", "param_dump_all", "set_encryption",
+    "get_library_path", "get_library_flavour", "get_load_attempts",
     "check_status",
 )
 _STRUCTS = (
@@ -75,6 +91,17 @@ globals().update({name: getattr(_ext, name) for name in _FUNCTIONS + _STRUCTS + 
 # The NCCL header version these bindings implement (upstream: the headers they were generated
 # from), decoded from the version code the extension stamps structs with.
 __version__ = _ext._version_text(_ext._ABI_VERSION)
+
+# nccl4py 0.3.1's spellings of names 0.5.0 renamed (RedOp_dummy is imported above).
+ResourceWindow_vidmem = ResourceWindowVidmem  # noqa: F821 (set by the update above)
+lla2a_calc_slots = ll_a2a_calc_slots  # noqa: F821
+
+# ABI rows (abi.h) with no wrapper here: no nccl4py release names them. `python -m nccl doctor`
+# lists them; docs/compatibility.md says why.
+_NOT_WRAPPED = (
+    "ncclParamBind", "ncclParamGet", "ncclParamGetI8", "ncclParamGetI16", "ncclParamGetI32", "ncclParamGetI64",
+    "ncclParamGetU8", "ncclParamGetU16", "ncclParamGetU32", "ncclParamGetU64", "ncclParamGetStr",
+)
 
 
 def _make_dtypes():
