@@ -478,5 +478,9 @@ static PyMethodDef library_methods[] = {
 int nx_library_setup(PyObject *module, nx_state *st)
 {
     (void)st;
+    /* The NCCL release whose header the ABI declarations follow (nccl.core's VersionInfo
+     * .nccl_bindings, as nccl4py 0.6.0 reports its bindings' header version). */
+    if (PyModule_AddIntConstant(module, "_abi_api_version", NCCL_ABI_API_VERSION) < 0)
+        return -1;
     return PyModule_AddFunctions(module, library_methods);
 }

@@ -490,9 +490,8 @@ static PyObject *Communicator_register_buffer(NX_COMM_METHOD_ARGS)
 NX_MSIG(register_window, 2, 1, "buffer", "flags");
 PyDoc_STRVAR(register_window__doc__, "register_window($self, buffer, flags=None)\n--\n\n"
 "Register buffer as a window for one-sided and symmetric operations (ncclCommWindowRegister).\n"
-"Collective. The handle may stay 0 until the group ends (inside group()) or until the state is\n"
-"Success (nonblocking). Returns None only when no group is open on this thread, get_async_error()\n"
-"is Success and the handle is still 0 (windows unsupported); the resource is then closed.");
+"Collective. Always returns the RegisteredWindowHandle (nccl4py 0.6.0); its handle may stay 0\n"
+"until the group ends (inside group()) or until the state is Success (nonblocking).");
 static PyObject *Communicator_register_window(NX_COMM_METHOD_ARGS)
 {
     PyObject *a[2];
@@ -532,21 +531,8 @@ static PyObject *Communicator_register_window(NX_COMM_METHOD_ARGS)
     w->buffer = Py_NewRef(a[0]);
     if (nx_resource_track(c, obj) < 0)
         goto fail;
-    /* Outside a group a blocking registration has filled the handle by now; a handle still 0 with
-     * the state Success means the library does not support windows. */
-    if (nx_group_depth() == 0 && window_of(w) == NULL) {
-        ncclResult_t state = ncclSuccess;
-        if (nx_require(st, &nx_api.ncclCommGetAsyncError) < 0)
-            goto fail;
-        NX_RUN(rc, nx_api.ncclCommGetAsyncError(comm, &state));
-        if (nx_check(st, rc, comm) < 0)
-            goto fail;
-        if (state == ncclSuccess) {
-            nx_resource_close_quietly(obj);
-            Py_DECREF(obj);
-            Py_RETURN_NONE;
-        }
-    }
+    /* nccl4py 0.5.0 and later: the handle object is always returned; its handle may read 0 until
+     * the group ends or a nonblocking registration completes (docs/compatibility.md). */
     return obj;
 fail: {
     /* Registered: close() deregisters and untracks (nothing left to do when nx_resource_track
