@@ -693,14 +693,15 @@ PyDoc_STRVAR(Communicator__doc__, "Communicator(ptr=None)\n--\n\n"
 "with destroy() or abort(), or use it as a context manager. Not thread-safe, as in NCCL.");
 
 /* The method table is communicator_create.c's methods, this file's, then collectives.c's,
- * resources.c's, redop.c's and comm_teams.c's, joined
+ * resources.c's, redop.c's, comm_teams.c's and devcomm.c's, joined
  * once at setup (slots need one array that outlives the type). */
 static PyMethodDef *joined_methods;
 
 static PyMethodDef *join_methods(void)
 {
     const PyMethodDef *parts[] = {nx_comm_create_methods, Communicator_own_methods, nx_collective_methods,
-                                  nx_resource_methods, nx_redop_methods, nx_team_methods};
+                                  nx_resource_methods, nx_redop_methods, nx_team_methods,
+                                  nx_devcomm_methods};
     const size_t nparts = sizeof parts / sizeof parts[0];
     size_t n = 0;
     for (size_t p = 0; p < nparts; p++)

@@ -65,10 +65,12 @@ extern PyMethodDef nx_comm_create_methods[];
 /* collectives.c: allreduce, reduce, broadcast, allgather, gather, reduce_scatter, alltoall,
  * scatter, send, recv, signal, wait_signal, put_signal, allreduce_with_bias, alltoallv. */
 extern PyMethodDef nx_collective_methods[];
-/* resources.c: register_buffer, register_window, create_dev_comm. */
+/* resources.c: register_buffer, register_window. */
 extern PyMethodDef nx_resource_methods[];
 /* redop.c: create_pre_mul_sum. */
 extern PyMethodDef nx_redop_methods[];
+/* devcomm.c: create_dev_comm. */
+extern PyMethodDef nx_devcomm_methods[];
 /* comm_teams.c: team_cft, team_rank_to_world, team_rank_to_lsa. */
 extern PyMethodDef nx_team_methods[];
 
@@ -98,6 +100,7 @@ int nx_ncclbuffer_setup(PyObject *module, nx_state *st);
 int nx_stream_setup(PyObject *module, nx_state *st);
 int nx_resources_setup(PyObject *module, nx_state *st);
 int nx_redop_setup(PyObject *module, nx_state *st);
+int nx_devcomm_setup(PyObject *module, nx_state *st);
 int nx_communicator_setup(PyObject *module, nx_state *st);
 
 #endif

@@ -24,6 +24,7 @@ typedef enum {
     NX_TYPE_REGISTERED_BUFFER,
     NX_TYPE_REGISTERED_WINDOW,
     NX_TYPE_CUSTOM_RED_OP,
+    NX_TYPE_DEV_COMM,
     NX_NCORE_TYPES
 } nx_core_type;
 

@@ -1,6 +1,6 @@
 /* The CommResource base, RegisteredBufferHandle and RegisteredWindowHandle, and the Communicator
- * methods that create them (register_buffer, register_window, create_dev_comm). CustomRedOp is in
- * redop.c. Lifetime rules: resources.h. */
+ * methods that create them (register_buffer, register_window). CustomRedOp is in redop.c,
+ * DevCommResource and create_dev_comm in devcomm.c. Lifetime rules: resources.h. */
 #include "resources.h"
 
 #include <string.h>
@@ -546,30 +546,11 @@ fail: {
 }
 }
 
-NX_MSIG(create_dev_comm, 1, 0, "requirements");
-PyDoc_STRVAR(create_dev_comm__doc__, "create_dev_comm($self, requirements=None)\n--\n\n"
-"Not implemented: nccl4py does not wrap the NCCL device API (ncclDevCommCreate and the DevComm\n"
-"struct). Raises NotImplementedError (NcclInvalid on a null communicator).");
-static PyObject *Communicator_create_dev_comm(NX_COMM_METHOD_ARGS)
-{
-    PyObject *a[1];
-    if (nx_margs(&M_create_dev_comm, args, nargs, kwnames, a) < 0)
-        return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    if (nx_comm_require(st, (nx_Communicator *)self, "create_dev_comm") == NULL)
-        return NULL;
-    PyErr_SetString(PyExc_NotImplementedError,
-                    "create_dev_comm: the NCCL device API (ncclDevCommCreate, DevComm) is not supported by nccl4py; "
-                    "device communicators need device-side code that this package does not provide");
-    return NULL;
-}
-
 #define METHOD(name) NX_COMM_METHOD_DEF(#name, Communicator_##name, name##__doc__)
 
 PyMethodDef nx_resource_methods[] = {
     METHOD(register_buffer),
     METHOD(register_window),
-    METHOD(create_dev_comm),
     {NULL, NULL, 0, NULL},
 };
 

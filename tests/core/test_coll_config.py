@@ -172,3 +172,43 @@ result = out
                                  "team_rank_to_world: team_rank=4 is out of range for a team of 4 ranks")
     assert r["calls_after_bad_input"] == []
     assert r["equal_by_value"] is True
+
+
+def test_create_dev_comm_through_the_library(stub_python):
+    """create_dev_comm builds the requirements (scalar fields, teams, barrier requirements), calls
+    ncclDevCommCreate, tracks the DevCommResource and destroys it on close; bad requirements are
+    refused before any library call; references are given back."""
+    r = stub_python("nccl").run(DEVICE_BUFFER + """
+comm = nc.Communicator(0x1234)
+team = nc.NCCLTeam(2, 0, 1)
+reqs = nc.NCCLDevCommRequirements(barrier_count=2, gin_context_count=1,
+                                  teams=(nc.TeamRequirement(team, multimem=True),),
+                                  resources=(nc.LsaBarrierRequirement(team, 2), nc.GinBarrierRequirement(team, 1)))
+stub.reset()
+before = sys.getrefcount(reqs), sys.getrefcount(team)
+dev = comm.create_dev_comm(reqs)
+made = [n for n, _ in stub.calls() if n != "ncclGetVersion"]  # the too-new-field check asks it
+info = (type(dev).__name__, dev.is_valid, dev.ptr != 0, type(dev.dev_comm).__name__,
+        [type(h).__name__ for h in dev.resource_handles], type(dev.multimem_handle(team)).__name__)
+missing = catch(dev.multimem_handle, nc.NCCLTeam(4, 0, 1))[:2]
+stub.reset()
+dev.close()
+closed = [n for n, _ in stub.calls()], dev.is_valid
+del dev
+gc.collect()
+after = sys.getrefcount(reqs), sys.getrefcount(team)
+stub.reset()
+bad = [catch(comm.create_dev_comm, 3)[:2], catch(comm.create_dev_comm, nc.NCCLConfig())[:2]]
+result = made, info, missing, closed, before == after, bad, [n for n, _ in stub.calls()]
+""")
+    made, info, missing, closed, refs_ok, bad, calls_after_bad = r
+    assert made == ["ncclLsaBarrierCreateRequirement", "ncclGinBarrierCreateRequirement", "ncclDevCommCreate"]
+    assert info == ("DevCommResource", True, True, "DevComm", ["LsaBarrierHandle", "GinBarrierHandle"],
+                    "MultimemHandle")
+    assert missing[0] == "NcclInvalid" and "was not among the requirements' teams" in missing[1]
+    assert closed == (["ncclDevCommDestroy"], False)
+    assert refs_ok
+    assert bad == [("TypeError", "create_dev_comm: requirements must be an NCCLDevCommRequirements or None, got int"),
+                   ("TypeError", "create_dev_comm: requirements must be an NCCLDevCommRequirements or None, "
+                                 "got NCCLConfig")]
+    assert calls_after_bad == []

@@ -157,10 +157,11 @@ def test_not_exported_names():
     assert not hasattr(core, "SupportsDLPack")
 
 
-def test_dev_comm_resource_cannot_be_created():
-    with pytest.raises(NotImplementedError) as ei:
+def test_dev_comm_resource_is_made_by_create_dev_comm_only():
+    with pytest.raises(TypeError) as ei:
         core.DevCommResource()
-    assert "out of scope" in str(ei.value)
+    assert str(ei.value) == "cannot create 'nccl.core.resources.DevCommResource' instances"
+    assert issubclass(core.DevCommResource, core.resources.CommResource)
 
 
 def test_cuda_core_import_statement():

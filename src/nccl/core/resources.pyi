@@ -1,6 +1,7 @@
 # Stub of nccl.core.resources: the resource classes are C (nccl._ext); API.md section 5.10.
-from typing import NoReturn
+from typing import Any
 
+from nccl.core._team import GinBarrierHandle, LLA2AHandle, LsaBarrierHandle, MultimemHandle, NCCLTeam
 from nccl.core._types import NcclDataType, WindowFlag
 from nccl.core.communicator import Communicator
 
@@ -39,6 +40,12 @@ class CustomRedOp(CommResource):
     def dtype(self) -> NcclDataType: ...
     def __int__(self) -> int: ...
 
-class DevCommResource:
-    # Not available: the device-side API is out of scope (API.md 1.1); constructing one raises.
-    def __new__(cls, *args: object, **kwargs: object) -> NoReturn: ...
+class DevCommResource(CommResource):
+    # Made by Communicator.create_dev_comm (ncclDevCommCreate); not constructible directly.
+    @property
+    def dev_comm(self) -> Any: ...  # nccl.bindings.nccl.DevComm
+    @property
+    def ptr(self) -> int: ...
+    @property
+    def resource_handles(self) -> tuple[LsaBarrierHandle | GinBarrierHandle | LLA2AHandle, ...]: ...
+    def multimem_handle(self, team: NCCLTeam) -> MultimemHandle: ...
