@@ -229,6 +229,10 @@ static PyObject *Communicator_allreduce(NX_COMM_METHOD_ARGS)
     PyObject *a[5];
     if (NX_LIKELY(nargs == 3 && kwnames == NULL)) {
         a[0] = args[0], a[1] = args[1], a[2] = args[2], a[3] = NULL, a[4] = NULL;
+    } else if (nargs == 3 && PyTuple_GET_SIZE(kwnames) == 1 &&
+               PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "config") == 0) {
+        /* nccl4py 0.6.0's allreduce(x, y, op, config=...): no walk over the parameter names */
+        a[0] = args[0], a[1] = args[1], a[2] = args[2], a[3] = NULL, a[4] = args[3];
     } else if (nx_margs(&M_allreduce, args, nargs, kwnames, a) < 0) {
         return NULL;
     }
