@@ -340,8 +340,8 @@ static PyObject *RegisteredWindow_repr(PyObject *self)
     return PyUnicode_FromString(text);
 }
 
-/* The window of an open handle, or NULL with RuntimeError. */
-static ncclWindow_t open_window(PyObject *self)
+/* The window of an open handle, or NULL with RuntimeError (resources.h). */
+ncclWindow_t nx_window_open(PyObject *self)
 {
     nx_RegisteredWindow *w = (nx_RegisteredWindow *)self;
     if (!w->base.open) {
@@ -370,7 +370,7 @@ static PyObject *window_pointer(PyObject *self, PyObject *const *args, Py_ssize_
     if ((kind != 0 && nx_int(a[0], sig->fname, sig->names[0], &who) < 0) ||
         (off != NULL && nx_size(off, sig->fname, "offset", &offset) < 0))
         return NULL;
-    ncclWindow_t win = open_window(self);
+    ncclWindow_t win = nx_window_open(self);
     if (win == NULL)
         return NULL;
     void *out = NULL;
@@ -426,6 +426,10 @@ static PyMethodDef RegisteredWindow_methods[] = {
     WINDOW_METHOD("get_peer_device_pointer", RegisteredWindow_peer,
                   "get_peer_device_pointer($self, peer, offset=0)\n--\n\n"
                   "ncclGetPeerDevicePointer of peer's window at a byte offset; None when NCCL returns NULL."),
+    WINDOW_METHOD("get_multimem_device_pointer", nx_window_multimem_pointer, nx_window_multimem_pointer__doc__),
+    WINDOW_METHOD("get_multimem_le_info", nx_window_multimem_le_info, nx_window_multimem_le_info__doc__),
+    WINDOW_METHOD("get_peer_le_info", nx_window_peer_le_info, nx_window_peer_le_info__doc__),
+    WINDOW_METHOD("get_cft_le_info", nx_window_cft_le_info, nx_window_cft_le_info__doc__),
     {NULL, NULL, 0, NULL},
 };
 

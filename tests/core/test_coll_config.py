@@ -212,3 +212,28 @@ result = made, info, missing, closed, before == after, bad, [n for n, _ in stub.
                    ("TypeError", "create_dev_comm: requirements must be an NCCLDevCommRequirements or None, "
                                  "got NCCLConfig")]
     assert calls_after_bad == []
+
+
+def test_window_le_info_and_multimem_pointer(stub_python):
+    """RegisteredWindowHandle's 0.5.0 queries reach their entry points with the window, offset,
+    peer and team given, and return CftLeInfo / an address."""
+    r = stub_python("nccl").run(DEVICE_BUFFER + """
+from nccl.bindings import nccl as b
+comm = nc.Communicator(0x1234)
+stub.set_out("ncclCommWindowRegister", 0xABC0)
+win = comm.register_window(OnDevice(1024))
+stub.reset()
+out = [type(win.get_multimem_le_info(8)).__name__, type(win.get_peer_le_info(1, offset=16)).__name__,
+       type(win.get_cft_le_info(1, nc.NCCLTeam(2, 0, 1))).__name__,
+       catch(win.get_cft_le_info, 1, (2, 0, 1))[:2],
+       catch(win.get_multimem_device_pointer, 5)[:2]]
+calls = [(c.name, c.args[:3]) for c in stub.calls(with_blobs=True)]
+win.close()
+result = out, calls
+""")
+    out, calls = r
+    assert out[:3] == ["CftLeInfo", "CftLeInfo", "CftLeInfo"]
+    assert out[3] == ("TypeError", "get_cft_le_info: cft_team must be an NCCLTeam, got tuple")
+    assert out[4] == ("TypeError", "get_multimem_device_pointer: multimem must be a MultimemHandle, got int")
+    assert [c[0] for c in calls] == ["ncclGetMultimemDeviceLeInfo", "ncclGetPeerDeviceLeInfo", "ncclGetCftDeviceLeInfo"]
+    assert tuple(calls[0][1][:2]) == (0xABC0, 8) and tuple(calls[1][1][:3]) == (0xABC0, 16, 1)
