@@ -17,3 +17,11 @@ int ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, int dataty
     (void)sendbuff, (void)recvbuff, (void)count, (void)datatype, (void)op, (void)comm, (void)stream;
     return 0;
 }
+
+/* The 2.31 per-call-config form (the last argument is a const ncclCollConfig_t *). */
+int ncclAllReduceConfig(const void *sendbuff, void *recvbuff, size_t count, int datatype, int op, void *comm,
+                        void *stream, const void *config)
+{
+    (void)sendbuff, (void)recvbuff, (void)count, (void)datatype, (void)op, (void)comm, (void)stream, (void)config;
+    return 0;
+}

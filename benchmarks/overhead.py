@@ -7,7 +7,9 @@
 * the same all_reduce given a Comm object (nccl4py 0.5+) instead of the int communicator;
 * nccl.core's comm.allreduce(x, x, SUM) on a numpy array and (when torch is installed) a torch
   CPU tensor of 1024 float32, which resolves both buffers, the op and the stream per call, against
-  the low-level call. The null library claims the host flavour, so host memory is accepted.
+  the low-level call; and the same call with config=None and with config=NCCLCollConfig(min_ctas=1)
+  (nccl4py 0.6.0's per-call config, through ncclAllReduceConfig). The null library claims the host
+  flavour, so host memory is accepted.
 
 Prints a table and, with --json, the raw figures.
 
@@ -56,7 +58,12 @@ def core_cases(comm_ptr):
 
     comm = nc.Communicator(comm_ptr)  # wraps the fake handle; never destroyed (the library is null)
     x = np.zeros(1024, np.float32)
+    cfg = nc.NCCLCollConfig(min_ctas=1) if hasattr(nc, "NCCLCollConfig") else None
     cases = {"nccl.core allreduce (numpy)": lambda: comm.allreduce(x, x, nc.SUM)}
+    if hasattr(nc, "NCCLCollConfig"):
+        cases["nccl.core allreduce stream=None"] = lambda: comm.allreduce(x, x, nc.SUM, stream=None)
+        cases["nccl.core allreduce config=None"] = lambda: comm.allreduce(x, x, nc.SUM, config=None)
+        cases["nccl.core allreduce config=cfg"] = lambda: comm.allreduce(x, x, nc.SUM, config=cfg)
     try:
         import torch
     except ImportError:
@@ -120,6 +127,12 @@ def main():
     print(f"all_reduce / GIL-released floor = {ours_ns / nogil_ns:.2f}   (like for like)")
     print(f"all_reduce(Comm) / all_reduce(int) = {handle_ns / ours_ns:.2f}   (target <= 1.1)")
     print(f"ctypes / all_reduce = {ctypes_ns / ours_ns:.2f}  (target >= 6)")
+    plain = med.get("nccl.core allreduce (numpy)")
+    # A keyword argument has a fixed cost in the interpreter (no specialised call); stream=None,
+    # which predates config=, shows it.
+    for name in ("nccl.core allreduce stream=None", "nccl.core allreduce config=None", "nccl.core allreduce config=cfg"):
+        if name in med:
+            print(f"{name} / plain numpy call = {med[name] / plain:.3f}")
     for kind, target in (("numpy", 1000), ("torch", 2000)):
         ns = med.get(f"nccl.core allreduce ({kind})")
         if ns is not None:

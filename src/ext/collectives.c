@@ -4,12 +4,16 @@
  * Every method: the communicator handle first ("Cannot <op>: Communicator not initialized"), then
  * the buffers in parameter order (resolved, device-checked, recvbuf writable), skipping the
  * "only on root" ones elsewhere; then dtypes, counts and the overlap rule; then op and stream;
- * then one library call with the GIL released. Counts always come from the buffers. Messages are
+ * then one library call with the GIL released. Counts always come from the buffers. The eight
+ * collectives of nccl4py 0.6.0 also take a keyword-only config= (an NCCLCollConfig): its type is
+ * checked with the arguments, and a call that passes one goes through coll_config.c to the
+ * library's ncclXxxConfig entry point; calls without it never look at it again. Messages are
  * built in cold functions so that allreduce(x, x, SUM), the hot path, stays a straight line. */
 #include "core.h"
 
 #include <string.h>
 
+#include "coll_config.h"
 #include "structs.h"
 
 /* ---- cold error builders ---- */
@@ -104,6 +108,9 @@ static inline int op_arg(nx_state *st, nx_Communicator *c, PyObject *o, ncclData
     return nx_comm_redop(st, c, o, dt, out);
 }
 
+/* config: an omitted keyword or None is no config (the plain entry point). */
+static inline int has_config(PyObject *o) { return NX_UNLIKELY(o != NULL && o != Py_None); }
+
 /* stream: an omitted keyword is None. */
 static inline int stream_arg(nx_state *st, PyObject *o, cudaStream_t *out)
 {
@@ -157,10 +164,12 @@ static int root_arg(nx_state *st, nx_Communicator *c, PyObject *o, const char *f
 
 /* allreduce and reduce; rooto NULL/None means allreduce. */
 static PyObject *reduce_impl(nx_state *st, nx_Communicator *c, const char *fname, PyObject *sendo, PyObject *recvo,
-                             PyObject *opo, PyObject *rooto, PyObject *streamo)
+                             PyObject *opo, PyObject *rooto, PyObject *streamo, PyObject *configo)
 {
     ncclComm_t comm = nx_comm_require(st, c, fname);
     if (NX_UNLIKELY(comm == NULL))
+        return NULL;
+    if (has_config(configo) && nx_coll_config_check(st, configo, fname) < 0)
         return NULL;
     int root = -1, is_root = 1, rooted = rooto != NULL && rooto != Py_None;
     if (rooted && root_arg(st, c, rooto, fname, &root, &is_root) < 0)
@@ -184,6 +193,11 @@ static PyObject *reduce_impl(nx_state *st, nx_Communicator *c, const char *fname
     if (NX_UNLIKELY(op_arg(st, c, opo, s.dtype, fname, &op) < 0) ||
         NX_UNLIKELY(stream_arg(st, streamo, &stream) < 0))
         return NULL;
+    if (has_config(configo)) {
+        nx_coll_call call = {rooted ? NX_COLL_REDUCE : NX_COLL_ALLREDUCE, s.ptr, r.ptr, s.count, s.dtype, op, root,
+                             comm, stream, NULL};
+        return nx_coll_with_config(st, &call, configo, fname);
+    }
     if (rooted) {
         if (nx_require(st, &nx_api.ncclReduce) < 0)
             return NULL;
@@ -202,46 +216,51 @@ static PyObject *reduce_impl(nx_state *st, nx_Communicator *c, const char *fname
     Py_RETURN_NONE;
 }
 
-NX_MSIG(allreduce, 3, 3, "sendbuf", "recvbuf", "op", "stream");
-PyDoc_STRVAR(allreduce__doc__, "allreduce($self, sendbuf, recvbuf, op, *, stream=None)\n--\n\n"
+NX_MSIG(allreduce, 3, 3, "sendbuf", "recvbuf", "op", "stream", "config");
+PyDoc_STRVAR(allreduce__doc__, "allreduce($self, sendbuf, recvbuf, op, *, stream=None, config=None)\n--\n\n"
 "Reduce sendbuf over all ranks with op into recvbuf on every rank (ncclAllReduce). Collective;\n"
 "enqueued on stream. count = sendbuf's element count; recvbuf must have at least that many\n"
 "elements of the same dtype and be writable. In place when recvbuf is sendbuf (same address).\n"
 "op: an NcclRedOp, an int, or a CustomRedOp of this communicator with the buffers' dtype.\n"
+"config: an NCCLCollConfig, passed to ncclAllReduceConfig (every collective takes one).\n"
 "Raises NcclInvalid for bad buffers, NCCLError when the library fails.");
 static PyObject *Communicator_allreduce(NX_COMM_METHOD_ARGS)
 {
-    PyObject *a[4];
+    PyObject *a[5];
     if (NX_LIKELY(nargs == 3 && kwnames == NULL)) {
-        a[0] = args[0], a[1] = args[1], a[2] = args[2], a[3] = NULL;
+        a[0] = args[0], a[1] = args[1], a[2] = args[2], a[3] = NULL, a[4] = NULL;
+    } else if (nargs == 3 && PyTuple_GET_SIZE(kwnames) == 1 &&
+               PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "config") == 0) {
+        /* nccl4py 0.6.0's allreduce(x, y, op, config=...): no walk over the parameter names */
+        a[0] = args[0], a[1] = args[1], a[2] = args[2], a[3] = NULL, a[4] = args[3];
     } else if (nx_margs(&M_allreduce, args, nargs, kwnames, a) < 0) {
         return NULL;
     }
-    return reduce_impl(NX_COMM_STATE(cls), (nx_Communicator *)self, "allreduce", a[0], a[1], a[2], NULL, a[3]);
+    return reduce_impl(NX_COMM_STATE(cls), (nx_Communicator *)self, "allreduce", a[0], a[1], a[2], NULL, a[3], a[4]);
 }
 
-NX_MSIG(reduce, 4, 3, "sendbuf", "recvbuf", "op", "root", "stream");
-PyDoc_STRVAR(reduce__doc__, "reduce($self, sendbuf, recvbuf, op, root=None, *, stream=None)\n--\n\n"
+NX_MSIG(reduce, 4, 3, "sendbuf", "recvbuf", "op", "root", "stream", "config");
+PyDoc_STRVAR(reduce__doc__, "reduce($self, sendbuf, recvbuf, op, root=None, *, stream=None, config=None)\n--\n\n"
 "Reduce sendbuf over all ranks with op into recvbuf on root (ncclReduce); root=None is allreduce.\n"
 "Collective; enqueued on stream. count = sendbuf's element count. recvbuf is used (and resolved)\n"
 "only on root, where it needs at least count elements of sendbuf's dtype; elsewhere it may be\n"
 "anything (None). In place when recvbuf is sendbuf.");
 static PyObject *Communicator_reduce(NX_COMM_METHOD_ARGS)
 {
-    PyObject *a[5];
+    PyObject *a[6];
     if (nx_margs(&M_reduce, args, nargs, kwnames, a) < 0)
         return NULL;
-    return reduce_impl(NX_COMM_STATE(cls), (nx_Communicator *)self, "reduce", a[0], a[1], a[2], a[3], a[4]);
+    return reduce_impl(NX_COMM_STATE(cls), (nx_Communicator *)self, "reduce", a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
-NX_MSIG(reduce_scatter, 3, 3, "sendbuf", "recvbuf", "op", "stream");
-PyDoc_STRVAR(reduce_scatter__doc__, "reduce_scatter($self, sendbuf, recvbuf, op, *, stream=None)\n--\n\n"
+NX_MSIG(reduce_scatter, 3, 3, "sendbuf", "recvbuf", "op", "stream", "config");
+PyDoc_STRVAR(reduce_scatter__doc__, "reduce_scatter($self, sendbuf, recvbuf, op, *, stream=None, config=None)\n--\n\n"
 "Reduce sendbuf over all ranks with op; rank i receives block i (ncclReduceScatter). Collective;\n"
 "enqueued on stream. count = sendbuf's element count / nranks (a whole multiple, at least 1);\n"
 "recvbuf needs at least count elements. In place when recvbuf is at sendbuf + rank * count.");
 static PyObject *Communicator_reduce_scatter(NX_COMM_METHOD_ARGS)
 {
-    PyObject *a[4];
+    PyObject *a[5];
     if (nx_margs(&M_reduce_scatter, args, nargs, kwnames, a) < 0)
         return NULL;
     nx_state *st = NX_COMM_STATE(cls);
@@ -250,7 +269,7 @@ static PyObject *Communicator_reduce_scatter(NX_COMM_METHOD_ARGS)
     ncclComm_t comm = nx_comm_require(st, c, fname);
     int nranks, rank;
     nx_buffer s, r;
-    if (comm == NULL || nx_comm_nranks(st, c, fname, &nranks) < 0 || nx_comm_rank(st, c, fname, &rank) < 0 ||
+    if (comm == NULL || nx_coll_config_check(st, a[4], fname) < 0 || nx_comm_nranks(st, c, fname, &nranks) < 0 || nx_comm_rank(st, c, fname, &rank) < 0 ||
         buffer_arg(st, c, a[0], "sendbuf", 0, &s) < 0 || recv_arg(st, c, a[1], a[0], &s, &r) < 0)
         return NULL;
     size_t count, sz = nx_dtype_size(s.dtype);
@@ -265,6 +284,10 @@ static PyObject *Communicator_reduce_scatter(NX_COMM_METHOD_ARGS)
     cudaStream_t stream;
     if (op_arg(st, c, a[2], s.dtype, fname, &op) < 0 || stream_arg(st, a[3], &stream) < 0)
         return NULL;
+    if (has_config(a[4])) {
+        nx_coll_call call = {NX_COLL_REDUCE_SCATTER, s.ptr, r.ptr, count, s.dtype, op, -1, comm, stream, NULL};
+        return nx_coll_with_config(st, &call, a[4], fname);
+    }
     if (nx_require(st, &nx_api.ncclReduceScatter) < 0)
         return NULL;
     ncclResult_t rc;
@@ -276,15 +299,15 @@ static PyObject *Communicator_reduce_scatter(NX_COMM_METHOD_ARGS)
 
 /* ---- data movement ---- */
 
-NX_MSIG(broadcast, 3, 3, "sendbuf", "recvbuf", "root", "stream");
-PyDoc_STRVAR(broadcast__doc__, "broadcast($self, sendbuf, recvbuf, root, *, stream=None)\n--\n\n"
+NX_MSIG(broadcast, 3, 3, "sendbuf", "recvbuf", "root", "stream", "config");
+PyDoc_STRVAR(broadcast__doc__, "broadcast($self, sendbuf, recvbuf, root, *, stream=None, config=None)\n--\n\n"
 "Copy root's sendbuf into recvbuf on every rank (ncclBroadcast). Collective; enqueued on stream.\n"
 "count = recvbuf's element count. sendbuf is used (and resolved) only on root, where it must have\n"
 "exactly count elements of recvbuf's dtype; elsewhere it may be anything (None). In place when\n"
 "recvbuf is sendbuf.");
 static PyObject *Communicator_broadcast(NX_COMM_METHOD_ARGS)
 {
-    PyObject *a[4];
+    PyObject *a[5];
     if (nx_margs(&M_broadcast, args, nargs, kwnames, a) < 0)
         return NULL;
     nx_state *st = NX_COMM_STATE(cls);
@@ -293,7 +316,7 @@ static PyObject *Communicator_broadcast(NX_COMM_METHOD_ARGS)
     ncclComm_t comm = nx_comm_require(st, c, fname);
     int root, is_root;
     nx_buffer s = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0}, r;
-    if (comm == NULL || root_arg(st, c, a[2], fname, &root, &is_root) < 0)
+    if (comm == NULL || nx_coll_config_check(st, a[4], fname) < 0 || root_arg(st, c, a[2], fname, &root, &is_root) < 0)
         return NULL;
     if (is_root && buffer_arg(st, c, a[0], "sendbuf", 0, &s) < 0)
         return NULL;
@@ -311,6 +334,10 @@ static PyObject *Communicator_broadcast(NX_COMM_METHOD_ARGS)
     cudaStream_t stream;
     if (stream_arg(st, a[3], &stream) < 0)
         return NULL;
+    if (has_config(a[4])) {
+        nx_coll_call call = {NX_COLL_BROADCAST, s.ptr, r.ptr, r.count, r.dtype, 0, root, comm, stream, NULL};
+        return nx_coll_with_config(st, &call, a[4], fname);
+    }
     if (nx_require(st, &nx_api.ncclBroadcast) < 0)
         return NULL;
     ncclResult_t rc;
@@ -322,12 +349,12 @@ static PyObject *Communicator_broadcast(NX_COMM_METHOD_ARGS)
 
 /* allgather and gather; rooto NULL/None means allgather. */
 static PyObject *gather_impl(nx_state *st, nx_Communicator *c, const char *fname, PyObject *sendo, PyObject *recvo,
-                             PyObject *rooto, PyObject *streamo)
+                             PyObject *rooto, PyObject *streamo, PyObject *configo)
 {
     ncclComm_t comm = nx_comm_require(st, c, fname);
     int nranks, rank, root = -1, is_root = 1, rooted = rooto != NULL && rooto != Py_None;
     nx_buffer s, r = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0};
-    if (comm == NULL || nx_comm_nranks(st, c, fname, &nranks) < 0 || nx_comm_rank(st, c, fname, &rank) < 0 ||
+    if (comm == NULL || nx_coll_config_check(st, configo, fname) < 0 || nx_comm_nranks(st, c, fname, &nranks) < 0 || nx_comm_rank(st, c, fname, &rank) < 0 ||
         (rooted && root_arg(st, c, rooto, fname, &root, &is_root) < 0) ||
         buffer_arg(st, c, sendo, "sendbuf", 0, &s) < 0)
         return NULL;
@@ -347,6 +374,11 @@ static PyObject *gather_impl(nx_state *st, nx_Communicator *c, const char *fname
     cudaStream_t stream;
     if (stream_arg(st, streamo, &stream) < 0)
         return NULL;
+    if (has_config(configo)) {
+        nx_coll_call call = {rooted ? NX_COLL_GATHER : NX_COLL_ALLGATHER, s.ptr, r.ptr, count, s.dtype, 0, root, comm,
+                             stream, NULL};
+        return nx_coll_with_config(st, &call, configo, fname);
+    }
     if (rooted) {
         if (nx_require(st, &nx_api.ncclGather) < 0)
             return NULL;
@@ -365,42 +397,42 @@ static PyObject *gather_impl(nx_state *st, nx_Communicator *c, const char *fname
     Py_RETURN_NONE;
 }
 
-NX_MSIG(allgather, 2, 2, "sendbuf", "recvbuf", "stream");
-PyDoc_STRVAR(allgather__doc__, "allgather($self, sendbuf, recvbuf, *, stream=None)\n--\n\n"
+NX_MSIG(allgather, 2, 2, "sendbuf", "recvbuf", "stream", "config");
+PyDoc_STRVAR(allgather__doc__, "allgather($self, sendbuf, recvbuf, *, stream=None, config=None)\n--\n\n"
 "Concatenate every rank's sendbuf, in rank order, into recvbuf on every rank (ncclAllGather).\n"
 "Collective; enqueued on stream. count = sendbuf's element count; recvbuf needs at least\n"
 "nranks * count elements of the same dtype. In place when sendbuf is at recvbuf + rank * count.");
 static PyObject *Communicator_allgather(NX_COMM_METHOD_ARGS)
 {
-    PyObject *a[3];
+    PyObject *a[4];
     if (nx_margs(&M_allgather, args, nargs, kwnames, a) < 0)
         return NULL;
-    return gather_impl(NX_COMM_STATE(cls), (nx_Communicator *)self, "allgather", a[0], a[1], NULL, a[2]);
+    return gather_impl(NX_COMM_STATE(cls), (nx_Communicator *)self, "allgather", a[0], a[1], NULL, a[2], a[3]);
 }
 
-NX_MSIG(gather, 3, 2, "sendbuf", "recvbuf", "root", "stream");
-PyDoc_STRVAR(gather__doc__, "gather($self, sendbuf, recvbuf, root=None, *, stream=None)\n--\n\n"
+NX_MSIG(gather, 3, 2, "sendbuf", "recvbuf", "root", "stream", "config");
+PyDoc_STRVAR(gather__doc__, "gather($self, sendbuf, recvbuf, root=None, *, stream=None, config=None)\n--\n\n"
 "Concatenate every rank's sendbuf, in rank order, into recvbuf on root (ncclGather); root=None is\n"
 "allgather. Collective; enqueued on stream. count = sendbuf's element count. recvbuf is used (and\n"
 "resolved) only on root, where it needs at least nranks * count elements. In place when sendbuf\n"
 "is at recvbuf + root * count.");
 static PyObject *Communicator_gather(NX_COMM_METHOD_ARGS)
 {
-    PyObject *a[4];
+    PyObject *a[5];
     if (nx_margs(&M_gather, args, nargs, kwnames, a) < 0)
         return NULL;
-    return gather_impl(NX_COMM_STATE(cls), (nx_Communicator *)self, "gather", a[0], a[1], a[2], a[3]);
+    return gather_impl(NX_COMM_STATE(cls), (nx_Communicator *)self, "gather", a[0], a[1], a[2], a[3], a[4]);
 }
 
-NX_MSIG(scatter, 3, 3, "sendbuf", "recvbuf", "root", "stream");
-PyDoc_STRVAR(scatter__doc__, "scatter($self, sendbuf, recvbuf, root, *, stream=None)\n--\n\n"
+NX_MSIG(scatter, 3, 3, "sendbuf", "recvbuf", "root", "stream", "config");
+PyDoc_STRVAR(scatter__doc__, "scatter($self, sendbuf, recvbuf, root, *, stream=None, config=None)\n--\n\n"
 "Send block i of root's sendbuf to rank i's recvbuf (ncclScatter). Collective; enqueued on\n"
 "stream. count = recvbuf's element count. sendbuf is used (and resolved) only on root, where its\n"
 "element count must be a whole multiple of nranks with recvbuf holding exactly one block.\n"
 "In place when recvbuf is at sendbuf + root * count.");
 static PyObject *Communicator_scatter(NX_COMM_METHOD_ARGS)
 {
-    PyObject *a[4];
+    PyObject *a[5];
     if (nx_margs(&M_scatter, args, nargs, kwnames, a) < 0)
         return NULL;
     nx_state *st = NX_COMM_STATE(cls);
@@ -409,7 +441,8 @@ static PyObject *Communicator_scatter(NX_COMM_METHOD_ARGS)
     ncclComm_t comm = nx_comm_require(st, c, fname);
     int nranks, root, is_root;
     nx_buffer s = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0}, r;
-    if (comm == NULL || nx_comm_nranks(st, c, fname, &nranks) < 0 || root_arg(st, c, a[2], fname, &root, &is_root) < 0)
+    if (comm == NULL || nx_coll_config_check(st, a[4], fname) < 0 || nx_comm_nranks(st, c, fname, &nranks) < 0 ||
+        root_arg(st, c, a[2], fname, &root, &is_root) < 0)
         return NULL;
     if (is_root && buffer_arg(st, c, a[0], "sendbuf", 0, &s) < 0)
         return NULL;
@@ -428,6 +461,10 @@ static PyObject *Communicator_scatter(NX_COMM_METHOD_ARGS)
     cudaStream_t stream;
     if (stream_arg(st, a[3], &stream) < 0)
         return NULL;
+    if (has_config(a[4])) {
+        nx_coll_call call = {NX_COLL_SCATTER, s.ptr, r.ptr, r.count, r.dtype, 0, root, comm, stream, NULL};
+        return nx_coll_with_config(st, &call, a[4], fname);
+    }
     if (nx_require(st, &nx_api.ncclScatter) < 0)
         return NULL;
     ncclResult_t rc;
@@ -437,15 +474,15 @@ static PyObject *Communicator_scatter(NX_COMM_METHOD_ARGS)
     Py_RETURN_NONE;
 }
 
-NX_MSIG(alltoall, 2, 2, "sendbuf", "recvbuf", "stream");
-PyDoc_STRVAR(alltoall__doc__, "alltoall($self, sendbuf, recvbuf, *, stream=None)\n--\n\n"
+NX_MSIG(alltoall, 2, 2, "sendbuf", "recvbuf", "stream", "config");
+PyDoc_STRVAR(alltoall__doc__, "alltoall($self, sendbuf, recvbuf, *, stream=None, config=None)\n--\n\n"
 "Block j of sendbuf goes to rank j, landing as block i (this rank) of its recvbuf\n"
 "(ncclAlltoAll; RCCL's ncclAllToAll where only that exists). Collective; enqueued on stream.\n"
 "count = sendbuf's element count / nranks per peer (a whole multiple, at least 1); recvbuf needs\n"
 "at least nranks * count elements. Identical pointers are passed through unchanged.");
 static PyObject *Communicator_alltoall(NX_COMM_METHOD_ARGS)
 {
-    PyObject *a[3];
+    PyObject *a[4];
     if (nx_margs(&M_alltoall, args, nargs, kwnames, a) < 0)
         return NULL;
     nx_state *st = NX_COMM_STATE(cls);
@@ -454,8 +491,8 @@ static PyObject *Communicator_alltoall(NX_COMM_METHOD_ARGS)
     ncclComm_t comm = nx_comm_require(st, c, fname);
     int nranks;
     nx_buffer s, r;
-    if (comm == NULL || nx_comm_nranks(st, c, fname, &nranks) < 0 || buffer_arg(st, c, a[0], "sendbuf", 0, &s) < 0 ||
-        recv_arg(st, c, a[1], a[0], &s, &r) < 0)
+    if (comm == NULL || nx_coll_config_check(st, a[3], fname) < 0 || nx_comm_nranks(st, c, fname, &nranks) < 0 ||
+        buffer_arg(st, c, a[0], "sendbuf", 0, &s) < 0 || recv_arg(st, c, a[1], a[0], &s, &r) < 0)
         return NULL;
     size_t count, sz = nx_dtype_size(s.dtype);
     if (per_rank_blocks(st, &s, &r, nranks, &count) < 0)
@@ -467,6 +504,10 @@ static PyObject *Communicator_alltoall(NX_COMM_METHOD_ARGS)
     cudaStream_t stream;
     if (stream_arg(st, a[2], &stream) < 0)
         return NULL;
+    if (has_config(a[3])) {
+        nx_coll_call call = {NX_COLL_ALLTOALL, s.ptr, r.ptr, count, s.dtype, 0, -1, comm, stream, NULL};
+        return nx_coll_with_config(st, &call, a[3], fname);
+    }
     if (nx_loaded(st) < 0)
         return NULL;
     /* RCCL before 2.20 spells it ncclAllToAll: same signature. */

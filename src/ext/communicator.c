@@ -63,8 +63,9 @@ static PyObject *Communicator_new(PyTypeObject *tp, PyObject *args, PyObject *kw
     if (ptr != NULL && Py_IS_TYPE(ptr, st->pointer_box_type))
         return (PyObject *)comm_alloc(st, tp, ptr, NULL);
     ncclComm_t handle = NULL;
-    /* an int or a bindings Comm (the value it holds now); 0 is an uninitialised communicator */
-    if (ptr != NULL && nx_comm_arg(ptr, "Communicator", "ptr", NX_NULL_ACCEPTED, &handle) < 0)
+    /* None (nccl4py 0.5.0's default), an int or a bindings Comm (the value it holds now); 0 is an
+     * uninitialised communicator */
+    if (ptr != NULL && ptr != Py_None && nx_comm_arg(ptr, "Communicator", "ptr", NX_NULL_ACCEPTED, &handle) < 0)
         return NULL;
     return (PyObject *)comm_alloc(st, tp, NULL, handle);
 }
@@ -506,7 +507,8 @@ static PyObject *get_device(PyObject *self, void *closure)
     return Py_NewRef(c->device);
 }
 
-/* The cached ncclCommQueryProperties struct; NULL with an exception. */
+/* The cached ncclCommQueryProperties struct; NULL with an exception. The bindings wrapper that
+ * holds it is c->props (comm_teams.c builds NCCLCommProperties from it). */
 static const ncclCommProperties_t *properties(PyObject *self, const char *op)
 {
     nx_Communicator *c = (nx_Communicator *)self;
@@ -538,7 +540,7 @@ static const ncclCommProperties_t *properties(PyObject *self, const char *op)
  * else the plain int. */
 static PyObject *gin_type_value(nx_state *st, int v)
 {
-    int member = v == 0 || v == 2 || v == 3 || (v == 4 && nx_loader_info()->flavour != NX_FLAVOUR_RCCL);
+    int member = v == 0 || v == 2 || v == 3 || ((v == 4 || v == 5) && nx_loader_info()->flavour != NX_FLAVOUR_RCCL);
     PyObject *num = PyLong_FromLong(v);
     if (num == NULL || !member)
         return num;
@@ -599,6 +601,13 @@ static PyObject *property_getter(PyObject *self, void *closure)
 
 #define PROPERTY(i) (void *)&property_fields[i]
 
+PyObject *nx_comm_properties_struct(PyObject *self, const char *op)
+{
+    if (properties(self, op) == NULL)
+        return NULL;
+    return Py_NewRef(((nx_Communicator *)self)->props);
+}
+
 static PyObject *Communicator_repr(PyObject *op)
 {
     nx_Communicator *c = (nx_Communicator *)op;
@@ -638,6 +647,17 @@ static PyGetSetDef Communicator_getset[] = {
      PROPERTY(P_GIN_TYPE)},
     {"railed_gin_type", property_getter, NULL, QUERY_DOC("Railed GIN transport, as gin_type."),
      PROPERTY(P_RAILED_GIN_TYPE)},
+    {"properties", nx_comm_get_properties, NULL,
+     QUERY_DOC("Everything ncclCommQueryProperties reports, as an NCCLCommProperties (fields the loaded "
+               "library predates are None)."), NULL},
+    {"team_world", nx_comm_get_team, NULL, QUERY_DOC("The NCCLTeam of every rank (ncclTeamWorld)."),
+     (void *)&nx_team_world},
+    {"team_lsa", nx_comm_get_team, NULL, QUERY_DOC("The NCCLTeam of this rank's LSA domain (ncclTeamLsa)."),
+     (void *)&nx_team_lsa},
+    {"team_rail", nx_comm_get_team, NULL, QUERY_DOC("The NCCLTeam of this rank's rail (ncclTeamRail)."),
+     (void *)&nx_team_rail},
+    {"team_cft_multimem", nx_comm_get_team, NULL, QUERY_DOC("The CFT multimem NCCLTeam (ncclTeamCftMultimem, 2.31)."),
+     (void *)&nx_team_cft_multimem},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -664,20 +684,22 @@ static PyMemberDef Communicator_members[] = {
     {NULL, 0, 0, 0, NULL},
 };
 
-PyDoc_STRVAR(Communicator__doc__, "Communicator(ptr=0)\n--\n\n"
+PyDoc_STRVAR(Communicator__doc__, "Communicator(ptr=None)\n--\n\n"
 "One NCCL communicator. Create it with Communicator.init(nranks, rank, unique_id) (or init_all,\n"
-"split, shrink, grow); wrap an existing ncclComm_t with Communicator(ptr). Release it explicitly\n"
+"split, shrink, grow); wrap an existing ncclComm_t with Communicator(ptr) (None or 0: a null\n"
+"communicator). Release it explicitly\n"
 "with destroy() or abort(), or use it as a context manager. Not thread-safe, as in NCCL.");
 
 /* The method table is communicator_create.c's methods, this file's, then collectives.c's,
- * resources.c's and redop.c's, joined
+ * resources.c's, redop.c's, comm_teams.c's and devcomm.c's, joined
  * once at setup (slots need one array that outlives the type). */
 static PyMethodDef *joined_methods;
 
 static PyMethodDef *join_methods(void)
 {
     const PyMethodDef *parts[] = {nx_comm_create_methods, Communicator_own_methods, nx_collective_methods,
-                                  nx_resource_methods, nx_redop_methods};
+                                  nx_resource_methods, nx_redop_methods, nx_team_methods,
+                                  nx_devcomm_methods};
     const size_t nparts = sizeof parts / sizeof parts[0];
     size_t n = 0;
     for (size_t p = 0; p < nparts; p++)

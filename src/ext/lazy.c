@@ -22,6 +22,10 @@ static const struct {
     [NX_LAZY_FROM_ENV] = {"nccl.core._env", "from_env"},
     [NX_LAZY_GIN_TYPE] = {"nccl.core._types", "NcclGinType"},
     [NX_LAZY_NUMPY] = {"numpy", NULL}, /* NULL: the module itself */
+    [NX_LAZY_COLL_CONFIG] = {"nccl.core._config", "NCCLCollConfig"},
+    [NX_LAZY_GET_EVENT_PTR] = {"nccl.core.cuda", "get_event_ptr"},
+    [NX_LAZY_TEAM] = {"nccl.core._team", "NCCLTeam"},
+    [NX_LAZY_COMM_PROPERTIES] = {"nccl.core._team", "NCCLCommProperties"},
 };
 
 PyObject *nx_lazy(nx_state *st, nx_lazy_kind kind)

@@ -18,6 +18,10 @@ typedef enum {
     NX_LAZY_FROM_ENV,      /* nccl.core._env.from_env(cls, **kwargs) -> Communicator */
     NX_LAZY_GIN_TYPE,      /* nccl.core._types.NcclGinType */
     NX_LAZY_NUMPY,         /* the numpy module itself (CustomRedOp's host scalars) */
+    NX_LAZY_COLL_CONFIG,   /* nccl.core._config.NCCLCollConfig */
+    NX_LAZY_GET_EVENT_PTR, /* nccl.core.cuda.get_event_ptr(event) -> int */
+    NX_LAZY_TEAM,          /* nccl.core._team.NCCLTeam */
+    NX_LAZY_COMM_PROPERTIES, /* nccl.core._team.NCCLCommProperties */
     NX_NLAZY
 } nx_lazy_kind;
 

@@ -479,7 +479,8 @@ int nx_library_setup(PyObject *module, nx_state *st)
 {
     (void)st;
     /* The NCCL version whose header we implement (nccl_abi.h), the code that structs are stamped
-     * with; nccl.bindings.nccl.__version__ is its text. */
+     * with; nccl.bindings.nccl.__version__ is its text, and nccl.core's VersionInfo.nccl_bindings
+     * (as nccl4py 0.6.0 reports its bindings' header version). */
     if (PyModule_AddIntConstant(module, "_ABI_VERSION", NCCL_ABI_API_VERSION) < 0)
         return -1;
     return PyModule_AddFunctions(module, library_methods);

@@ -9,7 +9,8 @@ static int nx_exec(PyObject *module)
         nx_bindings_setup(module, st) < 0 || nx_buffer_setup(module, st) < 0 ||
         nx_ncclbuffer_setup(module, st) < 0 || nx_stream_setup(module, st) < 0 ||
         nx_resources_setup(module, st) < 0 || nx_redop_setup(module, st) < 0 ||
-        nx_communicator_setup(module, st) < 0)
+        nx_devcomm_setup(module, st) < 0 ||
+        nx_communicator_setup(module, st) < 0 || nx_params_setup(module, st) < 0)
         return -1;
     return 0;
 }

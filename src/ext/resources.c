@@ -1,6 +1,6 @@
 /* The CommResource base, RegisteredBufferHandle and RegisteredWindowHandle, and the Communicator
- * methods that create them (register_buffer, register_window, create_dev_comm). CustomRedOp is in
- * redop.c. Lifetime rules: resources.h. */
+ * methods that create them (register_buffer, register_window). CustomRedOp is in redop.c,
+ * DevCommResource and create_dev_comm in devcomm.c. Lifetime rules: resources.h. */
 #include "resources.h"
 
 #include <string.h>
@@ -340,8 +340,8 @@ static PyObject *RegisteredWindow_repr(PyObject *self)
     return PyUnicode_FromString(text);
 }
 
-/* The window of an open handle, or NULL with RuntimeError. */
-static ncclWindow_t open_window(PyObject *self)
+/* The window of an open handle, or NULL with RuntimeError (resources.h). */
+ncclWindow_t nx_window_open(PyObject *self)
 {
     nx_RegisteredWindow *w = (nx_RegisteredWindow *)self;
     if (!w->base.open) {
@@ -370,7 +370,7 @@ static PyObject *window_pointer(PyObject *self, PyObject *const *args, Py_ssize_
     if ((kind != 0 && nx_int(a[0], sig->fname, sig->names[0], &who) < 0) ||
         (off != NULL && nx_size(off, sig->fname, "offset", &offset) < 0))
         return NULL;
-    ncclWindow_t win = open_window(self);
+    ncclWindow_t win = nx_window_open(self);
     if (win == NULL)
         return NULL;
     void *out = NULL;
@@ -426,6 +426,10 @@ static PyMethodDef RegisteredWindow_methods[] = {
     WINDOW_METHOD("get_peer_device_pointer", RegisteredWindow_peer,
                   "get_peer_device_pointer($self, peer, offset=0)\n--\n\n"
                   "ncclGetPeerDevicePointer of peer's window at a byte offset; None when NCCL returns NULL."),
+    WINDOW_METHOD("get_multimem_device_pointer", nx_window_multimem_pointer, nx_window_multimem_pointer__doc__),
+    WINDOW_METHOD("get_multimem_le_info", nx_window_multimem_le_info, nx_window_multimem_le_info__doc__),
+    WINDOW_METHOD("get_peer_le_info", nx_window_peer_le_info, nx_window_peer_le_info__doc__),
+    WINDOW_METHOD("get_cft_le_info", nx_window_cft_le_info, nx_window_cft_le_info__doc__),
     {NULL, NULL, 0, NULL},
 };
 
@@ -490,9 +494,8 @@ static PyObject *Communicator_register_buffer(NX_COMM_METHOD_ARGS)
 NX_MSIG(register_window, 2, 1, "buffer", "flags");
 PyDoc_STRVAR(register_window__doc__, "register_window($self, buffer, flags=None)\n--\n\n"
 "Register buffer as a window for one-sided and symmetric operations (ncclCommWindowRegister).\n"
-"Collective. The handle may stay 0 until the group ends (inside group()) or until the state is\n"
-"Success (nonblocking). Returns None only when no group is open on this thread, get_async_error()\n"
-"is Success and the handle is still 0 (windows unsupported); the resource is then closed.");
+"Collective. Always returns the RegisteredWindowHandle (nccl4py 0.6.0); its handle may stay 0\n"
+"until the group ends (inside group()) or until the state is Success (nonblocking).");
 static PyObject *Communicator_register_window(NX_COMM_METHOD_ARGS)
 {
     PyObject *a[2];
@@ -532,21 +535,8 @@ static PyObject *Communicator_register_window(NX_COMM_METHOD_ARGS)
     w->buffer = Py_NewRef(a[0]);
     if (nx_resource_track(c, obj) < 0)
         goto fail;
-    /* Outside a group a blocking registration has filled the handle by now; a handle still 0 with
-     * the state Success means the library does not support windows. */
-    if (nx_group_depth() == 0 && window_of(w) == NULL) {
-        ncclResult_t state = ncclSuccess;
-        if (nx_require(st, &nx_api.ncclCommGetAsyncError) < 0)
-            goto fail;
-        NX_RUN(rc, nx_api.ncclCommGetAsyncError(comm, &state));
-        if (nx_check(st, rc, comm) < 0)
-            goto fail;
-        if (state == ncclSuccess) {
-            nx_resource_close_quietly(obj);
-            Py_DECREF(obj);
-            Py_RETURN_NONE;
-        }
-    }
+    /* nccl4py 0.5.0 and later: the handle object is always returned; its handle may read 0 until
+     * the group ends or a nonblocking registration completes (docs/compatibility.md). */
     return obj;
 fail: {
     /* Registered: close() deregisters and untracks (nothing left to do when nx_resource_track
@@ -560,30 +550,11 @@ fail: {
 }
 }
 
-NX_MSIG(create_dev_comm, 1, 0, "requirements");
-PyDoc_STRVAR(create_dev_comm__doc__, "create_dev_comm($self, requirements=None)\n--\n\n"
-"Not implemented: nccl4py does not wrap the NCCL device API (ncclDevCommCreate and the DevComm\n"
-"struct). Raises NotImplementedError (NcclInvalid on a null communicator).");
-static PyObject *Communicator_create_dev_comm(NX_COMM_METHOD_ARGS)
-{
-    PyObject *a[1];
-    if (nx_margs(&M_create_dev_comm, args, nargs, kwnames, a) < 0)
-        return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    if (nx_comm_require(st, (nx_Communicator *)self, "create_dev_comm") == NULL)
-        return NULL;
-    PyErr_SetString(PyExc_NotImplementedError,
-                    "create_dev_comm: the NCCL device API (ncclDevCommCreate, DevComm) is not supported by nccl4py; "
-                    "device communicators need device-side code that this package does not provide");
-    return NULL;
-}
-
 #define METHOD(name) NX_COMM_METHOD_DEF(#name, Communicator_##name, name##__doc__)
 
 PyMethodDef nx_resource_methods[] = {
     METHOD(register_buffer),
     METHOD(register_window),
-    METHOD(create_dev_comm),
     {NULL, NULL, 0, NULL},
 };
 

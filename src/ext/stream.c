@@ -120,8 +120,8 @@ int nx_resolve_stream(nx_state *st, PyObject *obj, cudaStream_t *out)
         return 0;
     }
     if (NX_UNLIKELY(PyBool_Check(obj))) {
-        nx_invalid(st, "stream must be None, an int handle, a cuda.core.Stream or an object implementing "
-                       "__cuda_stream__, got bool (%R)", obj);
+        /* nccl4py 0.6.0's exact exception: a bool is a mistake, not a handle of 0 or 1. */
+        PyErr_SetString(PyExc_TypeError, "stream must not be a bool");
         return -1;
     }
     if (NX_LIKELY(PyLong_CheckExact(obj)))
@@ -153,7 +153,8 @@ int nx_resolve_stream(nx_state *st, PyObject *obj, cudaStream_t *out)
 PyDoc_STRVAR(get_stream_ptr__doc__, "get_stream_ptr(stream=None)\n--\n\n"
 "The stream handle (an int) that a stream= argument passes to the library: None is 0, an int is\n"
 "used as is, a cuda.core/torch/cupy Stream or any __cuda_stream__ object gives its handle.\n"
-"Raises NcclInvalid for anything else, for bool and for negative handles.");
+"Raises TypeError(\"stream must not be a bool\") for bool, NcclInvalid for anything else and\n"
+"for negative handles.");
 
 NX_MSIG(get_stream_ptr, 1, 0, "stream");
 

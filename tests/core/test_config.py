@@ -16,14 +16,17 @@ CONFIG_FIELDS = {
     "split_share": "bool", "traffic_class": "int", "comm_name": "str", "collnet_enable": "bool",
     "cta_policy": "int", "shrink_share": "bool", "nvls_ctas": "int", "n_channels_per_net_peer": "int",
     "nvlink_centric_sched": "bool", "graph_usage_mode": "int", "num_rma_ctx": "int", "max_p2p_peers": "int",
-    "graph_stream_ordering": "int",
+    "graph_stream_ordering": "int", "launch_order_implicit": "bool", "num_rma_sig": "int",
+    "rma_eager_init": "bool", "host_cft_mode": "int", "nvls_host_mode": "int",
 }
 REQ_FIELDS = {
     "lsa_multimem": "bool", "barrier_count": "int", "lsa_barrier_count": "int", "rail_gin_barrier_count": "int",
     "lsa_ll_a2a_block_count": "int", "lsa_ll_a2a_slot_count": "int", "gin_force_enable": "bool",
     "gin_context_count": "int", "gin_signal_count": "int", "gin_counter_count": "int",
     "gin_connection_type": "int", "gin_exclusive_contexts": "bool", "gin_queue_depth": "int",
-    "world_gin_barrier_count": "int", "gin_strong_signals_required": "bool", "gin_va_signals_required": "bool",
+    "gin_traffic_class": "int", "world_gin_barrier_count": "int", "gin_strong_signals_required": "bool",
+    "gin_va_signals_required": "bool", "gin_custom_stride": "int", "gin_type": "int", "cft_caps": "int",
+    "cft_barrier_count": "int",
 }
 
 
@@ -49,7 +52,9 @@ def test_type_checks(cls, table):
             cls(**{name: 3})
             bad = 1.5
             expected = {"cta_policy": "int or CTAPolicy",
-                        "gin_connection_type": "int or NcclGinConnectionType"}.get(name, "int")
+                        "gin_connection_type": "int or NcclGinConnectionType",
+                        "host_cft_mode": "int or NcclHostCftMode", "nvls_host_mode": "int or NcclNvlsHostMode",
+                        "gin_type": "int or NcclGinType", "cft_caps": "int or NcclCftCap"}.get(name, "int")
             with pytest.raises(TypeError) as ei:
                 cls(**{name: True})
             assert str(ei.value) == f"{owner}.{name} must be {expected}, got bool"
@@ -69,10 +74,39 @@ def test_enum_valued_fields():
 
 
 def test_dev_comm_requirements_fields():
-    assert [f.name for f in dataclasses.fields(NCCLDevCommRequirements)] == list(REQ_FIELDS)
+    assert [f.name for f in dataclasses.fields(NCCLDevCommRequirements)] == list(REQ_FIELDS) + ["teams", "resources"]
     assert NCCLDevCommRequirements()._set_fields() == {}
     with pytest.raises(TypeError):
         NCCLDevCommRequirements(1)
+
+
+@pytest.mark.parametrize("name", ["barrier_count", "lsa_barrier_count", "gin_context_count", "cft_barrier_count",
+                                  "lsa_ll_a2a_slot_count", "gin_custom_stride"])
+def test_requirement_counts_must_not_be_negative(name):
+    from nccl.core import NcclInvalid
+
+    with pytest.raises(NcclInvalid) as ei:
+        NCCLDevCommRequirements(**{name: -1})
+    assert str(ei.value) == f"NCCLDevCommRequirements.{name} must not be negative, got -1"
+
+
+def test_requirement_lists_are_checked():
+    from nccl.core import LsaBarrierRequirement, NCCLTeam, NcclInvalid, TeamRequirement
+
+    team = NCCLTeam(2, 0, 1)
+    req = NCCLDevCommRequirements(teams=(TeamRequirement(team, multimem=True),),
+                                  resources=(LsaBarrierRequirement(team, 2),))
+    assert req.teams[0].team == team
+    with pytest.raises(TypeError) as ei:
+        NCCLDevCommRequirements(teams=(team,))
+    assert str(ei.value) == "NCCLDevCommRequirements.teams[0] must be a TeamRequirement, got NCCLTeam"
+    with pytest.raises(TypeError) as ei:
+        NCCLDevCommRequirements(resources=(3,))
+    assert str(ei.value) == ("NCCLDevCommRequirements.resources[0] must be an LsaBarrierRequirement, "
+                             "GinBarrierRequirement or LLA2ARequirement, got int")
+    with pytest.raises(NcclInvalid) as ei:
+        LsaBarrierRequirement(team, -2)
+    assert str(ei.value) == "LsaBarrierRequirement.n_barriers must not be negative, got -2"
 
 
 def test_wait_signal_desc():

@@ -9,29 +9,95 @@ import pytest
 
 import nccl.core as core
 
-EXPECTED_ALL = [
-    "NcclDataType", "NcclRedOp", "NcclGinType", "NcclGinConnectionType", "NcclCommMemStat",
-    "NcclBufferSpec", "NcclScalarSpec", "NcclDeviceSpec", "NcclStreamSpec",
-    "NcclInvalid",
-    "INT8", "CHAR", "UINT8", "INT32", "INT", "UINT32", "INT64", "UINT64", "FLOAT16", "HALF",
-    "FLOAT32", "FLOAT", "FLOAT64", "DOUBLE", "BFLOAT16", "FLOAT8E4M3", "FLOAT8E5M2",
-    "SUM", "PROD", "MAX", "MIN", "AVG",
-    "CTAPolicy", "CommShrinkFlag", "CommSuspendFlag", "WindowFlag",
-    "NCCLConfig", "WaitSignalDesc", "NCCLDevCommRequirements", "Communicator",
-    "RegisteredBufferHandle", "RegisteredWindowHandle", "CustomRedOp", "DevCommResource",
-    "group", "group_start", "group_end", "GroupSimInfo",
-    "Version", "get_version", "get_lib_version", "get_lib_path", "UniqueId", "get_unique_id", "get_error_string",
-    "mem_alloc", "mem_free",
+# Every name of NVIDIA nccl4py 0.6.0's nccl.core.__all__, as introspected from its PyPI wheel.
+UPSTREAM_060_ALL = [
+    "AVG", "BFLOAT16", "CHAR", "CTAPolicy", "CftLeInfo", "CommShrinkFlag", "CommSuspendFlag", "Communicator",
+    "CustomRedOp", "DOUBLE", "DevCommResource", "FLOAT", "FLOAT16", "FLOAT32", "FLOAT64", "FLOAT8E4M3",
+    "FLOAT8E5M2", "GinBarrierHandle", "GinBarrierRequirement", "GroupSimInfo", "HALF", "INT", "INT32",
+    "INT64", "INT8", "LLA2AHandle", "LLA2ARequirement", "LibraryInfo", "LsaBarrierHandle",
+    "LsaBarrierRequirement", "MAX", "MIN", "MultimemHandle", "NCCLCollConfig", "NCCLCommProperties",
+    "NCCLConfig", "NCCLDevCommRequirements", "NCCLTeam", "NcclBufferSpec", "NcclCftCap", "NcclCftTeamMode",
+    "NcclCommMemStat", "NcclDataType", "NcclDeviceSpec", "NcclEventSpec", "NcclGinConnectionType",
+    "NcclGinType", "NcclHostCftMode", "NcclInvalid", "NcclNvlsHostMode", "NcclRedOp", "NcclScalarSpec",
+    "NcclStreamSpec", "PROD", "RegisteredBufferHandle", "RegisteredWindowHandle", "SUM", "TeamRequirement",
+    "UINT32", "UINT64", "UINT8", "UniqueId", "VendorOption", "VersionInfo", "WaitSignalDesc", "WindowFlag",
+    "__version__", "cupy", "dump_params", "get_error_string", "get_unique_id", "get_version", "group",
+    "group_end", "group_start", "mem_alloc", "mem_free", "params", "show_versions", "torch",
 ]
+# nccl4py 0.3.1 names that 0.6.0 dropped and we keep (code written for 0.3.1 still imports them).
+KEPT_031 = ["Version", "get_lib_version", "get_lib_path"]
+EXPECTED_ALL = sorted(UPSTREAM_060_ALL + KEPT_031)
+
+# Communicator methods of 0.6.0 with their signatures (inspect.signature, self left out).
+UPSTREAM_060_METHODS = {
+    "abort": "meth()",
+    "allgather": "meth(sendbuf, recvbuf, *, stream=None, config=None)",
+    "allreduce": "meth(sendbuf, recvbuf, op, *, stream=None, config=None)",
+    "alltoall": "meth(sendbuf, recvbuf, *, stream=None, config=None)",
+    "broadcast": "meth(sendbuf, recvbuf, root, *, stream=None, config=None)",
+    "close_all_resources": "meth()",
+    "create_dev_comm": "meth(requirements=None)",
+    "create_pre_mul_sum": "meth(scalar, datatype=None)",
+    "destroy": "meth()",
+    "finalize": "meth()",
+    "gather": "meth(sendbuf, recvbuf, root=None, *, stream=None, config=None)",
+    "get_async_error": "meth()",
+    "get_last_error": "meth()",
+    "get_mem_stat": "meth(stat)",
+    "get_unique_id": "meth()",
+    "grow": "meth(nranks, unique_id=None, rank=None, config=None)",
+    "initialize": "meth(nranks, rank, unique_id, config=None)",
+    "put_signal": "meth(local_buffer, peer, peer_window, peer_window_offset=0, signal_index=0, context=0, flags=0, *, stream=None)",
+    "recv": "meth(recvbuf, peer, *, stream=None)",
+    "reduce": "meth(sendbuf, recvbuf, op, root=None, *, stream=None, config=None)",
+    "reduce_scatter": "meth(sendbuf, recvbuf, op, *, stream=None, config=None)",
+    "register_buffer": "meth(buffer)",
+    "register_window": "meth(buffer, flags=None)",
+    "resume": "meth()",
+    "revoke": "meth(flags=0)",
+    "scatter": "meth(sendbuf, recvbuf, root, *, stream=None, config=None)",
+    "send": "meth(sendbuf, peer, *, stream=None)",
+    "shrink": "meth(exclude_ranks=None, config=None, flag=CommShrinkFlag.DEFAULT)",
+    "signal": "meth(peer, signal_index=0, context=0, flags=0, *, stream=None)",
+    "split": "meth(color=None, key=0, config=None)",
+    "suspend": "meth(flags=CommSuspendFlag.MEM)",
+    "team_cft": "meth(mode=NcclCftTeamMode.FLAT)",
+    "team_rank_to_lsa": "meth(team, team_rank)",
+    "team_rank_to_world": "meth(team, team_rank)",
+    "wait_signal": "meth(descs, *, stream=None)",
+}
 
 SUBMODULES = ["typing", "constants", "communicator", "resources", "group", "utils", "buffer", "memory", "cuda",
               "interop", "interop.cupy", "interop.torch"]
 
 
 def test_all_exact():
-    assert core.__all__ == EXPECTED_ALL
+    assert sorted(core.__all__) == EXPECTED_ALL
+    assert len(core.__all__) == len(set(core.__all__))
     for name in core.__all__:
         assert hasattr(core, name), name
+
+
+def test_every_upstream_060_name_is_exported():
+    assert [n for n in UPSTREAM_060_ALL if n not in core.__all__ or not hasattr(core, n)] == []
+
+
+@pytest.mark.parametrize("name", sorted(UPSTREAM_060_METHODS))
+def test_communicator_signatures_match_060(name):
+    import inspect
+
+    expected = UPSTREAM_060_METHODS[name][len("meth"):]
+    if name in _ENUM_DEFAULTS:  # no inspect.signature for enum defaults: the text signature
+        text = getattr(core.Communicator, name).__text_signature__
+        assert text.replace("($self, ", "(") == expected
+        return
+    sig = str(inspect.signature(getattr(core.Communicator, name)))
+    # text_signature carries enum defaults as their repr; 0.6.0 writes them as Class.MEMBER
+    sig = sig.replace("(self, /, ", "(").replace("(self, ", "(").replace("(self, /)", "()").replace("(self)", "()")
+    assert sig == expected, (name, sig)
+
+
+_ENUM_DEFAULTS = {"shrink", "suspend", "team_cft"}
 
 
 def test_star_import():
@@ -91,10 +157,11 @@ def test_not_exported_names():
     assert not hasattr(core, "SupportsDLPack")
 
 
-def test_dev_comm_resource_cannot_be_created():
-    with pytest.raises(NotImplementedError) as ei:
+def test_dev_comm_resource_is_made_by_create_dev_comm_only():
+    with pytest.raises(TypeError) as ei:
         core.DevCommResource()
-    assert "out of scope" in str(ei.value)
+    assert str(ei.value) == "cannot create 'nccl.core.resources.DevCommResource' instances"
+    assert issubclass(core.DevCommResource, core.resources.CommResource)
 
 
 def test_cuda_core_import_statement():

@@ -51,11 +51,14 @@ def test_misuse_is_reported(tmp_path):
         "n: str = comm.nranks\n"                        # an int
         "nc.NCCLConfig(True)\n"                         # keyword-only dataclass
         "nc.group_end(True)\n"                          # simulate is keyword-only
+        "comm.allreduce(1, 2, nc.SUM, None, nc.NCCLCollConfig())\n"  # config is keyword-only
+        "comm.allreduce(1, 2, nc.SUM, config=nc.NCCLConfig())\n"     # a communicator config
+        "t: int = comm.team_world\n"                    # an NCCLTeam
     )
     r = _mypy(tmp_path, bad)
     assert r.returncode == 1
     lines = [line for line in r.stdout.splitlines() if "error:" in line]
-    assert {line.split(":")[1] for line in lines} == {"3", "4", "5", "6"}, r.stdout
+    assert {line.split(":")[1] for line in lines} == {"3", "4", "5", "6", "7", "8", "9"}, r.stdout
 
 
 def test_bindings_stub(tmp_path):

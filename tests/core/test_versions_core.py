@@ -19,11 +19,9 @@ def test_version_decoding(code, text):
     assert any(str(v.nccl4py_version) in line for line in lines)
 
 
-DEPRECATION = ("nccl.core.get_version is deprecated; use nccl.get_version (full-stack including libnccl_ep) "
-               "or nccl.show_versions (human-readable) instead.")
-
 SNIPPET = """
 import warnings
+import nccl
 import nccl.core as core
 with warnings.catch_warnings(record=True) as w:
     warnings.simplefilter("always")
@@ -34,15 +32,22 @@ result = dict(warnings=[(c.category.__name__, str(c.message), c.filename) for c 
               nccl=str(v1.nccl_version), lib=str(core.get_lib_version()), lib_type=type(core.get_lib_version()).__name__,
               path=str(path), path_type=type(path).__name__, bpath=b.get_library_path(),
               err=core.get_error_string(4), err_enum=core.get_error_string(b.Result.InvalidArgument),
-              berr=b.get_error_string(4))
+              berr=b.get_error_string(4), fields=[f.name for f in __import__("dataclasses").fields(v1)],
+              triple=[str(v1.nccl4py), str(v1.nccl_bindings), str(v1.libnccl.version)],
+              lib_info_type=type(v1.libnccl).__name__, eq=v1 == v2, top=type(nccl.get_version()).__name__,
+              top_fields=[f.name for f in __import__("dataclasses").fields(nccl.get_version())],
+              old=[str(v1.nccl_version), str(v1.nccl4py_version)], dunder=core.__version__)
 """
 
 
 def test_host_backend(fresh_python):
     r = fresh_python(SNIPPET, env={"NCCL_LIBRARY": "host"})
-    assert [w[:2] for w in r["warnings"]] == [("DeprecationWarning", DEPRECATION)] * 2
-    assert r["warnings"][0][2] == "<snippet>"  # attributed to the caller
-    assert r["same"] is True
+    assert r["warnings"] == []  # nccl4py 0.6.0's get_version is not deprecated
+    assert r["fields"] == ["nccl4py", "nccl_bindings", "libnccl"] and r["lib_info_type"] == "LibraryInfo"
+    assert r["triple"] == ["0.6.0", "2.32.3", "2.32.3"] and r["eq"] is True
+    assert r["old"] == ["2.32.3", "0.6.0"]  # 0.3.1's Version attributes on the same object
+    assert r["top"] == "VersionInfo" and r["top_fields"] == ["nccl4py", "nccl", "nccl_ep"]  # the RCCL fork's shape
+    assert r["dunder"] == "0.6.0"
     assert r["nccl"] == r["lib"] == "2.32.3" and r["lib_type"] == "Version"
     assert r["path_type"] == "PosixPath" and r["path"] == r["bpath"] and r["path"].endswith("libnccl-host.so")
     assert r["err"] == r["err_enum"] == r["berr"] and r["err"]

@@ -26,10 +26,24 @@ def allreduce_example(nranks: int, rank: int, uid_bytes: bytes) -> float:
         with nc.group():
             comm.send(buf, (rank + 1) % n)
             comm.recv(buf, (rank - 1) % n)
-        win = comm.register_window(buf, nc.WindowFlag.COLL_SYMMETRIC)
-        if win is not None:
-            handle: int = win.handle
-            win.close()
+        win: nc.RegisteredWindowHandle = comm.register_window(buf, nc.WindowFlag.COLL_SYMMETRIC)
+        handle: int = win.handle
+        le: nc.CftLeInfo = win.get_peer_le_info(0, offset=0)
+        win.close()
+        # nccl4py 0.6.0: per-call config, properties, teams, device communicators
+        cfg = nc.NCCLCollConfig(min_ctas=1, vendor_options=(nc.VendorOption(1, 2, int_value=3),))
+        comm.allreduce(buf, buf, nc.SUM, config=cfg)
+        comm.alltoall(buf, buf, stream=None, config=None)
+        props: nc.NCCLCommProperties = comm.properties
+        world: nc.NCCLTeam = comm.team_world
+        first: int = comm.team_rank_to_world(world, 0) + props.n_ranks
+        cft: nc.NCCLTeam = comm.team_cft(nc.NcclCftTeamMode.HIER_LSA)
+        reqs = nc.NCCLDevCommRequirements(barrier_count=1, teams=(nc.TeamRequirement(world, multimem=True),),
+                                          resources=(nc.LsaBarrierRequirement(world, 1),))
+        dev: nc.DevCommResource = comm.create_dev_comm(reqs)
+        mm: nc.MultimemHandle = dev.multimem_handle(world)
+        dev_ptr: int = dev.ptr
+        dev.close()
         op = comm.create_pre_mul_sum(0.5, nc.FLOAT32)
         comm.allreduce(buf, buf, op)
         op.close()
@@ -48,6 +62,11 @@ def helpers() -> None:
     dt = nc.NcclDataType(7)
     size: int = dt.itemsize
     version = nc.get_lib_version()
+    info: nc.VersionInfo = nc.get_version()
+    lib: nc.LibraryInfo | None = info.libnccl
+    pkg: str = nc.__version__
+    value: str = nc.params["NCCL_DEBUG"]
+    null = nc.Communicator(None)
     path = nc.get_lib_path()
     text: str = nc.get_error_string(4)
     b = NcclBuffer(np.zeros(4, dtype=np.float32))

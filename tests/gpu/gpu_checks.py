@@ -1,5 +1,7 @@
 """nccl.core on a real GPU with the real NCCL: a one-rank communicator through every collective
-on torch and cupy device tensors, and an allreduce captured in a CUDA graph and replayed.
+on torch and cupy device tensors, every collective again with nccl4py 0.6.0's config= (through
+ncclXxxConfig on NCCL >= 2.31), properties and team_world against the library's own answers,
+and an allreduce captured in a CUDA graph and replayed.
 Run by tests/gpu/run_checks.sh; prints PASS/FAIL/SKIP per check and exits 1 on any failure."""
 
 import sys
@@ -30,19 +32,19 @@ comm = nc.Communicator.init(nranks=1, rank=0, unique_id=nc.get_unique_id())
 print(repr(comm))
 
 
-def every_collective(empty, full, to_host, stream):
+def every_collective(empty, full, to_host, stream, config=None):
     """One rank: each collective's result equals its input (sum over one rank)."""
     n = 1024
     x = full(n, 3.0)
     y = empty(n)
-    comm.allreduce(x, y, nc.SUM, stream=stream)
-    comm.reduce(x, y, nc.MAX, root=0, stream=stream)
-    comm.broadcast(x, y, root=0, stream=stream)
-    comm.allgather(x, y, stream=stream)
-    comm.gather(x, y, root=0, stream=stream)
-    comm.reduce_scatter(x, y, nc.SUM, stream=stream)
-    comm.alltoall(x, y, stream=stream)
-    comm.scatter(x, y, root=0, stream=stream)
+    comm.allreduce(x, y, nc.SUM, stream=stream, config=config)
+    comm.reduce(x, y, nc.MAX, root=0, stream=stream, config=config)
+    comm.broadcast(x, y, root=0, stream=stream, config=config)
+    comm.allgather(x, y, stream=stream, config=config)
+    comm.gather(x, y, root=0, stream=stream, config=config)
+    comm.reduce_scatter(x, y, nc.SUM, stream=stream, config=config)
+    comm.alltoall(x, y, stream=stream, config=config)
+    comm.scatter(x, y, root=0, stream=stream, config=config)
     with nc.group():
         comm.send(x, 0, stream=stream)
         comm.recv(y, 0, stream=stream)
@@ -72,6 +74,35 @@ def cupy_collectives():
     s = cupy.cuda.Stream(non_blocking=True)
     every_collective(lambda n: cupy.empty(n, cupy.float32), lambda n, v: cupy.full(n, v, cupy.float32),
                      lambda a: (cupy.cuda.runtime.deviceSynchronize(), cupy.asnumpy(a))[1], s)
+
+
+@check("torch: every collective with config=NCCLCollConfig (ncclXxxConfig)")
+def torch_config_collectives():
+    try:
+        import torch
+    except ImportError:
+        return "skip"
+    if low.get_version() < 23100:
+        return "skip"  # no ncclXxxConfig before NCCL 2.31
+    s = torch.cuda.Stream()
+    cfg = nc.NCCLCollConfig(min_ctas=1, max_ctas=8, cta_policy=nc.CTAPolicy.DEFAULT)
+    every_collective(lambda n: torch.empty(n, device="cuda"), lambda n, v: torch.full((n,), v, device="cuda"),
+                     lambda t: (torch.cuda.synchronize(), t.cpu().numpy())[1], s, config=cfg)
+    every_collective(lambda n: torch.empty(n, device="cuda"), lambda n, v: torch.full((n,), v, device="cuda"),
+                     lambda t: (torch.cuda.synchronize(), t.cpu().numpy())[1], s, config=nc.NCCLCollConfig())
+
+
+@check("properties and team_world against the library")
+def properties_and_teams():
+    p = comm.properties
+    if (p.rank, p.n_ranks) != (0, 1) or p.cuda_dev != comm.cuda_dev or p.nvml_dev != comm.nvml_dev:
+        raise AssertionError(f"properties {p}")
+    if p.gin_type != comm.gin_type or p.multimem_support != comm.multimem_support:
+        raise AssertionError(f"properties {p} against the getters")
+    print(f"      ({p})")
+    world = comm.team_world
+    if (world.n_ranks, world.rank) != (1, 0) or comm.team_rank_to_world(world, 0) != 0:
+        raise AssertionError(f"team_world {world}")
 
 
 @check("torch: allreduce captured in a CUDA graph and replayed")

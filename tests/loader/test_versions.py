@@ -8,7 +8,7 @@ def test_top_level_surface():
     import nccl
 
     assert nccl.__all__ == ["__version__", "LibraryInfo", "VersionInfo", "get_version", "show_versions"]
-    assert nccl.__version__ == "0.3.1"
+    assert nccl.__version__ == "0.6.0"
     with pytest.raises(AttributeError, match=r"^module 'nccl' has no attribute 'nope'$"):
         nccl.nope  # noqa: B018
 
@@ -32,7 +32,7 @@ def test_get_version_when_nothing_loads(tmp_path, run_py):
         v = nccl.get_version()
         print(json.dumps([str(v.nccl4py), v.nccl, v.nccl_ep]))
     """, {"NCCL_LIBRARY": tmp_path / "missing.so"})
-    assert out == ["0.3.1", None, None]
+    assert out == ["0.6.0", None, None]
 
 
 def test_show_versions_rows(mini_libs, run_py):
@@ -44,7 +44,7 @@ def test_show_versions_rows(mini_libs, run_py):
         print(json.dumps(buf.getvalue()))
     """, {"NCCL_LIBRARY": mini_libs["rccl"]})
     assert out == ("\nNCCL versions\n-------------\n"
-                   "nccl4py     : 0.3.1\n"
+                   "nccl4py     : 0.6.0\n"
                    f"libnccl     : 2.28.3 @ {mini_libs['rccl']} (rccl)\n"
                    "libnccl_ep  : not available\n")
 

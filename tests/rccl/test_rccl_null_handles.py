@@ -94,7 +94,8 @@ import nccl.core as nc
 x, y = np.zeros(4, np.float32), np.zeros(4, np.float32)
 given = {"sendbuf": x, "recvbuf": y, "bias": x, "op": nc.SUM, "root": 0, "peer": 0, "sendcounts": [1],
          "sdispls": [0], "recvcounts": [1], "rdispls": [0], "scalar": 1.0, "stat": 0, "buffer": x,
-         "local_buffer": x, "peer_window": None, "descs": [], "nranks": 1, "color": 0}
+         "local_buffer": x, "peer_window": None, "descs": [], "nranks": 1, "color": 0,
+         "team": nc.NCCLTeam(1, 0, 1), "team_rank": 0}
 c = nc.Communicator()
 before = last_error()
 res = {}

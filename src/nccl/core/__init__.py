@@ -1,4 +1,6 @@
-"""nccl.core: the Pythonic API over NCCL/RCCL (API.md section 5).
+"""nccl.core: the Pythonic API over NCCL/RCCL (API.md section 5), with NVIDIA nccl4py 0.6.0's names
+and signatures; nccl4py 0.2.0/0.3.1's and the RCCL fork's forms keep working beside them
+(docs/compatibility.md).
 
 Importing it loads no library. ``Communicator``, buffer and stream resolution and the resources
 are C (``nccl._ext``); the enums, options, groups, unique ids, versions, memory and interop
@@ -10,22 +12,35 @@ from nccl._errors import NcclInvalid
 from nccl.core._types import (
     AVG, BFLOAT16, CHAR, DOUBLE, FLOAT, FLOAT8E4M3, FLOAT8E5M2, FLOAT16, FLOAT32, FLOAT64, HALF, INT,
     INT8, INT32, INT64, MAX, MIN, PROD, SUM, UINT8, UINT32, UINT64, CommShrinkFlag, CommSuspendFlag,
-    CTAPolicy, NcclCommMemStat, NcclDataType, NcclGinConnectionType, NcclGinType, NcclRedOp,
-    WindowFlag,
+    CTAPolicy, NcclCftCap, NcclCftTeamMode, NcclCommMemStat, NcclDataType, NcclGinConnectionType, NcclGinType,
+    NcclHostCftMode, NcclNvlsHostMode, NcclRedOp, WindowFlag,
 )
-from nccl.core.typing import NcclBufferSpec, NcclDeviceSpec, NcclScalarSpec, NcclStreamSpec
-from nccl.core.communicator import Communicator, NCCLConfig, NCCLDevCommRequirements, WaitSignalDesc
+from nccl.core.typing import NcclBufferSpec, NcclDeviceSpec, NcclEventSpec, NcclScalarSpec, NcclStreamSpec
+from nccl.core.communicator import (
+    Communicator, NCCLCollConfig, NCCLConfig, NCCLDevCommRequirements, VendorOption, WaitSignalDesc,
+)
+from nccl.core._team import (
+    CftLeInfo, GinBarrierHandle, GinBarrierRequirement, LLA2AHandle, LLA2ARequirement, LsaBarrierHandle,
+    LsaBarrierRequirement, MultimemHandle, NCCLCommProperties, NCCLTeam, TeamRequirement,
+)
 from nccl.core.resources import CustomRedOp, DevCommResource, RegisteredBufferHandle, RegisteredWindowHandle
 from nccl.core.group import GroupSimInfo, group, group_end, group_start
-from nccl.core.utils import Version, UniqueId, get_error_string, get_lib_path, get_lib_version, get_unique_id, get_version
+from nccl.core.utils import (
+    LibraryInfo, Version, VersionInfo, UniqueId, get_error_string, get_lib_path, get_lib_version, get_unique_id,
+    get_version, show_versions,
+)
+from nccl.core.params import dump_params, params
 from nccl.core.memory import mem_alloc, mem_free
+from nccl._version import __version__
 
 del nccl
 
 __all__ = [
+    "__version__",
     # Types and specs
     "NcclDataType", "NcclRedOp", "NcclGinType", "NcclGinConnectionType", "NcclCommMemStat",
-    "NcclBufferSpec", "NcclScalarSpec", "NcclDeviceSpec", "NcclStreamSpec",
+    "NcclHostCftMode", "NcclCftTeamMode", "NcclCftCap", "NcclNvlsHostMode",
+    "NcclBufferSpec", "NcclScalarSpec", "NcclDeviceSpec", "NcclStreamSpec", "NcclEventSpec",
     # Exceptions
     "NcclInvalid",
     # Data type constants
@@ -36,16 +51,23 @@ __all__ = [
     # Constants and enums
     "CTAPolicy", "CommShrinkFlag", "CommSuspendFlag", "WindowFlag",
     # Communicator
-    "NCCLConfig", "WaitSignalDesc", "NCCLDevCommRequirements", "Communicator",
+    "NCCLConfig", "NCCLCollConfig", "VendorOption", "WaitSignalDesc", "NCCLDevCommRequirements",
+    "NCCLCommProperties", "Communicator",
+    # Teams, device-communicator requirements and handle views
+    "NCCLTeam", "TeamRequirement", "LsaBarrierRequirement", "GinBarrierRequirement", "LLA2ARequirement",
+    "MultimemHandle", "LsaBarrierHandle", "GinBarrierHandle", "LLA2AHandle", "CftLeInfo",
     # Resources
     "RegisteredBufferHandle", "RegisteredWindowHandle", "CustomRedOp", "DevCommResource",
     # Group
     "group", "group_start", "group_end", "GroupSimInfo",
+    # Versions (0.6.0) and nccl4py 0.3.1's Version, get_lib_version, get_lib_path
+    "LibraryInfo", "VersionInfo", "get_version", "show_versions", "Version", "get_lib_version", "get_lib_path",
     # Utilities
-    "Version", "get_version", "get_lib_version", "get_lib_path", "UniqueId", "get_unique_id",
-    "get_error_string",
+    "UniqueId", "get_unique_id", "get_error_string", "params", "dump_params",
     # Memory
     "mem_alloc", "mem_free",
+    # Interop modules, imported on first access
+    "cupy", "torch",
 ]
 
 _INTEROP = ("cupy", "torch")

@@ -1,7 +1,9 @@
-"""NCCLConfig, NCCLDevCommRequirements and WaitSignalDesc (API.md sections 5.7 and 5.8).
+"""NCCLConfig, NCCLCollConfig, VendorOption, NCCLDevCommRequirements and WaitSignalDesc (API.md
+sections 5.7 and 5.8; nccl4py 0.6.0's fields).
 
-The C core reads ``NCCLConfig`` (through ``_lowpp``) and ``WaitSignalDesc`` from here
-(src/ext/lazy.c), so the module path and those names are a contract. The C structs are rebuilt
+The C core reads ``NCCLConfig`` (through ``_lowpp``), ``NCCLCollConfig`` (its fields, in
+src/ext/coll_config.c) and ``WaitSignalDesc`` from here (src/ext/lazy.c), so the module path and
+those names are a contract. The C structs are rebuilt
 from the current field values every time, so mutating a config after construction takes effect.
 """
 
@@ -9,9 +11,11 @@ import threading
 import warnings
 from dataclasses import dataclass, fields
 
-from nccl.core._types import CTAPolicy, NcclGinConnectionType
+from nccl.core._types import (
+    CTAPolicy, NcclCftCap, NcclGinConnectionType, NcclGinType, NcclHostCftMode, NcclNvlsHostMode,
+)
 
-__all__ = ["NCCLConfig", "NCCLDevCommRequirements", "WaitSignalDesc"]
+__all__ = ["NCCLConfig", "NCCLCollConfig", "VendorOption", "NCCLDevCommRequirements", "WaitSignalDesc"]
 
 _BOOL, _INT, _STR = "bool", "int", "str"
 
@@ -52,6 +56,11 @@ _CONFIG_FIELDS = {
     "num_rma_ctx": (_INT, 22902, ()),
     "max_p2p_peers": (_INT, 23000, ()),
     "graph_stream_ordering": (_INT, 23005, ()),
+    "launch_order_implicit": (_BOOL, 23100, ()),
+    "num_rma_sig": (_INT, 23100, ()),
+    "rma_eager_init": (_BOOL, 23100, ()),
+    "host_cft_mode": (_INT, 23100, (NcclHostCftMode,)),
+    "nvls_host_mode": (_INT, 23200, (NcclNvlsHostMode,)),
 }
 
 _warned_lock = threading.Lock()
@@ -104,6 +113,11 @@ class NCCLConfig:
     num_rma_ctx: "int | None" = None
     max_p2p_peers: "int | None" = None
     graph_stream_ordering: "int | None" = None
+    launch_order_implicit: "bool | None" = None
+    num_rma_sig: "int | None" = None
+    rma_eager_init: "bool | None" = None
+    host_cft_mode: "NcclHostCftMode | int | None" = None
+    nvls_host_mode: "NcclNvlsHostMode | int | None" = None
 
     def __post_init__(self):
         for name, (kind, _, extra) in _CONFIG_FIELDS.items():
@@ -129,24 +143,38 @@ class NCCLConfig:
         return cfg
 
 
+# field: (kind, min NCCL version code, extra accepted types, count: must not be negative).
+# ncclDevCommRequirements_t itself is 2.28.3 (ncclDevCommCreate); later fields carry their release.
 _REQ_FIELDS = {
-    "lsa_multimem": (_BOOL, ()),
-    "barrier_count": (_INT, ()),
-    "lsa_barrier_count": (_INT, ()),
-    "rail_gin_barrier_count": (_INT, ()),
-    "lsa_ll_a2a_block_count": (_INT, ()),
-    "lsa_ll_a2a_slot_count": (_INT, ()),
-    "gin_force_enable": (_BOOL, ()),
-    "gin_context_count": (_INT, ()),
-    "gin_signal_count": (_INT, ()),
-    "gin_counter_count": (_INT, ()),
-    "gin_connection_type": (_INT, (NcclGinConnectionType,)),
-    "gin_exclusive_contexts": (_BOOL, ()),
-    "gin_queue_depth": (_INT, ()),
-    "world_gin_barrier_count": (_INT, ()),
-    "gin_strong_signals_required": (_BOOL, ()),
-    "gin_va_signals_required": (_BOOL, ()),
+    "lsa_multimem": (_BOOL, 22803, (), False),
+    "barrier_count": (_INT, 22803, (), True),
+    "lsa_barrier_count": (_INT, 22803, (), True),
+    "rail_gin_barrier_count": (_INT, 22803, (), True),
+    "lsa_ll_a2a_block_count": (_INT, 22803, (), True),
+    "lsa_ll_a2a_slot_count": (_INT, 22803, (), True),
+    "gin_force_enable": (_BOOL, 22803, (), False),
+    "gin_context_count": (_INT, 22803, (), True),
+    "gin_signal_count": (_INT, 22803, (), True),
+    "gin_counter_count": (_INT, 22803, (), True),
+    "gin_connection_type": (_INT, 22900, (NcclGinConnectionType,), False),
+    "gin_exclusive_contexts": (_BOOL, 22900, (), False),
+    "gin_queue_depth": (_INT, 22900, (), True),
+    "gin_traffic_class": (_INT, 23000, (), False),
+    "world_gin_barrier_count": (_INT, 23000, (), True),
+    "gin_strong_signals_required": (_BOOL, 23000, (), False),
+    "gin_va_signals_required": (_BOOL, 23000, (), False),
+    "gin_custom_stride": (_INT, 23100, (), True),
+    "gin_type": (_INT, 23100, (NcclGinType,), False),
+    "cft_caps": (_INT, 23100, (NcclCftCap,), False),
+    "cft_barrier_count": (_INT, 23100, (), True),
 }
+
+
+def _check_count(owner, name, value):
+    if value is not None and int(value) < 0:
+        from nccl._errors import NcclInvalid
+
+        raise NcclInvalid(f"{owner}.{name} must not be negative, got {int(value)}")
 
 
 @dataclass(kw_only=True)
@@ -167,24 +195,50 @@ class NCCLDevCommRequirements:
     gin_connection_type: "NcclGinConnectionType | int | None" = None
     gin_exclusive_contexts: "bool | None" = None
     gin_queue_depth: "int | None" = None
+    gin_traffic_class: "int | None" = None
     world_gin_barrier_count: "int | None" = None
     gin_strong_signals_required: "bool | None" = None
     gin_va_signals_required: "bool | None" = None
+    gin_custom_stride: "int | None" = None
+    gin_type: "NcclGinType | int | None" = None
+    cft_caps: "NcclCftCap | int | None" = None
+    cft_barrier_count: "int | None" = None
+    teams: "tuple" = ()
+    resources: "tuple" = ()
 
     def __post_init__(self):
-        for name, (kind, extra) in _REQ_FIELDS.items():
-            _check_field("NCCLDevCommRequirements", name, kind, getattr(self, name), extra)
+        self._check()
 
-    def _set_fields(self):
-        """{C-side snake_case name: int} of the fields that are set (checked again), for the
-        ncclDevCommRequirements_t a device communicator would be built from. The bindings have no
-        DevCommRequirements wrapper yet, and create_dev_comm is not implemented (API.md 1.1)."""
-        out = {}
-        for name, (kind, extra) in _REQ_FIELDS.items():
+    def _check(self):
+        owner = "NCCLDevCommRequirements"
+        for name, (kind, _, extra, count) in _REQ_FIELDS.items():
+            value = getattr(self, name)
+            _check_field(owner, name, kind, value, extra)
+            if count:
+                _check_count(owner, name, value)
+        from nccl.core._team import TeamRequirement, _RESOURCE_REQUIREMENTS
+
+        for i, t in enumerate(self.teams):
+            if not isinstance(t, TeamRequirement):
+                raise TypeError(f"{owner}.teams[{i}] must be a TeamRequirement, got {type(t).__name__}")
+        for i, r in enumerate(self.resources):
+            if not isinstance(r, _RESOURCE_REQUIREMENTS):
+                raise TypeError(f"{owner}.resources[{i}] must be an LsaBarrierRequirement, "
+                                f"GinBarrierRequirement or LLA2ARequirement, got {type(r).__name__}")
+
+    def _set_fields(self, warn=False):
+        """{bindings DevCommRequirements field name: int} of the fields that are set (checked
+        again; negative counts refused); with ``warn``, warns once per field the loaded library
+        predates (create_dev_comm, where a library is loaded)."""
+        self._check()
+        out, used = {}, []
+        for name, (kind, need, extra, count) in _REQ_FIELDS.items():
             value = getattr(self, name)
             if value is not None:
-                _check_field("NCCLDevCommRequirements", name, kind, value, extra)
                 out[name] = int(value)
+                used.append((name, need))
+        if used and warn:
+            _warn_too_new("NCCLDevCommRequirements", used, stacklevel=4)
         return out
 
 
@@ -200,4 +254,62 @@ class WaitSignalDesc:
 
 
 assert [f.name for f in fields(NCCLConfig)] == list(_CONFIG_FIELDS)
-assert [f.name for f in fields(NCCLDevCommRequirements)] == list(_REQ_FIELDS)
+assert [f.name for f in fields(NCCLDevCommRequirements)] == list(_REQ_FIELDS) + ["teams", "resources"]
+
+
+@dataclass(frozen=True)
+class VendorOption:
+    """One vendor-specific option of a collective (an ncclConfigExt_t entry): ``vendor_id`` and
+    ``option_id`` key it; exactly one of ``int_value``, ``str_value`` and ``raw_value`` (an address)
+    carries its value. NVIDIA's library ignores every vendor option."""
+
+    vendor_id: int
+    option_id: int
+    int_value: "int | None" = None
+    str_value: "str | None" = None
+    raw_value: "int | None" = None
+
+    def __post_init__(self):
+        for name in ("vendor_id", "option_id"):
+            _check_field("VendorOption", name, _INT, getattr(self, name))
+        _check_field("VendorOption", "int_value", _INT, self.int_value)
+        _check_field("VendorOption", "str_value", _STR, self.str_value)
+        _check_field("VendorOption", "raw_value", _INT, self.raw_value)
+        given = sum(v is not None for v in (self.int_value, self.str_value, self.raw_value))
+        if given != 1:
+            raise ValueError("VendorOption takes exactly one of int_value, str_value and raw_value, "
+                             f"got {given}")
+
+
+@dataclass(kw_only=True)
+class NCCLCollConfig:
+    """Per-call options of a collective (ncclCollConfig_t), the ``config=`` of every collective
+    method; it reaches the library's ncclXxxConfig entry point (NCCL 2.31 and later). ``None``
+    keeps NCCL's default for that field; a config with every field ``None`` and no vendor options
+    is the default config, which libraries without those entry points run as the plain call.
+    ``launch_completion_event`` is an event handle (an int or a cuda.core Event, 2.32)."""
+
+    min_ctas: "int | None" = None
+    max_ctas: "int | None" = None
+    nvls_ctas: "int | None" = None
+    cga_cluster_size: "int | None" = None
+    alg_selection: "str | None" = None
+    force_alg_selection: "bool | None" = None
+    cta_policy: "CTAPolicy | int | None" = None
+    user_profiler_tag: "int | None" = None
+    launch_completion_event: "object | None" = None
+    vendor_options: "tuple[VendorOption, ...]" = ()
+
+    def __post_init__(self):
+        for name, kind, extra in _COLL_FIELDS:
+            _check_field("NCCLCollConfig", name, kind, getattr(self, name), extra)
+        for i, v in enumerate(self.vendor_options):
+            if not isinstance(v, VendorOption):
+                raise TypeError(f"NCCLCollConfig.vendor_options[{i}] must be a VendorOption, got {type(v).__name__}")
+
+
+_COLL_FIELDS = (
+    ("min_ctas", _INT, ()), ("max_ctas", _INT, ()), ("nvls_ctas", _INT, ()), ("cga_cluster_size", _INT, ()),
+    ("alg_selection", _STR, ()), ("force_alg_selection", _BOOL, ()), ("cta_policy", _INT, (CTAPolicy,)),
+    ("user_profiler_tag", _INT, ()),
+)

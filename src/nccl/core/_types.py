@@ -11,7 +11,8 @@ from nccl._errors import NcclInvalid
 
 __all__ = [
     "NcclDataType", "NcclRedOp", "NcclGinType", "NcclGinConnectionType", "NcclCommMemStat",
-    "CTAPolicy", "CommShrinkFlag", "CommSuspendFlag", "WindowFlag",
+    "CTAPolicy", "CommShrinkFlag", "CommSuspendFlag", "WindowFlag", "NcclHostCftMode", "NcclCftTeamMode",
+    "NcclCftCap", "NcclNvlsHostMode",
     "INT8", "CHAR", "UINT8", "INT32", "INT", "UINT32", "INT64", "UINT64", "FLOAT16", "HALF",
     "FLOAT32", "FLOAT", "FLOAT64", "DOUBLE", "BFLOAT16", "FLOAT8E4M3", "FLOAT8E5M2",
     "SUM", "PROD", "MAX", "MIN", "AVG",
@@ -114,12 +115,14 @@ class NcclGinType(IntEnum):
     PROXY = 2
     GDAKI = 3
     GPI = 4
+    EFA_GDA = 5
 
 
 class NcclGinConnectionType(IntEnum):
     NONE = 0
     FULL = 1
     RAIL = 2
+    CUSTOM_STRIDE = 3
 
 
 class NcclCommMemStat(IntEnum):
@@ -158,9 +161,45 @@ class WindowFlag(IntFlag):
     DEFAULT = 0
     COLL_SYMMETRIC = 1
     STRICT_ORDERING = 2
+    GIN_ONLY = 4
+    CFT_COUNTED = 8
     Default = 0
     CollSymmetric = 1
     StrictOrdering = 2
+
+
+class NcclHostCftMode(IntEnum):
+    """NCCLConfig.host_cft_mode (ncclHostCftMode_t, 2.31)."""
+
+    DEFAULT = -2147483648  # NCCL_CONFIG_UNDEF_INT: the library decides
+    ENABLE = 1
+    DISABLE = 2
+    FALLBACK = 3
+
+
+class NcclCftTeamMode(IntEnum):
+    """Communicator.team_cft(mode) (ncclCftTeamMode_t, 2.31)."""
+
+    FLAT = 0
+    HIER_MULTIMEM = 1
+    HIER_LSA = 2
+
+
+class NcclCftCap(IntFlag):
+    """NCCLDevCommRequirements.cft_caps bits (ncclCftCap_t, 2.31)."""
+
+    NONE = 0
+    CFT = 1
+    MULTIMEM = 2
+
+
+class NcclNvlsHostMode(IntFlag):
+    """NCCLConfig.nvls_host_mode bits (ncclNvlsHostMode_t, 2.32)."""
+
+    ENABLE = 0
+    DISABLE_TRANSPORT = 1
+    DISABLE_SYMMETRIC_MULTIMEM = 2
+    DISABLE = 2147483647
 
 
 INT8 = NcclDataType.INT8

@@ -1,7 +1,8 @@
 """The Communicator (API.md section 5.9), implemented in C, with the option classes it takes."""
 
 from nccl._ext import Communicator  # implemented in C
-from nccl.core._config import NCCLConfig, NCCLDevCommRequirements, WaitSignalDesc
+from nccl.core._config import NCCLCollConfig, NCCLConfig, NCCLDevCommRequirements, VendorOption, WaitSignalDesc
 
 
-__all__ = ["Communicator", "NCCLConfig", "NCCLDevCommRequirements", "WaitSignalDesc"]
+__all__ = ["Communicator", "NCCLConfig", "NCCLCollConfig", "VendorOption", "NCCLDevCommRequirements",
+           "WaitSignalDesc"]

@@ -18,7 +18,7 @@ from cuda.core import Device, Stream, system
 from nccl._ext import get_stream_ptr  # implemented in C
 
 
-__all__ = ["get_stream_ptr", "get_device_id", "get_cuda_device", "get_cuda_stream", "CudaDeviceContext",
+__all__ = ["get_stream_ptr", "get_event_ptr", "get_device_id", "get_cuda_device", "get_cuda_stream", "CudaDeviceContext",
            "get_num_devices"]
 
 _backend_lock = threading.Lock()
@@ -155,6 +155,27 @@ def get_device_id(device=None):
         return operator.index(device)
     except TypeError:
         raise TypeError(f"device must be a cuda.core Device, an int or None, got {type(device).__name__}") from None
+
+
+def get_event_ptr(event):
+    """The event handle (an int) of an event spec: an int is used as is, a cuda.core Event (real
+    or the shim's) or anything with a ``handle`` gives ``int(event.handle)``. bool is refused, as
+    for streams; the C core calls this for NCCLCollConfig.launch_completion_event."""
+    if isinstance(event, bool):
+        raise TypeError("event must not be a bool")
+    if event is None:
+        return 0
+    try:
+        value = operator.index(event)
+    except TypeError:
+        handle = getattr(event, "handle", None)
+        if handle is None:
+            raise TypeError(f"event must be an int handle or an object with a handle (a cuda.core Event), "
+                            f"got {type(event).__name__}") from None
+        value = int(handle)
+    if value < 0:
+        raise ValueError(f"event handle must not be negative, got {value}")
+    return value
 
 
 def get_cuda_stream(stream=None):

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any, Protocol, Union, runtime_checkable
 
 import numpy as np
-from cuda.core import Buffer, Device, Stream
+from cuda.core import Buffer, Device, Event, Stream
 
-__all__ = ["NcclBufferSpec", "NcclScalarSpec", "NcclDeviceSpec", "NcclStreamSpec"]
+__all__ = ["NcclBufferSpec", "NcclScalarSpec", "NcclDeviceSpec", "NcclStreamSpec", "NcclEventSpec"]
 
 
 @runtime_checkable
@@ -36,3 +36,6 @@ NcclBufferSpec = Union[Buffer, SupportsDLPack, SupportsCAI]
 NcclScalarSpec = Union[int, float, np.ndarray, NcclBufferSpec]
 NcclDeviceSpec = Union[Device, int]
 NcclStreamSpec = Union[Stream, _SupportsCudaStream, int]
+# A CUDA/HIP event: a cuda.core Event (real or the shim's), anything with an int ``handle``, or
+# the handle itself (NCCLCollConfig.launch_completion_event; nccl.core.cuda.get_event_ptr).
+NcclEventSpec = Union[Event, int]

@@ -1,17 +1,49 @@
-"""Versions and error strings of nccl.core (API.md section 5.13), and the unique id helpers."""
+"""Versions and error strings of nccl.core (API.md section 5.13), and the unique id helpers.
 
-import functools
+``get_version``, ``VersionInfo``, ``LibraryInfo`` and ``show_versions`` are nccl4py 0.6.0's
+(one implementation: nccl/_show_versions.py); ``Version``, ``get_lib_version`` and
+``get_lib_path`` are 0.3.1's, kept for code written against it."""
+
 import pathlib
-import warnings
+from dataclasses import dataclass
 
 from packaging.version import Version as _PkgVersion
 
-from nccl._show_versions import _decode_version
+from nccl._show_versions import LibraryInfo, _decode_version, show_versions
+from nccl._show_versions import get_version as _stack_version
 from nccl._version import __version__ as _nccl4py_version
 from nccl.core._unique_id import UniqueId, get_unique_id
 
-__all__ = ["Version", "get_version", "get_lib_version", "get_lib_path", "get_error_string",
-           "UniqueId", "get_unique_id"]
+__all__ = ["Version", "VersionInfo", "LibraryInfo", "get_version", "show_versions", "get_lib_version",
+           "get_lib_path", "get_error_string", "UniqueId", "get_unique_id"]
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    """nccl4py 0.6.0's version triple: this package, the NCCL header release the bindings follow,
+    and the loaded library (None when nothing loads). ``nccl_version`` and ``nccl4py_version``
+    keep nccl4py 0.3.1's ``Version`` attributes working on what ``get_version()`` returns."""
+
+    nccl4py: _PkgVersion
+    nccl_bindings: _PkgVersion
+    libnccl: "LibraryInfo | None"
+
+    @property
+    def nccl_version(self):
+        return None if self.libnccl is None else self.libnccl.version
+
+    @property
+    def nccl4py_version(self):
+        return self.nccl4py
+
+
+def get_version():
+    """Versions of nccl4py, of the bindings' NCCL header and of the loaded library (loading it if
+    needed), as nccl4py 0.6.0's ``nccl.core.get_version()``. ``nccl.get_version()`` keeps the
+    top-level shape (nccl4py, nccl, nccl_ep)."""
+    from nccl import _ext
+
+    return VersionInfo(_PkgVersion(_nccl4py_version), _decode_version(_ext._ABI_VERSION), _stack_version().nccl)
 
 
 class Version:
@@ -34,21 +66,6 @@ class Version:
 
     def __hash__(self):
         return hash((self.nccl_version, self.nccl4py_version))
-
-
-@functools.lru_cache(maxsize=1)
-def _cached_version():
-    from nccl.bindings import nccl as _b
-
-    return Version(_b.get_version())
-
-
-def get_version():
-    """Deprecated: use nccl.get_version() or nccl.show_versions()."""
-    warnings.warn("nccl.core.get_version is deprecated; use nccl.get_version (full-stack including "
-                  "libnccl_ep) or nccl.show_versions (human-readable) instead.",
-                  DeprecationWarning, stacklevel=2)
-    return _cached_version()
 
 
 def get_lib_version():

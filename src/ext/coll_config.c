@@ -1,0 +1,351 @@
+/* The config= of nccl.core's collectives (nccl4py 0.6.0): an NCCLCollConfig (or a bindings
+ * CollConfig) turned into an ncclCollConfig_t, and the one call of the matching ncclXxxConfig
+ * entry point. Only the calls that pass a config come here; the plain calls in collectives.c keep
+ * their straight line. docs/compatibility.md lists the rule for libraries without the entry points:
+ * a default config (every field None, no vendor options) runs as the plain call, any other config
+ * raises FunctionNotFoundError, never silently dropped. */
+#include "coll_config.h"
+
+#include <string.h>
+
+#include "struct_layouts.h"
+#include "structs.h"
+
+/* Vendor options kept on the stack; longer lists go to the heap. */
+#define SMALL_EXT 4
+
+typedef struct {
+    ncclCollConfig_t cfg;
+    int is_default;                  /* nothing differs from the initializer */
+    ncclConfigExt_t small[SMALL_EXT];
+    ncclConfigExt_t *ext;            /* small, or PyMem memory */
+    PyObject *keep;                  /* a list holding what the pointers in cfg point into */
+} coll_config;
+
+static NX_COLD PyObject *wrong_type(nx_state *st, const char *fname, PyObject *o)
+{
+    (void)st;
+    return PyErr_Format(PyExc_TypeError, "%s: config must be an NCCLCollConfig or None, got %s", fname,
+                        Py_TYPE(o)->tp_name);
+}
+
+/* getattr(o, name) as a new reference; None stays None. */
+static PyObject *field(PyObject *o, const char *name) { return PyObject_GetAttrString(o, name); }
+
+/* An optional int field into *out (untouched for None); sets *set when given. */
+static int int_field(PyObject *o, const char *fname, const char *name, int *out, int *set)
+{
+    PyObject *v = field(o, name);
+    if (v == NULL)
+        return -1;
+    int r = 0;
+    if (v != Py_None) {
+        r = nx_int(v, fname, name, out);
+        *set = 1;
+    }
+    Py_DECREF(v);
+    return r;
+}
+
+static int vendor_option(nx_state *st, PyObject *o, const char *fname, Py_ssize_t i, ncclConfigExt_t *e,
+                         PyObject *keep)
+{
+    PyObject *vid = NULL, *oid = NULL, *iv = NULL, *sv = NULL, *rv = NULL;
+    int r = -1;
+    if ((vid = field(o, "vendor_id")) == NULL || (oid = field(o, "option_id")) == NULL ||
+        (iv = field(o, "int_value")) == NULL || (sv = field(o, "str_value")) == NULL ||
+        (rv = field(o, "raw_value")) == NULL)
+        goto done;
+    if (nx_int(vid, fname, "vendor_options[].vendor_id", &e->key.vendorId) < 0 ||
+        nx_int(oid, fname, "vendor_options[].option_id", &e->key.optionId) < 0)
+        goto done;
+    if (iv != Py_None) {
+        if (nx_int(iv, fname, "vendor_options[].int_value", &e->val.i) < 0)
+            goto done;
+    } else if (sv != Py_None) {
+        if (!PyUnicode_Check(sv)) {
+            PyErr_Format(PyExc_TypeError, "%s: vendor_options[%zd].str_value must be str, got %s", fname, i,
+                         Py_TYPE(sv)->tp_name);
+            goto done;
+        }
+        if ((e->val.s = PyUnicode_AsUTF8(sv)) == NULL || PyList_Append(keep, sv) < 0)
+            goto done;
+    } else if (rv != Py_None) {
+        if (nx_addr(rv, fname, "vendor_options[].raw_value", &e->val.raw) < 0)
+            goto done;
+    } else {
+        nx_invalid(st, "%s: vendor_options[%zd] has no value", fname, i);
+        goto done;
+    }
+    r = 0;
+done:
+    Py_XDECREF(vid);
+    Py_XDECREF(oid);
+    Py_XDECREF(iv);
+    Py_XDECREF(sv);
+    Py_XDECREF(rv);
+    return r;
+}
+
+/* Reads an NCCLCollConfig into out (initialised by the caller). 0, or -1 with an exception. */
+static int from_dataclass(nx_state *st, PyObject *o, const char *fname, coll_config *out)
+{
+    ncclCollConfig_t *c = &out->cfg;
+    int set = 0;
+    if (int_field(o, fname, "min_ctas", &c->minCTAs, &set) < 0 || int_field(o, fname, "max_ctas", &c->maxCTAs, &set) < 0 ||
+        int_field(o, fname, "nvls_ctas", &c->nvlsCTAs, &set) < 0 ||
+        int_field(o, fname, "cga_cluster_size", &c->cgaClusterSize, &set) < 0 ||
+        int_field(o, fname, "force_alg_selection", &c->forceAlgSelection, &set) < 0 ||
+        int_field(o, fname, "cta_policy", &c->CTAPolicy, &set) < 0)
+        return -1;
+    PyObject *v = field(o, "alg_selection");
+    if (v == NULL)
+        return -1;
+    if (v != Py_None) {
+        set = 1;
+        if (!PyUnicode_Check(v)) {
+            PyErr_Format(PyExc_TypeError, "%s: config.alg_selection must be str, got %s", fname, Py_TYPE(v)->tp_name);
+            Py_DECREF(v);
+            return -1;
+        }
+        c->algSelection = PyUnicode_AsUTF8(v);
+        if (c->algSelection == NULL || PyList_Append(out->keep, v) < 0) {
+            Py_DECREF(v);
+            return -1;
+        }
+    }
+    Py_DECREF(v);
+    if ((v = field(o, "user_profiler_tag")) == NULL)
+        return -1;
+    if (v != Py_None) {
+        set = 1;
+        unsigned long long tag = PyLong_Check(v) ? PyLong_AsUnsignedLongLong(v) : (unsigned long long)-1;
+        if (!PyLong_Check(v) || (tag == (unsigned long long)-1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "%s: config.user_profiler_tag must be an int in [0, 2**64), got %R", fname, v);
+            Py_DECREF(v);
+            return -1;
+        }
+        c->userProfilerTag = tag;
+    }
+    Py_DECREF(v);
+    if ((v = field(o, "launch_completion_event")) == NULL)
+        return -1;
+    if (v != Py_None) {
+        set = 1;
+        PyObject *fn = nx_lazy(st, NX_LAZY_GET_EVENT_PTR);
+        PyObject *h = fn ? PyObject_CallOneArg(fn, v) : NULL;
+        void *ev;
+        int r = h ? nx_addr(h, fname, "config.launch_completion_event", &ev) : -1;
+        Py_XDECREF(h);
+        if (r < 0) {
+            Py_DECREF(v);
+            return -1;
+        }
+        c->launchCompletionEvent = (cudaEvent_t)ev;
+    }
+    Py_DECREF(v);
+    if ((v = field(o, "vendor_options")) == NULL)
+        return -1;
+    PyObject *seq = PySequence_Fast(v, "config.vendor_options must be a sequence of VendorOption");
+    Py_DECREF(v);
+    if (seq == NULL || PyList_Append(out->keep, seq) < 0) {
+        Py_XDECREF(seq);
+        return -1;
+    }
+    Py_DECREF(seq); /* kept alive by out->keep */
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > SMALL_EXT && (out->ext = PyMem_Calloc((size_t)n, sizeof *out->ext)) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (vendor_option(st, PySequence_Fast_GET_ITEM(seq, i), fname, i, &out->ext[i], out->keep) < 0)
+            return -1;
+        out->ext[i].next = i + 1 < n ? &out->ext[i + 1] : NULL;
+    }
+    if (n > 0) {
+        c->ext = out->ext;
+        set = 1;
+    }
+    out->is_default = !set;
+    return 0;
+}
+
+/* Fills out from the config argument o (not None). 0, or -1 with TypeError/NcclInvalid. */
+static int config_arg(nx_state *st, PyObject *o, const char *fname, coll_config *out)
+{
+    nx_struct_descs[NX_STRUCT_COLL_CONFIG].init(&out->cfg);
+    out->ext = out->small;
+    out->is_default = 1;
+    const ncclCollConfig_t *raw = nx_struct_storage(st, o, NX_STRUCT_COLL_CONFIG);
+    if (raw != NULL) { /* a bindings CollConfig: used as the caller filled it */
+        ncclCollConfig_t init = out->cfg;
+        out->cfg = *raw;
+        out->is_default = memcmp(&init, raw, sizeof init) == 0;
+        return (out->keep = Py_NewRef(o)) != NULL ? 0 : -1;
+    }
+    PyObject *cls = nx_lazy(st, NX_LAZY_COLL_CONFIG);
+    if (cls == NULL)
+        return -1;
+    int ok = PyObject_IsInstance(o, cls);
+    if (ok <= 0) {
+        if (ok == 0)
+            wrong_type(st, fname, o);
+        return -1;
+    }
+    if ((out->keep = PyList_New(0)) == NULL)
+        return -1;
+    return from_dataclass(st, o, fname, out);
+}
+
+static void config_release(coll_config *c)
+{
+    if (c->ext != c->small)
+        PyMem_Free(c->ext);
+    Py_CLEAR(c->keep);
+}
+
+/* The ncclXxxConfig entry point of a call, and its plain counterpart's slot. */
+static void *config_entry(nx_coll_kind k)
+{
+    switch (k) {
+    case NX_COLL_ALLREDUCE: return (void *)nx_api.ncclAllReduceConfig;
+    case NX_COLL_REDUCE: return (void *)nx_api.ncclReduceConfig;
+    case NX_COLL_BROADCAST: return (void *)nx_api.ncclBroadcastConfig;
+    case NX_COLL_ALLGATHER: return (void *)nx_api.ncclAllGatherConfig;
+    case NX_COLL_GATHER: return (void *)nx_api.ncclGatherConfig;
+    case NX_COLL_REDUCE_SCATTER: return (void *)nx_api.ncclReduceScatterConfig;
+    case NX_COLL_ALLTOALL: return (void *)nx_api.ncclAlltoAllConfig;
+    default: return (void *)nx_api.ncclScatterConfig;
+    }
+}
+
+/* The plain entry point's table slot, for nx_require (alltoall has two spellings: see below). */
+static const void *plain_slot(nx_coll_kind k)
+{
+    switch (k) {
+    case NX_COLL_ALLREDUCE: return &nx_api.ncclAllReduce;
+    case NX_COLL_REDUCE: return &nx_api.ncclReduce;
+    case NX_COLL_BROADCAST: return &nx_api.ncclBroadcast;
+    case NX_COLL_ALLGATHER: return &nx_api.ncclAllGather;
+    case NX_COLL_GATHER: return &nx_api.ncclGather;
+    case NX_COLL_REDUCE_SCATTER: return &nx_api.ncclReduceScatter;
+    default: return &nx_api.ncclScatter;
+    }
+}
+
+static const char *const config_names[] = {
+    [NX_COLL_ALLREDUCE] = "ncclAllReduceConfig",   [NX_COLL_REDUCE] = "ncclReduceConfig",
+    [NX_COLL_BROADCAST] = "ncclBroadcastConfig",   [NX_COLL_ALLGATHER] = "ncclAllGatherConfig",
+    [NX_COLL_GATHER] = "ncclGatherConfig",         [NX_COLL_REDUCE_SCATTER] = "ncclReduceScatterConfig",
+    [NX_COLL_ALLTOALL] = "ncclAlltoAllConfig",     [NX_COLL_SCATTER] = "ncclScatterConfig",
+};
+
+int nx_coll_config_check(nx_state *st, PyObject *o, const char *fname)
+{
+    if (o == NULL || o == Py_None)
+        return 0;
+    if (nx_struct_storage(st, o, NX_STRUCT_COLL_CONFIG) != NULL)
+        return 0;
+    PyObject *cls = nx_lazy(st, NX_LAZY_COLL_CONFIG);
+    if (cls == NULL)
+        return -1;
+    int ok = PyObject_IsInstance(o, cls);
+    if (ok == 0)
+        wrong_type(st, fname, o);
+    return ok > 0 ? 0 : -1;
+}
+
+/* Runs the call with the GIL released: the Config entry point `fn` when non-NULL, else the plain
+ * one (a default config on a library without the Config entry points). */
+static ncclResult_t run(const nx_coll_call *a, void *fn, const ncclCollConfig_t *cfg)
+{
+    ncclResult_t rc;
+    switch (a->kind) {
+    case NX_COLL_ALLREDUCE:
+        if (fn != NULL)
+            NX_RUN(rc, nx_api.ncclAllReduceConfig(a->send, a->recv, a->count, a->dtype, a->op, a->comm, a->stream, cfg));
+        else
+            NX_RUN(rc, nx_api.ncclAllReduce(a->send, a->recv, a->count, a->dtype, a->op, a->comm, a->stream));
+        return rc;
+    case NX_COLL_REDUCE:
+        if (fn != NULL)
+            NX_RUN(rc, nx_api.ncclReduceConfig(a->send, a->recv, a->count, a->dtype, a->op, a->root, a->comm, a->stream,
+                                               cfg));
+        else
+            NX_RUN(rc, nx_api.ncclReduce(a->send, a->recv, a->count, a->dtype, a->op, a->root, a->comm, a->stream));
+        return rc;
+    case NX_COLL_BROADCAST:
+        if (fn != NULL)
+            NX_RUN(rc, nx_api.ncclBroadcastConfig(a->send, a->recv, a->count, a->dtype, a->root, a->comm, a->stream,
+                                                  cfg));
+        else
+            NX_RUN(rc, nx_api.ncclBroadcast(a->send, a->recv, a->count, a->dtype, a->root, a->comm, a->stream));
+        return rc;
+    case NX_COLL_ALLGATHER:
+        if (fn != NULL)
+            NX_RUN(rc, nx_api.ncclAllGatherConfig(a->send, a->recv, a->count, a->dtype, a->comm, a->stream, cfg));
+        else
+            NX_RUN(rc, nx_api.ncclAllGather(a->send, a->recv, a->count, a->dtype, a->comm, a->stream));
+        return rc;
+    case NX_COLL_GATHER:
+        if (fn != NULL)
+            NX_RUN(rc, nx_api.ncclGatherConfig(a->send, a->recv, a->count, a->dtype, a->root, a->comm, a->stream, cfg));
+        else
+            NX_RUN(rc, nx_api.ncclGather(a->send, a->recv, a->count, a->dtype, a->root, a->comm, a->stream));
+        return rc;
+    case NX_COLL_REDUCE_SCATTER:
+        if (fn != NULL)
+            NX_RUN(rc, nx_api.ncclReduceScatterConfig(a->send, a->recv, a->count, a->dtype, a->op, a->comm, a->stream,
+                                                      cfg));
+        else
+            NX_RUN(rc, nx_api.ncclReduceScatter(a->send, a->recv, a->count, a->dtype, a->op, a->comm, a->stream));
+        return rc;
+    case NX_COLL_ALLTOALL:
+        if (fn != NULL)
+            NX_RUN(rc, nx_api.ncclAlltoAllConfig(a->send, a->recv, a->count, a->dtype, a->comm, a->stream, cfg));
+        else
+            NX_RUN(rc, a->plain_alltoall(a->send, a->recv, a->count, a->dtype, a->comm, a->stream));
+        return rc;
+    default:
+        if (fn != NULL)
+            NX_RUN(rc, nx_api.ncclScatterConfig(a->send, a->recv, a->count, a->dtype, a->root, a->comm, a->stream, cfg));
+        else
+            NX_RUN(rc, nx_api.ncclScatter(a->send, a->recv, a->count, a->dtype, a->root, a->comm, a->stream));
+        return rc;
+    }
+}
+
+PyObject *nx_coll_with_config(nx_state *st, nx_coll_call *a, PyObject *config, const char *fname)
+{
+    PyObject *result = NULL;
+    coll_config c = {.keep = NULL, .ext = NULL};
+    c.ext = c.small;
+    if (config_arg(st, config, fname, &c) < 0)
+        goto done;
+    if (nx_loaded(st) < 0)
+        goto done;
+    void *fn = config_entry(a->kind);
+    if (fn == NULL && !c.is_default) {
+        nx_raise_function_not_found(st, config_names[a->kind], NULL);
+        goto done;
+    }
+    if (fn == NULL && a->kind == NX_COLL_ALLTOALL) {
+        /* RCCL before 2.20 spells it ncclAllToAll: same signature. */
+        a->plain_alltoall = nx_api.ncclAlltoAll ? nx_api.ncclAlltoAll : nx_api.ncclAllToAll;
+        if (a->plain_alltoall == NULL) {
+            nx_raise_function_not_found(st, "ncclAlltoAll", "ncclAllToAll");
+            goto done;
+        }
+    } else if (fn == NULL && nx_require(st, plain_slot(a->kind)) < 0) {
+        goto done;
+    }
+    ncclResult_t rc = run(a, fn, &c.cfg);
+    if (nx_check(st, rc, a->comm) < 0)
+        goto done;
+    result = Py_NewRef(Py_None);
+done:
+    config_release(&c);
+    return result;
+}

@@ -1,0 +1,43 @@
+/* The config= path of nccl.core's collectives (coll_config.c): NCCLCollConfig -> ncclCollConfig_t
+ * and the ncclXxxConfig call. */
+#ifndef NCCL4PY_COLL_CONFIG_H
+#define NCCL4PY_COLL_CONFIG_H
+
+#include "core.h"
+
+typedef enum {
+    NX_COLL_ALLREDUCE,
+    NX_COLL_REDUCE,
+    NX_COLL_BROADCAST,
+    NX_COLL_ALLGATHER,
+    NX_COLL_GATHER,
+    NX_COLL_REDUCE_SCATTER,
+    NX_COLL_ALLTOALL,
+    NX_COLL_SCATTER,
+} nx_coll_kind;
+
+/* One checked collective call: what collectives.c resolved, as C values only. */
+typedef struct {
+    nx_coll_kind kind;
+    const void *send;
+    void *recv;
+    size_t count;
+    ncclDataType_t dtype;
+    ncclRedOp_t op;   /* reductions */
+    int root;         /* rooted calls */
+    ncclComm_t comm;
+    cudaStream_t stream;
+    /* filled here: the plain alltoall's spelling, for a default config on an older library */
+    ncclResult_t (*plain_alltoall)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
+} nx_coll_call;
+
+/* The type check of a config argument, done with the other arguments (before any library call):
+ * NULL/None, an NCCLCollConfig or a bindings CollConfig. 0, or -1 with TypeError naming fname. */
+int nx_coll_config_check(nx_state *st, PyObject *config, const char *fname);
+
+/* Runs the call with config (not None): ncclXxxConfig when the library has it; the plain call for
+ * a default config on a library without it; FunctionNotFoundError for any other config there.
+ * None, or NULL with an exception. */
+PyObject *nx_coll_with_config(nx_state *st, nx_coll_call *call, PyObject *config, const char *fname);
+
+#endif

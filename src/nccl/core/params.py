@@ -1,0 +1,47 @@
+"""NCCL's parameters (nccl4py 0.4.1's ``nccl.core.params`` and ``dump_params``): a read-only
+mapping from key (``"NCCL_DEBUG"``...) to the library's current text value, through
+ncclParamGetParameter / ncclParamGetAllParameterKeys (NCCL 2.30.4; FunctionNotFoundError on older
+libraries). The library is loaded on first use, not at import."""
+
+from collections.abc import Mapping
+
+__all__ = ["params", "dump_params"]
+
+
+class _NcclParams(Mapping):
+    """``params[key]`` is the value as text (KeyError for a key the library does not know);
+    ``params.get(key)``, ``key in params``, ``list(params)`` and ``len(params)`` as for any
+    mapping. The keys are asked of the library each time (they do not change while it is loaded)."""
+
+    def __getitem__(self, key):
+        from nccl import _ext
+
+        if not isinstance(key, str):
+            raise TypeError(f"params key must be str, got {type(key).__name__}")
+        value = _ext._param_get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __iter__(self):
+        from nccl import _ext
+
+        return iter(_ext._param_keys())
+
+    def __len__(self):
+        from nccl import _ext
+
+        return len(_ext._param_keys())
+
+    def __repr__(self):
+        return "<nccl.core.params: NCCL parameters of the loaded library>"
+
+
+params = _NcclParams()
+
+
+def dump_params():
+    """The library prints every parameter and its value to its standard output (ncclParamDumpAll)."""
+    from nccl import _ext
+
+    _ext._param_dump_all()
