@@ -27,6 +27,7 @@
 static PyObject *cached_object(nx_Communicator *c, PyObject **field)
 {
     PyObject *o;
+    (void)c; /* a GIL build (3.13+) ignores the section's object */
     Py_BEGIN_CRITICAL_SECTION(c);
     o = Py_XNewRef(*field);
     Py_END_CRITICAL_SECTION();
@@ -38,6 +39,7 @@ static PyObject *cached_object(nx_Communicator *c, PyObject **field)
 static PyObject *cache_object(nx_Communicator *c, PyObject **field, PyObject *obj)
 {
     PyObject *drop = NULL, *r;
+    (void)c; /* a GIL build (3.13+) ignores the section's object */
     Py_BEGIN_CRITICAL_SECTION(c);
     if (*field == NULL)
         *field = obj;
@@ -54,6 +56,7 @@ static PyObject *cache_object(nx_Communicator *c, PyObject **field, PyObject *ob
 static PyObject *take_object(nx_Communicator *c, PyObject **field)
 {
     PyObject *o;
+    (void)c; /* a GIL build (3.13+) ignores the section's object */
     Py_BEGIN_CRITICAL_SECTION(c);
     o = *field;
     *field = NULL;
