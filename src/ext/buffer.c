@@ -40,22 +40,24 @@ static const struct {
 static PyTypeObject *seen_type(nx_state *st, int which)
 {
     nx_buffer_cache *c = &st->buffer;
-    if (NX_LIKELY(c->types[which] != NULL))
-        return (PyTypeObject *)c->types[which];
+    PyObject *cached = nx_cache_get(&c->types[which]);
+    if (NX_LIKELY(cached != NULL))
+        return (PyTypeObject *)cached;
     /* interned key: this lookup runs on every call until the framework is imported */
-    PyObject *mod = PyDict_GetItemWithError(PyImport_GetModuleDict(), c->str[NX_BSTR_MODULE0 + which]); /* borrowed */
-    if (mod == NULL || mod == Py_None) {
+    PyObject *mod;
+    if (PyDict_GetItemRef(PyImport_GetModuleDict(), c->str[NX_BSTR_MODULE0 + which], &mod) <= 0 || mod == Py_None) {
         PyErr_Clear();
+        Py_XDECREF(mod);
         return NULL;
     }
     PyObject *tp = PyObject_GetAttrString(mod, type_names[which].attr);
+    Py_DECREF(mod);
     if (tp == NULL || !PyType_Check(tp)) {
         PyErr_Clear();
         Py_XDECREF(tp);
         return NULL;
     }
-    c->types[which] = tp;
-    return (PyTypeObject *)tp;
+    return (PyTypeObject *)nx_cache_publish(&c->types[which], tp);
 }
 
 /* ---- numpy's public object layout (numpy/ndarraytypes.h, PyArrayObject_fields), stable
@@ -174,6 +176,55 @@ int nx_numpy_kind_dtype(const char *dname, int kind, Py_ssize_t itemsize)
     }
 }
 
+/* ---- the dtype caches (nx_buffer_cache.np, .torch): a fixed array of slots, each filled once ---- */
+
+/* The datatype the cache maps `key` to, or -1 when it is not there. Slots fill in order, so the
+ * first empty one ends the search. */
+static inline int dtype_cache_find(nx_dtype_entry *const *slots, int n, PyObject *key)
+{
+    for (int i = 0; i < n; i++) {
+        const nx_dtype_entry *e = __atomic_load_n(&slots[i], __ATOMIC_ACQUIRE);
+        if (e == NULL)
+            return -1;
+        if (e->key == key)
+            return e->dtype;
+    }
+    return -1;
+}
+
+/* Adds key -> dt in the first empty slot. Threads resolving at once each claim a slot by
+ * compare-and-swap; one that finds its key already published by another drops its entry. A full
+ * cache, or no memory, only means the slow path for further dtypes. */
+static NX_COLD void dtype_cache_add(nx_dtype_entry **slots, int n, PyObject *key, int dt)
+{
+    nx_dtype_entry *e = PyMem_Malloc(sizeof *e);
+    if (e == NULL)
+        return;
+    e->key = Py_NewRef(key);
+    e->dtype = dt;
+    for (int i = 0; i < n; i++) {
+        nx_dtype_entry *seen = NULL;
+        if (__atomic_compare_exchange_n(&slots[i], &seen, e, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return;
+        if (seen->key == key)
+            break;
+    }
+    Py_DECREF(e->key);
+    PyMem_Free(e);
+}
+
+static void dtype_cache_clear(nx_dtype_entry **slots, int n)
+{
+    for (int i = 0; i < n; i++) {
+        nx_dtype_entry *e = slots[i];
+        slots[i] = NULL;
+        if (e != NULL) {
+            Py_DECREF(e->key);
+            PyMem_Free(e);
+        }
+    }
+}
+
 /* The datatype of a numpy dtype object, through the cache; the first sight of a dtype reads its
  * name/kind/itemsize/byteorder from Python. -1 with NcclInvalid (or another error). */
 static NX_COLD int numpy_dtype_slow(nx_state *st, PyObject *descr, const char *name)
@@ -203,12 +254,7 @@ static NX_COLD int numpy_dtype_slow(nx_state *st, PyObject *descr, const char *n
                    name, descr, k, itemsize, n);
         goto done;
     }
-    for (int i = 0; i < NX_BUF_NDESCR; i++)
-        if (st->buffer.np_descr[i] == NULL) {
-            st->buffer.np_descr[i] = Py_NewRef(descr);
-            st->buffer.np_dtype[i] = (signed char)dt;
-            break;
-        } /* a full cache just means the slow path for further dtypes */
+    dtype_cache_add(st->buffer.np, NX_BUF_NDESCR, descr, dt);
     result = dt;
 done:
     Py_XDECREF(dname);
@@ -220,10 +266,8 @@ done:
 
 int nx_buffer_numpy_dtype(nx_state *st, PyObject *descr, const char *name)
 {
-    for (int i = 0; i < NX_BUF_NDESCR && st->buffer.np_descr[i] != NULL; i++)
-        if (st->buffer.np_descr[i] == descr)
-            return st->buffer.np_dtype[i];
-    return numpy_dtype_slow(st, descr, name);
+    int dt = dtype_cache_find(st->buffer.np, NX_BUF_NDESCR, descr);
+    return NX_LIKELY(dt >= 0) ? dt : numpy_dtype_slow(st, descr, name);
 }
 
 int nx_buffer_host_device(nx_state *st, const char *name, nx_buffer *out)
@@ -282,22 +326,15 @@ static NX_COLD int torch_dtype_slow(nx_state *st, PyObject *dtobj, const char *n
                    "or quantized types.",
                    name, n);
     else if (dt >= 0)
-        for (int i = 0; i < NX_BUF_NTORCH; i++)
-            if (st->buffer.torch_dtype_obj[i] == NULL) {
-                st->buffer.torch_dtype_obj[i] = Py_NewRef(dtobj);
-                st->buffer.torch_dtype[i] = (signed char)dt;
-                break;
-            }
+        dtype_cache_add(st->buffer.torch, NX_BUF_NTORCH, dtobj, dt);
     Py_DECREF(s);
     return dt;
 }
 
 static inline int torch_dtype(nx_state *st, PyObject *dtobj, const char *name)
 {
-    for (int i = 0; i < NX_BUF_NTORCH && st->buffer.torch_dtype_obj[i] != NULL; i++)
-        if (st->buffer.torch_dtype_obj[i] == dtobj)
-            return st->buffer.torch_dtype[i];
-    return torch_dtype_slow(st, dtobj, name);
+    int dt = dtype_cache_find(st->buffer.torch, NX_BUF_NTORCH, dtobj);
+    return NX_LIKELY(dt >= 0) ? dt : torch_dtype_slow(st, dtobj, name);
 }
 
 /* Reads a tuple-like of ints (at most 64) into v. -1 with an exception. */
@@ -652,9 +689,11 @@ int nx_buffer_cache_traverse(nx_buffer_cache *c, visitproc visit, void *arg)
     for (int i = 0; i < NX_NBTYPES; i++)
         Py_VISIT(c->types[i]);
     for (int i = 0; i < NX_BUF_NDESCR; i++)
-        Py_VISIT(c->np_descr[i]);
+        if (c->np[i] != NULL)
+            Py_VISIT(c->np[i]->key);
     for (int i = 0; i < NX_BUF_NTORCH; i++)
-        Py_VISIT(c->torch_dtype_obj[i]);
+        if (c->torch[i] != NULL)
+            Py_VISIT(c->torch[i]->key);
     return 0;
 }
 
@@ -664,10 +703,8 @@ void nx_buffer_cache_clear(nx_buffer_cache *c)
         Py_CLEAR(c->str[i]);
     for (int i = 0; i < NX_NBTYPES; i++)
         Py_CLEAR(c->types[i]);
-    for (int i = 0; i < NX_BUF_NDESCR; i++)
-        Py_CLEAR(c->np_descr[i]);
-    for (int i = 0; i < NX_BUF_NTORCH; i++)
-        Py_CLEAR(c->torch_dtype_obj[i]);
+    dtype_cache_clear(c->np, NX_BUF_NDESCR);
+    dtype_cache_clear(c->torch, NX_BUF_NTORCH);
 }
 
 int nx_buffer_setup(PyObject *module, nx_state *st)

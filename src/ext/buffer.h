@@ -58,14 +58,20 @@ enum { NX_BTYPE_NDARRAY, NX_BTYPE_TORCH, NX_BTYPE_CUPY, NX_BTYPE_CC_BUFFER, NX_B
 #define NX_BUF_NDESCR 24
 #define NX_BUF_NTORCH 16
 
-/* Owned references; each array entry NULL until filled. */
+/* One mapping of a dtype cache: a dtype object (owned) and its ncclDataType_t. Allocated whole
+ * and published with one pointer store, so a reader never sees a key without its value. */
+typedef struct {
+    PyObject *key;
+    int dtype;
+} nx_dtype_entry;
+
+/* Owned references; each array entry NULL until filled, then fixed until the state is cleared
+ * (filled by compare-and-swap: the resolver runs without the GIL on free-threaded builds). */
 typedef struct {
     PyObject *str[NX_BUF_NSTR];
-    PyObject *types[NX_NBTYPES];        /* NULL until the framework is seen in sys.modules */
-    PyObject *np_descr[NX_BUF_NDESCR];  /* numpy dtype objects already mapped ... */
-    signed char np_dtype[NX_BUF_NDESCR]; /* ... to these ncclDataType_t */
-    PyObject *torch_dtype_obj[NX_BUF_NTORCH];
-    signed char torch_dtype[NX_BUF_NTORCH];
+    PyObject *types[NX_NBTYPES];            /* NULL until the framework is seen in sys.modules */
+    nx_dtype_entry *np[NX_BUF_NDESCR];      /* numpy dtype objects already mapped */
+    nx_dtype_entry *torch[NX_BUF_NTORCH];   /* torch.dtype objects already mapped */
 } nx_buffer_cache;
 
 int nx_buffer_cache_traverse(nx_buffer_cache *c, visitproc visit, void *arg);

@@ -8,6 +8,7 @@
  * communicator collected while still valid only emits a ResourceWarning and leaks. */
 #include "core.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,13 +18,59 @@
 
 /* ---- allocation ---- */
 
+/* Concurrent use of one Communicator (docs/architecture.md, "Threads"): the int caches are read
+ * and written atomically; the object fields (device, props, resources, children) change only
+ * under the object's critical section (free-threaded builds; the GIL elsewhere), never with a
+ * reference released or Python code run inside it; the handle is claimed once by teardown. */
+
+/* The object in a cache field (device, props), as a new reference; NULL when not cached. */
+static PyObject *cached_object(nx_Communicator *c, PyObject **field)
+{
+    PyObject *o;
+    (void)c; /* a GIL build (3.13+) ignores the section's object */
+    Py_BEGIN_CRITICAL_SECTION(c);
+    o = Py_XNewRef(*field);
+    Py_END_CRITICAL_SECTION();
+    return o;
+}
+
+/* Stores obj (a new reference) in the empty field, or releases it when another thread cached one
+ * first. Returns the cached object, as a new reference. */
+static PyObject *cache_object(nx_Communicator *c, PyObject **field, PyObject *obj)
+{
+    PyObject *drop = NULL, *r;
+    (void)c; /* a GIL build (3.13+) ignores the section's object */
+    Py_BEGIN_CRITICAL_SECTION(c);
+    if (*field == NULL)
+        *field = obj;
+    else
+        drop = obj;
+    r = Py_NewRef(*field);
+    Py_END_CRITICAL_SECTION();
+    Py_XDECREF(drop);
+    return r;
+}
+
+/* Takes the object out of a field (device, props, children, resources): a reference for the
+ * caller to release, or NULL. */
+static PyObject *take_object(nx_Communicator *c, PyObject **field)
+{
+    PyObject *o;
+    (void)c; /* a GIL build (3.13+) ignores the section's object */
+    Py_BEGIN_CRITICAL_SECTION(c);
+    o = *field;
+    *field = NULL;
+    Py_END_CRITICAL_SECTION();
+    return o;
+}
+
 void nx_comm_reset_caches(nx_Communicator *c)
 {
-    c->nranks = -1;
-    c->rank = -1;
-    c->device_id = NX_DEVICE_UNKNOWN;
-    Py_CLEAR(c->device);
-    Py_CLEAR(c->props);
+    __atomic_store_n(&c->nranks, -1, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->rank, -1, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->device_id, NX_DEVICE_UNKNOWN, __ATOMIC_RELAXED);
+    Py_XDECREF(take_object(c, &c->device));
+    Py_XDECREF(take_object(c, &c->props));
 }
 
 /* A new communicator of type tp whose slot is `box` (a PointerBox, used directly) or a fresh
@@ -145,8 +192,9 @@ ncclComm_t nx_comm_require(nx_state *st, nx_Communicator *c, const char *op)
 static int cached_query(nx_state *st, nx_Communicator *c, const char *op, int *cache,
                         ncclResult_t (*const *fnslot)(const ncclComm_t, int *), int unknown, int *out)
 {
-    if (NX_LIKELY(*cache != unknown)) {
-        *out = *cache;
+    int cached = __atomic_load_n(cache, __ATOMIC_RELAXED);
+    if (NX_LIKELY(cached != unknown)) {
+        *out = cached;
         return 0;
     }
     ncclComm_t h = nx_comm_require(st, c, op);
@@ -157,7 +205,8 @@ static int cached_query(nx_state *st, nx_Communicator *c, const char *op, int *c
     NX_RUN(rc, (*fnslot)(h, &v));
     if (nx_check(st, rc, h) < 0)
         return -1;
-    *cache = *out = v;
+    __atomic_store_n(cache, v, __ATOMIC_RELAXED);
+    *out = v;
     return 0;
 }
 
@@ -206,9 +255,27 @@ int nx_comm_check_device(nx_state *st, nx_Communicator *c, const nx_buffer *b, c
     return b->device == dev ? 0 : wrong_device(st, b, name, dev);
 }
 
+PyObject *nx_comm_resources(nx_Communicator *c) { return cached_object(c, &c->resources); }
+
 int nx_comm_track(nx_Communicator *c, PyObject *resource)
 {
-    return PyList_Append(c->resources, resource);
+    PyObject *list = nx_comm_resources(c);
+    if (list == NULL) /* cleared by the collector: nothing tracks any more */
+        return 0;
+    int rc = PyList_Append(list, resource);
+    Py_DECREF(list);
+    return rc;
+}
+
+int nx_comm_keep_child(nx_Communicator *c, PyObject *child)
+{
+    PyObject *fresh = PyList_New(0), *list;
+    if (fresh == NULL)
+        return -1;
+    list = cache_object(c, &c->children, fresh);
+    int rc = PyList_Append(list, child);
+    Py_DECREF(list);
+    return rc;
 }
 
 /* ---- teardown ---- */
@@ -220,13 +287,17 @@ static PyObject *Communicator_close_all_resources(PyObject *self, PyObject *unus
 {
     (void)unused;
     nx_Communicator *c = (nx_Communicator *)self;
-    if (c->resources == NULL || PyList_GET_SIZE(c->resources) == 0)
-        Py_RETURN_NONE;
     /* Detach the list first: closing runs Python code that may track or close more. */
-    PyObject *list = c->resources;
-    if ((c->resources = PyList_New(0)) == NULL) {
-        c->resources = list;
+    PyObject *fresh = PyList_New(0), *list;
+    if (fresh == NULL)
         return NULL;
+    Py_BEGIN_CRITICAL_SECTION(c);
+    list = c->resources;
+    c->resources = list != NULL ? fresh : NULL;
+    Py_END_CRITICAL_SECTION();
+    if (list == NULL) {
+        Py_DECREF(fresh);
+        Py_RETURN_NONE;
     }
     for (Py_ssize_t i = PyList_GET_SIZE(list); i-- > 0;)
         nx_resource_close_quietly(PyList_GET_ITEM(list, i));
@@ -235,11 +306,12 @@ static PyObject *Communicator_close_all_resources(PyObject *self, PyObject *unus
 }
 
 /* destroy() and abort(): resources first, then the library call; the handle is dropped either way
- * (the library releases the communicator even when it reports an error). */
+ * (the library releases the communicator even when it reports an error). The handle is taken out
+ * of the slot before the call, atomically: of threads tearing down one communicator at once,
+ * exactly one calls the library, and later calls see a null communicator, not a freed one. */
 static PyObject *teardown(nx_state *st, nx_Communicator *c, int abort)
 {
-    ncclComm_t comm = nx_comm_handle(c);
-    if (comm == NULL)
+    if (nx_comm_handle(c) == NULL)
         Py_RETURN_NONE;
     if (nx_require(st, abort ? (const void *)&nx_api.ncclCommAbort : (const void *)&nx_api.ncclCommDestroy) < 0)
         return NULL;
@@ -247,11 +319,13 @@ static PyObject *teardown(nx_state *st, nx_Communicator *c, int abort)
     if (r == NULL)
         PyErr_Clear();
     Py_XDECREF(r);
+    ncclComm_t comm = __atomic_exchange_n((ncclComm_t *)c->slot, NULL, __ATOMIC_ACQ_REL);
+    if (comm == NULL)
+        Py_RETURN_NONE; /* another thread tore it down meanwhile */
     ncclResult_t rc;
     NX_RUN(rc, abort ? nx_api.ncclCommAbort(comm) : nx_api.ncclCommDestroy(comm));
-    *c->slot = NULL;
     nx_comm_reset_caches(c);
-    Py_CLEAR(c->children);
+    Py_XDECREF(take_object(c, &c->children));
     if (nx_check(st, rc, NULL) < 0)
         return NULL;
     Py_RETURN_NONE;
@@ -391,7 +465,7 @@ static PyObject *Communicator_get_async_error(NX_COMM_METHOD_ARGS)
     if (nx_check(st, rc, comm) < 0)
         return NULL;
     if (state != ncclInProgress)
-        Py_CLEAR(c->children);
+        Py_XDECREF(take_object(c, &c->children));
     PyObject *code = PyLong_FromLong((long)state);
     if (code == NULL || (unsigned)state >= ncclNumResults)
         return code;
@@ -492,47 +566,42 @@ static PyObject *get_device(PyObject *self, void *closure)
     int dev;
     if (st == NULL || comm_device_id(st, c, "get device", &dev) < 0)
         return NULL;
-    if (c->device == NULL) {
-        PyObject *fn = nx_lazy(st, NX_LAZY_GET_DEVICE);
-        if (fn == NULL)
-            return NULL;
-        PyObject *id = PyLong_FromLong(dev);
-        if (id == NULL)
-            return NULL;
-        c->device = PyObject_CallOneArg(fn, id);
-        Py_DECREF(id);
-        if (c->device == NULL)
-            return NULL;
-    }
-    return Py_NewRef(c->device);
+    PyObject *device = cached_object(c, &c->device);
+    if (device != NULL)
+        return device;
+    PyObject *fn = nx_lazy(st, NX_LAZY_GET_DEVICE);
+    if (fn == NULL)
+        return NULL;
+    PyObject *id = PyLong_FromLong(dev);
+    if (id == NULL)
+        return NULL;
+    device = PyObject_CallOneArg(fn, id);
+    Py_DECREF(id);
+    return device != NULL ? cache_object(c, &c->device, device) : NULL;
 }
 
-/* The cached ncclCommQueryProperties struct; NULL with an exception. The bindings wrapper that
- * holds it is c->props (comm_teams.c builds NCCLCommProperties from it). */
-static const ncclCommProperties_t *properties(PyObject *self, const char *op)
+/* The cached ncclCommQueryProperties struct object (a new reference: a teardown on another
+ * thread may drop the cache meanwhile); NULL with an exception. comm_teams.c builds
+ * NCCLCommProperties from it. */
+static PyObject *properties(nx_state *st, nx_Communicator *c, const char *op)
 {
-    nx_Communicator *c = (nx_Communicator *)self;
-    nx_state *st = getter_state(self);
-    if (st == NULL)
+    PyObject *obj = cached_object(c, &c->props);
+    if (obj != NULL)
+        return obj;
+    ncclComm_t comm = nx_comm_require(st, c, op);
+    if (comm == NULL || nx_require(st, &nx_api.ncclCommQueryProperties) < 0)
         return NULL;
-    if (c->props == NULL) {
-        ncclComm_t comm = nx_comm_require(st, c, op);
-        if (comm == NULL || nx_require(st, &nx_api.ncclCommQueryProperties) < 0)
-            return NULL;
-        PyObject *obj = nx_struct_new(st, NX_STRUCT_COMM_PROPERTIES);
-        if (obj == NULL)
-            return NULL;
-        ncclCommProperties_t *storage = nx_struct_storage(st, obj, NX_STRUCT_COMM_PROPERTIES);
-        nx_struct_fit_library(NX_STRUCT_COMM_PROPERTIES, storage);
-        ncclResult_t rc;
-        NX_RUN(rc, nx_api.ncclCommQueryProperties(comm, storage));
-        if (nx_check(st, rc, comm) < 0) {
-            Py_DECREF(obj);
-            return NULL;
-        }
-        c->props = obj;
+    if ((obj = nx_struct_new(st, NX_STRUCT_COMM_PROPERTIES)) == NULL)
+        return NULL;
+    ncclCommProperties_t *storage = nx_struct_storage(st, obj, NX_STRUCT_COMM_PROPERTIES);
+    nx_struct_fit_library(NX_STRUCT_COMM_PROPERTIES, storage);
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclCommQueryProperties(comm, storage));
+    if (nx_check(st, rc, comm) < 0) {
+        Py_DECREF(obj);
+        return NULL;
     }
-    return nx_struct_storage(st, c->props, NX_STRUCT_COMM_PROPERTIES);
+    return cache_object(c, &c->props, obj);
 }
 
 /* A GIN transport code as an NcclGinType member when it is one the flavour defines (RCCL's
@@ -588,10 +657,12 @@ static int property_value(const ncclCommProperties_t *p, int which)
 static PyObject *property_getter(PyObject *self, void *closure)
 {
     const property_field *f = closure;
-    const ncclCommProperties_t *p = properties(self, f->op);
-    if (p == NULL)
+    nx_state *st = getter_state(self);
+    PyObject *props = st != NULL ? properties(st, (nx_Communicator *)self, f->op) : NULL;
+    if (props == NULL)
         return NULL;
-    int v = property_value(p, (int)(f - property_fields));
+    int v = property_value(nx_struct_storage(st, props, NX_STRUCT_COMM_PROPERTIES), (int)(f - property_fields));
+    Py_DECREF(props);
     switch (f->kind) {
     case PROP_BOOL: return PyBool_FromLong(v);
     case PROP_GIN_TYPE: return gin_type_value(getter_state(self), v);
@@ -603,9 +674,8 @@ static PyObject *property_getter(PyObject *self, void *closure)
 
 PyObject *nx_comm_properties_struct(PyObject *self, const char *op)
 {
-    if (properties(self, op) == NULL)
-        return NULL;
-    return Py_NewRef(((nx_Communicator *)self)->props);
+    nx_state *st = getter_state(self);
+    return st != NULL ? properties(st, (nx_Communicator *)self, op) : NULL;
 }
 
 static PyObject *Communicator_repr(PyObject *op)
@@ -691,11 +761,14 @@ PyDoc_STRVAR(Communicator__doc__, "Communicator(ptr=None)\n--\n\n"
 "with destroy() or abort(), or use it as a context manager. Not thread-safe, as in NCCL.");
 
 /* The method table is communicator_create.c's methods, this file's, then collectives.c's,
- * resources.c's, redop.c's, comm_teams.c's and devcomm.c's, joined
- * once at setup (slots need one array that outlives the type). */
+/* The method table is communicator_create.c's methods, this file's, then collectives.c's,
+ * resources.c's, redop.c's, comm_teams.c's and devcomm.c's, joined once per process (slots need
+ * one array that outlives the type; interpreters importing the module at the same time share it).
+ * NULL if out of memory. */
 static PyMethodDef *joined_methods;
+static pthread_once_t joined_once = PTHREAD_ONCE_INIT;
 
-static PyMethodDef *join_methods(void)
+static void join_methods(void)
 {
     const PyMethodDef *parts[] = {nx_comm_create_methods, Communicator_own_methods, nx_collective_methods,
                                   nx_resource_methods, nx_redop_methods, nx_team_methods,
@@ -708,17 +781,18 @@ static PyMethodDef *join_methods(void)
     /* Process-lifetime (shared by every interpreter that imports the module), never freed. */
     PyMethodDef *all = calloc(n + 1, sizeof *all);
     if (all == NULL)
-        return NULL;
+        return;
     n = 0;
     for (size_t p = 0; p < nparts; p++)
         for (const PyMethodDef *m = parts[p]; m->ml_name != NULL; m++)
             all[n++] = *m;
-    return all;
+    joined_methods = all;
 }
 
 int nx_communicator_setup(PyObject *module, nx_state *st)
 {
-    if (joined_methods == NULL && (joined_methods = join_methods()) == NULL) {
+    pthread_once(&joined_once, join_methods);
+    if (joined_methods == NULL) {
         PyErr_NoMemory();
         return -1;
     }

@@ -317,12 +317,8 @@ static PyObject *child_result(nx_state *st, nx_Communicator *parent, nx_Communic
         Py_DECREF(child);
         return NULL;
     }
-    if (rc == ncclInProgress) {
-        if (parent->children == NULL && (parent->children = PyList_New(0)) == NULL)
-            goto error;
-        if (PyList_Append(parent->children, (PyObject *)child) < 0)
-            goto error;
-    }
+    if (rc == ncclInProgress && nx_comm_keep_child(parent, (PyObject *)child) < 0)
+        goto error;
     return (PyObject *)child;
 error:
     Py_DECREF(child);

@@ -15,4 +15,32 @@ static inline PyObject *PyType_GetModuleByDef(PyTypeObject *type, PyModuleDef *d
 }
 #endif
 
+#if PY_VERSION_HEX < 0x030D0000
+/* 3.13's strong-reference dict lookups (a borrowed item can vanish under another thread without
+ * a GIL); 1 found, 0 absent, -1 with an exception. */
+static inline int PyDict_GetItemRef(PyObject *p, PyObject *key, PyObject **result)
+{
+    *result = Py_XNewRef(PyDict_GetItemWithError(p, key));
+    if (*result != NULL)
+        return 1;
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static inline int PyDict_GetItemStringRef(PyObject *p, const char *key, PyObject **result)
+{
+    PyObject *k = PyUnicode_FromString(key);
+    *result = NULL;
+    if (k == NULL)
+        return -1;
+    int rc = PyDict_GetItemRef(p, k, result);
+    Py_DECREF(k);
+    return rc;
+}
+
+/* Per-object locks of the free-threaded build (3.13+); with a GIL (every older interpreter)
+ * holding the GIL already excludes other threads, so the section is just a block. */
+#define Py_BEGIN_CRITICAL_SECTION(op) { (void)(op);
+#define Py_END_CRITICAL_SECTION() }
+#endif
+
 #endif

@@ -45,6 +45,11 @@ int nx_comm_rank(nx_state *st, nx_Communicator *c, const char *op, int *out);
 int nx_comm_check_device(nx_state *st, nx_Communicator *c, const nx_buffer *b, const char *name);
 /* Adds a resource to the communicator's tracked list (closed by destroy/abort/close_all_resources). */
 int nx_comm_track(nx_Communicator *c, PyObject *resource);
+/* The tracked list as a new reference (NULL, no exception, once the collector cleared it). */
+PyObject *nx_comm_resources(nx_Communicator *c);
+/* Keeps a split/shrink child alive while its creation is in progress (released by
+ * get_async_error once it is not, and by teardown). 0, or -1 with an exception. */
+int nx_comm_keep_child(nx_Communicator *c, PyObject *child);
 /* Nonzero when o is a Communicator (or a subclass instance). */
 int nx_is_communicator(nx_state *st, PyObject *o);
 /* A new, null communicator of Python class tp (subclasses keep their class). */

@@ -17,19 +17,21 @@ static const char *const exc_names[NX_NEXC] = {
 PyObject *nx_exception_class(nx_state *st, nx_exc_kind kind)
 {
     nx_errors_cache *c = &st->errors;
-    if (c->exc[kind] != NULL)
-        return c->exc[kind];
+    PyObject *cls = nx_cache_get(&c->exc[kind]);
+    if (cls != NULL)
+        return cls;
     PyObject *mod = PyImport_ImportModule("nccl._errors");
     if (mod == NULL)
         return NULL;
     for (int i = 0; i < NX_NEXC; i++) {
-        if (c->exc[i] == NULL && (c->exc[i] = PyObject_GetAttrString(mod, exc_names[i])) == NULL) {
+        if (nx_cache_get(&c->exc[i]) == NULL &&
+            nx_cache_publish(&c->exc[i], PyObject_GetAttrString(mod, exc_names[i])) == NULL) {
             Py_DECREF(mod);
             return NULL;
         }
     }
     Py_DECREF(mod);
-    return c->exc[kind];
+    return nx_cache_get(&c->exc[kind]);
 }
 
 int nx_errors_cache_traverse(nx_errors_cache *c, visitproc visit, void *arg)

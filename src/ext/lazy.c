@@ -30,15 +30,18 @@ static const struct {
 
 PyObject *nx_lazy(nx_state *st, nx_lazy_kind kind)
 {
-    nx_lazy_cache *c = &st->lazy;
-    if (NX_LIKELY(c->obj[kind] != NULL))
-        return c->obj[kind];
+    PyObject **slot = &st->lazy.obj[kind];
+    PyObject *obj = nx_cache_get(slot);
+    if (NX_LIKELY(obj != NULL))
+        return obj;
+    /* Threads racing here each import (the import system serialises that) and the first to
+     * publish wins (common.h). */
     PyObject *mod = PyImport_ImportModule(lazy_names[kind].module);
     if (mod == NULL || lazy_names[kind].name == NULL)
-        return c->obj[kind] = mod;
-    c->obj[kind] = PyObject_GetAttrString(mod, lazy_names[kind].name);
+        return nx_cache_publish(slot, mod);
+    obj = PyObject_GetAttrString(mod, lazy_names[kind].name);
     Py_DECREF(mod);
-    return c->obj[kind];
+    return nx_cache_publish(slot, obj);
 }
 
 int nx_lazy_cache_traverse(nx_lazy_cache *c, visitproc visit, void *arg)

@@ -54,6 +54,12 @@ static PyModuleDef_Slot nx_slots[] = {
 #if PY_VERSION_HEX >= 0x030C0000
     {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
 #endif
+#ifdef Py_mod_gil
+    /* Safe without the GIL (docs/architecture.md, "Threads"): process-wide state is built once
+     * (pthread_once, the loaders' lock and ready flag), caches are published by compare-and-swap,
+     * and a Communicator's own fields change under its critical section. */
+    {Py_mod_gil, Py_MOD_GIL_NOT_USED},
+#endif
     {0, NULL},
 };
 

@@ -114,19 +114,20 @@ static PyObject *CommResource_new(PyTypeObject *tp, PyObject *args, PyObject *kw
     return (PyObject *)r;
 }
 
-/* Drops self from its communicator's tracked list (identity match; absent when the list was
- * detached by close_all_resources). */
+/* Drops self from its communicator's tracked list (absent when the list was detached by
+ * close_all_resources). list.remove runs under the list's own lock, so a thread tracking or
+ * closing another resource at the same time cannot shift what is removed; it compares by
+ * identity first, and the resource types define no equality of their own. */
 static void untrack(nx_CommResource *r)
 {
-    PyObject *list = r->comm ? ((nx_Communicator *)r->comm)->resources : NULL;
+    PyObject *list = r->comm ? nx_comm_resources((nx_Communicator *)r->comm) : NULL;
     if (list == NULL)
         return;
-    for (Py_ssize_t i = PyList_GET_SIZE(list); i-- > 0;)
-        if (PyList_GET_ITEM(list, i) == (PyObject *)r) {
-            if (PyList_SetSlice(list, i, i + 1, NULL) < 0)
-                PyErr_Clear();
-            return;
-        }
+    PyObject *res = PyObject_CallMethod(list, "remove", "O", (PyObject *)r);
+    if (res == NULL)
+        PyErr_Clear(); /* not tracked (any more) */
+    Py_XDECREF(res);
+    Py_DECREF(list);
 }
 
 PyDoc_STRVAR(close__doc__, "close($self, /)\n--\n\n"

@@ -27,19 +27,23 @@ static const struct {
 static PyTypeObject *seen_type(nx_state *st, int which)
 {
     nx_stream_cache *c = &st->stream;
-    if (NX_LIKELY(c->types[which] != NULL))
-        return (PyTypeObject *)c->types[which];
-    PyObject *mod = PyDict_GetItemString(PyImport_GetModuleDict(), type_names[which].module); /* borrowed */
-    if (mod == NULL || mod == Py_None)
+    PyObject *cached = nx_cache_get(&c->types[which]);
+    if (NX_LIKELY(cached != NULL))
+        return (PyTypeObject *)cached;
+    PyObject *mod;
+    if (PyDict_GetItemStringRef(PyImport_GetModuleDict(), type_names[which].module, &mod) <= 0 || mod == Py_None) {
+        PyErr_Clear();
+        Py_XDECREF(mod);
         return NULL;
+    }
     PyObject *tp = PyObject_GetAttrString(mod, type_names[which].attr);
+    Py_DECREF(mod);
     if (tp == NULL || !PyType_Check(tp)) {
         PyErr_Clear();
         Py_XDECREF(tp);
         return NULL;
     }
-    c->types[which] = tp;
-    return (PyTypeObject *)tp;
+    return (PyTypeObject *)nx_cache_publish(&c->types[which], tp);
 }
 
 static NX_COLD int bad_stream(nx_state *st, PyObject *obj)

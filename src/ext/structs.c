@@ -4,6 +4,7 @@
 #include "structs.h"
 
 #include <float.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -366,7 +367,8 @@ static PyObject *Struct_from_data(PyObject *cls, PyObject *data)
     nx_state *st = PyType_GetModuleState(tp);
     nx_struct_kind kind = NX_STRUCT_UNIQUE_ID;
     const nx_struct_desc *d = desc_of_type(st, tp, &kind);
-    if (st->structs.ndarray_type == NULL || !PyObject_TypeCheck(data, (PyTypeObject *)st->structs.ndarray_type)) {
+    PyObject *ndarray = nx_cache_get(&st->structs.ndarray_type);
+    if (ndarray == NULL || !PyObject_TypeCheck(data, (PyTypeObject *)ndarray)) {
         PyErr_SetString(PyExc_TypeError, "data argument must be a NumPy ndarray");
         return NULL;
     }
@@ -384,7 +386,8 @@ static PyObject *Struct_from_data(PyObject *cls, PyObject *data)
     PyObject *dtype = PyObject_GetAttrString(data, "dtype");
     if (dtype == NULL)
         return NULL;
-    int same = st->structs.dtypes[kind] ? PyObject_RichCompareBool(dtype, st->structs.dtypes[kind], Py_EQ) : 0;
+    PyObject *want = nx_cache_get(&st->structs.dtypes[kind]);
+    int same = want ? PyObject_RichCompareBool(dtype, want, Py_EQ) : 0;
     Py_DECREF(dtype);
     if (same < 0)
         return NULL;
@@ -552,22 +555,26 @@ static PyMethodDef Struct_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-/* One getset table per class: the getset descriptors keep pointers into it, so it is static. */
+/* One getset table per class: the getset descriptors keep pointers into it, so it is static,
+ * built once per process (every interpreter that imports the module shares it, and two may run
+ * their exec slots at the same time). */
 static PyGetSetDef getsets[NX_NSTRUCTS][NX_MAX_FIELDS + 2];
+static pthread_once_t getsets_once = PTHREAD_ONCE_INIT;
 
-static void build_getsets(nx_struct_kind kind)
+static void build_getsets(void)
 {
-    PyGetSetDef *g = getsets[kind];
-    size_t n = 0;
-    g[n++] = (PyGetSetDef){"ptr", Struct_get_ptr, NULL, "Address of the struct's storage.", NULL};
-    for (const nx_field *f = descs[kind].fields; f->name != NULL; f++)
-        g[n++] = (PyGetSetDef){f->name, Struct_get_field, Struct_set_field, NULL, (void *)f};
-    g[n] = (PyGetSetDef){NULL, NULL, NULL, NULL, NULL};
+    for (int kind = 0; kind < NX_NSTRUCTS; kind++) {
+        PyGetSetDef *g = getsets[kind];
+        size_t n = 0;
+        g[n++] = (PyGetSetDef){"ptr", Struct_get_ptr, NULL, "Address of the struct's storage.", NULL};
+        for (const nx_field *f = descs[kind].fields; f->name != NULL; f++)
+            g[n++] = (PyGetSetDef){f->name, Struct_get_field, Struct_set_field, NULL, (void *)f};
+        g[n] = (PyGetSetDef){NULL, NULL, NULL, NULL, NULL};
+    }
 }
 
 static PyObject *make_type(PyObject *module, nx_struct_kind kind)
 {
-    build_getsets(kind);
     PyType_Slot slots[] = {
         {Py_tp_new, Struct_new},
         {Py_tp_dealloc, Struct_dealloc},
@@ -638,7 +645,8 @@ static PyObject *struct_layouts(PyObject *module, PyObject *unused)
 }
 
 PyDoc_STRVAR(register_numpy__doc__, "_register_numpy(ndarray, dtypes)\n--\n\n"
-"Give the struct classes numpy.ndarray and their dtypes ({class name: dtype}) for from_data().");
+"Give the struct classes numpy.ndarray and their dtypes ({class name: dtype}) for from_data().\n"
+"The first registration of each stays (from_data reads them without a lock).");
 
 static PyObject *register_numpy(PyObject *module, PyObject *args)
 {
@@ -646,11 +654,14 @@ static PyObject *register_numpy(PyObject *module, PyObject *args)
     PyObject *ndarray, *dtypes;
     if (!PyArg_ParseTuple(args, "OO!:_register_numpy", &ndarray, &PyDict_Type, &dtypes))
         return NULL;
-    Py_XSETREF(st->structs.ndarray_type, Py_NewRef(ndarray));
+    nx_cache_publish(&st->structs.ndarray_type, Py_NewRef(ndarray));
     for (int k = 0; k < NX_NSTRUCTS; k++) {
-        PyObject *dt = PyDict_GetItemString(dtypes, descs[k].name); /* borrowed */
-        if (dt != NULL)
-            Py_XSETREF(st->structs.dtypes[k], Py_NewRef(dt));
+        PyObject *dt;
+        int found = PyDict_GetItemStringRef(dtypes, descs[k].name, &dt);
+        if (found < 0)
+            return NULL;
+        if (found)
+            nx_cache_publish(&st->structs.dtypes[k], dt);
     }
     Py_RETURN_NONE;
 }
@@ -682,6 +693,7 @@ static PyMethodDef structs_methods[] = {
 
 int nx_structs_setup(PyObject *module, nx_state *st)
 {
+    pthread_once(&getsets_once, build_getsets);
     for (int k = 0; k < NX_NSTRUCTS; k++) {
         PyObject *tp = make_type(module, (nx_struct_kind)k);
         if (tp == NULL)

@@ -10,14 +10,17 @@ With the GIL on, a tiny switch interval makes the threads interleave as often as
 """
 
 import json
+import os
 import re
 import sys
 import threading
+import time
 
 import numpy as np
 
 MAX_FAILURES = 40
-JOIN_TIMEOUT = 120.0
+# One deadline for all the threads of a scenario (the parent's own timeout is longer).
+JOIN_TIMEOUT = 200.0
 
 try:
     import ml_dtypes
@@ -82,10 +85,16 @@ def run_threads(nthreads, target, failures):
     threads = [threading.Thread(target=body, args=(t,), daemon=True) for t in range(nthreads)]
     for th in threads:
         th.start()
+    deadline = time.monotonic() + JOIN_TIMEOUT
     for th in threads:
-        th.join(JOIN_TIMEOUT)
-        if th.is_alive():
-            failures.add(f"{th.name} did not finish in {JOIN_TIMEOUT} s")
+        th.join(max(0.0, deadline - time.monotonic()))
+    late = [th.name for th in threads if th.is_alive()]
+    if late:
+        # A thread still running may still be using the shared communicator: going on (the
+        # single-thread checks, destroy) would race it without the lock and produce refusals
+        # ("in use by another thread") that are this harness's doing. Report and stop here.
+        failures.add(f"{', '.join(late)} did not finish in {JOIN_TIMEOUT} s")
+        report(failures, {})
 
 
 def scenario_comm(nthreads, iterations, failures, contend):
@@ -270,22 +279,79 @@ def scenario_first_use(nthreads, iterations, failures):
         failures.add("comm_count(0) did not raise")
 
 
+def scenario_comm_mixed(nthreads, iterations, failures):
+    """Everything a program may do with one communicator from several threads at once: collectives
+    (taking turns through a lock, as NCCL requires), and, concurrently and without the lock, the
+    attribute caches, buffer registration (the tracked-resource list) and the buffer resolver;
+    then every thread calls destroy() at the same moment: exactly one of them tears it down,
+    the others see a null communicator, and nobody crashes."""
+    import nccl.core as nccl
+    from nccl._ext import NcclBuffer
+
+    comm = nccl.Communicator.init(1, 0, nccl.get_unique_id())
+    turn = threading.Lock()
+    closed_at_end = []
+
+    def work(t):
+        kept = []
+        for i in range(iterations):
+            dt = REDUCIBLE[(t + i) % len(REDUCIBLE)]
+            x = values(dt, 1 + (t * 13 + i) % 64, t * i)
+            y = np.zeros_like(x)
+            with turn:
+                comm.allreduce(x, y, nccl.SUM)
+            if not same(y, x):
+                failures.add(f"thread {t} allreduce {dt}: {y[:6]!r} != {x[:6]!r}")
+            if NcclBuffer(x).dtype != nccl.NcclDataType[DTYPES[dt]]:
+                failures.add(f"thread {t}: {dt} resolved to {NcclBuffer(x).dtype!r}")
+            if (comm.rank, comm.nranks, comm.is_valid) != (0, 1, True):
+                failures.add(f"thread {t}: comm reports {(comm.rank, comm.nranks, comm.is_valid)}")
+            # Registration is local (not an NCCL communication call): it goes to the library
+            # without the lock, and the handle is tracked in the communicator's shared list.
+            handle = comm.register_buffer(x)
+            if i % 3 == 0:
+                kept.append(handle)
+            else:
+                handle.close()
+            failures.count(1)
+        closed_at_end.append(len(kept))
+
+    run_threads(nthreads, work, failures)
+    # destroy() from every thread at once: closes the tracked handles, then one library call.
+    results = []
+    run_threads(nthreads, lambda t: results.append(comm.destroy()), failures)
+    if results != [None] * nthreads:
+        failures.add(f"destroy from {nthreads} threads returned {results}")
+    if comm.is_valid or comm.ptr != 0:
+        failures.add(f"the communicator is still valid after destroy (ptr {comm.ptr:#x})")
+    return {"kept": sum(closed_at_end)}
+
+
 SCENARIOS = {
     "comm_turns": lambda n, i, f: scenario_comm(n, i, f, contend=False),
     "comm_contend": lambda n, i, f: scenario_comm(n, i, f, contend=True),
+    "comm_mixed": scenario_comm_mixed,
     "buffers": scenario_buffers,
     "first_use": scenario_first_use,
 }
 
 
+def gil_enabled():
+    return getattr(sys, "_is_gil_enabled", lambda: True)()
+
+
+def report(failures, extra):
+    """Prints the outcome and ends the process at once (threads left running included)."""
+    print(json.dumps({"failures": failures.items, "calls": failures.calls, "gil": gil_enabled(), **extra}), flush=True)
+    os._exit(0)
+
+
 def main():
     name, nthreads, iterations = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    gil = getattr(sys, "_is_gil_enabled", lambda: True)
-    if gil():
+    if gil_enabled():
         sys.setswitchinterval(1e-6)
     failures = Failures()
-    extra = SCENARIOS[name](nthreads, iterations, failures) or {}
-    print(json.dumps({"failures": failures.items, "calls": failures.calls, "gil": gil(), **extra}))
+    report(failures, SCENARIOS[name](nthreads, iterations, failures) or {})
 
 
 if __name__ == "__main__":
