@@ -761,7 +761,6 @@ PyDoc_STRVAR(Communicator__doc__, "Communicator(ptr=None)\n--\n\n"
 "with destroy() or abort(), or use it as a context manager. Not thread-safe, as in NCCL.");
 
 /* The method table is communicator_create.c's methods, this file's, then collectives.c's,
-/* The method table is communicator_create.c's methods, this file's, then collectives.c's,
  * resources.c's, redop.c's, comm_teams.c's and devcomm.c's, joined once per process (slots need
  * one array that outlives the type; interpreters importing the module at the same time share it).
  * NULL if out of memory. */
