@@ -185,7 +185,11 @@ int host_task_try_inline(host_comm *c, host_task *t, ncclResult_t *rc)
     t->done = 1;
     c->inflight--;
     c->inline_busy = 0;
-    pthread_cond_broadcast(&c->cv); /* a task queued meanwhile (finalize from another thread) */
+    /* Only the worker waits for inline_busy to clear, and only with a task queued (finalize from
+     * another thread, say): waking it otherwise costs a futex wake and two context switches per
+     * call for nothing. */
+    if (c->q_head != NULL)
+        pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->lock);
     return 1;
 }
