@@ -15,7 +15,12 @@
  * Every rank publishes a descriptor at every step (even a Broadcast non-root), so every mismatch
  * is seen by every rank, and each step doubles as a barrier. Inputs are staged in shared memory
  * before any output is written, which makes every in-place form correct by construction; user
- * memory is touched only inside the write ranges of section 6.1. */
+ * memory is touched only inside the write ranges of section 6.1.
+ *
+ * Large collectives on a communicator with single-copy reads take another form with the same
+ * steps (coll_direct.c): descriptors carry buffer addresses instead of data, peers read the
+ * buffers directly, and a last phase (2) waits until every peer has published `done` for the
+ * final step, since until then a peer may still be reading this rank's buffers. */
 #include <stdio.h>
 #include <string.h>
 
@@ -41,7 +46,10 @@ ncclResult_t host_coll_begin(host_comm *c, host_coll_run *run, host_opd *op)
     if (run->elems == 0)
         return host_fail(ncclInternalError, "%s: segment chunk of %zu bytes is too small for %d ranks", op->name, chunk,
                          c->nranks);
-    if (op->kind == HOST_K_ALLTOALLV)
+    run->direct = host_coll_direct_eligible(c, op);
+    if (run->direct)
+        run->nsteps = host_coll_direct_steps(op);
+    else if (op->kind == HOST_K_ALLTOALLV)
         run->nsteps = 1; /* the count exchange; data steps are added once counts are known */
     else
         run->nsteps = (op->count + run->elems - 1) / run->elems;
@@ -106,7 +114,7 @@ static void publish_data(host_comm *c, host_coll_run *run, unsigned char *slot)
     }
 }
 
-static void slot_op(host_comm *c, host_coll_run *run, int j, host_op *hop)
+void host_coll_slot_op(const host_comm *c, const host_coll_run *run, int j, host_op *hop)
 {
     hop->kind = (host_op_kind)run->op->opkind;
     memcpy(hop->scalar, host_seg_slot(&c->seg, j, run->s)->scalar, sizeof hop->scalar);
@@ -119,18 +127,18 @@ static void reduce_into(host_comm *c, host_coll_run *run, unsigned char *acc, si
     int n = c->nranks, j = 1;
     host_fp8_mode fp8 = host_params()->fp8;
     host_op hop, hop1;
-    slot_op(c, run, 0, &hop);
+    host_coll_slot_op(c, run, 0, &hop);
     if (n == 1) {
         host_reduce_prepare(acc, host_seg_slot_data(&c->seg, 0, run->s) + byte_off, len, op->datatype, &hop, fp8, n);
     } else {
-        slot_op(c, run, 1, &hop1);
+        host_coll_slot_op(c, run, 1, &hop1);
         host_reduce_pair(acc, host_seg_slot_data(&c->seg, 0, run->s) + byte_off,
                          host_seg_slot_data(&c->seg, 1, run->s) + byte_off, len, op->datatype, &hop, &hop1, fp8, n);
         hop = hop1;
         j = 2;
     }
     for (; j < n; j++) {
-        slot_op(c, run, j, &hop);
+        host_coll_slot_op(c, run, j, &hop);
         host_reduce_step(acc, host_seg_slot_data(&c->seg, j, run->s) + byte_off, len, op->datatype, &hop, fp8, n);
     }
     host_reduce_finish(acc, len, op->datatype, &hop, n);
@@ -246,6 +254,8 @@ static ncclResult_t check_descriptors(host_comm *c, host_coll_run *run)
             field = "root", a = mine->root, b = o->root;
         else if (o->coll_seq != mine->coll_seq || o->stepi != mine->stepi)
             field = "collective sequence", a = (long long)mine->coll_seq, b = (long long)o->coll_seq;
+        else if (o->direct != mine->direct) /* agreed at setup: only a library mix-up gets here */
+            field = "single-copy form", a = mine->direct, b = o->direct;
         if (field != NULL) {
             char text[256];
             if (o->kind != mine->kind)
@@ -276,6 +286,18 @@ ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress,
     host_opd *op = run->op;
     b->opname = op->name;
     for (;;) {
+        if (run->phase == 2) {
+            /* Single copy: our buffers are free once every peer has finished reading them. */
+            for (int r = 0; r < n; r++) {
+                if (atomic_load_explicit(&host_seg_rankp(&c->seg, r)->done, memory_order_acquire) < run->s) {
+                    b->peer = r;
+                    b->what = "peers to finish reading this rank's buffers";
+                    return ncclSuccess;
+                }
+            }
+            *done = 1;
+            return ncclSuccess;
+        }
         if (run->phase == 0) {
             uint64_t s = c->step + 1;
             host_slot_hdr *sh = host_seg_slot(&c->seg, me, s);
@@ -288,7 +310,8 @@ ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress,
                     return ncclSuccess;
                 }
             }
-            publish_data(c, run, host_seg_slot_data(&c->seg, me, s));
+            if (!run->direct)
+                publish_data(c, run, host_seg_slot_data(&c->seg, me, s));
             sh->coll_seq = run->coll_seq;
             sh->kind = (int32_t)op->kind;
             sh->datatype = (int32_t)op->datatype;
@@ -298,6 +321,9 @@ ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress,
             sh->stepi = run->stepi;
             sh->nsteps = run->nsteps;
             memcpy(sh->scalar, run->scalar, sizeof sh->scalar);
+            sh->src = (uint64_t)(uintptr_t)op->sendbuff;
+            sh->dst = (uint64_t)(uintptr_t)op->recvbuff;
+            sh->direct = run->direct;
             atomic_store_explicit(&sh->seq, s, memory_order_release);
             c->step = s;
             run->s = s;
@@ -315,20 +341,26 @@ ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress,
             }
         }
         HOST_CHECK(check_descriptors(c, run));
-        ncclResult_t rc = consume(c, run);
+        ncclResult_t rc = run->direct ? host_coll_direct_consume(c, run) : consume(c, run);
         if (rc != ncclSuccess) {
             host_seg_error(c, rc, host_last_error());
             return rc;
         }
-        /* No ring: nobody waits for `done` (see phase 0), and a ring would only wake a peer that
-         * sleeps until our next step is published. */
+        /* No ring on the segment path: nobody waits for `done` (see phase 0), and a ring would
+         * only wake a peer that sleeps until our next step is published. */
         atomic_store_explicit(&host_seg_rankp(&c->seg, me)->done, run->s, memory_order_release);
         *progress = 1;
         run->stepi++;
         run->phase = 0;
         if (run->stepi >= run->nsteps) {
-            *done = 1;
-            return ncclSuccess;
+            if (!run->direct) {
+                *done = 1;
+                return ncclSuccess;
+            }
+            for (int r = 0; r < n; r++)
+                if (r != me)
+                    host_bell_ring(&host_seg_rankp(&c->seg, r)->bell);
+            run->phase = 2;
         }
     }
 }

@@ -102,6 +102,7 @@ void host_comm_free(host_comm *c)
     }
     host_sock_close(&c->listen_fd);
     host_sock_close(&c->wake_fd);
+    host_transport_free(c);
     host_seg_unmap(&c->seg);
     free(c->peers);
     free(c->send_pos);
@@ -152,6 +153,8 @@ ncclResult_t host_run_init(host_comm *c)
     HOST_CHECK(host_sock_listen(host_params()->bind_addr, &c->listen_fd, &c->listen_port_be));
     rc = host_bootstrap(c);
     host_sock_close(&c->listen_fd);
+    if (rc == ncclSuccess)
+        rc = host_transport_setup(c);
     return rc;
 }
 
@@ -547,6 +550,8 @@ ncclResult_t host_run_split(host_comm *parent, host_task *t)
         if (rc == ncclSuccess && atomic_load(&parent->aborted))
             rc = host_fail(ncclInvalidUsage, "%s: parent communicator aborted", fn);
     }
+    if (rc == ncclSuccess)
+        rc = host_transport_setup(child);
     if (rc == ncclSuccess)
         rc = host_worker_start(child);
     if (rc != ncclSuccess) {

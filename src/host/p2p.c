@@ -6,7 +6,14 @@
  * receiver checks count and datatype before it copies any payload; a difference is recorded in
  * the segment (ncclInvalidUsage on both ranks). With NCCL_HOST_P2P_EAGER = 0 (default) a send
  * completes only once the receiver has consumed its last byte, which exposes programs that work on
- * NCCL only because of buffering. */
+ * NCCL only because of buffering.
+ *
+ * Single copy: on a communicator with single-copy reads (transport.c), a message of at least
+ * direct_min bytes (and above the eager limit) puts only its header in the ring, marked
+ * HOST_P2P_DIRECT_MAGIC and carrying the sender's buffer address. The receiver checks count and
+ * datatype as usual, reads the payload straight from the sender's buffer, and only then moves
+ * `tail` past the header, which is what completes the send: the sender's buffer is never
+ * released while the receiver may still read it. */
 #include <stdio.h>
 #include <string.h>
 
@@ -45,11 +52,13 @@ static ncclResult_t send_progress(host_comm *c, host_p2p_run *run, int *progress
     uint64_t bytes = (uint64_t)op->count * host_type_size(op->datatype);
     int moved = 0;
     if (!run->started) {
+        int direct = c->direct && bytes >= c->direct_min && bytes > host_params()->p2p_eager;
         run->hdr.count = op->count;
         run->hdr.datatype = (uint32_t)op->datatype;
-        run->hdr.magic = HOST_P2P_MSG_MAGIC;
+        run->hdr.magic = direct ? HOST_P2P_DIRECT_MAGIC : HOST_P2P_MSG_MAGIC;
+        run->hdr.addr = direct ? (uint64_t)(uintptr_t)op->sendbuff : 0;
         run->start = run->pos = c->send_pos[peer];
-        run->end = run->start + HDR + bytes;
+        run->end = run->start + HDR + (direct ? 0 : bytes);
         c->send_pos[peer] = run->end;
         run->started = 1;
     }
@@ -108,7 +117,7 @@ static ncclResult_t recv_progress(host_comm *c, host_p2p_run *run, int *progress
             run->pos += len;
             if (run->pos - run->start == HDR) {
                 char text[256];
-                if (run->hdr.magic != HOST_P2P_MSG_MAGIC) {
+                if (run->hdr.magic != HOST_P2P_MSG_MAGIC && run->hdr.magic != HOST_P2P_DIRECT_MAGIC) {
                     snprintf(text, sizeof text, "corrupt p2p stream from rank %d to rank %d", peer, c->rank);
                     host_seg_error(c, ncclInternalError, text);
                     return host_fail(ncclInternalError, "%s rank %d: %s", c->name, c->rank, text);
@@ -120,7 +129,13 @@ static ncclResult_t recv_progress(host_comm *c, host_p2p_run *run, int *progress
                     host_seg_error(c, ncclInvalidUsage, text);
                     return host_fail(ncclInvalidUsage, "%s rank %d: %s", c->name, c->rank, text);
                 }
-                run->end = run->start + HDR + (uint64_t)op->count * host_type_size(op->datatype);
+                if (run->hdr.magic == HOST_P2P_DIRECT_MAGIC) {
+                    /* before `tail` passes the header: that releases the sender's buffer */
+                    HOST_CHECK(host_direct_read(c, peer, op->recvbuff, run->hdr.addr,
+                                                op->count * host_type_size(op->datatype)));
+                } else {
+                    run->end = run->start + HDR + (uint64_t)op->count * host_type_size(op->datatype);
+                }
             }
         } else {
             len = min_sz((size_t)(run->end - run->pos), (size_t)avail);

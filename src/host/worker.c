@@ -10,7 +10,20 @@
  * An OPS task is driven by host_run_ops: every p2p op and the current collective are advanced in
  * non-blocking steps; when none can move, the thread sleeps on its rank's doorbell in the segment
  * (an event count rung by peers, the monitor and abort), with a deadline that restarts whenever
- * something moves. No spinning, and no lock is held while waiting for a peer. */
+ * something moves. No lock is held while waiting for a peer.
+ *
+ * Before it sleeps, a thread may spin: poll the same non-blocking steps for a short window, since
+ * a futex sleep and wakeup cost more than a whole small collective, and a spinning rank is not a
+ * registered sleeper, so its peers also skip the wake syscall. Only communicators whose ranks do
+ * not outnumber their CPUs spin (transport.c decides, once); oversubscribed, a spinning rank would
+ * take the CPU from the peer it waits for, so there the wait goes straight to the futex. The
+ * window adapts per communicator (spin_adapt): a wait that ended while spinning doubles it (up
+ * to NCCL_HOST_SPIN_US, default HOST_SPIN_DEFAULT_US), a wait that had to sleep halves it (down
+ * to HOST_SPIN_FLOOR_NS). So a rank whose peers are often busy elsewhere, or a machine loaded by
+ * other work, where a spinning rank only loses the scheduler's preference for a thread that
+ * slept, quickly spins little; a good run brings the window back within a few calls. A spin is
+ * bounded by the window and ends at once on abort; a rank waiting longer sleeps and uses no
+ * CPU. */
 #include <errno.h>
 #include <fenv.h>
 #include <stdlib.h>
@@ -291,6 +304,28 @@ typedef struct {
     int next;        /* next op with the same (peer, direction), -1 at the end */
 } p2p_slot;
 
+/* Shortest adaptive spin window: about two cache-line round trips between cores. */
+#define HOST_SPIN_FLOOR_NS 1000
+
+/* The wait that began at *wait_start (0: none) has ended: adapt the spin window (see the file
+ * comment) and reset the wait. */
+static void spin_adapt(host_comm *c, int64_t *wait_start, int *slept)
+{
+    int was_asleep = *slept;
+    if (*wait_start == 0)
+        return;
+    *wait_start = 0;
+    *slept = 0;
+    if (c->spin_max_ns == 0)
+        return;
+    if (!was_asleep) {
+        c->spin_ns = c->spin_ns * 2 < c->spin_max_ns ? c->spin_ns * 2 : c->spin_max_ns;
+    } else {
+        int64_t floor = c->spin_max_ns < HOST_SPIN_FLOOR_NS ? c->spin_max_ns : HOST_SPIN_FLOOR_NS;
+        c->spin_ns = c->spin_ns / 2 > floor ? c->spin_ns / 2 : floor;
+    }
+}
+
 static ncclResult_t self_p2p(host_comm *c, host_opd *ops)
 {
     /* Self send/recv: the k-th self send of the task matches its k-th self recv (section 5). */
@@ -379,6 +414,8 @@ ncclResult_t host_run_ops(host_comm *c, host_task *t)
     ops_state st;
     host_bell *bell = &host_seg_rankp(&c->seg, c->rank)->bell;
     int64_t deadline = host_deadline_after(p->timeout_ns), last = host_now_ns();
+    int64_t wait_start = 0; /* when the current wait began, 0: not waiting */
+    int slept = 0;          /* the current wait has slept */
     ncclResult_t rc = ncclSuccess;
 
     memset(&st, 0, sizeof st);
@@ -441,12 +478,35 @@ ncclResult_t host_run_ops(host_comm *c, host_task *t)
             goto exit;
         }
         HOST_CHECKGOTO(ops_pass(c, &st, &progress, &pending, &b), rc, exit);
+        if (progress || !pending)
+            spin_adapt(c, &wait_start, &slept);
         if (!pending)
             break;
         if (progress) {
             last = host_now_ns();
             deadline = host_deadline_after(p->timeout_ns);
             continue;
+        }
+        if (wait_start == 0)
+            wait_start = host_now_ns();
+        if (c->spin_ns > 0 && !slept) {
+            int64_t until = wait_start + c->spin_ns;
+            do {
+                host_cpu_relax();
+                progress = pending = 0;
+                b = (host_blocked){-1, NULL, NULL, 0};
+                HOST_CHECKGOTO(ops_pass(c, &st, &progress, &pending, &b), rc, exit);
+            } while (!progress && pending && !atomic_load(&c->aborted) && host_now_ns() < until);
+            if (progress || !pending) {
+                spin_adapt(c, &wait_start, &slept);
+                if (!pending)
+                    break;
+                last = host_now_ns();
+                deadline = host_deadline_after(p->timeout_ns);
+                continue;
+            }
+            if (atomic_load(&c->aborted))
+                continue; /* reported at the top of the loop */
         }
         /* Nothing moved: register as a sleeper only now, then look once more before sleeping,
          * so peers skip the wake syscall whenever this rank is busy rather than asleep. */
@@ -458,6 +518,7 @@ ncclResult_t host_run_ops(host_comm *c, host_task *t)
             host_bell_cancel(bell);
             if (rc != ncclSuccess)
                 goto exit;
+            spin_adapt(c, &wait_start, &slept);
             if (!pending)
                 break;
             last = host_now_ns();
@@ -469,6 +530,7 @@ ncclResult_t host_run_ops(host_comm *c, host_task *t)
             host_bell_cancel(bell);
             goto exit;
         }
+        slept = 1;
         if (host_bell_wait(bell, snap, deadline) == ETIMEDOUT) {
             rc = host_fail(host_timeout_code(),
                            "%s rank %d: %s timed out after %.1f s without progress, waiting for rank %d (%s)", c->name,
