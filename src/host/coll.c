@@ -327,6 +327,8 @@ ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress,
             atomic_store_explicit(&sh->seq, s, memory_order_release);
             c->step = s;
             run->s = s;
+            if (run->s_first == 0)
+                run->s_first = s;
             run->phase = 1;
             *progress = 1;
             for (int r = 0; r < n; r++)

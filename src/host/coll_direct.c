@@ -64,6 +64,23 @@ int host_coll_direct_eligible(const host_comm *c, const host_opd *op)
     }
 }
 
+int host_coll_direct_exposed(const host_comm *c, const host_coll_run *run)
+{
+    if (!run->direct || run->s_first == 0)
+        return 0;
+    for (uint64_t k = run->s_first; k <= c->step; k++) {
+        int all = 1, unfinished = 0;
+        for (int r = 0; r < c->nranks && all; r++) {
+            all = atomic_load_explicit(&host_seg_slot(&c->seg, r, k)->seq, memory_order_acquire) == k;
+            if (r != c->rank && atomic_load_explicit(&host_seg_rankp(&c->seg, r)->done, memory_order_acquire) < k)
+                unfinished = 1;
+        }
+        if (all && unfinished)
+            return 1;
+    }
+    return 0;
+}
+
 uint64_t host_coll_direct_steps(const host_opd *op)
 {
     return op->kind == HOST_K_ALLREDUCE ? 2 : 1;

@@ -663,6 +663,7 @@ typedef struct {
     int phase;           /* 0: waiting to publish, 1: waiting for peers, 2: single copy: waiting
                           * until every peer is done reading our buffers */
     int direct;          /* single-copy form (coll_direct.c) */
+    uint64_t s_first;    /* the first step this rank published, 0 before */
     size_t elems;        /* elements per slot (or per sub-block) */
     uint64_t maxv;       /* AllToAllv: largest pair count */
     uint64_t coll_seq;   /* collective number on this comm */
@@ -683,6 +684,9 @@ void host_coll_slot_op(const host_comm *c, const host_coll_run *run, int j, host
 /* coll_direct.c: the single-copy collectives */
 /* Whether op runs in single-copy form on c: the same answer on every rank whose arguments match. */
 int host_coll_direct_eligible(const host_comm *c, const host_opd *op);
+/* Whether a peer may be reading this rank's buffers for the single-copy collective run: some
+ * step of it that every rank published, that some peer has not finished. */
+int host_coll_direct_exposed(const host_comm *c, const host_coll_run *run);
 /* Steps of the single-copy form of op (AllReduce: 2, the others: 1). */
 uint64_t host_coll_direct_steps(const host_opd *op);
 /* Step run->stepi after every rank published it: reads the peers' buffers (addresses in their
@@ -709,6 +713,8 @@ typedef struct {
     host_p2p_msg hdr;     /* the message header (built by the sender, read by the receiver) */
 } host_p2p_run;
 ncclResult_t host_p2p_progress(host_comm *c, host_p2p_run *run, int *progress, int *done, host_blocked *b);
+/* Whether the receiver of the single-copy send run may be reading its buffer right now. */
+int host_p2p_direct_exposed(const host_comm *c, const host_p2p_run *run);
 
 /* group.c */
 int host_group_depth(void);

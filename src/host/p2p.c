@@ -11,9 +11,10 @@
  * Single copy: on a communicator with single-copy reads (transport.c), a message of at least
  * direct_min bytes (and above the eager limit) puts only its header in the ring, marked
  * HOST_P2P_DIRECT_MAGIC and carrying the sender's buffer address. The receiver checks count and
- * datatype as usual, reads the payload straight from the sender's buffer, and only then moves
- * `tail` past the header, which is what completes the send: the sender's buffer is never
- * released while the receiver may still read it. */
+ * datatype as usual, sets `tail` one byte into the header (a claim: "reading now"), reads the
+ * payload straight from the sender's buffer, and only then moves `tail` past the header, which
+ * is what completes the send: the sender's buffer is never released while the receiver may
+ * still read it, and a sender that fails meanwhile knows whether to say so (worker.c). */
 #include <stdio.h>
 #include <string.h>
 
@@ -130,7 +131,9 @@ static ncclResult_t recv_progress(host_comm *c, host_p2p_run *run, int *progress
                     return host_fail(ncclInvalidUsage, "%s rank %d: %s", c->name, c->rank, text);
                 }
                 if (run->hdr.magic == HOST_P2P_DIRECT_MAGIC) {
-                    /* before `tail` passes the header: that releases the sender's buffer */
+                    /* claim, read, and only then let `tail` pass the header (releases the sender) */
+                    if (atomic_load_explicit(&ring->tail, memory_order_relaxed) <= run->start)
+                        atomic_store_explicit(&ring->tail, run->start + 1, memory_order_release);
                     HOST_CHECK(host_direct_read(c, peer, op->recvbuff, run->hdr.addr,
                                                 op->count * host_type_size(op->datatype)));
                 } else {
@@ -157,6 +160,15 @@ static ncclResult_t recv_progress(host_comm *c, host_p2p_run *run, int *progress
     b->peer = peer;
     b->what = "data from the sender (no matching ncclSend yet?)";
     return ncclSuccess;
+}
+
+int host_p2p_direct_exposed(const host_comm *c, const host_p2p_run *run)
+{
+    uint64_t tail;
+    if (!run->started || run->hdr.magic != HOST_P2P_DIRECT_MAGIC)
+        return 0;
+    tail = atomic_load_explicit(&host_seg_ring(&c->seg, c->rank, run->op->root)->tail, memory_order_acquire);
+    return tail > run->start && tail < run->end;
 }
 
 ncclResult_t host_p2p_progress(host_comm *c, host_p2p_run *run, int *progress, int *done, host_blocked *b)

@@ -26,6 +26,7 @@
  * CPU. */
 #include <errno.h>
 #include <fenv.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -406,6 +407,31 @@ static ncclResult_t ops_pass(host_comm *c, ops_state *st, int *progress, int *pe
     return ncclSuccess;
 }
 
+/* A task that fails while peers may be reading its buffers (a single-copy collective whose step
+ * every rank published and some peer has not finished, or a single-copy send whose receiver has
+ * begun) hands them back to a caller that may free them at once; the peer's read would then
+ * fail with EFAULT and blame a bad address. So the failure is recorded in the segment before we
+ * return, and such a read reports it instead (host_direct_read). An abort reaches the peers as
+ * ncclRemoteError, as an abort notice does. A failure while nobody can be reading (a rank that
+ * never arrived, a receive never posted) records nothing: every rank reports its own. */
+static void release_exposed(host_comm *c, ops_state *st, ncclResult_t rc)
+{
+    const char *what = NULL;
+    char text[256];
+    if (st->coll != NULL && host_coll_direct_exposed(c, &st->crun))
+        what = st->coll->name;
+    for (int i = 0; i < st->np && what == NULL; i++) {
+        host_p2p_run *run = &st->ps[i].run;
+        if (run->op->kind == HOST_K_SEND && host_p2p_direct_exposed(c, run))
+            what = run->op->name;
+    }
+    if (what == NULL)
+        return;
+    snprintf(text, sizeof text, "rank %d left a single-copy %s its peers may still be reading: %s", c->rank, what,
+             host_error_string(rc));
+    host_seg_error(c, rc == ncclInvalidUsage && atomic_load(&c->aborted) ? ncclRemoteError : rc, text);
+}
+
 ncclResult_t host_run_ops(host_comm *c, host_task *t)
 {
     const host_params_t *p = host_params();
@@ -540,6 +566,8 @@ ncclResult_t host_run_ops(host_comm *c, host_task *t)
         }
     }
 exit:
+    if (rc != ncclSuccess)
+        release_exposed(c, &st, rc);
     free(st.ps);
     free(st.head);
     return rc;

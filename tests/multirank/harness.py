@@ -23,6 +23,9 @@ import pytest
 HERE = Path(__file__).resolve().parent
 RANK_MAIN = HERE / "rank_main.py"
 STDERR_TAIL = 3000
+# pids of every rank process started here: a shared-memory name carries its creator's pid, so the
+# leftover check (conftest.py) can tell this suite's segments from other programs' on the machine
+LAUNCHED_PIDS = set()
 FAIL_GRACE_S = 5.0  # once a rank has failed, the others get this long before they are killed
 
 
@@ -83,6 +86,7 @@ def launch(nranks, target, timeout=60, env=None, params=None, expect_death=(), i
                                  stdout=err, stderr=subprocess.STDOUT, cwd=str(HERE),
                                  start_new_session=True)
             procs.append(p)
+            LAUNCHED_PIDS.add(p.pid)
             files.append((res, err))
         deadline = time.monotonic() + timeout
         killed = set()
