@@ -54,6 +54,44 @@ def idle_wait(ctx):
     return res
 
 
+def forbid_process_vm_readv():
+    """A seccomp filter on this thread and the threads it starts later (the library's): every
+    process_vm_readv fails with EPERM, as under a container's seccomp policy. x86_64 only."""
+    class SockFilter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
+
+    ld_w_abs, jeq_k, ret_k = 0x20, 0x15, 0x06
+    audit_arch_x86_64, nr_process_vm_readv = 0xC000003E, 310
+    prog = (SockFilter * 6)(
+        SockFilter(ld_w_abs, 0, 0, 4),                       # seccomp_data.arch
+        SockFilter(jeq_k, 0, 3, audit_arch_x86_64),
+        SockFilter(ld_w_abs, 0, 0, 0),                       # seccomp_data.nr
+        SockFilter(jeq_k, 0, 1, nr_process_vm_readv),
+        SockFilter(ret_k, 0, 0, 0x00050000 | 1),             # SECCOMP_RET_ERRNO | EPERM
+        SockFilter(ret_k, 0, 0, 0x7FFF0000))                 # SECCOMP_RET_ALLOW
+    fprog = SockFprog(len(prog), prog)
+    _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+    if _libc.prctl(38, 1, None, 0, 0) != 0 or _libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:  # NO_NEW_PRIVS, SECCOMP
+        raise OSError(ctypes.get_errno(), "installing the seccomp filter failed")
+
+
+def one_rank_cannot_read(ctx):
+    """Rank 1 may not use process_vm_readv: every rank must fall back to the shared segment, and a
+    large AllGather (single copy forced on by the test) still gives the right answer."""
+    if ctx.rank == 1:
+        forbid_process_vm_readv()
+    comm = init_comm(ctx)
+    n, r, count = ctx.size, ctx.rank, 100_000
+    x = np.full(count, float(r + 1), np.float32)
+    y = np.zeros(n * count, np.float32)
+    b.all_gather(x.ctypes.data, y.ctypes.data, count, DT.Float32, comm, 0)
+    b.comm_destroy(comm)
+    return {"ok": bool(np.array_equal(y, np.repeat(np.arange(1, n + 1, dtype=np.float32), count)))}
+
+
 # ---- guard pages ----
 
 class PageGuarded:

@@ -7,6 +7,7 @@ CPU time is read with getrusage (user + system) of the waiting rank's process, n
 """
 
 import os
+import platform
 import re
 
 import pytest
@@ -38,6 +39,23 @@ def test_choice_is_logged_and_agreed(run_ranks):
     off = run_ranks(3, "result = None", timeout=45, env=dict(DEBUG, NCCL_HOST_DIRECT="0"))
     for r in off:
         assert transport_line(r).startswith("shared segment only (single copy off: NCCL_HOST_DIRECT=0)"), r.stderr
+
+
+@pytest.mark.timeout(60)
+def test_one_rank_that_cannot_read_turns_single_copy_off_everywhere(run_ranks):
+    """The probe's verdict is agreed: when one rank's process_vm_readv is refused (a seccomp filter
+    here), all ranks use the shared segment, say why, and warn because it was asked for."""
+    if platform.machine() != "x86_64":
+        pytest.skip("the seccomp filter of this test is written for x86_64")
+    res = run_ranks(3, "ranks_transport:one_rank_cannot_read", timeout=45, init=False,
+                    env=dict(DEBUG, NCCL_HOST_DIRECT="1"))
+    for r in res:
+        line = transport_line(r)
+        assert line.startswith("shared segment only (single copy off: "), line
+        assert r.value["ok"], f"rank {r.rank}: wrong AllGather result"
+        assert "NCCL_HOST_DIRECT=1 but single-copy reads are not possible" in r.stderr, r.stderr[-2000:]
+    assert "process_vm_readv from rank 0 (pid" in transport_line(res[1]), transport_line(res[1])
+    assert "Operation not permitted" in transport_line(res[1]), transport_line(res[1])
 
 
 @pytest.mark.timeout(60)
