@@ -5,10 +5,12 @@ backends in the same run. Not a test: speed lives here, as ratios taken side by 
     python benchmarks/host_bandwidth.py                      # the full table (a few minutes)
     python benchmarks/host_bandwidth.py -c allreduce,allgather -r 2 --sizes 8,64K,16M --runs 3
     python benchmarks/host_bandwidth.py --baseline-lib /path/to/old/libnccl-host.so   # before/after
+    python benchmarks/host_bandwidth.py -b base --base-env NCCL_HOST_DIRECT=0     # one switch's effect
 
 Backends (each in its own ranks, started fresh for every run):
   nccl4py  this package's nccl.core on the bundled host backend (numpy buffers)
-  base     the same, on the library given by --baseline-lib (an older build: "before")
+  base     the same, on the library given by --baseline-lib (an older build: "before") and/or
+           with the environment of --base-env
   mpi      mpi4py on numpy under the mpich wheel's mpiexec (Allreduce, Allgather, Bcast,
            Reduce_scatter_block, Alltoall)
   gloo     torch.distributed's gloo backend on CPU tensors (all_reduce, all_gather_into_tensor,
@@ -31,8 +33,9 @@ the same run: below 1 means nccl4py is faster. busbw follows nccl-tests: allredu
 size/t * 2(n-1)/n; allgather, reduce_scatter, alltoall size/t * (n-1)/n; broadcast size/t.
 
 The host backend's own switches apply to its ranks as usual (NCCL_HOST_SPIN_US,
-NCCL_HOST_DIRECT, ...); --env KEY=VALUE sets one for the nccl4py and base ranks only. The header
-prints what the library chose (spin, single-copy transport) as its NCCL_DEBUG=INFO line says.
+NCCL_HOST_DIRECT, ...); --env KEY=VALUE sets one for the nccl4py and base ranks, --base-env for
+the base ranks only (after --env). Each table's header says what the library chose for that rank
+count (spin, single-copy transport), as its NCCL_DEBUG=INFO line does.
 """
 
 import argparse
@@ -263,9 +266,11 @@ def mpiexec_path():
 def available(backend, args):
     """None when usable, else the reason it is left out."""
     if backend == "base":
-        if not args.baseline_lib:
-            return "no --baseline-lib"
-        return None if os.path.exists(args.baseline_lib) else f"{args.baseline_lib} does not exist"
+        if not args.baseline_lib and not args.base_env:
+            return "neither --baseline-lib nor --base-env"
+        if args.baseline_lib and not os.path.exists(args.baseline_lib):
+            return f"{args.baseline_lib} does not exist"
+        return None
     if backend == "mpi":
         try:
             import mpi4py  # noqa: F401
@@ -293,7 +298,9 @@ def run_job(backend, nranks, plan, args, log):
                 import nccl.bindings.nccl as b
 
                 env.update(args.host_env)
-                env["NCCL_LIBRARY"] = args.baseline_lib if backend == "base" else "host"
+                if backend == "base":
+                    env.update(args.base_env)
+                env["NCCL_LIBRARY"] = args.baseline_lib if backend == "base" and args.baseline_lib else "host"
                 env["BENCH_UID"] = bytes(b.get_unique_id()).hex()
             procs = []
             for r in range(nranks):
@@ -409,6 +416,9 @@ def main():
     ap.add_argument("--baseline-lib", help="another libnccl-host.so to run as backend 'base' (e.g. before a change)")
     ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                     help="environment for the nccl4py and base ranks only (repeatable)")
+    ap.add_argument("--base-env", action="append", default=[], metavar="KEY=VALUE",
+                    help="environment for the base ranks only (repeatable; runs base on the bundled library "
+                         "unless --baseline-lib is given)")
     ap.add_argument("--json", help="write every run's raw times here")
     ap.add_argument("--log", help="file for the ranks' output (default: discarded)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
@@ -424,12 +434,14 @@ def main():
     ranks = [int(x) for x in args.ranks.split(",") if x.strip()]
     if not ranks or min(ranks) < 2 or args.runs < 1:
         ap.error("--ranks needs counts >= 2 and --runs at least 1")
-    args.host_env = {}
-    for kv in args.env:
-        k, eq, v = kv.partition("=")
-        if not eq:
-            ap.error(f"--env wants KEY=VALUE, got {kv!r}")
-        args.host_env[k] = v
+    for name in ("env", "base_env"):
+        parsed = {}
+        for kv in getattr(args, name):
+            k, eq, v = kv.partition("=")
+            if not eq:
+                ap.error(f"--{name.replace('_', '-')} wants KEY=VALUE, got {kv!r}")
+            parsed[k] = v
+        setattr(args, "host_env" if name == "env" else name, parsed)
     wanted = ["nccl4py"] + [b.strip() for b in args.backends.split(",") if b.strip() and b.strip() != "nccl4py"]
     backends = []
     for b in wanted:
@@ -438,7 +450,7 @@ def main():
         why = available(b, args)
         if why is None:
             backends.append(b)
-        elif b != "base" or args.baseline_lib:
+        elif b != "base" or args.baseline_lib or args.base_env:
             print(f"note: {b} left out: {why}")
 
     os.environ.setdefault("NCCL_LIBRARY", "host")  # the driver makes the ids: the bundled host backend
@@ -447,7 +459,8 @@ def main():
     print(f"# host_bandwidth: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs "
           f"({len(os.sched_getaffinity(0))} usable), load average {os.getloadavg()[0]:.2f}")
     print(f"# library {b.get_library_path()}; backends {', '.join(backends)}; {args.runs} runs; "
-          f"cell time {args.cell_time}s; host env {args.host_env or '{}'}")
+          f"cell time {args.cell_time}s; host env {args.host_env or '{}'}"
+          + (f"; base: {args.baseline_lib or 'bundled library'} {args.base_env or ''}" if "base" in backends else ""))
     plan = {"collectives": colls, "sizes": sizes, "cell_time": args.cell_time}
     log = open(args.log, "w") if args.log else subprocess.DEVNULL
     everything = {"argv": sys.argv[1:], "sizes": sizes, "collectives": colls, "runs": {}}

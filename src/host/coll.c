@@ -15,7 +15,10 @@
  * Every rank publishes a descriptor at every step (even a Broadcast non-root), so every mismatch
  * is seen by every rank, and each step doubles as a barrier. Inputs are staged in shared memory
  * before any output is written, which makes every in-place form correct by construction; user
- * memory is touched only inside the write ranges of section 6.1.
+ * memory is touched only inside the write ranges of section 6.1. A rank's own block does not
+ * take the detour: the sub-block an AlltoAll or Scatter root keeps is not staged, and the own
+ * block of a Broadcast root, AllGather or Gather root goes straight from sendbuff to recvbuff
+ * (no copy at all in place), since no peer writes it.
  *
  * Large collectives on a communicator with single-copy reads take another form with the same
  * steps (coll_direct.c): descriptors carry buffer addresses instead of data, peers read the
@@ -101,11 +104,14 @@ static void publish_data(host_comm *c, host_coll_run *run, unsigned char *slot)
         memcpy(slot, send + o * es, len * es);
         return;
     case HOST_K_SCATTER:
-        if (me != op->root)
-            return;
-        /* fall through */
-    case HOST_K_REDUCESCATTER:
     case HOST_K_ALLTOALL:
+        if (op->kind == HOST_K_SCATTER && me != op->root)
+            return;
+        for (int d = 0; d < n; d++) /* not our own sub-block: consume takes it from sendbuff */
+            if (d != me)
+                memcpy(slot + (size_t)d * E * es, send + ((size_t)d * op->count + o) * es, len * es);
+        return;
+    case HOST_K_REDUCESCATTER:
         for (int d = 0; d < n; d++)
             memcpy(slot + (size_t)d * E * es, send + ((size_t)d * op->count + o) * es, len * es);
         return;
@@ -144,6 +150,13 @@ static void reduce_into(host_comm *c, host_coll_run *run, unsigned char *acc, si
     host_reduce_finish(acc, len, op->datatype, &hop, n);
 }
 
+/* This rank's own block, from its sendbuff straight to its recvbuff: nothing to do in place. */
+static void own_copy(unsigned char *dst, const unsigned char *src, size_t bytes)
+{
+    if (dst != src)
+        memmove(dst, src, bytes);
+}
+
 /* Reads every slot of step stepi and writes this rank's output. */
 static ncclResult_t consume(host_comm *c, host_coll_run *run)
 {
@@ -152,6 +165,7 @@ static ncclResult_t consume(host_comm *c, host_coll_run *run)
     size_t es = host_type_size(op->datatype);
     size_t E = run->elems;
     unsigned char *recv = op->recvbuff;
+    const unsigned char *send = op->sendbuff;
     if (op->kind == HOST_K_ALLTOALLV) {
         const size_t *rcount = op->v + 2 * n, *rdispl = op->v + 3 * n;
         if (run->stepi == 0) {
@@ -197,22 +211,36 @@ static ncclResult_t consume(host_comm *c, host_coll_run *run)
         reduce_into(c, run, recv + o * es, (size_t)me * E * es, len);
         break;
     case HOST_K_BROADCAST:
-        memcpy(recv + o * es, host_seg_slot_data(&c->seg, op->root, run->s), len * es);
+        if (me == op->root)
+            own_copy(recv + o * es, send + o * es, len * es);
+        else
+            memcpy(recv + o * es, host_seg_slot_data(&c->seg, op->root, run->s), len * es);
         break;
     case HOST_K_ALLGATHER:
     case HOST_K_GATHER:
         if (op->kind == HOST_K_GATHER && me != op->root)
             break;
-        for (int j = 0; j < n; j++)
-            memcpy(recv + ((size_t)j * op->count + o) * es, host_seg_slot_data(&c->seg, j, run->s), len * es);
+        for (int j = 0; j < n; j++) {
+            if (j == me)
+                own_copy(recv + ((size_t)j * op->count + o) * es, send + o * es, len * es);
+            else
+                memcpy(recv + ((size_t)j * op->count + o) * es, host_seg_slot_data(&c->seg, j, run->s), len * es);
+        }
         break;
     case HOST_K_ALLTOALL:
-        for (int j = 0; j < n; j++)
-            memcpy(recv + ((size_t)j * op->count + o) * es,
-                   host_seg_slot_data(&c->seg, j, run->s) + (size_t)me * E * es, len * es);
+        for (int j = 0; j < n; j++) {
+            unsigned char *dst = recv + ((size_t)j * op->count + o) * es;
+            if (j == me)
+                own_copy(dst, send + ((size_t)me * op->count + o) * es, len * es);
+            else
+                memcpy(dst, host_seg_slot_data(&c->seg, j, run->s) + (size_t)me * E * es, len * es);
+        }
         break;
     case HOST_K_SCATTER:
-        memcpy(recv + o * es, host_seg_slot_data(&c->seg, op->root, run->s) + (size_t)me * E * es, len * es);
+        if (me == op->root)
+            own_copy(recv + o * es, send + ((size_t)me * op->count + o) * es, len * es);
+        else
+            memcpy(recv + o * es, host_seg_slot_data(&c->seg, op->root, run->s) + (size_t)me * E * es, len * es);
         break;
     default:
         break;

@@ -92,6 +92,9 @@ enum { HOST_DIRECT_AUTO = 0, HOST_DIRECT_OFF = 1, HOST_DIRECT_ON = 2 };
 /* Single-copy threshold when NCCL_HOST_DIRECT_MIN is unset: bytes per rank of a collective, or
  * of a p2p message (measured with benchmarks/host_bandwidth.py, see params.c). */
 #define HOST_DIRECT_MIN_DEFAULT ((size_t)65536)
+/* Under NCCL_HOST_DIRECT=auto, single copy needs process_vm_readv at this fraction of memcpy's
+ * throughput at least: one copy at half speed is as fast as two (transport.c). */
+#define HOST_DIRECT_MIN_SPEED 0.5f
 /* Single-copy reductions combine peers' inputs piece by piece through per-communicator scratch
  * (three pieces): small enough to stay in cache, large enough to amortise a read's syscall. */
 #define HOST_DIRECT_PIECE ((size_t)131072)
@@ -279,7 +282,8 @@ typedef struct {
     _Atomic uint32_t state;         /* HOST_RANK_* written by the rank itself */
     uint32_t pid;
     _Atomic uint64_t done;          /* last collective step this rank finished reading */
-    char pad[HOST_CACHELINE - 24];
+    _Atomic int32_t cpu;            /* the CPU this rank ran on when it last began to wait */
+    char pad[HOST_CACHELINE - 28];
 } host_seg_rank;
 
 typedef struct {

@@ -14,13 +14,17 @@
  *                                             HOST_SPIN_DEFAULT_US (50), adapted per communicator below
  *                                             it (worker.c); 0 = never spin. Only communicators whose
  *                                             ranks are no more than their CPUs spin (transport.c)
- *   NCCL_HOST_DIRECT              auto        single-copy transfers (process_vm_readv of the peer's
- *                                             buffer, transport.c): auto = probed at init, used from
- *                                             NCCL_HOST_DIRECT_MIN bytes; 0 = never (no probe, no
- *                                             prctl); 1 = every size (WARN when the probe fails)
+ *   NCCL_HOST_DIRECT              auto        single-copy transfers (the receiver reads the sender's
+ *                                             buffer with process_vm_readv, transport.c). auto: used
+ *                                             from NCCL_HOST_DIRECT_MIN bytes when the kernel allows
+ *                                             it (probed at init) and its copy is fast enough to beat
+ *                                             two memcpys (measured at init); 0: never (no probe, no
+ *                                             prctl); 1: whenever the kernel allows it, from every
+ *                                             size unless NCCL_HOST_DIRECT_MIN is set (WARN when not
+ *                                             possible)
  *   NCCL_HOST_DIRECT_MIN          65536       bytes per rank from which a collective, or a p2p
- *                                             message, goes single-copy under auto (rank 0's value
- *                                             applies to the whole communicator)
+ *                                             message, goes single-copy (rank 0's value applies to
+ *                                             the whole communicator)
  *   NCCL_HOST_CHUNK_BYTES         auto        per-rank slot size; unset: 4 MiB / nranks, at least
  *                                             262144 (host_chunk_bytes)
  *   NCCL_HOST_P2P_BYTES           65536       per-pair ring size
@@ -149,9 +153,8 @@ static void params_load(void)
         else if (strcasecmp(s, "auto") != 0)
             HOST_WARN("NCCL_HOST_DIRECT=%s is not 0, 1 or auto; using auto", s);
     }
-    p->direct_min = parse_size("NCCL_HOST_DIRECT_MIN", 1, (size_t)1 << 40, HOST_DIRECT_MIN_DEFAULT);
-    if (p->direct == HOST_DIRECT_ON)
-        p->direct_min = 1;
+    p->direct_min = parse_size("NCCL_HOST_DIRECT_MIN", 1, (size_t)1 << 40,
+                               p->direct == HOST_DIRECT_ON ? 1 : HOST_DIRECT_MIN_DEFAULT);
     {
         const char *cb = getenv("NCCL_HOST_CHUNK_BYTES");
         p->chunk_auto = cb == NULL || *cb == '\0';

@@ -110,12 +110,15 @@ void host_bell_cancel(host_bell *b)
 
 void host_bell_ring(host_bell *b)
 {
-    /* seq_cst: the condition the ringer published is ordered before the increment, and the
-     * waiters load after it; a waiter that registered too late for us to see re-checks its
-     * conditions after our increment and finds the condition. */
-    atomic_fetch_add(&b->seq, 1);
-    if (atomic_load(&b->waiters) != 0)
+    /* The fence orders the condition the ringer published before its load of `waiters`; a
+     * waiter increments `waiters` (seq_cst) before it re-checks its conditions. So either we see
+     * the waiter, or it sees the condition and does not sleep. Only then is `seq` touched: a
+     * ring of a rank that is busy or spinning costs no write to its cache line and no syscall. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load(&b->waiters) != 0) {
+        atomic_fetch_add(&b->seq, 1);
         host_futex_wake(&b->seq);
+    }
 }
 
 /* ---------------------------------------------------------------------------------------- */

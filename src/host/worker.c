@@ -16,16 +16,22 @@
  * a futex sleep and wakeup cost more than a whole small collective, and a spinning rank is not a
  * registered sleeper, so its peers also skip the wake syscall. Only communicators whose ranks do
  * not outnumber their CPUs spin (transport.c decides, once); oversubscribed, a spinning rank would
- * take the CPU from the peer it waits for, so there the wait goes straight to the futex. The
- * window adapts per communicator (spin_adapt): a wait that ended while spinning doubles it (up
- * to NCCL_HOST_SPIN_US, default HOST_SPIN_DEFAULT_US), a wait that had to sleep halves it (down
- * to HOST_SPIN_FLOOR_NS). So a rank whose peers are often busy elsewhere, or a machine loaded by
- * other work, where a spinning rank only loses the scheduler's preference for a thread that
- * slept, quickly spins little; a good run brings the window back within a few calls. A spin is
- * bounded by the window and ends at once on abort; a rank waiting longer sleeps and uses no
- * CPU. */
+ * take the CPU from the peer it waits for, so there the wait goes straight to the futex.
+ *
+ * A rank does not spin either while the peer it waits for last ran on its own CPU (each rank
+ * records its CPU in the segment when it begins to wait): on a machine loaded by other work the
+ * scheduler often queues the two on one CPU, and there a spin only delays the peer.
+ *
+ * The window adapts per communicator (spin_adapt), by how a wait ends: one that a spin ended, or
+ * that ended soon after the window (a near miss: within twice the longest window), doubles it up
+ * to NCCL_HOST_SPIN_US (default HOST_SPIN_DEFAULT_US); one much longer than that halves it down
+ * to HOST_SPIN_FLOOR_NS. Ranks calling collectives back to back meet within microseconds, so
+ * there the window stays long and waits end without a sleep; a rank whose peers are busy
+ * elsewhere for long stretches soon spins only briefly before each sleep. A spin ends at once on
+ * abort; a rank waiting longer than the window sleeps and uses no CPU. */
 #include <errno.h>
 #include <fenv.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +166,31 @@ ncclResult_t host_task_wait(host_comm *c, host_task *t)
     return rc;
 }
 
+/* Runs an OPS task in the default floating-point environment (section 7.3), then gives the
+ * calling thread its own back, exception flags included. On x86-64 the engine's arithmetic is
+ * SSE only (no long double), so when MXCSR already holds the defaults (round to nearest, every
+ * exception masked, no flush-to-zero, no denormals-are-zero) saving and restoring MXCSR is the
+ * whole job: fegetenv/fesetenv also store and load the x87 environment, which on some virtual
+ * machines costs more than the rest of a small call. */
+static ncclResult_t run_ops_default_fenv(host_comm *c, host_task *t)
+{
+    fenv_t env;
+    ncclResult_t rc;
+#if defined(__x86_64__)
+    unsigned int mxcsr = __builtin_ia32_stmxcsr();
+    if ((mxcsr & ~0x3fu) == 0x1f80u) { /* the low six bits are the exception flags */
+        rc = host_run_ops(c, t);
+        __builtin_ia32_ldmxcsr(mxcsr);
+        return rc;
+    }
+#endif
+    fegetenv(&env);
+    fesetenv(FE_DFL_ENV);
+    rc = host_run_ops(c, t);
+    fesetenv(&env);
+    return rc;
+}
+
 /* The handoff to the worker costs two thread wakeups per blocking call (the worker's, then the
  * caller's), which dominated small-message latency; a blocking call with an idle worker gains
  * nothing from it. So the calling thread runs the task itself, through the same host_run_ops.
@@ -170,7 +201,6 @@ ncclResult_t host_task_wait(host_comm *c, host_task *t)
  * leave. Nonblocking comms and groups over several comms always use the workers (section 8). */
 int host_task_try_inline(host_comm *c, host_task *t, ncclResult_t *rc)
 {
-    fenv_t env;
     int log_rank;
     pthread_mutex_lock(&c->lock);
     if (!c->blocking || t->kind != HOST_TASK_OPS || c->worker_started != 1 || c->q_head != NULL ||
@@ -185,13 +215,10 @@ int host_task_try_inline(host_comm *c, host_task *t, ncclResult_t *rc)
     t->done = 0;
     t->epoch = atomic_load(&c->cancel_epoch);
 
-    fegetenv(&env);
-    fesetenv(FE_DFL_ENV);
     log_rank = host_log_get_rank();
     host_log_set_rank(c->rank);
-    *rc = host_run_ops(c, t);
+    *rc = run_ops_default_fenv(c, t);
     host_log_set_rank(log_rank);
-    fesetenv(&env);
     task_outcome(c, t, *rc);
 
     pthread_mutex_lock(&c->lock);
@@ -305,13 +332,14 @@ typedef struct {
     int next;        /* next op with the same (peer, direction), -1 at the end */
 } p2p_slot;
 
-/* Shortest adaptive spin window: about two cache-line round trips between cores. */
-#define HOST_SPIN_FLOOR_NS 1000
+/* Shortest adaptive spin window: longer than the jitter of a peer's call path. */
+#define HOST_SPIN_FLOOR_NS 4000
 
 /* The wait that began at *wait_start (0: none) has ended: adapt the spin window (see the file
  * comment) and reset the wait. */
 static void spin_adapt(host_comm *c, int64_t *wait_start, int *slept)
 {
+    int64_t waited = host_now_ns() - *wait_start, floor, w;
     int was_asleep = *slept;
     if (*wait_start == 0)
         return;
@@ -319,12 +347,20 @@ static void spin_adapt(host_comm *c, int64_t *wait_start, int *slept)
     *slept = 0;
     if (c->spin_max_ns == 0)
         return;
-    if (!was_asleep) {
-        c->spin_ns = c->spin_ns * 2 < c->spin_max_ns ? c->spin_ns * 2 : c->spin_max_ns;
-    } else {
-        int64_t floor = c->spin_max_ns < HOST_SPIN_FLOOR_NS ? c->spin_max_ns : HOST_SPIN_FLOOR_NS;
-        c->spin_ns = c->spin_ns / 2 > floor ? c->spin_ns / 2 : floor;
-    }
+    floor = c->spin_max_ns < HOST_SPIN_FLOOR_NS ? c->spin_max_ns : HOST_SPIN_FLOOR_NS;
+    w = !was_asleep || waited <= 2 * c->spin_max_ns ? 2 * c->spin_ns : c->spin_ns / 2;
+    c->spin_ns = w < floor ? floor : w > c->spin_max_ns ? c->spin_max_ns : w;
+}
+
+/* Whether to spin now: allowed, and the peer we wait for did not last run on our CPU. Records
+ * our CPU for the peers' same question. */
+static int spin_now(host_comm *c, const host_blocked *b)
+{
+    int cpu = sched_getcpu();
+    atomic_store_explicit(&host_seg_rankp(&c->seg, c->rank)->cpu, cpu, memory_order_relaxed);
+    if (b->peer < 0 || b->peer == c->rank || cpu < 0)
+        return 1;
+    return atomic_load_explicit(&host_seg_rankp(&c->seg, b->peer)->cpu, memory_order_relaxed) != cpu;
 }
 
 static ncclResult_t self_p2p(host_comm *c, host_opd *ops)
@@ -515,7 +551,7 @@ ncclResult_t host_run_ops(host_comm *c, host_task *t)
         }
         if (wait_start == 0)
             wait_start = host_now_ns();
-        if (c->spin_ns > 0 && !slept) {
+        if (c->spin_ns > 0 && !slept && spin_now(c, &b)) {
             int64_t until = wait_start + c->spin_ns;
             do {
                 host_cpu_relax();
