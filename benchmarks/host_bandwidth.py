@@ -2,8 +2,9 @@
 reduce_scatter and alltoall, at 2 ranks and at 4 ranks (on a 2-core machine: oversubscribed), all
 backends in the same run. Not a test: speed lives here, as ratios taken side by side.
 
-    python benchmarks/host_bandwidth.py                      # the full table (a few minutes)
-    python benchmarks/host_bandwidth.py -c allreduce,allgather -r 2 --sizes 8,64K,16M --runs 3
+    python benchmarks/host_bandwidth.py                      # the full table (about 3 minutes)
+    python benchmarks/host_bandwidth.py --runs 7 --json t.json   # steadier medians, raw times kept
+    python benchmarks/host_bandwidth.py -c allreduce,allgather -r 2 --sizes 8,64K,16M
     python benchmarks/host_bandwidth.py --baseline-lib /path/to/old/libnccl-host.so   # before/after
     python benchmarks/host_bandwidth.py -b base --base-env NCCL_HOST_DIRECT=0     # one switch's effect
 
@@ -15,18 +16,21 @@ Backends (each in its own ranks, started fresh for every run):
            Reduce_scatter_block, Alltoall)
   gloo     torch.distributed's gloo backend on CPU tensors (all_reduce, all_gather_into_tensor,
            broadcast, reduce_scatter_tensor, all_to_all_single); a collective gloo lacks shows n/a
-A backend that is not installed is left out with a note.
+A backend that is not installed is left out with a note. `python -m nccl.run -n 4 -m nccl.bench
+-c allreduce,allgather,broadcast,reduce_scatter,alltoall` measures the library alone, nccl-tests
+style, checking every result.
 
 Method. "size" is the bytes of the whole operation as nccl-tests counts them (float32): the
 buffer of allreduce and broadcast, the gathered, reduced or exchanged total of allgather,
 reduce_scatter and alltoall (each rank's block is size / nranks). For every cell the ranks warm
 up, time a few calls, agree on the largest of those times, and size the timed loop so that it
-lasts about --cell-time seconds; the loop follows a barrier, runs back to back, and its time per
+lasts about --cell-time seconds (at least two calls); the loop follows a barrier, runs back to back, and its time per
 call is taken on every rank; the cell's time is the slowest rank's (nccl-tests' convention).
 Broadcast is in place for every backend (MPI and gloo only have that form); the others are out
 of place.
 Each run starts every backend afresh, in a rotated order, so slow phases of a shared machine
-spread over all of them. A cell shows the median over --runs runs and, after "±", half the
+spread over all of them. On a machine shared with other work, even the medians of a few runs
+move by tens of percent; take ratios, not absolute times, and more runs for a table to keep. A cell shows the median over --runs runs and, after "±", half the
 range (max - min) as a percentage of that median. A ratio column (ours/mpi, ours/gloo,
 ours/base) is the median of the per-run ratios, each taken between the two backends' times of
 the same run: below 1 means nccl4py is faster. busbw follows nccl-tests: allreduce
@@ -202,7 +206,7 @@ def time_cell(ops, call, cell_time):
     """Seconds per call, the slowest rank's; None when the backend cannot run the collective (the
     same answer on every rank, so no rank is left waiting)."""
     try:
-        call()
+        call()  # also the warm-up
         ok = 0.0
     except (RuntimeError, NotImplementedError, ValueError):
         ok = 1.0
@@ -210,9 +214,8 @@ def time_cell(ops, call, cell_time):
         return None
     t0 = time.perf_counter()
     call()
-    call()
-    probe = ops.agree_max((time.perf_counter() - t0) / 2)
-    iters = max(3, min(5000, int(cell_time / max(probe, 1e-7))))
+    probe = ops.agree_max(time.perf_counter() - t0)
+    iters = max(2, min(5000, int(cell_time / max(probe, 1e-7))))
     ops.barrier()
     t0 = time.perf_counter()
     for _ in range(iters):
@@ -408,9 +411,9 @@ def main():
                     help="comma-separated subset of " + ", ".join(COLLECTIVES))
     ap.add_argument("-r", "--ranks", default="2,4", help="comma-separated rank counts (default 2,4)")
     ap.add_argument("--sizes", default=DEFAULT_SIZES, help=f"comma-separated sizes, K/M suffixes (default {DEFAULT_SIZES})")
-    ap.add_argument("--runs", type=int, default=5, help="fresh runs per backend; cells show the median (default 5)")
+    ap.add_argument("--runs", type=int, default=3, help="fresh runs per backend; cells show the median (default 3)")
     ap.add_argument("--cell-time", type=float, default=0.03,
-                    help="seconds each timed loop aims for (default 0.03; at least 3 calls)")
+                    help="seconds each timed loop aims for (default 0.03; at least 2 calls)")
     ap.add_argument("-b", "--backends", default="nccl4py,base,mpi,gloo", help="comma-separated subset of " +
                     ", ".join(BACKENDS) + " (nccl4py is always run)")
     ap.add_argument("--baseline-lib", help="another libnccl-host.so to run as backend 'base' (e.g. before a change)")

@@ -366,13 +366,13 @@ ncclResult_t host_transport_setup(host_comm *c)
     memset(&mine, 0, sizeof mine);
     mine.direct_min = p->direct_min;
     mine.mode = p->direct;
+    if (p->direct != HOST_DIRECT_OFF)
+        mine.speed = copy_speed();
     if (p->direct == HOST_DIRECT_OFF)
         reason = "NCCL_HOST_DIRECT=0";
-    else if (yama_scope() == 1)
-        reason = ptracer_declare(c, why, sizeof why);
+    else if (yama_scope() == 1 && !(p->direct == HOST_DIRECT_AUTO && mine.speed < HOST_DIRECT_MIN_SPEED))
+        reason = ptracer_declare(c, why, sizeof why); /* not when the speed rule turns it off anyway */
     mine.want = reason == NULL;
-    if (mine.want)
-        mine.speed = copy_speed();
     HOST_CHECKGOTO(host_random_bytes(&c->probe_cookie, sizeof c->probe_cookie), rc, exit);
     mine.cookie = c->probe_cookie;
     mine.cookie_addr = (uint64_t)(uintptr_t)&c->probe_cookie;
