@@ -698,7 +698,7 @@ uint64_t host_coll_direct_steps(const host_opd *op);
 ncclResult_t host_coll_direct_consume(host_comm *c, host_coll_run *run);
 
 /* transport.c */
-/* After the bootstrap, on every rank: chooses spin and single copy for c (one exchange). */
+/* After the bootstrap, on every rank: chooses spin and single copy for c (two exchanges). */
 ncclResult_t host_transport_setup(host_comm *c);
 void host_transport_free(host_comm *c);
 /* Reads len bytes at src in peer's address space into dst (process_vm_readv), then checks that

@@ -2,8 +2,9 @@
  * communicator, and the single-copy reads between ranks (HOST_BACKEND.md sections 10, 11.4).
  *
  * host_transport_setup runs right after the bootstrap of every communicator (init, split,
- * shrink; comm.c), on every rank, and settles two things by one exchange over the control mesh,
- * so that all ranks of the communicator agree and take the same path for every operation:
+ * shrink; comm.c), on every rank, and settles two things by two short exchanges over the control
+ * mesh (what each rank offers, then whether its probe succeeded), so that all ranks of the
+ * communicator agree and take the same path for every operation:
  *
  * 1. Spin before blocking. A rank that finds nothing to do polls for a bounded, adaptive window
  *    (worker.c) before it sleeps on its futex, as MPI's shared-memory path does: a futex sleep and
