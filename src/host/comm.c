@@ -174,11 +174,13 @@ ncclResult_t host_comm_wait_init(host_comm *c)
 {
     ncclResult_t rc;
     pthread_mutex_lock(&c->lock);
-    /* The INIT task ends by itself (its waits have the deadline; abort wakes them). */
-    while (c->phase == HOST_PHASE_INIT && atomic_load(&c->error) == 0)
+    /* The INIT task ends by itself (its waits have the deadline; abort wakes them). An error
+     * while it runs (a peer that finished its init and died at once, seen by the monitor) does
+     * not decide the outcome: the task does, and a later failure stays for the next call. */
+    while (c->phase == HOST_PHASE_INIT && (atomic_load(&c->error) == 0 || c->worker_busy))
         pthread_cond_wait(&c->cv, &c->lock);
+    rc = c->phase == HOST_PHASE_READY ? ncclSuccess : host_comm_error(c);
     pthread_mutex_unlock(&c->lock);
-    rc = host_comm_error(c);
     return rc;
 }
 
