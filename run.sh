@@ -11,7 +11,8 @@ mode="${1:-demo}"
 
 python="${PYTHON:-python3}"
 venv=.venv
-build_args=()
+# Warnings are errors in the main build (the sanitizer build keeps them as warnings).
+build_args=(-Csetup-args=-Dwerror=true)
 if [ "$mode" = asan ]; then
     venv=.venv-asan
     build_args=(-Csetup-args=-Db_sanitize=address,undefined -Csetup-args=-Db_lundef=false)

@@ -4,8 +4,9 @@ The loaded NCCL/RCCL library is process-global and chosen once, so tests that ne
 library never call the bindings in the pytest process: they run code in a child interpreter whose
 ``NCCL_LIBRARY`` names that library.
 
-* ``stub_libs``: the stub NCCL of tests/stubs/stub_nccl.c, compiled once per session with gcc in a
-  few variants (see ``STUB_VARIANTS``); {variant: path}. Skips when there is no gcc.
+* ``stub_libs``: the stub NCCL of tests/stubs/stub_nccl.c in a few variants (``STUB_VARIANTS``),
+  built with the other C test artefacts by meson once per session (tests/artefacts.py);
+  {variant: path}.
 * ``stub_python(variant)``: a persistent child interpreter with that stub selected (one per
   variant per session, restarted after a crash), which has already tried to load it.
   ``.run(code)`` executes a snippet there and returns what it assigned to ``result``; the
@@ -31,10 +32,10 @@ from pathlib import Path
 
 import pytest
 
+import artefacts
+
 TESTS = Path(__file__).resolve().parent
-ROOT = TESTS.parent
 STUBS = TESTS / "stubs"
-ABI_INCLUDE = ROOT / "src" / "include"
 # Replies from the children may hold stubctl objects (stubctl.Call): make them unpicklable here.
 if str(STUBS) not in sys.path:
     sys.path.append(str(STUBS))
@@ -43,68 +44,30 @@ if str(STUBS) not in sys.path:
 LOADER_VARIABLES = ("NCCL_LIBRARY", "ROCM_PATH", "HIP_PATH", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH",
                     "NCCL4PY_DEV_DIR")
 
-# variant: (directory/file name, -D switches of stub_nccl.c). The file names decide the flavour the
-# loader reports: librccl* is RCCL, and so is anything exporting an RCCL-only row.
+# variant (tests/stubs/meson.build builds them): the directory/file name it is used under. The file
+# names decide the flavour the loader reports: librccl* is RCCL, and so is anything exporting an
+# RCCL-only row.
 STUB_VARIANTS = {
-    # every NCCL 2.30 row, ncclGetVersion = 2.30.7
-    "nccl": ("nccl/libnccl.so.2", []),
-    # an NCCL 2.27.3: no row introduced in 2.28.0 or later
-    "nccl_2_27": ("nccl_2_27/libnccl.so.2", ["-DSTUB_MAX_SINCE=22800", "-DSTUB_VERSION=22703"]),
-    # RCCL: every row, the RCCL-only ones included
-    "rccl": ("rccl/librccl.so", ["-DSTUB_WITH_RCCL"]),
-    # an older RCCL: only the deprecated spellings ncclAllToAllv and ncclAllToAll
-    "rccl_legacy": ("rccl_legacy/librccl.so",
-                    ["-DSTUB_WITH_RCCL", '-DSTUB_OMIT="ncclAlltoAllv,ncclAlltoAll,ncclAllReduceWithBias"']),
-    # opens, but exports no ncclGetVersion: "not an NCCL/RCCL library"
-    "not_nccl": ("not_nccl/libnccl.so.2", ['-DSTUB_OMIT="ncclGetVersion"']),
+    "nccl": "nccl/libnccl.so.2",
+    "nccl_2_29": "nccl_2_29/libnccl.so.2",
+    "nccl_2_27": "nccl_2_27/libnccl.so.2",
+    "rccl": "rccl/librccl.so",
+    "rccl_legacy": "rccl_legacy/librccl.so",
+    "not_nccl": "not_nccl/libnccl.so.2",
+    "nccl_no_async_error": "nccl_no_async_error/libnccl.so.2",
 }
-STUB_CFLAGS = ["-std=gnu11", "-O1", "-g", "-Wall", "-Wextra", f"-I{ABI_INCLUDE}"]
-
-
-def _gcc():
-    return shutil.which("gcc")
-
-
-def _build_stubs(out):
-    """Compiles every variant: first the program that prints its version script, then the library
-    linked with that script. The builds of all variants run in parallel."""
-    gcc = _gcc()
-    src = str(STUBS / "stub_nccl.c")
-
-    def run_all(commands):
-        procs = [(cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-                 for cmd in commands]
-        outputs = []
-        for cmd, proc in procs:
-            stdout, stderr = proc.communicate(timeout=120)
-            if proc.returncode != 0:
-                raise RuntimeError(f"{' '.join(cmd)} failed:\n{stderr}")
-            outputs.append(stdout)
-        return outputs
-
-    listers = {v: out / f"list_{v}" for v in STUB_VARIANTS}
-    run_all([[gcc, *STUB_CFLAGS, *flags, "-DSTUB_LIST_EXPORTS", "-o", str(listers[v]), src]
-             for v, (_, flags) in STUB_VARIANTS.items()])
-    scripts = run_all([[str(listers[v])] for v in STUB_VARIANTS])
-    paths, commands = {}, []
-    for (variant, (name, flags)), script in zip(STUB_VARIANTS.items(), scripts):
-        lib = out / name
-        lib.parent.mkdir(parents=True, exist_ok=True)
-        map_file = out / f"{variant}.map"
-        map_file.write_text(script)
-        commands.append([gcc, *STUB_CFLAGS, *flags, "-shared", "-fPIC", f"-Wl,--version-script={map_file}",
-                         "-o", str(lib), src, "-lpthread"])
-        paths[variant] = lib
-    run_all(commands)
-    return paths
 
 
 @pytest.fixture(scope="session")
 def stub_libs(tmp_path_factory):
-    """{variant: path} of the stub NCCL builds (STUB_VARIANTS)."""
-    if _gcc() is None:
-        pytest.skip("gcc is needed to build the stub NCCL (tests/stubs/stub_nccl.c)")
-    return _build_stubs(tmp_path_factory.mktemp("stub_nccl"))
+    """{variant: path} of the stub NCCL builds (STUB_VARIANTS), each copied to its file name."""
+    out = tmp_path_factory.mktemp("stub_nccl")
+    paths = {}
+    for variant, name in STUB_VARIANTS.items():
+        paths[variant] = out / name
+        paths[variant].parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(artefacts.artefact(f"tests/stubs/libstub-nccl-{variant}.so"), paths[variant])
+    return paths
 
 
 def child_env(**overrides):

@@ -40,6 +40,11 @@ CASES = [
     ("count float", ar(2, "3.0"), "TypeError", NOT_INT.format(fn="all_reduce", arg="count", type="float")),
     ("datatype None", ar(3, "None"), "TypeError", NOT_INT.format(fn="all_reduce", arg="datatype", type="NoneType")),
     ("op str", ar(4, "'sum'"), "TypeError", NOT_INT.format(fn="all_reduce", arg="op", type="str")),
+    # bool is an int subclass, but True is not PROD (1) and False is not SUM (0)
+    ("op True", ar(4, "True"), "TypeError", r"all_reduce\(\) argument 'op' must be a RedOp, not bool"),
+    ("op False", ar(4, "False"), "TypeError", r"all_reduce\(\) argument 'op' must be a RedOp, not bool"),
+    ("reduce op True", "b.reduce(1, 2, 3, 7, True, 0, 4, 5)", "TypeError",
+     r"reduce\(\) argument 'op' must be a RedOp, not bool"),
     ("comm list", ar(5, "[4]"), "TypeError", NOT_INT.format(fn="all_reduce", arg="comm", type="list")),
     ("stream object", ar(6, "object()"), "TypeError", NOT_INT.format(fn="all_reduce", arg="stream", type="object")),
     ("stream keyword float", "b.all_reduce(1, 2, 3, 7, 0, 4, stream=5.5)", "TypeError",
@@ -338,3 +343,103 @@ def test_bad_input_does_not_poison_the_next_call(stub_python):
 
 def test_library_path_is_absolute(stub_python, stub_libs):
     assert stub_python("nccl").run("result = b.get_library_path()") == os.path.realpath(stub_libs["nccl"])
+
+
+# ---- null communicators and windows ----
+
+# Parameters that hold a communicator or a window handle, by name.
+HANDLE_PARAMS = {"comm": "communicator", "window": "window", "win": "window", "peer_win": "window"}
+# Where NCCL gives a null communicator a meaning the binding cannot replace, it passes it on:
+# get_last_error(NULL) is the error of a call made without a communicator, and a rank joining
+# through ncclCommGrow has no communicator yet. Destroy, abort and finalize refuse NULL like every
+# other call: NCCL makes them no-ops, but the binding refuses a null handle everywhere.
+NULL_ACCEPTED = {("get_last_error", "comm"), ("comm_grow", "comm")}
+# Named like handles, but they are the addresses of slots the library fills (PointerBox addresses):
+# 0 is refused too, as a null slot address.
+OUT_SLOTS = {("comm_init_rank", "comm"), ("comm_init_rank_config", "comm"), ("comm_window_register", "win")}
+
+
+def _handle_parameters():
+    """(module, function, parameter index, parameter, kind) for every handle parameter of the
+    bindings, read from their signatures (the 0.3.1 form of dual-form functions)."""
+    import inspect
+
+    import nccl.bindings.nccl as nb
+    import nccl.bindings.rocm_extensions as rx
+
+    out = []
+    for mod, names in (("b", nb._FUNCTIONS), ("rx", [n for n in dir(rx) if callable(getattr(rx, n))])):
+        module = nb if mod == "b" else rx
+        for name in names:
+            fn = getattr(module, name)
+            try:
+                params = list(inspect.signature(fn).parameters)
+            except (TypeError, ValueError):
+                continue
+            for i, p in enumerate(params):
+                if p in HANDLE_PARAMS and (name, p) not in OUT_SLOTS:
+                    out.append((mod, name, len(params), i, p, HANDLE_PARAMS[p]))
+    return out
+
+
+def test_the_handle_parameters_are_found():
+    found = {(name, p) for _, name, _, _, p, _ in _handle_parameters()}
+    # a few the list must contain, whatever else the signatures add
+    assert {("all_reduce", "comm"), ("all_to_all_v", "comm"), ("put_signal", "peer_win"), ("put_signal", "comm"),
+            ("get_peer_device_pointer", "window"), ("win_get_user_ptr", "win")} <= found
+    assert NULL_ACCEPTED <= found
+    assert len(found) >= 40
+
+
+def test_every_binding_refuses_a_null_handle(stub_python):
+    """A 0 communicator or window is a ValueError naming the function and the argument, raised
+    before the library is called (RCCL 2.27 crashes inside ncclAllReduce and ncclAllToAll on NULL).
+    The other arguments are 1: valid for every converter."""
+    cases = [c for c in _handle_parameters() if (c[1], c[4]) not in NULL_ACCEPTED]
+    r = stub_python("rccl").run(f"""
+        out = {{}}
+        for mod, name, n, i, param, kind in {cases!r}:
+            args = [1] * n
+            args[i] = 0
+            res = catch(getattr(b if mod == "b" else rx, name), *args)
+            out[(name, param)] = (res[0], res[1] if len(res) > 1 else None, kind)
+        result = (out, stub.calls())
+    """)
+    out, calls = r
+    assert calls == []
+    for (name, param), (exc, message, kind) in out.items():
+        assert (exc, message) == ("ValueError", f"{name}() argument '{param}' must not be a null {kind}"), name
+
+
+def test_null_where_nccl_gives_it_a_meaning(stub_python):
+    cases = [c for c in _handle_parameters() if (c[1], c[4]) in NULL_ACCEPTED]
+    r = stub_python("nccl").run(f"""
+        out = {{}}
+        for mod, name, n, i, param, kind in {cases!r}:
+            args = [0] * n  # null addresses: the stub reads what non-null ones point to
+            if name == "comm_grow":
+                args[4] = b.PointerBox().address  # the newcomm slot
+            out[name] = catch(getattr(b, name), *args)[0]
+        result = (out, [(name, args[0]) for name, args in stub.calls()])
+    """)
+    out, calls = r
+    assert out == {name: "ok" for _, name, *_ in cases}
+    # each reached the library with the null communicator
+    assert sorted(calls) == sorted({"get_last_error": ("ncclGetLastError", 0),
+                                    "comm_grow": ("ncclCommGrow", 0)}.values())
+
+
+def test_a_null_slot_address_is_refused(stub_python):
+    """The 0.3.1 creation forms take the address of the slot the library fills: 0 is a ValueError
+    before the call (the library would write through it)."""
+    r = stub_python("nccl").run("""
+        uid = b.UniqueId()
+        result = ([catch(b.comm_init_rank, 0, 1, uid, 0), catch(b.comm_init_rank_config, 0, 1, uid, 0, 0),
+                   catch(b.comm_window_register, 1, 1, 8, 0, 0)], stub.calls())
+    """)
+    outcomes, calls = r
+    assert calls == []
+    assert [o[:2] for o in outcomes] == [
+        ("ValueError", "comm_init_rank() argument 'comm' must not be a null handle slot address"),
+        ("ValueError", "comm_init_rank_config() argument 'comm' must not be a null handle slot address"),
+        ("ValueError", "comm_window_register() argument 'win' must not be a null handle slot address")]

@@ -22,60 +22,91 @@ import nccl.bindings as nb
 import nccl.bindings.nccl as b
 
 INT_MIN = -(2**31)
-SIZES = {"UniqueId": 128, "Config": 96, "SimInfo": 24, "WaitSignalDesc": 16, "CommProperties": 56}
+# NCCL 2.32.3 sizes (x86_64); tests/test_abi_real_nccl.py checks them against the real header.
+SIZES = {"UniqueId": 128, "Config": 120, "SimInfo": 24, "WaitSignalDesc": 16, "CommProperties": 152,
+         "CollConfig": 72, "ConfigExt": 24, "EncryptionConfig": 32, "Team": 12, "MultimemHandle": 8,
+         "LsaBarrierHandle": 8, "GinBarrierHandle": 8, "CftBarrierHandle": 8, "LLA2AHandle": 8,
+         "ResourceWindowVidmem": 16, "DevResourceRequirements": 56, "TeamRequirements": 32,
+         "DevCommRequirements": 120, "DevComm": 248}
 DTYPES = {"UniqueId": "unique_id_dtype", "Config": "config_dtype", "SimInfo": "sim_info_dtype",
-          "WaitSignalDesc": "wait_signal_desc_dtype", "CommProperties": "comm_properties_dtype"}
+          "WaitSignalDesc": "wait_signal_desc_dtype", "CommProperties": "comm_properties_dtype",
+          "CollConfig": "coll_config_dtype", "ConfigExt": "config_ext_dtype",
+          "EncryptionConfig": "encryption_config_dtype", "Team": "team_dtype", "MultimemHandle": "multimem_handle_dtype",
+          "LsaBarrierHandle": "lsa_barrier_handle_dtype", "GinBarrierHandle": "gin_barrier_handle_dtype",
+          "CftBarrierHandle": "cft_barrier_handle_dtype", "LLA2AHandle": "ll_a2a_handle_dtype",
+          "ResourceWindowVidmem": "resource_window_vidmem_dtype",
+          "DevResourceRequirements": "dev_resource_requirements_dtype", "TeamRequirements": "team_requirements_dtype",
+          "DevCommRequirements": "dev_comm_requirements_dtype", "DevComm": "dev_comm_dtype"}
+API = 23203  # the version every versioned struct is stamped with (NCCL 2.32.3)
 CLASSES = list(SIZES)
 
 
 # ---- CommProperties: the RCCL fork's test_comm_properties_abi.py checks ----
 
 class CommPropertiesRef(ctypes.Structure):
-    """ncclCommProperties_t as NCCL 2.30.3+ declares it (x86_64)."""
+    """ncclCommProperties_t as NCCL 2.32.3 declares it (x86_64); its first 56 bytes are the 2.29.7
+    to 2.30 layout the RCCL fork's first ABI test pinned."""
     _fields_ = [
         ("size", ctypes.c_size_t), ("magic", ctypes.c_uint), ("version", ctypes.c_uint),
         ("rank", ctypes.c_int), ("nRanks", ctypes.c_int), ("cudaDev", ctypes.c_int), ("nvmlDev", ctypes.c_int),
         ("deviceApiSupport", ctypes.c_bool), ("multimemSupport", ctypes.c_bool), ("ginType", ctypes.c_int),
         ("nLsaTeams", ctypes.c_int), ("hostRmaSupport", ctypes.c_bool), ("railedGinType", ctypes.c_int),
+        ("commHash", ctypes.c_uint64), ("ginMinStride", ctypes.c_int), ("ginConnectionType", ctypes.c_int),
+        ("ginSupport", ctypes.c_bool * 64), ("devCommRuntimeVersionSize", ctypes.c_size_t),
+        ("cftSupport", ctypes.c_bool), ("cftMulticastSupport", ctypes.c_bool), ("cftCountedSupport", ctypes.c_bool),
     ]
 
 
 C_TO_DTYPE = {"size": "size_", "nRanks": "n_ranks", "cudaDev": "cuda_dev", "nvmlDev": "nvml_dev",
               "deviceApiSupport": "device_api_support", "multimemSupport": "multimem_support",
               "ginType": "gin_type", "nLsaTeams": "n_lsa_teams", "hostRmaSupport": "host_rma_support",
-              "railedGinType": "railed_gin_type"}
+              "railedGinType": "railed_gin_type", "commHash": "comm_hash", "ginMinStride": "gin_min_stride",
+              "ginConnectionType": "gin_connection_type", "ginSupport": "gin_support",
+              "devCommRuntimeVersionSize": "dev_comm_runtime_version_size", "cftSupport": "cft_support",
+              "cftMulticastSupport": "cft_multicast_support", "cftCountedSupport": "cft_counted_support"}
 
 
-def test_comm_properties_reference_is_56_bytes():
-    assert ctypes.sizeof(CommPropertiesRef) == 56  # a one-byte ginType would make it 48
+def test_comm_properties_reference_is_152_bytes():
+    assert ctypes.sizeof(CommPropertiesRef) == 152
+    assert CommPropertiesRef.commHash.offset == 56  # the 2.30 struct ended at 56
 
 
 def test_comm_properties_dtype_matches_the_reference():
     dt = nb.comm_properties_dtype
     assert dt.itemsize == ctypes.sizeof(CommPropertiesRef)
-    assert len(dt.names) == 13
+    assert len(dt.names) == 21
     for name, _ in CommPropertiesRef._fields_:
         assert dt.fields[C_TO_DTYPE.get(name, name)][1] == getattr(CommPropertiesRef, name).offset, name
 
 
 @pytest.mark.parametrize("gin, railed", [("NONE", "NONE"), ("PROXY", "GDAKI"), ("GDAKI", "PROXY")])
 def test_comm_properties_round_trip(gin, railed):
-    ref = CommPropertiesRef(size=56, magic=0xDEADBEEF, version=123456, rank=3, nRanks=8, cudaDev=5, nvmlDev=9,
+    ref = CommPropertiesRef(size=152, magic=0xDEADBEEF, version=123456, rank=3, nRanks=8, cudaDev=5, nvmlDev=9,
                             deviceApiSupport=1, multimemSupport=0, ginType=nb.GinType[gin], nLsaTeams=42,
-                            hostRmaSupport=1, railedGinType=nb.GinType[railed])
+                            hostRmaSupport=1, railedGinType=nb.GinType[railed], commHash=2**64 - 3,
+                            ginMinStride=4, ginConnectionType=3, devCommRuntimeVersionSize=2**40 + 8,
+                            cftSupport=1, cftMulticastSupport=0, cftCountedSupport=1)
+    ref.ginSupport[0] = ref.ginSupport[3] = ref.ginSupport[63] = True
     props = nb.CommProperties.from_buffer(bytes(ref))
-    assert (props.size_, props.magic, props.version) == (56, 0xDEADBEEF, 123456)
+    assert (props.size_, props.magic, props.version) == (152, 0xDEADBEEF, 123456)
     assert (props.rank, props.n_ranks, props.cuda_dev, props.nvml_dev) == (3, 8, 5, 9)
     assert (props.device_api_support, props.multimem_support, props.host_rma_support) == (1, 0, 1)
     assert props.n_lsa_teams == 42
     assert nb.GinType(props.gin_type) is nb.GinType[gin]
     assert nb.GinType(props.railed_gin_type) is nb.GinType[railed]
-    assert all(type(getattr(props, f)) is int for f in nb.comm_properties_dtype.names)
+    assert (props.comm_hash, props.gin_min_stride, props.gin_connection_type) == (2**64 - 3, 4, 3)
+    assert props.dev_comm_runtime_version_size == 2**40 + 8
+    assert (props.cft_support, props.cft_multicast_support, props.cft_counted_support) == (1, 0, 1)
+    support = props.gin_support
+    assert (support.format, len(support), support.readonly) == ("B", 64, True)
+    assert [i for i, v in enumerate(support) if v] == [0, 3, 63]
+    scalars = [f for f in nb.comm_properties_dtype.names if f != "gin_support"]
+    assert all(type(getattr(props, f)) is int for f in scalars)
 
 
 def test_comm_properties_undersized_buffer():
-    with pytest.raises(ValueError, match="^buffer length must be 56 bytes$"):
-        nb.CommProperties.from_buffer(bytes(ctypes.sizeof(CommPropertiesRef) - 8))
+    with pytest.raises(ValueError, match="^buffer length must be 152 bytes$"):
+        nb.CommProperties.from_buffer(bytes(56))
 
 
 def test_gin_type_values():
@@ -84,35 +115,36 @@ def test_gin_type_values():
 
 def test_comm_properties_initializer():
     p = b.CommProperties()
-    assert (p.size_, p.magic, p.version) == (56, 0xCAFEBEEF, 23007)
-    assert bytes(p)[16:] == bytes(40)
+    assert (p.size_, p.magic, p.version) == (152, 0xCAFEBEEF, API)
+    assert bytes(p)[16:] == bytes(136)
 
 
 # ---- Config ----
 
-CONFIG_OFFSETS = {  # API.md section 3.6, ncclConfig_t (x86_64, 2.30.7)
+CONFIG_OFFSETS = {  # ncclConfig_t (x86_64, 2.32.3)
     "size_": 0, "magic": 8, "version": 12, "blocking": 16, "cga_cluster_size": 20, "min_ctas": 24,
     "max_ctas": 28, "net_name": 32, "split_share": 40, "traffic_class": 44, "comm_name": 48,
     "collnet_enable": 56, "cta_policy": 60, "shrink_share": 64, "nvls_ctas": 68,
     "n_channels_per_net_peer": 72, "nvlink_centric_sched": 76, "graph_usage_mode": 80, "num_rma_ctx": 84,
-    "max_p2p_peers": 88, "graph_stream_ordering": 92,
+    "max_p2p_peers": 88, "graph_stream_ordering": 92, "launch_order_implicit": 96, "num_rma_sig": 100,
+    "rma_eager_init": 104, "host_cft_mode": 108, "nvls_host_mode": 112,
 }
 CONFIG_INTS = [n for n in CONFIG_OFFSETS if n not in ("size_", "magic", "version", "net_name", "comm_name")]
 
 
 def test_config_layout():
     dt = b.config_dtype
-    assert dt.itemsize == 96 and list(dt.names) == list(CONFIG_OFFSETS)
+    assert dt.itemsize == 120 and list(dt.names) == list(CONFIG_OFFSETS)
     assert {n: dt.fields[n][1] for n in dt.names} == CONFIG_OFFSETS
 
 
 def test_config_initializer():
     cfg = b.Config()
-    assert (cfg.size_, cfg.magic, cfg.version) == (96, 0xCAFEBEEF, 23007)
-    assert [getattr(cfg, n) for n in CONFIG_INTS] == [INT_MIN] * 16
+    assert (cfg.size_, cfg.magic, cfg.version) == (120, 0xCAFEBEEF, API)
+    assert [getattr(cfg, n) for n in CONFIG_INTS] == [INT_MIN] * 21
     assert (cfg.net_name, cfg.comm_name) == ("", "")
     raw = bytes(cfg)
-    assert struct.unpack_from("<QII", raw) == (96, 0xCAFEBEEF, 23007)
+    assert struct.unpack_from("<QII", raw) == (120, 0xCAFEBEEF, API)
     assert struct.unpack_from("<QQ", raw, 32)[0] == 0 and struct.unpack_from("<Q", raw, 48)[0] == 0
     for name in CONFIG_INTS:
         assert struct.unpack_from("<i", raw, CONFIG_OFFSETS[name])[0] == INT_MIN, name
@@ -130,7 +162,7 @@ def test_config_fields_write_their_offsets():
         assert struct.unpack_from("<i", raw, CONFIG_OFFSETS[name])[0] == 1000 + k, name
         assert getattr(cfg, name) == 1000 + k
     arr = np.frombuffer(raw, dtype=b.config_dtype)[0]
-    assert arr["blocking"] == 1000 and arr["graph_stream_ordering"] == 1015
+    assert arr["blocking"] == 1000 and arr["graph_stream_ordering"] == 1015 and arr["nvls_host_mode"] == 1020
 
 
 def test_config_field_range_checks():
@@ -181,22 +213,22 @@ def test_config_string_on_borrowed_memory():
 
 def test_read_only_config():
     cfg = b.Config.from_buffer(bytes(b.Config()))
-    for name, value in (("blocking", 0), ("net_name", "x"), ("size_", 96), ("magic", 1)):
+    for name, value in (("blocking", 0), ("net_name", "x"), ("size_", 120), ("magic", 1)):
         with pytest.raises(ValueError, match=r"^This Config instance is read-only$"):
             setattr(cfg, name, value)
     with pytest.raises(ValueError, match=r"^This Config instance is read-only$"):
         cfg[0] = np.zeros(1, dtype=b.config_dtype)
     assert cfg.blocking == INT_MIN
     with pytest.raises(ValueError, match=r"^This CommProperties instance is read-only$"):
-        b.CommProperties.from_buffer(bytes(56)).rank = 1
+        b.CommProperties.from_buffer(bytes(152)).rank = 1
 
 
 # ---- the other initializers and fields ----
 
 def test_sim_info():
     s = b.SimInfo()
-    assert (s.size_, s.magic, s.version, s.estimated_time) == (24, 0x74685283, 23007, -1.0)
-    assert struct.unpack("<QIIf4x", bytes(s)) == (24, 0x74685283, 23007, -1.0)
+    assert (s.size_, s.magic, s.version, s.estimated_time) == (24, 0x74685283, API, -1.0)
+    assert struct.unpack("<QIIf4x", bytes(s)) == (24, 0x74685283, API, -1.0)
     s.estimated_time = 0.125
     assert struct.unpack_from("<f", bytes(s), 16)[0] == 0.125
     assert {n: b.sim_info_dtype.fields[n][1] for n in b.sim_info_dtype.names} == {
@@ -366,7 +398,7 @@ def test_setitem_copies_in(cls):
 
 def test_struct_wrappers_are_usable_as_pointers():
     cfg = b.Config()
-    assert ctypes.c_size_t.from_address(int(cfg)).value == 96
+    assert ctypes.c_size_t.from_address(int(cfg)).value == 120
 
 
 # ---- PointerBox ----

@@ -11,27 +11,19 @@
 The device must be chosen before the communicator is created, so ``select_device()`` runs first.
 """
 
-import os
 import sys
 
 import numpy as np
 
 import nccl.core as nccl
 from nccl.bindings import nccl as bindings
-
-MPI_SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MV2_COMM_WORLD_SIZE")
-LOCAL_RANK_VARIABLES = ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID")
+# The launcher's view of this process, as Communicator.from_env reads it: detect() names the
+# launcher, local_rank() is this rank's index on its machine.
+from nccl.core._env import detect, local_rank
 
 
 def on_host_backend():
     return bindings.get_library_flavour() == "host"
-
-
-def local_rank():
-    for name in LOCAL_RANK_VARIABLES:
-        if os.environ.get(name, "").isdigit():
-            return int(os.environ[name])
-    return 0
 
 
 def select_device():
@@ -57,7 +49,7 @@ def select_device():
 
 
 def under_mpi():
-    return any(name in os.environ for name in MPI_SIZE_VARIABLES)
+    return detect().kind == "mpi"
 
 
 def make_communicator(config=None):

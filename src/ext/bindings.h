@@ -1,24 +1,68 @@
-/* Shared pieces of the binding functions (bindings.c, rocm_extensions.c). */
+/* nccl.bindings.nccl and nccl.bindings.rocm_extensions: one C function per NCCL/RCCL host entry
+ * point (API.md sections 3 and 4), upstream 0.3.1's names and argument conventions, plus the
+ * 0.2.0 forms chosen by argument count. The functions live by concern:
+ *
+ *   bindings.c              argument helpers shared by every binding, and the setup
+ *   bindings_memory.c       memory, version, unique ids, error strings
+ *   bindings_lifecycle.c    communicator creation, split/shrink/grow, finalize/destroy/abort,
+ *                           revoke/suspend/resume
+ *   bindings_query.c        communicator queries (count, rank, device, async error, memory
+ *                           statistics, properties)
+ *   bindings_collectives.c  collectives, point-to-point, custom reduction operators, groups
+ *   bindings_windows.c      buffer and window registration, one-sided signals, device pointers,
+ *                           device communicators
+ *   rocm_extensions.c       the RCCL-only collectives
+ *
+ * How to add a wrapper (ncclFoo -> foo):
+ *   1. The entry point is a row of NCCL_ABI in src/include/abi.h (the only place an NCCL symbol
+ *      name is written; the loader resolves it into nx_api.ncclFoo).
+ *   2. In the file of its concern, write it out like its neighbours:
+ *
+ *        static const nx_sig foo_sig = NX_SIGNATURE("foo", "comm", "count");
+ *        PyDoc_STRVAR(foo__doc__, "foo(comm, count)\n--\n\nncclFoo: what it does.");
+ *        static PyObject *foo(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+ *        {
+ *            const nx_sig *sig = &foo_sig;
+ *            PyObject *buf[NX_MAX_PARAMS];
+ *            PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+ *            nx_state *st = nx_get_state(m);
+ *            if (a == NULL || nx_require(st, &nx_api.ncclFoo) < 0)
+ *                return NULL;
+ *            ncclComm_t comm;
+ *            size_t count;
+ *            if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_size(sig, a, 1, &count) < 0)
+ *                return NULL;
+ *            ncclResult_t rc;
+ *            NX_RUN(rc, nx_api.ncclFoo(comm, count));
+ *            if (nx_check(st, rc, comm) < 0)
+ *                return NULL;
+ *            Py_RETURN_NONE;
+ *        }
+ *
+ *      Order of checks: arity and keywords, the library load and the symbol (nx_require), each
+ *      argument in parameter order, then the one library call with the GIL released (NX_RUN),
+ *      then its status (nx_check). Every comm parameter goes through nx_arg_comm and every
+ *      window through nx_arg_window, which refuse a null handle before any library call (only
+ *      where NCCL gives NULL a meaning does a binding pass NX_NULL_ACCEPTED, with a comment).
+ *   3. Add NX_FASTCALL_DEF(foo) to the file's method table, and "foo" to _FUNCTIONS in
+ *      src/nccl/bindings/nccl.py (or to the import and __all__ of rocm_extensions.py).
+ *   4. Tests: tests/test_bindings_marshalling.py checks argument order through the stub library
+ *      (tests/stubs, generated from abi.h); tests/test_bindings_bad_input.py the null-handle rule,
+ *      which it derives from the signature. */
 #ifndef NCCL4PY_BINDINGS_H
 #define NCCL4PY_BINDINGS_H
 
 #include "convert.h"
 #include "errors.h"
 #include "library.h"
+#include "module.h"
 
-/* A Python signature: NX_SIG(all_reduce, "sendbuff", ...) defines S_all_reduce. */
-#define NX_SIG(fn, ...) \
-    static const nx_sig S_##fn = {#fn, (const char *const[]){__VA_ARGS__, NULL}}
+/* An nx_sig initializer: NX_SIGNATURE("all_reduce", "sendbuff", ...); the count is computed. */
+#define NX_SIGNATURE(fname, ...) \
+    {(fname), (const char *const[]){__VA_ARGS__, NULL}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)}
 
-/* Converters for argument i of signature S (a local `const nx_sig *S` and `PyObject *const *a`). */
-#define NX_ARG_PTR(i, v) (nx_intptr(a[i], S->fname, S->names[i], &(v)) < 0)
-#define NX_ARG_SIZE(i, v) (nx_size(a[i], S->fname, S->names[i], &(v)) < 0)
-#define NX_ARG_INT(i, v) (nx_int(a[i], S->fname, S->names[i], &(v)) < 0)
-#define NX_ARG_UINT(i, v) (nx_uint(a[i], S->fname, S->names[i], &(v)) < 0)
-#define NX_ARG_DTYPE(i, v) (nx_dtype(a[i], S->fname, S->names[i], &(v)) < 0)
-#define NX_ARG_REDOP(i, v) (nx_redop(a[i], S->fname, S->names[i], &(v)) < 0)
-
-/* Runs one library call with the GIL released (only C values cross) and stores its status. */
+/* Runs one library call with the GIL released (only C values cross) and stores its status. The
+ * block holds nothing but the call. */
 #define NX_RUN(rc, call)          \
     do {                          \
         Py_BEGIN_ALLOW_THREADS    \
@@ -26,30 +70,109 @@
         Py_END_ALLOW_THREADS      \
     } while (0)
 
-/* Runs the call and raises NCCLError (with comm's last error) unless it succeeded or is in
- * progress. */
-#define NX_CALL(st, comm, call)                                        \
-    do {                                                               \
-        ncclResult_t rc_;                                              \
-        NX_RUN(rc_, call);                                             \
-        if (NX_FAILED(rc_))                                            \
-            return nx_raise_status((st), rc_, (ncclComm_t)(comm));     \
-    } while (0)
-
-/* Parses the arguments of a fixed-arity function into `a`; returns NULL from the caller on error. */
-#define NX_PARSE(fn, n)                                                          \
-    const nx_sig *S = &S_##fn;                                                   \
-    PyObject *buf_[(n) > 0 ? (n) : 1];                                           \
-    PyObject *const *a = nx_args(S, (n), args, nargs, kwnames, buf_);            \
-    if (a == NULL)                                                               \
-        return NULL;                                                             \
-    (void)a
-
+/* A method table entry of a binding: Python name = C name, FASTCALL with keywords, doc fn##__doc__. */
 #define NX_FASTCALL_DEF(fn) \
     {#fn, (PyCFunction)(void (*)(void))fn, METH_FASTCALL | METH_KEYWORDS, fn##__doc__}
 
 /* Groups open on this thread (ncclGroupStart calls not yet ended). */
 int nx_group_depth(void);
+/* Keeps o alive until the outermost group end of this thread (group_refs.c); call only while a
+ * group is open. -1 with an exception set on failure. */
+int nx_group_keep(PyObject *o);
+/* Drops what nx_group_keep kept (the outermost group end, after the library call). */
+void nx_group_release(void);
+
+/* ---- argument i of the binding described by sig ----
+ * Each converts a[i] and names sig's function and parameter in its error: 0, or -1 with
+ * TypeError, OverflowError or ValueError. */
+
+static inline int nx_arg_addr(const nx_sig *sig, PyObject *const *a, int i, void **out)
+{
+    return nx_addr(a[i], sig->fname, sig->names[i], out);
+}
+
+/* The address of the handle slot a 0.3.1 creation call fills (a PointerBox or an int): the library
+ * writes the new communicator or window there, so 0 is refused (ValueError) before the call. */
+static inline int nx_arg_slot(const nx_sig *sig, PyObject *const *a, int i, void **out)
+{
+    if (nx_addr(a[i], sig->fname, sig->names[i], out) < 0)
+        return -1;
+    if (*out == NULL) {
+        PyErr_Format(PyExc_ValueError, "%s() argument '%s' must not be a null handle slot address", sig->fname,
+                     sig->names[i]);
+        return -1;
+    }
+    return 0;
+}
+
+static inline int nx_arg_stream(const nx_sig *sig, PyObject *const *a, int i, cudaStream_t *out)
+{
+    intptr_t v;
+    if (nx_intptr(a[i], sig->fname, sig->names[i], &v) < 0)
+        return -1;
+    *out = (cudaStream_t)v;
+    return 0;
+}
+
+static inline int nx_arg_size(const nx_sig *sig, PyObject *const *a, int i, size_t *out)
+{
+    return nx_size(a[i], sig->fname, sig->names[i], out);
+}
+
+static inline int nx_arg_int(const nx_sig *sig, PyObject *const *a, int i, int *out)
+{
+    return nx_int(a[i], sig->fname, sig->names[i], out);
+}
+
+static inline int nx_arg_uint(const nx_sig *sig, PyObject *const *a, int i, unsigned int *out)
+{
+    return nx_uint(a[i], sig->fname, sig->names[i], out);
+}
+
+static inline int nx_arg_dtype(const nx_sig *sig, PyObject *const *a, int i, ncclDataType_t *out)
+{
+    return nx_dtype(a[i], sig->fname, sig->names[i], out);
+}
+
+static inline int nx_arg_redop(const nx_sig *sig, PyObject *const *a, int i, ncclRedOp_t *out)
+{
+    return nx_redop(a[i], sig->fname, sig->names[i], out);
+}
+
+/* A communicator that must not be null (ValueError before any library call). */
+static inline int nx_arg_comm(const nx_sig *sig, PyObject *const *a, int i, ncclComm_t *out)
+{
+    return nx_comm_arg(a[i], sig->fname, sig->names[i], NX_NULL_REFUSED, out);
+}
+
+/* A communicator where NCCL gives NULL a meaning; each use says which. */
+static inline int nx_arg_nullable_comm(const nx_sig *sig, PyObject *const *a, int i, ncclComm_t *out)
+{
+    return nx_comm_arg(a[i], sig->fname, sig->names[i], NX_NULL_ACCEPTED, out);
+}
+
+/* A window that must not be null (ValueError before any library call). */
+static inline int nx_arg_window(const nx_sig *sig, PyObject *const *a, int i, ncclWindow_t *out)
+{
+    return nx_window_arg(a[i], sig->fname, sig->names[i], out);
+}
+
+/* ---- shared by the binding files (bindings.c) ---- */
+
+/* A function with two forms told apart by the total argument count: the 0.3.1 form (s03) or the
+ * 0.2.0 form (s02, which may be s03 itself when the names are shared). Returns the arguments in
+ * parameter order and sets *legacy (the 0.2.0 form was called) and *sig; NULL with TypeError
+ * otherwise. buf has room for NX_MAX_PARAMS. */
+PyObject *const *nx_dual_args(const nx_sig *s03, const nx_sig *s02, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames, PyObject **buf, int *legacy, const nx_sig **sig);
+
+/* A struct wrapper freshly filled by the library, or, when rc failed, NULL with the exception
+ * (obj dropped). */
+PyObject *nx_struct_result(nx_state *st, PyObject *obj, ncclResult_t rc, ncclComm_t comm);
+
+/* The result of a creation call: the status (0.3.1 form) or the new handle (0.2.0 form); NULL with
+ * the exception when rc failed. */
+PyObject *nx_creation_result(nx_state *st, ncclResult_t rc, int legacy, void *newhandle, ncclComm_t comm);
 
 /* True when o stands for an address (an int, PointerBox, ...) rather than for data. */
 int nx_is_address(PyObject *o);
@@ -58,9 +181,31 @@ int nx_is_address(PyObject *o);
  * length (read-only buffers welcome: the library only reads them). */
 int nx_read_bytes_arg(PyObject *o, const char *fname, const char *argname, void *out, size_t size);
 
+/* nx_read_bytes_arg into new PyMem storage (*out, which the caller frees), allocated only once a
+ * buffer argument is known to hold exactly size bytes. */
+int nx_read_bytes_alloc(PyObject *o, const char *fname, const char *argname, size_t size, void **out);
+
 /* A host size_t[n] array given as an int address (used in place), a sequence of ints, or a 1-D
  * uint64 buffer (both copied into *copy, which the caller frees with PyMem_Free). */
 int nx_size_array_arg(PyObject *o, const char *fname, const char *argname, Py_ssize_t n, const size_t **out,
                       size_t **copy);
+
+/* An int[] given as an int address or a sequence of ints (copied into *copy, freed by the caller;
+ * at least `count` entries); None gives NULL when allow_none. */
+int nx_int_array_arg(PyObject *o, const char *fname, const char *argname, Py_ssize_t count, int allow_none,
+                     int **out, int **copy);
+
+/* Groups open on this thread (ncclGroupStart calls not yet ended; bindings_collectives.c). */
+int nx_group_depth(void);
+
+/* ---- setup: each binding file's method table, added by nx_bindings_setup ---- */
+extern PyMethodDef nx_bindings_memory_methods[];
+extern PyMethodDef nx_bindings_lifecycle_methods[];
+extern PyMethodDef nx_bindings_query_methods[];
+extern PyMethodDef nx_bindings_collective_methods[];
+extern PyMethodDef nx_bindings_window_methods[];
+extern PyMethodDef nx_rocm_extension_methods[];
+
+int nx_bindings_setup(PyObject *module, nx_state *st);
 
 #endif

@@ -76,6 +76,9 @@ static inline int buffer_arg(nx_state *st, nx_Communicator *c, PyObject *o, cons
 {
     if (NX_UNLIKELY(nx_resolve_buffer(st, o, name, out) < 0))
         return -1;
+    /* Inside a group the library uses the memory at the outermost group end, not now. */
+    if (NX_UNLIKELY(nx_group_depth() > 0) && nx_group_keep(o) < 0)
+        return -1;
     if (writes && NX_UNLIKELY(nx_buffer_writable(st, out, name) < 0))
         return -1;
     return nx_comm_check_device(st, c, out, name);
@@ -182,11 +185,19 @@ static PyObject *reduce_impl(nx_state *st, nx_Communicator *c, const char *fname
         NX_UNLIKELY(stream_arg(st, streamo, &stream) < 0))
         return NULL;
     if (rooted) {
-        NX_REQUIRE(st, ncclReduce);
-        NX_CALL(st, comm, nx_api.ncclReduce(s.ptr, r.ptr, s.count, s.dtype, op, root, comm, stream));
+        if (nx_require(st, &nx_api.ncclReduce) < 0)
+            return NULL;
+        ncclResult_t rc;
+        NX_RUN(rc, nx_api.ncclReduce(s.ptr, r.ptr, s.count, s.dtype, op, root, comm, stream));
+        if (nx_check(st, rc, comm) < 0)
+            return NULL;
     } else {
-        NX_REQUIRE(st, ncclAllReduce);
-        NX_CALL(st, comm, nx_api.ncclAllReduce(s.ptr, r.ptr, s.count, s.dtype, op, comm, stream));
+        if (nx_require(st, &nx_api.ncclAllReduce) < 0)
+            return NULL;
+        ncclResult_t rc;
+        NX_RUN(rc, nx_api.ncclAllReduce(s.ptr, r.ptr, s.count, s.dtype, op, comm, stream));
+        if (nx_check(st, rc, comm) < 0)
+            return NULL;
     }
     Py_RETURN_NONE;
 }
@@ -254,8 +265,12 @@ static PyObject *Communicator_reduce_scatter(NX_COMM_METHOD_ARGS)
     cudaStream_t stream;
     if (op_arg(st, c, a[2], s.dtype, fname, &op) < 0 || stream_arg(st, a[3], &stream) < 0)
         return NULL;
-    NX_REQUIRE(st, ncclReduceScatter);
-    NX_CALL(st, comm, nx_api.ncclReduceScatter(s.ptr, r.ptr, count, s.dtype, op, comm, stream));
+    if (nx_require(st, &nx_api.ncclReduceScatter) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclReduceScatter(s.ptr, r.ptr, count, s.dtype, op, comm, stream));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -296,8 +311,12 @@ static PyObject *Communicator_broadcast(NX_COMM_METHOD_ARGS)
     cudaStream_t stream;
     if (stream_arg(st, a[3], &stream) < 0)
         return NULL;
-    NX_REQUIRE(st, ncclBroadcast);
-    NX_CALL(st, comm, nx_api.ncclBroadcast(s.ptr, r.ptr, r.count, r.dtype, root, comm, stream));
+    if (nx_require(st, &nx_api.ncclBroadcast) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclBroadcast(s.ptr, r.ptr, r.count, r.dtype, root, comm, stream));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -329,11 +348,19 @@ static PyObject *gather_impl(nx_state *st, nx_Communicator *c, const char *fname
     if (stream_arg(st, streamo, &stream) < 0)
         return NULL;
     if (rooted) {
-        NX_REQUIRE(st, ncclGather);
-        NX_CALL(st, comm, nx_api.ncclGather(s.ptr, r.ptr, count, s.dtype, root, comm, stream));
+        if (nx_require(st, &nx_api.ncclGather) < 0)
+            return NULL;
+        ncclResult_t rc;
+        NX_RUN(rc, nx_api.ncclGather(s.ptr, r.ptr, count, s.dtype, root, comm, stream));
+        if (nx_check(st, rc, comm) < 0)
+            return NULL;
     } else {
-        NX_REQUIRE(st, ncclAllGather);
-        NX_CALL(st, comm, nx_api.ncclAllGather(s.ptr, r.ptr, count, s.dtype, comm, stream));
+        if (nx_require(st, &nx_api.ncclAllGather) < 0)
+            return NULL;
+        ncclResult_t rc;
+        NX_RUN(rc, nx_api.ncclAllGather(s.ptr, r.ptr, count, s.dtype, comm, stream));
+        if (nx_check(st, rc, comm) < 0)
+            return NULL;
     }
     Py_RETURN_NONE;
 }
@@ -401,8 +428,12 @@ static PyObject *Communicator_scatter(NX_COMM_METHOD_ARGS)
     cudaStream_t stream;
     if (stream_arg(st, a[3], &stream) < 0)
         return NULL;
-    NX_REQUIRE(st, ncclScatter);
-    NX_CALL(st, comm, nx_api.ncclScatter(s.ptr, r.ptr, r.count, r.dtype, root, comm, stream));
+    if (nx_require(st, &nx_api.ncclScatter) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclScatter(s.ptr, r.ptr, r.count, r.dtype, root, comm, stream));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -436,12 +467,16 @@ static PyObject *Communicator_alltoall(NX_COMM_METHOD_ARGS)
     cudaStream_t stream;
     if (stream_arg(st, a[2], &stream) < 0)
         return NULL;
-    if (NX_UNLIKELY(!nx_loader_ready()) && nx_load_library(st) < 0)
+    if (nx_loaded(st) < 0)
         return NULL;
+    /* RCCL before 2.20 spells it ncclAllToAll: same signature. */
     __typeof__(nx_api.ncclAlltoAll) fn = nx_api.ncclAlltoAll ? nx_api.ncclAlltoAll : nx_api.ncclAllToAll;
     if (fn == NULL)
         return nx_raise_function_not_found(st, "ncclAlltoAll", "ncclAllToAll");
-    NX_CALL(st, comm, fn(s.ptr, r.ptr, count, s.dtype, comm, stream));
+    ncclResult_t rc;
+    NX_RUN(rc, fn(s.ptr, r.ptr, count, s.dtype, comm, stream));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -463,11 +498,19 @@ static PyObject *p2p(PyObject *self, PyTypeObject *cls, PyObject *const *args, P
         rank_arg(st, c, a[1], sig->fname, "peer", &peer) < 0 || stream_arg(st, a[2], &stream) < 0)
         return NULL;
     if (is_recv) {
-        NX_REQUIRE(st, ncclRecv);
-        NX_CALL(st, comm, nx_api.ncclRecv(b.ptr, b.count, b.dtype, peer, comm, stream));
+        if (nx_require(st, &nx_api.ncclRecv) < 0)
+            return NULL;
+        ncclResult_t rc;
+        NX_RUN(rc, nx_api.ncclRecv(b.ptr, b.count, b.dtype, peer, comm, stream));
+        if (nx_check(st, rc, comm) < 0)
+            return NULL;
     } else {
-        NX_REQUIRE(st, ncclSend);
-        NX_CALL(st, comm, nx_api.ncclSend(b.ptr, b.count, b.dtype, peer, comm, stream));
+        if (nx_require(st, &nx_api.ncclSend) < 0)
+            return NULL;
+        ncclResult_t rc;
+        NX_RUN(rc, nx_api.ncclSend(b.ptr, b.count, b.dtype, peer, comm, stream));
+        if (nx_check(st, rc, comm) < 0)
+            return NULL;
     }
     Py_RETURN_NONE;
 }
@@ -502,8 +545,12 @@ static PyObject *Communicator_signal(NX_COMM_METHOD_ARGS)
         (a[2] && nx_int(a[2], "signal", "context", &ctx) < 0) ||
         (a[3] && nx_uint(a[3], "signal", "flags", &flags) < 0) || stream_arg(st, a[4], &stream) < 0)
         return NULL;
-    NX_REQUIRE(st, ncclSignal);
-    NX_CALL(st, comm, nx_api.ncclSignal(peer, idx, ctx, flags, comm, stream));
+    if (nx_require(st, &nx_api.ncclSignal) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclSignal(peer, idx, ctx, flags, comm, stream));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -566,18 +613,12 @@ static PyObject *Communicator_wait_signal(NX_COMM_METHOD_ARGS)
             goto done;
     if (stream_arg(st, a[1], &stream) < 0)
         goto done;
-    if (!nx_loader_ready() && nx_load_library(st) < 0)
+    if (nx_require(st, &nx_api.ncclWaitSignal) < 0)
         goto done;
-    if (nx_api.ncclWaitSignal == NULL) {
-        nx_raise_function_not_found(st, "ncclWaitSignal", NULL);
-        goto done;
-    }
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclWaitSignal((int)n, descs, comm, stream));
-    if (NX_FAILED(rc)) {
-        nx_raise_status(st, rc, comm);
+    if (nx_check(st, rc, comm) < 0)
         goto done;
-    }
     result = Py_NewRef(Py_None);
 done:
     PyMem_Free(descs);
@@ -625,9 +666,13 @@ static PyObject *Communicator_put_signal(NX_COMM_METHOD_ARGS)
     size_t bytes = mul_sat(offset, nx_dtype_size(b.dtype));
     if (bytes == SIZE_MAX)
         return nx_invalid(st, "peer_window_offset %zu elements overflows a byte offset", offset);
-    NX_REQUIRE(st, ncclPutSignal);
-    NX_CALL(st, comm, nx_api.ncclPutSignal(b.ptr, b.count, b.dtype, peer, (ncclWindow_t)win, bytes, idx, ctx, flags,
+    if (nx_require(st, &nx_api.ncclPutSignal) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclPutSignal(b.ptr, b.count, b.dtype, peer, (ncclWindow_t)win, bytes, idx, ctx, flags,
                                            comm, stream));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -669,8 +714,12 @@ static PyObject *Communicator_allreduce_with_bias(NX_COMM_METHOD_ARGS)
     cudaStream_t stream;
     if (op_arg(st, c, a[3], s.dtype, fname, &op) < 0 || stream_arg(st, a[4], &stream) < 0)
         return NULL;
-    NX_REQUIRE(st, ncclAllReduceWithBias);
-    NX_CALL(st, comm, nx_api.ncclAllReduceWithBias(s.ptr, r.ptr, s.count, s.dtype, op, comm, stream, bias.ptr));
+    if (nx_require(st, &nx_api.ncclAllReduceWithBias) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclAllReduceWithBias(s.ptr, r.ptr, s.count, s.dtype, op, comm, stream, bias.ptr));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -758,7 +807,7 @@ static PyObject *Communicator_alltoallv(NX_COMM_METHOD_ARGS)
     cudaStream_t stream;
     if (stream_arg(st, a[6], &stream) < 0)
         goto done;
-    if (!nx_loader_ready() && nx_load_library(st) < 0)
+    if (nx_loaded(st) < 0)
         goto done;
     __typeof__(nx_api.ncclAlltoAllv) fn = nx_api.ncclAlltoAllv ? nx_api.ncclAlltoAllv : nx_api.ncclAllToAllv;
     if (fn == NULL) {
@@ -767,10 +816,8 @@ static PyObject *Communicator_alltoallv(NX_COMM_METHOD_ARGS)
     }
     ncclResult_t rc;
     NX_RUN(rc, fn(s.ptr, sc, sd, r.ptr, rc_, rd, s.dtype, comm, stream));
-    if (NX_FAILED(rc)) {
-        nx_raise_status(st, rc, comm);
+    if (nx_check(st, rc, comm) < 0)
         goto done;
-    }
     result = Py_NewRef(Py_None);
 done:
     PyMem_Free(arr);

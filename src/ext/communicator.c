@@ -1,7 +1,7 @@
-/* nccl.core.Communicator (API.md section 5.9): construction, lifecycle, cached queries,
- * properties, status, resource tracking and the context-manager protocol. The collective and
- * point-to-point methods are in collectives.c, the resource-creating ones in resources.c; all of
- * them share this type's method table.
+/* nccl.core.Communicator (API.md section 5.9): the type, lifecycle, cached queries, properties,
+ * status, resource tracking and the context-manager protocol. Its other methods live by concern:
+ * construction in communicator_create.c, collectives and point-to-point in collectives.c,
+ * resources in resources.c and redop.c; all share this type's method table.
  *
  * Lifetime is explicit: destroy(), abort() or the `with` block. The finalizer never calls the
  * library (destroy is collective, and a collector running on one rank would hang the others); a
@@ -15,19 +15,9 @@
 
 #include "structs.h"
 
-#define NX_REQUIRE_OR(st, fn, fail)                                                      \
-    do {                                                                                 \
-        if (NX_UNLIKELY(!nx_loader_ready()) && nx_load_library(st) < 0)                  \
-            return fail;                                                                 \
-        if (NX_UNLIKELY(nx_api.fn == NULL)) {                                            \
-            nx_raise_function_not_found(st, #fn, NULL);                                  \
-            return fail;                                                                 \
-        }                                                                                \
-    } while (0)
-
 /* ---- allocation ---- */
 
-static void reset_caches(nx_Communicator *c)
+void nx_comm_reset_caches(nx_Communicator *c)
 {
     c->nranks = -1;
     c->rank = -1;
@@ -52,15 +42,14 @@ static nx_Communicator *comm_alloc(nx_state *st, PyTypeObject *tp, PyObject *box
         *c->slot = handle;
     if ((c->resources = PyList_New(0)) == NULL)
         goto error;
-    reset_caches(c);
+    nx_comm_reset_caches(c);
     return c;
 error:
     Py_DECREF(c);
     return NULL;
 }
 
-/* A new, null communicator of the same Python class as `like` (subclasses keep their class). */
-static nx_Communicator *comm_new_like(nx_state *st, PyTypeObject *tp) { return comm_alloc(st, tp, NULL, NULL); }
+nx_Communicator *nx_comm_new(nx_state *st, PyTypeObject *tp) { return comm_alloc(st, tp, NULL, NULL); }
 
 static PyObject *Communicator_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
 {
@@ -156,47 +145,37 @@ ncclComm_t nx_comm_require(nx_state *st, nx_Communicator *c, const char *op)
 
 /* One of the int queries (ncclCommCount, ncclCommUserRank, ncclCommCuDevice), cached in *cache. */
 static int cached_query(nx_state *st, nx_Communicator *c, const char *op, int *cache,
-                        ncclResult_t (*const *fnslot)(const ncclComm_t, int *), const char *symbol, int unknown,
-                        int *out)
+                        ncclResult_t (*const *fnslot)(const ncclComm_t, int *), int unknown, int *out)
 {
     if (NX_LIKELY(*cache != unknown)) {
         *out = *cache;
         return 0;
     }
     ncclComm_t h = nx_comm_require(st, c, op);
-    if (h == NULL)
+    if (h == NULL || nx_require(st, fnslot) < 0)
         return -1;
-    if (!nx_loader_ready() && nx_load_library(st) < 0)
-        return -1;
-    if (*fnslot == NULL) {
-        nx_raise_function_not_found(st, symbol, NULL);
-        return -1;
-    }
     int v = 0;
     ncclResult_t rc;
     NX_RUN(rc, (*fnslot)(h, &v));
-    if (NX_FAILED(rc)) {
-        nx_raise_status(st, rc, h);
+    if (nx_check(st, rc, h) < 0)
         return -1;
-    }
     *cache = *out = v;
     return 0;
 }
 
 int nx_comm_nranks(nx_state *st, nx_Communicator *c, const char *op, int *out)
 {
-    return cached_query(st, c, op, &c->nranks, &nx_api.ncclCommCount, "ncclCommCount", -1, out);
+    return cached_query(st, c, op, &c->nranks, &nx_api.ncclCommCount, -1, out);
 }
 
 int nx_comm_rank(nx_state *st, nx_Communicator *c, const char *op, int *out)
 {
-    return cached_query(st, c, op, &c->rank, &nx_api.ncclCommUserRank, "ncclCommUserRank", -1, out);
+    return cached_query(st, c, op, &c->rank, &nx_api.ncclCommUserRank, -1, out);
 }
 
 static int comm_device_id(nx_state *st, nx_Communicator *c, const char *op, int *out)
 {
-    return cached_query(st, c, op, &c->device_id, &nx_api.ncclCommCuDevice, "ncclCommCuDevice",
-                        NX_DEVICE_UNKNOWN, out);
+    return cached_query(st, c, op, &c->device_id, &nx_api.ncclCommCuDevice, NX_DEVICE_UNKNOWN, out);
 }
 
 static int host_flavour(void) { return nx_loader_ready() && nx_loader_info()->flavour == NX_FLAVOUR_HOST; }
@@ -234,525 +213,6 @@ int nx_comm_track(nx_Communicator *c, PyObject *resource)
     return PyList_Append(c->resources, resource);
 }
 
-/* ---- argument pieces of the creation calls ---- */
-
-/* A config argument: None (NULL: NCCL's defaults, or the parent's for split/shrink) or an
- * NCCLConfig, whose C struct is rebuilt from its current fields (`_lowpp`) for this call.
- * *keep receives the Config wrapper that owns the struct (and its strings) until the call ends. */
-static int config_arg(nx_state *st, PyObject *o, const char *fname, ncclConfig_t **out, PyObject **keep)
-{
-    *out = NULL;
-    *keep = NULL;
-    if (o == NULL || o == Py_None)
-        return 0;
-    PyObject *cls = nx_lazy(st, NX_LAZY_NCCL_CONFIG);
-    if (cls == NULL)
-        return -1;
-    int ok = PyObject_IsInstance(o, cls);
-    if (ok < 0)
-        return -1;
-    if (!ok) {
-        PyErr_Format(PyExc_TypeError, "%s() argument 'config' must be an NCCLConfig or None, not %.200s", fname,
-                     Py_TYPE(o)->tp_name);
-        return -1;
-    }
-    if ((*keep = PyObject_GetAttrString(o, "_lowpp")) == NULL)
-        return -1;
-    if ((*out = nx_struct_storage(st, *keep, NX_STRUCT_CONFIG)) == NULL) {
-        Py_CLEAR(*keep);
-        PyErr_SetString(PyExc_TypeError, "NCCLConfig._lowpp did not return a nccl.bindings.nccl.Config");
-        return -1;
-    }
-    return 0;
-}
-
-/* Copies the 128 bytes of one nccl.core UniqueId into *out; 0, 1 when o is not one, -1 on error. */
-static int read_unique_id(nx_state *st, PyObject *o, ncclUniqueId *out)
-{
-    PyObject *cls = nx_lazy(st, NX_LAZY_UNIQUE_ID);
-    if (cls == NULL)
-        return -1;
-    int ok = PyObject_IsInstance(o, cls);
-    if (ok <= 0)
-        return ok < 0 ? -1 : 1;
-    PyObject *internal = PyObject_GetAttrString(o, "_internal");
-    if (internal == NULL)
-        return -1;
-    const ncclUniqueId *p = nx_struct_storage(st, internal, NX_STRUCT_UNIQUE_ID);
-    if (p != NULL)
-        memcpy(out, p, sizeof *out);
-    Py_DECREF(internal);
-    if (p == NULL) {
-        PyErr_SetString(PyExc_TypeError, "UniqueId._internal is not a nccl.bindings.nccl.UniqueId");
-        return -1;
-    }
-    return 0;
-}
-
-/* unique_id: a UniqueId or a non-empty list/tuple of them, into a PyMem array (*ids, freed by the
- * caller) of *nid entries. */
-static int unique_ids_arg(nx_state *st, PyObject *o, ncclUniqueId **ids, int *nid)
-{
-    *ids = NULL;
-    Py_ssize_t n = 1;
-    int seq = PyList_Check(o) || PyTuple_Check(o);
-    if (seq && (n = PySequence_Fast_GET_SIZE(o)) == 0) {
-        nx_invalid(st, "unique_id sequence must not be empty");
-        return -1;
-    }
-    if (n > INT_MAX) {
-        nx_invalid(st, "unique_id sequence is too long");
-        return -1;
-    }
-    if ((*ids = PyMem_Calloc((size_t)n, sizeof(ncclUniqueId))) == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int r = read_unique_id(st, seq ? PySequence_Fast_GET_ITEM(o, i) : o, &(*ids)[i]);
-        if (r != 0) {
-            if (r > 0)
-                nx_invalid(st, "unique_id must be a UniqueId or a sequence of UniqueIds");
-            PyMem_Free(*ids);
-            *ids = NULL;
-            return -1;
-        }
-    }
-    *nid = (int)n;
-    return 0;
-}
-
-/* A core UniqueId holding the given bytes. */
-static PyObject *new_unique_id(nx_state *st, const ncclUniqueId *id)
-{
-    PyObject *cls = nx_lazy(st, NX_LAZY_UNIQUE_ID);
-    if (cls == NULL)
-        return NULL;
-    PyObject *bytes = PyBytes_FromStringAndSize(id->internal, sizeof id->internal);
-    if (bytes == NULL)
-        return NULL;
-    PyObject *r = PyObject_CallMethod(cls, "from_bytes", "O", bytes);
-    Py_DECREF(bytes);
-    return r;
-}
-
-/* The argument check of the methods without parameters (METH_METHOD cannot be METH_NOARGS). */
-static int no_args(const char *fname, Py_ssize_t nargs, PyObject *kwnames)
-{
-    if (NX_LIKELY(nx_total_args(nargs, kwnames) == 0))
-        return 0;
-    PyErr_Format(PyExc_TypeError, "%s() takes no arguments", fname);
-    return -1;
-}
-
-/* ---- construction ---- */
-
-static PyObject *comm_initialize(nx_state *st, nx_Communicator *c, PyObject *const *a)
-{
-    /* a: nranks, rank, unique_id, config */
-    PyObject *keep = NULL, *result = NULL;
-    ncclUniqueId *ids = NULL;
-    int nranks, rank, nid;
-    ncclConfig_t *cfg;
-    if (nx_comm_handle(c) != NULL)
-        return nx_invalid(st, "Communicator is already initialized");
-    if (nx_int(a[0], "initialize", "nranks", &nranks) < 0 || nx_int(a[1], "initialize", "rank", &rank) < 0 ||
-        unique_ids_arg(st, a[2], &ids, &nid) < 0 || config_arg(st, a[3], "initialize", &cfg, &keep) < 0)
-        goto done;
-    if (!nx_loader_ready() && nx_load_library(st) < 0)
-        goto done;
-    ncclResult_t rc;
-    ncclComm_t *slot = (ncclComm_t *)c->slot;
-    if (nx_api.ncclCommInitRankScalable != NULL) {
-        NX_RUN(rc, nx_api.ncclCommInitRankScalable(slot, nranks, rank, nid, ids, cfg));
-    } else if (nid == 1 && nx_api.ncclCommInitRankConfig != NULL) {
-        /* Libraries before 2.23 (RCCL 2.22 among them) have only the single-id call. */
-        NX_RUN(rc, nx_api.ncclCommInitRankConfig(slot, nranks, ids[0], rank, cfg));
-    } else {
-        nx_raise_function_not_found(st, "ncclCommInitRankScalable", nid == 1 ? "ncclCommInitRankConfig" : NULL);
-        goto done;
-    }
-    reset_caches(c);
-    if (NX_FAILED(rc)) {
-        *c->slot = NULL;
-        nx_raise_status(st, rc, NULL);
-        goto done;
-    }
-    result = Py_NewRef(Py_None);
-done:
-    PyMem_Free(ids);
-    Py_XDECREF(keep);
-    return result;
-}
-
-NX_MSIG(initialize, 4, 3, "nranks", "rank", "unique_id", "config");
-PyDoc_STRVAR(initialize__doc__, "initialize(nranks, rank, unique_id, config=None)\n--\n\n"
-"Create the communicator in place (ncclCommInitRankScalable with every id given, or\n"
-"ncclCommInitRankConfig for one id on libraries without the scalable call). Collective.");
-static PyObject *Communicator_initialize(NX_COMM_METHOD_ARGS)
-{
-    PyObject *a[4];
-    if (nx_margs(&M_initialize, args, nargs, kwnames, a) < 0)
-        return NULL;
-    return comm_initialize(NX_COMM_STATE(cls), (nx_Communicator *)self, a);
-}
-
-NX_MSIG(init, 4, 3, "nranks", "rank", "unique_id", "config");
-PyDoc_STRVAR(init__doc__, "init(nranks, rank, unique_id, config=None)\n--\n\n"
-"Create a communicator: cls() then initialize(...). Collective over the nranks ranks.");
-static PyObject *Communicator_init(PyObject *type, PyTypeObject *cls, PyObject *const *args, Py_ssize_t nargs,
-                                   PyObject *kwnames)
-{
-    PyObject *a[4];
-    if (nx_margs(&M_init, args, nargs, kwnames, a) < 0)
-        return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    PyObject *c = PyObject_CallNoArgs(type);
-    if (c == NULL)
-        return NULL;
-    if (!nx_is_communicator(st, c)) {
-        Py_DECREF(c);
-        PyErr_SetString(PyExc_TypeError, "init() needs a Communicator class");
-        return NULL;
-    }
-    PyObject *r = comm_initialize(st, (nx_Communicator *)c, a);
-    if (r == NULL) {
-        Py_DECREF(c);
-        return NULL;
-    }
-    Py_DECREF(r);
-    return c;
-}
-
-/* init_all's devices argument as a PyMem int array; *n = 0 for an empty list. */
-static int devices_arg(nx_state *st, PyObject *o, int **devs, Py_ssize_t *n)
-{
-    PyObject *seq = NULL;
-    *devs = NULL;
-    if (o == NULL || o == Py_None) {
-        PyObject *fn = nx_lazy(st, NX_LAZY_NUM_DEVICES);
-        PyObject *num = fn ? PyObject_CallNoArgs(fn) : NULL;
-        if (num == NULL)
-            return -1;
-        Py_ssize_t k = PyNumber_AsSsize_t(num, PyExc_OverflowError);
-        Py_DECREF(num);
-        if (k < 0)
-            return k == -1 && PyErr_Occurred() ? -1 : 0;
-        *n = k;
-    } else if (PyLong_Check(o) && !PyBool_Check(o)) {
-        Py_ssize_t k = PyLong_AsSsize_t(o);
-        if (k == -1 && PyErr_Occurred())
-            return -1;
-        *n = k < 0 ? 0 : k;
-    } else if (PyList_Check(o) || PyTuple_Check(o) || PyRange_Check(o)) {
-        if ((seq = PySequence_Fast(o, "devices")) == NULL)
-            return -1;
-        *n = PySequence_Fast_GET_SIZE(seq);
-    } else {
-        PyErr_Format(PyExc_TypeError, "devices must be an integer, sequence of integers, or None, got %.200s",
-                     Py_TYPE(o)->tp_name);
-        return -1;
-    }
-    if (*n > INT_MAX) {
-        Py_XDECREF(seq);
-        PyErr_SetString(PyExc_OverflowError, "init_all(): too many devices");
-        return -1;
-    }
-    if ((*devs = PyMem_Calloc(*n > 0 ? (size_t)*n : 1, sizeof(int))) == NULL) {
-        Py_XDECREF(seq);
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < *n; i++) {
-        if (seq == NULL) {
-            (*devs)[i] = (int)i;
-            continue;
-        }
-        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyLong_Check(item) || PyBool_Check(item)) {
-            PyErr_Format(PyExc_TypeError, "devices must be an integer, sequence of integers, or None, got %.200s "
-                         "in the sequence", Py_TYPE(item)->tp_name);
-            goto error;
-        }
-        if (nx_int(item, "init_all", "devices", &(*devs)[i]) < 0)
-            goto error;
-    }
-    Py_XDECREF(seq);
-    return 0;
-error:
-    Py_XDECREF(seq);
-    PyMem_Free(*devs);
-    *devs = NULL;
-    return -1;
-}
-
-NX_MSIG(init_all, 1, 0, "devices");
-PyDoc_STRVAR(init_all__doc__, "init_all(devices=None)\n--\n\n"
-"One communicator per device in this process (ncclCommInitAll); rank i uses devices[i]. None means\n"
-"every visible device, an int n means range(n). Each must be destroyed separately.");
-static PyObject *Communicator_init_all(PyObject *type, PyTypeObject *cls, PyObject *const *args, Py_ssize_t nargs,
-                                       PyObject *kwnames)
-{
-    PyObject *a[1];
-    if (nx_margs(&M_init_all, args, nargs, kwnames, a) < 0)
-        return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    int *devs = NULL;
-    ncclComm_t *comms = NULL;
-    PyObject *list = NULL;
-    Py_ssize_t n = 0;
-    if (devices_arg(st, a[0], &devs, &n) < 0)
-        return NULL;
-    if ((list = PyList_New(0)) == NULL || n == 0)
-        goto done;
-    if (!nx_loader_ready() && nx_load_library(st) < 0)
-        goto error;
-    if (nx_api.ncclCommInitAll == NULL) {
-        nx_raise_function_not_found(st, "ncclCommInitAll", NULL);
-        goto error;
-    }
-    if ((comms = PyMem_Calloc((size_t)n, sizeof *comms)) == NULL) {
-        PyErr_NoMemory();
-        goto error;
-    }
-    ncclResult_t rc;
-    NX_RUN(rc, nx_api.ncclCommInitAll(comms, (int)n, devs));
-    if (NX_FAILED(rc)) {
-        nx_raise_status(st, rc, NULL);
-        goto error;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *c = PyObject_CallNoArgs(type);
-        if (c == NULL || !nx_is_communicator(st, c) || PyList_Append(list, c) < 0) {
-            Py_XDECREF(c);
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_TypeError, "init_all() needs a Communicator class");
-            /* The library made every communicator: hand the ones not wrapped back to it. */
-            for (Py_ssize_t j = i; j < n; j++)
-                nx_api.ncclCommDestroy(comms[j]);
-            goto error;
-        }
-        *((nx_Communicator *)c)->slot = comms[i];
-        Py_DECREF(c);
-    }
-    goto done;
-error:
-    Py_CLEAR(list);
-done:
-    PyMem_Free(devs);
-    PyMem_Free(comms);
-    return list;
-}
-
-/* A child created by split/shrink/grow: kept referenced while its creation is in progress, so a
- * nonblocking library can still write its slot (API.md 5.9.1). */
-static PyObject *child_result(nx_state *st, nx_Communicator *parent, nx_Communicator *child, ncclResult_t rc,
-                              ncclComm_t comm)
-{
-    if (NX_FAILED(rc)) {
-        Py_DECREF(child);
-        return nx_raise_status(st, rc, comm);
-    }
-    if (rc == ncclInProgress) {
-        if (parent->children == NULL && (parent->children = PyList_New(0)) == NULL)
-            goto error;
-        if (PyList_Append(parent->children, (PyObject *)child) < 0)
-            goto error;
-    }
-    return (PyObject *)child;
-error:
-    Py_DECREF(child);
-    return NULL;
-}
-
-NX_MSIG(split, 3, 0, "color", "key", "config");
-PyDoc_STRVAR(split__doc__, "split(color=None, key=0, config=None)\n--\n\n"
-"ncclCommSplit. Collective. color=None (NCCL_SPLIT_NOCOLOR) gives this rank a null communicator;\n"
-"config=None inherits the parent's.");
-static PyObject *Communicator_split(NX_COMM_METHOD_ARGS)
-{
-    PyObject *a[3];
-    if (nx_margs(&M_split, args, nargs, kwnames, a) < 0)
-        return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    nx_Communicator *c = (nx_Communicator *)self;
-    ncclComm_t comm = nx_comm_require(st, c, "split");
-    if (comm == NULL)
-        return NULL;
-    int color = NCCL_SPLIT_NOCOLOR, key = 0;
-    ncclConfig_t *cfg;
-    PyObject *keep;
-    if ((a[0] != NULL && a[0] != Py_None && nx_int(a[0], "split", "color", &color) < 0) ||
-        (a[1] != NULL && nx_int(a[1], "split", "key", &key) < 0))
-        return NULL;
-    NX_REQUIRE(st, ncclCommSplit);
-    if (config_arg(st, a[2], "split", &cfg, &keep) < 0)
-        return NULL;
-    nx_Communicator *child = comm_new_like(st, Py_TYPE(self));
-    if (child == NULL) {
-        Py_XDECREF(keep);
-        return NULL;
-    }
-    ncclResult_t rc;
-    NX_RUN(rc, nx_api.ncclCommSplit(comm, color, key, (ncclComm_t *)child->slot, cfg));
-    Py_XDECREF(keep);
-    return child_result(st, c, child, rc, comm);
-}
-
-/* exclude_ranks: None or a sequence of ints, into a PyMem array. */
-static int ranks_arg(PyObject *o, int **out, int *n)
-{
-    *out = NULL;
-    *n = 0;
-    if (o == NULL || o == Py_None)
-        return 0;
-    PyObject *seq = PySequence_Fast(o, "shrink() argument 'exclude_ranks' must be a sequence of ints or None");
-    if (seq == NULL)
-        return -1;
-    Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
-    if (k > INT_MAX || (*out = PyMem_Calloc(k > 0 ? (size_t)k : 1, sizeof(int))) == NULL) {
-        Py_DECREF(seq);
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < k; i++)
-        if (nx_int(PySequence_Fast_GET_ITEM(seq, i), "shrink", "exclude_ranks", &(*out)[i]) < 0) {
-            Py_DECREF(seq);
-            PyMem_Free(*out);
-            *out = NULL;
-            return -1;
-        }
-    Py_DECREF(seq);
-    *n = (int)k;
-    return 0;
-}
-
-NX_MSIG(shrink, 3, 0, "exclude_ranks", "config", "flag");
-PyDoc_STRVAR(shrink__doc__, "shrink(exclude_ranks=None, config=None, flag=CommShrinkFlag.DEFAULT)\n--\n\n"
-"ncclCommShrink: a communicator without the excluded ranks, called by the surviving ranks only.\n"
-"flag=ABORT aborts outstanding operations first.");
-static PyObject *Communicator_shrink(NX_COMM_METHOD_ARGS)
-{
-    PyObject *a[3];
-    if (nx_margs(&M_shrink, args, nargs, kwnames, a) < 0)
-        return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    nx_Communicator *c = (nx_Communicator *)self;
-    ncclComm_t comm = nx_comm_require(st, c, "shrink");
-    if (comm == NULL)
-        return NULL;
-    int flag = NCCL_SHRINK_DEFAULT, nex;
-    if (a[2] != NULL && nx_int(a[2], "shrink", "flag", &flag) < 0)
-        return NULL;
-    NX_REQUIRE(st, ncclCommShrink);
-    int *ex;
-    ncclConfig_t *cfg;
-    PyObject *keep;
-    if (ranks_arg(a[0], &ex, &nex) < 0)
-        return NULL;
-    if (config_arg(st, a[1], "shrink", &cfg, &keep) < 0) {
-        PyMem_Free(ex);
-        return NULL;
-    }
-    nx_Communicator *child = comm_new_like(st, Py_TYPE(self));
-    PyObject *r = NULL;
-    if (child != NULL) {
-        ncclResult_t rc;
-        NX_RUN(rc, nx_api.ncclCommShrink(comm, ex, nex, (ncclComm_t *)child->slot, cfg, flag));
-        r = child_result(st, c, child, rc, comm);
-    }
-    PyMem_Free(ex);
-    Py_XDECREF(keep);
-    return r;
-}
-
-NX_MSIG(grow, 4, 1, "nranks", "unique_id", "rank", "config");
-PyDoc_STRVAR(grow__doc__, "grow(nranks, unique_id=None, rank=None, config=None)\n--\n\n"
-"ncclCommGrow. Existing root: comm.grow(n, uid); existing non-root: comm.grow(n); a new rank:\n"
-"Communicator().grow(n, uid, rank=r).");
-static PyObject *Communicator_grow(NX_COMM_METHOD_ARGS)
-{
-    PyObject *a[4];
-    if (nx_margs(&M_grow, args, nargs, kwnames, a) < 0)
-        return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    nx_Communicator *c = (nx_Communicator *)self;
-    int nranks, rank = -1, is_new = a[2] != NULL && a[2] != Py_None;
-    ncclComm_t comm = nx_comm_handle(c);
-    if (is_new && comm != NULL)
-        return nx_invalid(st, "New ranks must use a null communicator (Communicator())");
-    if (!is_new && comm == NULL)
-        return nx_invalid(st, "Existing ranks must use an initialized communicator");
-    if (nx_int(a[0], "grow", "nranks", &nranks) < 0 || (is_new && nx_int(a[2], "grow", "rank", &rank) < 0))
-        return NULL;
-    ncclUniqueId id, *idp = NULL;
-    if (a[1] != NULL && a[1] != Py_None) {
-        int r = read_unique_id(st, a[1], &id);
-        if (r != 0)
-            return r > 0 ? nx_invalid(st, "unique_id must be a UniqueId or None") : NULL;
-        idp = &id;
-    }
-    NX_REQUIRE(st, ncclCommGrow);
-    ncclConfig_t *cfg;
-    PyObject *keep;
-    if (config_arg(st, a[3], "grow", &cfg, &keep) < 0)
-        return NULL;
-    nx_Communicator *child = comm_new_like(st, Py_TYPE(self));
-    PyObject *r = NULL;
-    if (child != NULL) {
-        ncclResult_t rc;
-        NX_RUN(rc, nx_api.ncclCommGrow(comm, nranks, idp, rank, (ncclComm_t *)child->slot, cfg));
-        r = child_result(st, c, child, rc, comm);
-    }
-    Py_XDECREF(keep);
-    return r;
-}
-
-PyDoc_STRVAR(get_unique_id__doc__, "get_unique_id()\n--\n\n"
-"ncclCommGetUniqueId: a single-use id for grow(), called by the grow root only.");
-static PyObject *Communicator_get_unique_id(NX_COMM_METHOD_ARGS)
-{
-    (void)args;
-    nx_state *st = NX_COMM_STATE(cls);
-    if (no_args("get_unique_id", nargs, kwnames) < 0)
-        return NULL;
-    ncclComm_t comm = nx_comm_require(st, (nx_Communicator *)self, "get_unique_id");
-    if (comm == NULL)
-        return NULL;
-    NX_REQUIRE(st, ncclCommGetUniqueId);
-    ncclUniqueId id;
-    memset(&id, 0, sizeof id);
-    NX_CALL(st, comm, nx_api.ncclCommGetUniqueId(comm, &id));
-    return new_unique_id(st, &id);
-}
-
-PyDoc_STRVAR(from_env__doc__, "from_env(**kwargs)\n--\n\n"
-"A communicator from the launcher's environment: python -m nccl.run, torchrun or mpirun\n"
-"(see nccl.core._env).");
-static PyObject *Communicator_from_env(PyObject *type, PyTypeObject *cls, PyObject *const *args, Py_ssize_t nargs,
-                                       PyObject *kwnames)
-{
-    if (nargs != 0) {
-        PyErr_SetString(PyExc_TypeError, "from_env() takes keyword arguments only");
-        return NULL;
-    }
-    PyObject *fn = nx_lazy(NX_COMM_STATE(cls), NX_LAZY_FROM_ENV);
-    if (fn == NULL)
-        return NULL;
-    /* from_env(cls, **kwargs): the vectorcall array needs cls in front of the keyword values. */
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    PyObject *small[8], **argv = nkw + 1 <= 8 ? small : PyMem_Malloc((size_t)(nkw + 1) * sizeof(PyObject *));
-    if (argv == NULL)
-        return PyErr_NoMemory();
-    argv[0] = type;
-    for (Py_ssize_t i = 0; i < nkw; i++)
-        argv[1 + i] = args[i];
-    PyObject *r = PyObject_Vectorcall(fn, argv, 1, kwnames);
-    if (argv != small)
-        PyMem_Free(argv);
-    return r;
-}
-
 /* ---- teardown ---- */
 
 PyDoc_STRVAR(close_all_resources__doc__, "close_all_resources()\n--\n\n"
@@ -783,10 +243,8 @@ static PyObject *teardown(nx_state *st, nx_Communicator *c, int abort)
     ncclComm_t comm = nx_comm_handle(c);
     if (comm == NULL)
         Py_RETURN_NONE;
-    if (abort)
-        NX_REQUIRE(st, ncclCommAbort);
-    else
-        NX_REQUIRE(st, ncclCommDestroy);
+    if (nx_require(st, abort ? (const void *)&nx_api.ncclCommAbort : (const void *)&nx_api.ncclCommDestroy) < 0)
+        return NULL;
     PyObject *r = Communicator_close_all_resources((PyObject *)c, NULL);
     if (r == NULL)
         PyErr_Clear();
@@ -794,10 +252,10 @@ static PyObject *teardown(nx_state *st, nx_Communicator *c, int abort)
     ncclResult_t rc;
     NX_RUN(rc, abort ? nx_api.ncclCommAbort(comm) : nx_api.ncclCommDestroy(comm));
     *c->slot = NULL;
-    reset_caches(c);
+    nx_comm_reset_caches(c);
     Py_CLEAR(c->children);
-    if (NX_FAILED(rc))
-        return nx_raise_status(st, rc, NULL);
+    if (nx_check(st, rc, NULL) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -805,7 +263,7 @@ PyDoc_STRVAR(destroy__doc__, "destroy()\n--\n\n"
 "Close the tracked resources, then ncclCommDestroy (an intra-node collective). No-op when null.");
 static PyObject *Communicator_destroy(NX_COMM_METHOD_ARGS)
 {
-    if (no_args("destroy", nargs, kwnames) < 0)
+    if (nx_no_args("destroy", nargs, kwnames) < 0)
         return NULL;
     (void)args;
     return teardown(NX_COMM_STATE(cls), (nx_Communicator *)self, 0);
@@ -816,7 +274,7 @@ PyDoc_STRVAR(abort__doc__, "abort()\n--\n\n"
 "thread). No-op when null.");
 static PyObject *Communicator_abort(NX_COMM_METHOD_ARGS)
 {
-    if (no_args("abort", nargs, kwnames) < 0)
+    if (nx_no_args("abort", nargs, kwnames) < 0)
         return NULL;
     (void)args;
     return teardown(NX_COMM_STATE(cls), (nx_Communicator *)self, 1);
@@ -828,20 +286,24 @@ PyDoc_STRVAR(finalize__doc__, "finalize()\n--\n\n"
 static PyObject *Communicator_finalize_method(NX_COMM_METHOD_ARGS)
 {
     (void)args;
-    if (no_args("finalize", nargs, kwnames) < 0)
+    if (nx_no_args("finalize", nargs, kwnames) < 0)
         return NULL;
     nx_state *st = NX_COMM_STATE(cls);
     ncclComm_t comm = nx_comm_handle((nx_Communicator *)self);
     if (comm == NULL)
         Py_RETURN_NONE;
-    NX_REQUIRE(st, ncclCommFinalize);
-    NX_CALL(st, comm, nx_api.ncclCommFinalize(comm));
+    if (nx_require(st, &nx_api.ncclCommFinalize) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclCommFinalize(comm));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
 /* (comm, int flags) calls with a default flag value: revoke and suspend. */
 static PyObject *flag_call(NX_COMM_METHOD_ARGS, const nx_msig *sig, int dflt,
-                           ncclResult_t (*const *fnslot)(ncclComm_t, int), const char *symbol)
+                           ncclResult_t (*const *fnslot)(ncclComm_t, int))
 {
     PyObject *a[1];
     if (nx_margs(sig, args, nargs, kwnames, a) < 0)
@@ -851,11 +313,12 @@ static PyObject *flag_call(NX_COMM_METHOD_ARGS, const nx_msig *sig, int dflt,
     int flags = dflt;
     if (comm == NULL || (a[0] != NULL && nx_int(a[0], sig->fname, sig->names[0], &flags) < 0))
         return NULL;
-    if (!nx_loader_ready() && nx_load_library(st) < 0)
+    if (nx_require(st, fnslot) < 0)
         return NULL;
-    if (*fnslot == NULL)
-        return nx_raise_function_not_found(st, symbol, NULL);
-    NX_CALL(st, comm, (*fnslot)(comm, flags));
+    ncclResult_t rc;
+    NX_RUN(rc, (*fnslot)(comm, flags));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -864,8 +327,7 @@ PyDoc_STRVAR(revoke__doc__, "revoke(flags=0)\n--\n\n"
 "ncclCommRevoke: stop in-flight operations; get_async_error() reports InProgress until quiescent.");
 static PyObject *Communicator_revoke(NX_COMM_METHOD_ARGS)
 {
-    return flag_call(self, cls, args, nargs, kwnames, &M_revoke, NCCL_REVOKE_DEFAULT, &nx_api.ncclCommRevoke,
-                     "ncclCommRevoke");
+    return flag_call(self, cls, args, nargs, kwnames, &M_revoke, NCCL_REVOKE_DEFAULT, &nx_api.ncclCommRevoke);
 }
 
 NX_MSIG(suspend, 1, 0, "flags");
@@ -873,22 +335,25 @@ PyDoc_STRVAR(suspend__doc__, "suspend(flags=CommSuspendFlag.MEM)\n--\n\n"
 "ncclCommSuspend: release dynamic GPU memory; unusable until resume().");
 static PyObject *Communicator_suspend(NX_COMM_METHOD_ARGS)
 {
-    return flag_call(self, cls, args, nargs, kwnames, &M_suspend, NCCL_SUSPEND_MEM, &nx_api.ncclCommSuspend,
-                     "ncclCommSuspend");
+    return flag_call(self, cls, args, nargs, kwnames, &M_suspend, NCCL_SUSPEND_MEM, &nx_api.ncclCommSuspend);
 }
 
 PyDoc_STRVAR(resume__doc__, "resume()\n--\n\nncclCommResume: undo suspend().");
 static PyObject *Communicator_resume(NX_COMM_METHOD_ARGS)
 {
     (void)args;
-    if (no_args("resume", nargs, kwnames) < 0)
+    if (nx_no_args("resume", nargs, kwnames) < 0)
         return NULL;
     nx_state *st = NX_COMM_STATE(cls);
     ncclComm_t comm = nx_comm_require(st, (nx_Communicator *)self, "resume");
     if (comm == NULL)
         return NULL;
-    NX_REQUIRE(st, ncclCommResume);
-    NX_CALL(st, comm, nx_api.ncclCommResume(comm));
+    if (nx_require(st, &nx_api.ncclCommResume) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclCommResume(comm));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -898,13 +363,12 @@ PyDoc_STRVAR(get_last_error__doc__, "get_last_error()\n--\n\nncclGetLastError: t
 static PyObject *Communicator_get_last_error(NX_COMM_METHOD_ARGS)
 {
     (void)args;
-    if (no_args("get_last_error", nargs, kwnames) < 0)
+    if (nx_no_args("get_last_error", nargs, kwnames) < 0)
         return NULL;
     nx_state *st = NX_COMM_STATE(cls);
     ncclComm_t comm = nx_comm_require(st, (nx_Communicator *)self, "get last error");
-    if (comm == NULL)
+    if (comm == NULL || nx_require(st, &nx_api.ncclGetLastError) < 0)
         return NULL;
-    NX_REQUIRE(st, ncclGetLastError);
     const char *s = nx_api.ncclGetLastError(comm); /* a string lookup: does not block */
     return PyUnicode_DecodeUTF8(s ? s : "", s ? (Py_ssize_t)strlen(s) : 0, "replace");
 }
@@ -915,16 +379,19 @@ PyDoc_STRVAR(get_async_error__doc__, "get_async_error()\n--\n\n"
 static PyObject *Communicator_get_async_error(NX_COMM_METHOD_ARGS)
 {
     (void)args;
-    if (no_args("get_async_error", nargs, kwnames) < 0)
+    if (nx_no_args("get_async_error", nargs, kwnames) < 0)
         return NULL;
     nx_state *st = NX_COMM_STATE(cls);
     nx_Communicator *c = (nx_Communicator *)self;
     ncclComm_t comm = nx_comm_require(st, c, "get async error");
     if (comm == NULL)
         return NULL;
-    NX_REQUIRE(st, ncclCommGetAsyncError);
-    ncclResult_t state = ncclSuccess;
-    NX_CALL(st, comm, nx_api.ncclCommGetAsyncError(comm, &state));
+    if (nx_require(st, &nx_api.ncclCommGetAsyncError) < 0)
+        return NULL;
+    ncclResult_t state = ncclSuccess, rc;
+    NX_RUN(rc, nx_api.ncclCommGetAsyncError(comm, &state));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
     if (state != ncclInProgress)
         Py_CLEAR(c->children);
     PyObject *code = PyLong_FromLong((long)state);
@@ -949,9 +416,13 @@ static PyObject *Communicator_get_mem_stat(NX_COMM_METHOD_ARGS)
     int stat;
     if (comm == NULL || nx_enum(a[0], "get_mem_stat", "stat", 0, 3, "an NcclCommMemStat", &stat) < 0)
         return NULL;
-    NX_REQUIRE(st, ncclCommMemStats);
+    if (nx_require(st, &nx_api.ncclCommMemStats) < 0)
+        return NULL;
     uint64_t value = 0;
-    NX_CALL(st, comm, nx_api.ncclCommMemStats(comm, (ncclCommMemStat_t)stat, &value));
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclCommMemStats(comm, (ncclCommMemStat_t)stat, &value));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
     return PyLong_FromUnsignedLongLong(value);
 }
 
@@ -1047,17 +518,17 @@ static const ncclCommProperties_t *properties(PyObject *self, const char *op)
         return NULL;
     if (c->props == NULL) {
         ncclComm_t comm = nx_comm_require(st, c, op);
-        if (comm == NULL)
+        if (comm == NULL || nx_require(st, &nx_api.ncclCommQueryProperties) < 0)
             return NULL;
-        NX_REQUIRE_OR(st, ncclCommQueryProperties, NULL);
         PyObject *obj = nx_struct_new(st, NX_STRUCT_COMM_PROPERTIES);
         if (obj == NULL)
             return NULL;
+        ncclCommProperties_t *storage = nx_struct_storage(st, obj, NX_STRUCT_COMM_PROPERTIES);
+        nx_struct_fit_library(NX_STRUCT_COMM_PROPERTIES, storage);
         ncclResult_t rc;
-        NX_RUN(rc, nx_api.ncclCommQueryProperties(comm, nx_struct_storage(st, obj, NX_STRUCT_COMM_PROPERTIES)));
-        if (NX_FAILED(rc)) {
+        NX_RUN(rc, nx_api.ncclCommQueryProperties(comm, storage));
+        if (nx_check(st, rc, comm) < 0) {
             Py_DECREF(obj);
-            nx_raise_status(st, rc, comm);
             return NULL;
         }
         c->props = obj;
@@ -1080,24 +551,56 @@ static PyObject *gin_type_value(nx_state *st, int v)
     return r;
 }
 
-#define PROPERTY_GETTER(name, expr)                                    \
-    static PyObject *get_##name(PyObject *self, void *closure)        \
-    {                                                                 \
-        (void)closure;                                                \
-        const ncclCommProperties_t *p = properties(self, "get " #name); \
-        if (p == NULL)                                                \
-            return NULL;                                              \
-        return expr;                                                  \
-    }
+/* The ncclCommQueryProperties fields read by property_getter; a row is a getset closure. */
+typedef enum { PROP_INT, PROP_BOOL, PROP_GIN_TYPE } property_kind;
+typedef struct {
+    const char *op;   /* "get cuda_dev": the message's verb for a null communicator */
+    property_kind kind;
+} property_field;
 
-PROPERTY_GETTER(cuda_dev, PyLong_FromLong(p->cudaDev))
-PROPERTY_GETTER(nvml_dev, PyLong_FromLong(p->nvmlDev))
-PROPERTY_GETTER(device_api_support, PyBool_FromLong(p->deviceApiSupport))
-PROPERTY_GETTER(multimem_support, PyBool_FromLong(p->multimemSupport))
-PROPERTY_GETTER(host_rma_support, PyBool_FromLong(p->hostRmaSupport))
-PROPERTY_GETTER(n_lsa_teams, PyLong_FromLong(p->nLsaTeams))
-PROPERTY_GETTER(gin_type, gin_type_value(getter_state(self), p->ginType))
-PROPERTY_GETTER(railed_gin_type, gin_type_value(getter_state(self), p->railedGinType))
+enum { P_CUDA_DEV, P_NVML_DEV, P_DEVICE_API, P_MULTIMEM, P_HOST_RMA, P_N_LSA_TEAMS, P_GIN_TYPE, P_RAILED_GIN_TYPE,
+       P_NPROPS };
+static const property_field property_fields[P_NPROPS] = {
+    [P_CUDA_DEV] = {"get cuda_dev", PROP_INT},
+    [P_NVML_DEV] = {"get nvml_dev", PROP_INT},
+    [P_DEVICE_API] = {"get device_api_support", PROP_BOOL},
+    [P_MULTIMEM] = {"get multimem_support", PROP_BOOL},
+    [P_HOST_RMA] = {"get host_rma_support", PROP_BOOL},
+    [P_N_LSA_TEAMS] = {"get n_lsa_teams", PROP_INT},
+    [P_GIN_TYPE] = {"get gin_type", PROP_GIN_TYPE},
+    [P_RAILED_GIN_TYPE] = {"get railed_gin_type", PROP_GIN_TYPE},
+};
+
+static int property_value(const ncclCommProperties_t *p, int which)
+{
+    switch (which) {
+    case P_CUDA_DEV: return p->cudaDev;
+    case P_NVML_DEV: return p->nvmlDev;
+    case P_DEVICE_API: return p->deviceApiSupport;
+    case P_MULTIMEM: return p->multimemSupport;
+    case P_HOST_RMA: return p->hostRmaSupport;
+    case P_N_LSA_TEAMS: return p->nLsaTeams;
+    case P_GIN_TYPE: return p->ginType;
+    default: return p->railedGinType;
+    }
+}
+
+/* The getter of every ncclCommQueryProperties property; closure is the property_fields row. */
+static PyObject *property_getter(PyObject *self, void *closure)
+{
+    const property_field *f = closure;
+    const ncclCommProperties_t *p = properties(self, f->op);
+    if (p == NULL)
+        return NULL;
+    int v = property_value(p, (int)(f - property_fields));
+    switch (f->kind) {
+    case PROP_BOOL: return PyBool_FromLong(v);
+    case PROP_GIN_TYPE: return gin_type_value(getter_state(self), v);
+    default: return PyLong_FromLong(v);
+    }
+}
+
+#define PROPERTY(i) (void *)&property_fields[i]
 
 static PyObject *Communicator_repr(PyObject *op)
 {
@@ -1127,30 +630,23 @@ static PyGetSetDef Communicator_getset[] = {
     {"nranks", get_nranks, NULL, QUERY_DOC("Number of ranks (ncclCommCount, cached)."), NULL},
     {"rank", get_rank, NULL, QUERY_DOC("This rank (ncclCommUserRank, cached)."), NULL},
     {"device", get_device, NULL, QUERY_DOC("The cuda.core Device (real or the shim) of ncclCommCuDevice."), NULL},
-    {"cuda_dev", get_cuda_dev, NULL, QUERY_DOC("CUDA/HIP device ordinal (ncclCommQueryProperties)."), NULL},
-    {"nvml_dev", get_nvml_dev, NULL, QUERY_DOC("NVML device index (ncclCommQueryProperties)."), NULL},
-    {"device_api_support", get_device_api_support, NULL, QUERY_DOC("Device API usable."), NULL},
-    {"multimem_support", get_multimem_support, NULL, QUERY_DOC("Multimem (NVLS) usable."), NULL},
-    {"host_rma_support", get_host_rma_support, NULL, QUERY_DOC("Host-initiated RMA usable."), NULL},
-    {"n_lsa_teams", get_n_lsa_teams, NULL, QUERY_DOC("Number of LSA teams."), NULL},
-    {"gin_type", get_gin_type, NULL, QUERY_DOC("GIN transport: an NcclGinType member or a plain int."), NULL},
-    {"railed_gin_type", get_railed_gin_type, NULL, QUERY_DOC("Railed GIN transport, as gin_type."), NULL},
+    {"cuda_dev", property_getter, NULL, QUERY_DOC("CUDA/HIP device ordinal (ncclCommQueryProperties)."),
+     PROPERTY(P_CUDA_DEV)},
+    {"nvml_dev", property_getter, NULL, QUERY_DOC("NVML device index (ncclCommQueryProperties)."), PROPERTY(P_NVML_DEV)},
+    {"device_api_support", property_getter, NULL, QUERY_DOC("Device API usable."), PROPERTY(P_DEVICE_API)},
+    {"multimem_support", property_getter, NULL, QUERY_DOC("Multimem (NVLS) usable."), PROPERTY(P_MULTIMEM)},
+    {"host_rma_support", property_getter, NULL, QUERY_DOC("Host-initiated RMA usable."), PROPERTY(P_HOST_RMA)},
+    {"n_lsa_teams", property_getter, NULL, QUERY_DOC("Number of LSA teams."), PROPERTY(P_N_LSA_TEAMS)},
+    {"gin_type", property_getter, NULL, QUERY_DOC("GIN transport: an NcclGinType member or a plain int."),
+     PROPERTY(P_GIN_TYPE)},
+    {"railed_gin_type", property_getter, NULL, QUERY_DOC("Railed GIN transport, as gin_type."),
+     PROPERTY(P_RAILED_GIN_TYPE)},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 #define METHOD(name) NX_COMM_METHOD_DEF(#name, Communicator_##name, name##__doc__)
-#define CLASS_METHOD(name) \
-    {#name, (PyCFunction)(void (*)(void))Communicator_##name, METH_METHOD | METH_FASTCALL | METH_KEYWORDS | METH_CLASS, name##__doc__}
 
 static PyMethodDef Communicator_own_methods[] = {
-    CLASS_METHOD(init),
-    CLASS_METHOD(init_all),
-    CLASS_METHOD(from_env),
-    METHOD(initialize),
-    METHOD(split),
-    METHOD(shrink),
-    METHOD(grow),
-    METHOD(get_unique_id),
     NX_COMM_METHOD_DEF("finalize", Communicator_finalize_method, finalize__doc__),
     METHOD(destroy),
     METHOD(abort),
@@ -1176,15 +672,18 @@ PyDoc_STRVAR(Communicator__doc__, "Communicator(ptr=0)\n--\n\n"
 "split, shrink, grow); wrap an existing ncclComm_t with Communicator(ptr). Release it explicitly\n"
 "with destroy() or abort(), or use it as a context manager. Not thread-safe, as in NCCL.");
 
-/* The method table is this file's methods followed by collectives.c's and resources.c's, joined
+/* The method table is communicator_create.c's methods, this file's, then collectives.c's,
+ * resources.c's and redop.c's, joined
  * once at setup (slots need one array that outlives the type). */
 static PyMethodDef *joined_methods;
 
 static PyMethodDef *join_methods(void)
 {
-    const PyMethodDef *parts[] = {Communicator_own_methods, nx_collective_methods, nx_resource_methods};
+    const PyMethodDef *parts[] = {nx_comm_create_methods, Communicator_own_methods, nx_collective_methods,
+                                  nx_resource_methods, nx_redop_methods};
+    const size_t nparts = sizeof parts / sizeof parts[0];
     size_t n = 0;
-    for (size_t p = 0; p < 3; p++)
+    for (size_t p = 0; p < nparts; p++)
         for (const PyMethodDef *m = parts[p]; m->ml_name != NULL; m++)
             n++;
     /* Process-lifetime (shared by every interpreter that imports the module), never freed. */
@@ -1192,7 +691,7 @@ static PyMethodDef *join_methods(void)
     if (all == NULL)
         return NULL;
     n = 0;
-    for (size_t p = 0; p < 3; p++)
+    for (size_t p = 0; p < nparts; p++)
         for (const PyMethodDef *m = parts[p]; m->ml_name != NULL; m++)
             all[n++] = *m;
     return all;
@@ -1229,3 +728,4 @@ int nx_communicator_setup(PyObject *module, nx_state *st)
     st->core_types[NX_TYPE_COMMUNICATOR] = (PyTypeObject *)tp;
     return PyModule_AddObjectRef(module, "Communicator", tp);
 }
+

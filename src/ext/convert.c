@@ -4,12 +4,17 @@
 
 #include <stdint.h>
 
-PyObject *const *nx_args(const nx_sig *sig, Py_ssize_t nparams, PyObject *const *args, Py_ssize_t nargs,
-                         PyObject *kwnames, PyObject **buf)
+PyObject *const *nx_args(const nx_sig *sig, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                         PyObject **buf)
 {
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, nparams = sig->nparams;
     if (NX_LIKELY(nkw == 0 && nargs == nparams))
         return args != NULL ? args : buf; /* a call without arguments may come with no array (NULL) */
+    if (nparams > NX_MAX_PARAMS) {
+        PyErr_Format(PyExc_SystemError, "%s(): %zd parameters, more than NX_MAX_PARAMS (%d)", sig->fname, nparams,
+                     NX_MAX_PARAMS);
+        return NULL;
+    }
     if (nargs + nkw != nparams || nargs > nparams) {
         PyErr_Format(PyExc_TypeError, "%s() takes exactly %zd argument%s (%zd given)", sig->fname, nparams,
                      nparams == 1 ? "" : "s", nargs + nkw);
@@ -36,6 +41,14 @@ PyObject *const *nx_args(const nx_sig *sig, Py_ssize_t nparams, PyObject *const 
     return buf;
 }
 
+int nx_no_args(const char *fname, Py_ssize_t nargs, PyObject *kwnames)
+{
+    if (NX_LIKELY(nx_total_args(nargs, kwnames) == 0))
+        return 0;
+    PyErr_Format(PyExc_TypeError, "%s() takes no arguments", fname);
+    return -1;
+}
+
 PyObject *nx_bad_arity2(const char *fname, Py_ssize_t a, Py_ssize_t b, Py_ssize_t got)
 {
     PyErr_Format(PyExc_TypeError, "%s() takes %zd arguments (0.3 form) or %zd arguments (0.2 form), %zd given",
@@ -44,7 +57,7 @@ PyObject *nx_bad_arity2(const char *fname, Py_ssize_t a, Py_ssize_t b, Py_ssize_
 }
 
 /* Reads any int-like object as a long long, or as an unsigned long long when it does not fit;
- * *neg tells which. -1 with TypeError when o has no __index__. */
+ * *is_unsigned tells which (the other is 0). -1 with TypeError when o has no __index__. */
 static int read_integer(PyObject *o, const char *fname, const char *argname, long long *sv,
                         unsigned long long *uv, int *is_unsigned)
 {
@@ -61,6 +74,7 @@ static int read_integer(PyObject *o, const char *fname, const char *argname, lon
     }
     int overflow;
     *sv = PyLong_AsLongLongAndOverflow(num, &overflow);
+    *uv = 0;
     *is_unsigned = 0;
     if (overflow > 0) {
         *uv = PyLong_AsUnsignedLongLong(num);
@@ -91,6 +105,15 @@ int nx_intptr(PyObject *o, const char *fname, const char *argname, intptr_t *out
         return -1;
     /* Addresses above 2**63 arrive as large positive ints; keep their bits. */
     *out = is_unsigned ? (intptr_t)(uintptr_t)u : (intptr_t)s;
+    return 0;
+}
+
+int nx_addr(PyObject *o, const char *fname, const char *argname, void **out)
+{
+    intptr_t v;
+    if (nx_intptr(o, fname, argname, &v) < 0)
+        return -1;
+    *out = (void *)v;
     return 0;
 }
 
@@ -165,9 +188,47 @@ int nx_dtype(PyObject *o, const char *fname, const char *argname, ncclDataType_t
 int nx_redop(PyObject *o, const char *fname, const char *argname, ncclRedOp_t *out)
 {
     int v;
+    /* bool is an int subclass, but True is no spelling of PROD (1): refuse it */
+    if (NX_UNLIKELY(PyBool_Check(o))) {
+        PyErr_Format(PyExc_TypeError, "%s() argument '%s' must be a RedOp, not bool", fname, argname);
+        return -1;
+    }
     if (nx_enum(o, fname, argname, 0, INT_MAX, "RedOp", &v) < 0)
         return -1;
     *out = (ncclRedOp_t)v;
+    return 0;
+}
+
+/* A handle parameter: an address, refused when null unless the rule accepts it. */
+static int handle_arg(PyObject *o, const char *fname, const char *argname, nx_null_rule rule, const char *what,
+                      void **out)
+{
+    intptr_t v;
+    if (nx_intptr(o, fname, argname, &v) < 0)
+        return -1;
+    if (NX_UNLIKELY(v == 0) && rule == NX_NULL_REFUSED) {
+        PyErr_Format(PyExc_ValueError, "%s() argument '%s' must not be a null %s", fname, argname, what);
+        return -1;
+    }
+    *out = (void *)v;
+    return 0;
+}
+
+int nx_comm_arg(PyObject *o, const char *fname, const char *argname, nx_null_rule rule, ncclComm_t *out)
+{
+    void *h;
+    if (handle_arg(o, fname, argname, rule, "communicator", &h) < 0)
+        return -1;
+    *out = (ncclComm_t)h;
+    return 0;
+}
+
+int nx_window_arg(PyObject *o, const char *fname, const char *argname, ncclWindow_t *out)
+{
+    void *h;
+    if (handle_arg(o, fname, argname, NX_NULL_REFUSED, "window", &h) < 0)
+        return -1;
+    *out = (ncclWindow_t)h;
     return 0;
 }
 

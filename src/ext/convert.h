@@ -5,18 +5,25 @@
 
 #include "module.h"
 
-/* Describes one Python signature: its name and its parameter names, NULL-terminated. */
+/* The most parameters a binding takes: the keyword path of nx_args reorders arguments into a
+ * caller's buffer this long. */
+#define NX_MAX_PARAMS 16
+
+/* Describes one Python signature: its name, its parameter names (NULL-terminated) and their count
+ * (bindings.h's NX_SIGNATURE fills all three). */
 typedef struct {
     const char *fname;
     const char *const *names;
+    Py_ssize_t nparams;
 } nx_sig;
 
-/* Checks that exactly nparams arguments were passed (positionally and/or by keyword) and returns
- * them in parameter order: `args` itself when there are no keywords (the hot path, no copy),
- * else `buf` (room for nparams; also what a call without any argument array gets, so that NULL
- * always means an error). NULL with TypeError on a bad count or an unknown/duplicate keyword. */
-PyObject *const *nx_args(const nx_sig *sig, Py_ssize_t nparams, PyObject *const *args, Py_ssize_t nargs,
-                         PyObject *kwnames, PyObject **buf);
+/* Checks that exactly sig->nparams arguments were passed (positionally and/or by keyword) and
+ * returns them in parameter order: `args` itself when there are no keywords (the hot path, no
+ * copy), else `buf` (room for sig->nparams, at most NX_MAX_PARAMS of bindings.h; also what a call
+ * without any argument array gets, so that NULL always means an error). NULL with TypeError on a
+ * bad count or an unknown/duplicate keyword. */
+PyObject *const *nx_args(const nx_sig *sig, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                         PyObject **buf);
 
 /* Total number of arguments, positional plus keyword (dual-form functions pick a form by it). */
 static inline Py_ssize_t nx_total_args(Py_ssize_t nargs, PyObject *kwnames)
@@ -24,12 +31,18 @@ static inline Py_ssize_t nx_total_args(Py_ssize_t nargs, PyObject *kwnames)
     return nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
 }
 
+/* The argument check of methods without parameters (METH_METHOD cannot be METH_NOARGS): 0, or -1
+ * with "<fname>() takes no arguments". */
+int nx_no_args(const char *fname, Py_ssize_t nargs, PyObject *kwnames);
+
 /* Raises TypeError for a dual-form function called with neither count. Returns NULL. */
 NX_COLD PyObject *nx_bad_arity2(const char *fname, Py_ssize_t a, Py_ssize_t b, Py_ssize_t got);
 
 /* Converters: 0 on success, -1 with TypeError/OverflowError/ValueError naming `argname`.
  * Anything with __index__ is accepted where an int is expected (PointerBox, struct wrappers). */
 int nx_intptr(PyObject *o, const char *fname, const char *argname, intptr_t *out);
+/* An address (nx_intptr) as a pointer. */
+int nx_addr(PyObject *o, const char *fname, const char *argname, void **out);
 int nx_size(PyObject *o, const char *fname, const char *argname, size_t *out);
 int nx_int(PyObject *o, const char *fname, const char *argname, int *out);
 int nx_uint(PyObject *o, const char *fname, const char *argname, unsigned int *out);
@@ -40,7 +53,20 @@ int nx_redop(PyObject *o, const char *fname, const char *argname, ncclRedOp_t *o
 /* An int within [lo, hi] (enum values such as residence or memory-stat kinds). */
 int nx_enum(PyObject *o, const char *fname, const char *argname, int lo, int hi, const char *what, int *out);
 
-#define NX_PTR(p) ((void *)(p))
+/* Whether a handle parameter may be null. */
+typedef enum {
+    NX_NULL_REFUSED,  /* the library would fail or crash on NULL: ValueError first */
+    NX_NULL_ACCEPTED, /* NCCL gives NULL a meaning (a no-op destroy, "no communicator" ...) */
+} nx_null_rule;
+
+/* The one converter of communicator parameters (nccl.bindings): an int address (anything with
+ * __index__); with NX_NULL_REFUSED, 0 is a ValueError "<fname>() argument '<argname>' must not be
+ * a null communicator", raised before any library call (RCCL crashes on some). */
+int nx_comm_arg(PyObject *o, const char *fname, const char *argname, nx_null_rule rule, ncclComm_t *out);
+
+/* The one converter of window parameters: as nx_comm_arg, and a null window is always refused. */
+int nx_window_arg(PyObject *o, const char *fname, const char *argname, ncclWindow_t *out);
+
 
 /* Methods (nccl.core) take optional and keyword-only parameters, unlike the bindings. */
 /* A method signature: `npos` parameters may be passed positionally; the rest are keyword-only.

@@ -1,62 +1,20 @@
-/* The C side of nccl.core (API.md section 5): the Communicator type, buffer and stream resolution,
- * and the communicator-owned resources. Shared declarations of communicator.c, collectives.c,
- * buffer.c, stream.c, resources.c and lazy.c. */
+/* The C side of nccl.core (API.md section 5): the Communicator type and the declarations its files
+ * share (communicator.c, communicator_create.c, collectives.c, resources.c, redop.c). Buffer and
+ * stream resolution (buffer.h, stream.h) and the lazy Python objects (lazy.h) come in through the
+ * includes below. */
 #ifndef NCCL4PY_CORE_H
 #define NCCL4PY_CORE_H
 
-#include <stdint.h>
-
 #include "bindings.h"
 
-/* ---- Python-level objects the core uses (nx_lazy_kind in module.h), imported on first use ----
- * They live in Python modules (enums, dataclasses, cuda.core) that import nccl._ext themselves, so
- * they cannot be fetched at exec time. */
+#include <stdint.h>
 
-/* A borrowed reference to the object, importing its module on first use; NULL with an exception. */
-PyObject *nx_lazy(nx_state *st, nx_lazy_kind kind);
-
-/* Raises nccl.core.NcclInvalid with a printf-style message (PyUnicode_FromFormat). Returns NULL. */
-NX_COLD PyObject *nx_invalid(nx_state *st, const char *fmt, ...);
-
-/* ---- datatypes ---- */
-/* Element size in bytes of a valid ncclDataType_t; 0 for anything else. */
-size_t nx_dtype_size(ncclDataType_t dt);
-/* The NcclDataType member name ("FLOAT32"), for messages; "<invalid>" for anything else. */
-const char *nx_dtype_name(ncclDataType_t dt);
-
-/* ---- buffers (buffer.c) ---- */
-#define NX_DEVICE_HOST (-1) /* nx_buffer.device of host memory (pinned/managed memory carries the
-                            * device its producer reports) */
-
-typedef struct {
-    void *ptr;            /* first element */
-    size_t count;         /* elements of dtype */
-    ncclDataType_t dtype;
-    int device;           /* device ordinal, or NX_DEVICE_HOST */
-    int readonly;         /* the producer marked the memory read-only */
-} nx_buffer;
-
-/* Resolves an array object to a dense buffer per API.md section 5.5: fast paths (numpy, torch and
- * cupy when already imported), cuda.core Buffer, DLPack, __cuda_array_interface__, then (host
- * flavour only) the buffer protocol. `name` is the parameter name used in every message
- * ("sendbuf", ...). Checks layout and dtype; not the device (the communicator does that) and not
- * writability (the caller asks for it with nx_buffer_writable). 0, or -1 with NcclInvalid set. */
-int nx_resolve_buffer(nx_state *st, PyObject *obj, const char *name, nx_buffer *out);
-
-/* A numpy-style dtype (name, kind, itemsize) as a datatype per API.md section 5.3: the ml_dtypes
- * names first, then kind and itemsize (bool is UINT8); -1 if it has no NCCL equivalent. */
-int nx_numpy_kind_dtype(const char *dname, int kind, Py_ssize_t itemsize);
-
-/* NcclInvalid("<name> is read-only") when b is read-only. */
-int nx_buffer_writable(nx_state *st, const nx_buffer *b, const char *name);
-
-/* ---- streams (stream.c) ---- */
-/* A stream spec (API.md section 5.6) to the handle passed to the library. 0, or -1 with
- * NcclInvalid. */
-int nx_resolve_stream(nx_state *st, PyObject *obj, cudaStream_t *out);
+#include "buffer.h"
+#include "lazy.h"
+#include "stream.h"
 
 /* ---- Communicator (communicator.c) ---- */
-typedef struct {
+struct nx_Communicator {
     PyObject_HEAD
     PyObject *box;        /* the PointerBox whose slot holds the ncclComm_t */
     void **slot;          /* &box->slot: where creation calls write, read on every call */
@@ -68,7 +26,7 @@ typedef struct {
     PyObject *resources;  /* list of the tracked resources (CommResource instances) */
     PyObject *children;   /* split/shrink children kept alive while creation is in progress */
     PyObject *weakrefs;
-} nx_Communicator;
+};
 
 #define NX_DEVICE_UNKNOWN (-2)
 
@@ -89,6 +47,10 @@ int nx_comm_check_device(nx_state *st, nx_Communicator *c, const nx_buffer *b, c
 int nx_comm_track(nx_Communicator *c, PyObject *resource);
 /* Nonzero when o is a Communicator (or a subclass instance). */
 int nx_is_communicator(nx_state *st, PyObject *o);
+/* A new, null communicator of Python class tp (subclasses keep their class). */
+nx_Communicator *nx_comm_new(nx_state *st, PyTypeObject *tp);
+/* Forgets the cached rank, size, device and properties (after the handle changed). */
+void nx_comm_reset_caches(nx_Communicator *c);
 
 /* Methods of Communicator defined in other files. All are METH_METHOD | METH_FASTCALL |
  * METH_KEYWORDS, so the module state comes from the defining class without a lookup. */
@@ -97,13 +59,18 @@ int nx_is_communicator(nx_state *st, PyObject *o);
 #define NX_COMM_METHOD_DEF(pyname, fn, doc) \
     {pyname, (PyCFunction)(void (*)(void))fn, METH_METHOD | METH_FASTCALL | METH_KEYWORDS, doc}
 
+/* communicator_create.c: init, init_all, from_env (class methods), initialize, split, shrink, grow,
+ * get_unique_id. */
+extern PyMethodDef nx_comm_create_methods[];
 /* collectives.c: allreduce, reduce, broadcast, allgather, gather, reduce_scatter, alltoall,
  * scatter, send, recv, signal, wait_signal, put_signal, allreduce_with_bias, alltoallv. */
 extern PyMethodDef nx_collective_methods[];
-/* resources.c: register_buffer, register_window, create_pre_mul_sum, create_dev_comm. */
+/* resources.c: register_buffer, register_window, create_dev_comm. */
 extern PyMethodDef nx_resource_methods[];
+/* redop.c: create_pre_mul_sum. */
+extern PyMethodDef nx_redop_methods[];
 
-/* ---- resources (resources.c) ---- */
+/* ---- resources (resources.h: resources.c, redop.c) ---- */
 /* The reduction operator argument of a collective: an NcclRedOp/int, or a CustomRedOp that must be
  * open, belong to comm and have dtype `dt`. 0, or -1 with NcclInvalid/TypeError. */
 int nx_comm_redop(nx_state *st, nx_Communicator *comm, PyObject *op, ncclDataType_t dt, ncclRedOp_t *out);
@@ -112,8 +79,10 @@ void nx_resource_close_quietly(PyObject *resource);
 
 /* ---- setup (called from module.c, in this order) ---- */
 int nx_buffer_setup(PyObject *module, nx_state *st);
+int nx_ncclbuffer_setup(PyObject *module, nx_state *st);
 int nx_stream_setup(PyObject *module, nx_state *st);
 int nx_resources_setup(PyObject *module, nx_state *st);
+int nx_redop_setup(PyObject *module, nx_state *st);
 int nx_communicator_setup(PyObject *module, nx_state *st);
 
 #endif

@@ -4,6 +4,7 @@
 
 #include "library.h"
 #include "loader.h"
+#include "module.h"
 
 static const char *const exc_names[NX_NEXC] = {
     [NX_EXC_NCCL_ERROR] = "NCCLError",
@@ -15,19 +16,33 @@ static const char *const exc_names[NX_NEXC] = {
 
 PyObject *nx_exception_class(nx_state *st, nx_exc_kind kind)
 {
-    if (st->exc[kind] != NULL)
-        return st->exc[kind];
+    nx_errors_cache *c = &st->errors;
+    if (c->exc[kind] != NULL)
+        return c->exc[kind];
     PyObject *mod = PyImport_ImportModule("nccl._errors");
     if (mod == NULL)
         return NULL;
     for (int i = 0; i < NX_NEXC; i++) {
-        if (st->exc[i] == NULL && (st->exc[i] = PyObject_GetAttrString(mod, exc_names[i])) == NULL) {
+        if (c->exc[i] == NULL && (c->exc[i] = PyObject_GetAttrString(mod, exc_names[i])) == NULL) {
             Py_DECREF(mod);
             return NULL;
         }
     }
     Py_DECREF(mod);
-    return st->exc[kind];
+    return c->exc[kind];
+}
+
+int nx_errors_cache_traverse(nx_errors_cache *c, visitproc visit, void *arg)
+{
+    for (int i = 0; i < NX_NEXC; i++)
+        Py_VISIT(c->exc[i]);
+    return 0;
+}
+
+void nx_errors_cache_clear(nx_errors_cache *c)
+{
+    for (int i = 0; i < NX_NEXC; i++)
+        Py_CLEAR(c->exc[i]);
 }
 
 const char *nx_builtin_error_string(int status)
@@ -112,7 +127,8 @@ static PyObject *check_status(PyObject *module, PyObject *arg)
 }
 
 PyDoc_STRVAR(error_text__doc__, "_error_text(status)\n--\n\n"
-"The library's ncclGetErrorString(status) if a library is already loaded, else NCCL 2.30's text.\n"
+"The library's ncclGetErrorString(status) if a library is already loaded, else NCCL 2.30's text;\n"
+"on RCCL worded for HIP ('unhandled HIP error', where RCCL's own text says cuda).\n"
 "Never loads a library (NCCLError uses it while being constructed or unpickled).");
 
 static PyObject *error_text(PyObject *module, PyObject *arg)
@@ -125,9 +141,22 @@ static PyObject *error_text(PyObject *module, PyObject *arg)
     if (overflow || v < INT_MIN || v > INT_MAX)
         return PyUnicode_FromString(nx_builtin_error_string(-1));
     const char *s = NULL;
-    if (nx_loader_ready() && nx_api.ncclGetErrorString != NULL)
-        s = nx_api.ncclGetErrorString((ncclResult_t)v);
-    return PyUnicode_FromString(s ? s : nx_builtin_error_string((int)v));
+    int rccl = 0;
+    if (nx_loader_ready()) {
+        rccl = nx_loader_info()->flavour == NX_FLAVOUR_RCCL;
+        if (nx_api.ncclGetErrorString != NULL)
+            s = nx_api.ncclGetErrorString((ncclResult_t)v);
+    }
+    PyObject *text = PyUnicode_FromString(s ? s : nx_builtin_error_string((int)v));
+    if (text == NULL || !rccl)
+        return text;
+    /* RCCL keeps NCCL's wording ("unhandled cuda error") for what are HIP runtime failures. */
+    PyObject *cuda = PyUnicode_FromString("cuda"), *hip = PyUnicode_FromString("HIP");
+    PyObject *worded = cuda && hip ? PyUnicode_Replace(text, cuda, hip, -1) : NULL;
+    Py_XDECREF(cuda);
+    Py_XDECREF(hip);
+    Py_DECREF(text);
+    return worded;
 }
 
 static PyMethodDef errors_methods[] = {

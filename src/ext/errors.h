@@ -2,7 +2,26 @@
 #ifndef NCCL4PY_ERRORS_H
 #define NCCL4PY_ERRORS_H
 
-#include "module.h"
+#include "common.h"
+
+/* Exception classes defined in Python (nccl/_errors.py), fetched on first use: raising is the
+ * cold path, and importing them at exec time would tie the import order of the packages. */
+typedef enum {
+    NX_EXC_NCCL_ERROR,
+    NX_EXC_FUNCTION_NOT_FOUND,
+    NX_EXC_NOT_SUPPORTED,
+    NX_EXC_HOST_BACKEND_WARNING,
+    NX_EXC_NCCL_INVALID,
+    NX_NEXC
+} nx_exc_kind;
+
+/* This file's part of the module state: the classes, NULL until first needed (owned). */
+typedef struct {
+    PyObject *exc[NX_NEXC];
+} nx_errors_cache;
+
+int nx_errors_cache_traverse(nx_errors_cache *c, visitproc visit, void *arg);
+void nx_errors_cache_clear(nx_errors_cache *c);
 
 /* The exception class of the given kind (a borrowed reference), importing nccl._errors once. */
 PyObject *nx_exception_class(nx_state *st, nx_exc_kind kind);
@@ -20,5 +39,20 @@ NX_COLD PyObject *nx_raise_function_not_found(nx_state *st, const char *symbol, 
 
 /* A status the caller must turn into an exception: anything but success and in-progress. */
 #define NX_FAILED(rc) NX_UNLIKELY((rc) != ncclSuccess && (rc) != ncclInProgress)
+
+/* The check after a library call: 0 when rc is a success or in progress, else -1 with NCCLError
+ * raised (comm's last error attached; comm may be NULL). The caller returns its error value:
+ *
+ *     if (nx_check(st, rc, comm) < 0)
+ *         return NULL;
+ */
+static inline int nx_check(nx_state *st, ncclResult_t rc, ncclComm_t comm)
+{
+    if (NX_FAILED(rc)) {
+        nx_raise_status(st, rc, comm);
+        return -1;
+    }
+    return 0;
+}
 
 #endif

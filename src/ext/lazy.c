@@ -1,9 +1,12 @@
 /* Python-level objects the C core of nccl.core uses: enums, dataclasses and cuda.core helpers
  * written in Python. Each is imported on first use, because those modules import nccl._ext
  * themselves, and cached in module state. Also the NcclInvalid raiser and the datatype table. */
-#include "core.h"
+#include "lazy.h"
 
 #include <stdarg.h>
+
+#include "errors.h"
+#include "module.h"
 
 static const struct {
     const char *module;
@@ -18,18 +21,33 @@ static const struct {
     [NX_LAZY_WAIT_SIGNAL] = {"nccl.core._config", "WaitSignalDesc"},
     [NX_LAZY_FROM_ENV] = {"nccl.core._env", "from_env"},
     [NX_LAZY_GIN_TYPE] = {"nccl.core._types", "NcclGinType"},
+    [NX_LAZY_NUMPY] = {"numpy", NULL}, /* NULL: the module itself */
 };
 
 PyObject *nx_lazy(nx_state *st, nx_lazy_kind kind)
 {
-    if (NX_LIKELY(st->lazy[kind] != NULL))
-        return st->lazy[kind];
+    nx_lazy_cache *c = &st->lazy;
+    if (NX_LIKELY(c->obj[kind] != NULL))
+        return c->obj[kind];
     PyObject *mod = PyImport_ImportModule(lazy_names[kind].module);
-    if (mod == NULL)
-        return NULL;
-    st->lazy[kind] = PyObject_GetAttrString(mod, lazy_names[kind].name);
+    if (mod == NULL || lazy_names[kind].name == NULL)
+        return c->obj[kind] = mod;
+    c->obj[kind] = PyObject_GetAttrString(mod, lazy_names[kind].name);
     Py_DECREF(mod);
-    return st->lazy[kind];
+    return c->obj[kind];
+}
+
+int nx_lazy_cache_traverse(nx_lazy_cache *c, visitproc visit, void *arg)
+{
+    for (int i = 0; i < NX_NLAZY; i++)
+        Py_VISIT(c->obj[i]);
+    return 0;
+}
+
+void nx_lazy_cache_clear(nx_lazy_cache *c)
+{
+    for (int i = 0; i < NX_NLAZY; i++)
+        Py_CLEAR(c->obj[i]);
 }
 
 PyObject *nx_invalid(nx_state *st, const char *fmt, ...)

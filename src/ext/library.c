@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "convert.h"
 #include "errors.h"
+#include "module.h"
 
 const char *nx_flavour_name(nx_flavour f)
 {
@@ -241,14 +243,14 @@ int nx_load_library(nx_state *st)
     }
     /* NCCL4PY_DEV_DIR: where device nodes are looked for (tests simulate a GPU machine with it). */
     const char *dev_dir = getenv("NCCL4PY_DEV_DIR");
-    int gpu = nx_gpu_device_node_present(dev_dir && *dev_dir ? dev_dir : "/dev");
-    if (override == NULL && gpu && build_candidates(&rccl, &nccl) < 0)
+    int devices = nx_gpu_device_kinds(dev_dir && *dev_dir ? dev_dir : "/dev");
+    if (override == NULL && devices != 0 && build_candidates(&rccl, &nccl) < 0)
         goto done;
 
     nx_load_request req = {
         .override = override,
         .host_path = host_path,
-        .gpu_present = gpu,
+        .devices = devices,
         .rccl = (const char *const *)rccl.items,
         .nrccl = rccl.n,
         .nccl = (const char *const *)nccl.items,
@@ -272,7 +274,16 @@ done:
     return rc;
 }
 
-static int ensure_loaded(nx_state *st) { return nx_loader_ready() ? 0 : nx_load_library(st); }
+int nx_missing_function(nx_state *st, const void *slot)
+{
+    size_t offset = (size_t)((const char *)slot - (const char *)&nx_api);
+    const char *name = "<not an entry point of the ABI table>";
+    for (size_t i = 0; i < nx_nsymbols; i++)
+        if (nx_symbols[i].offset == offset)
+            name = nx_symbols[i].name;
+    nx_raise_function_not_found(st, name, NULL);
+    return -1;
+}
 
 PyDoc_STRVAR(get_library_path__doc__, "get_library_path()\n--\n\n"
 "Absolute path of the library every symbol was resolved from. Loads the library on first use.");
@@ -280,7 +291,7 @@ PyDoc_STRVAR(get_library_path__doc__, "get_library_path()\n--\n\n"
 static PyObject *get_library_path(PyObject *module, PyObject *unused)
 {
     (void)unused;
-    if (ensure_loaded(nx_get_state(module)) < 0)
+    if (nx_loaded(nx_get_state(module)) < 0)
         return NULL;
     const char *p = nx_loader_info()->path;
     if (p == NULL)
@@ -294,7 +305,7 @@ PyDoc_STRVAR(get_library_flavour__doc__, "get_library_flavour()\n--\n\n"
 static PyObject *get_library_flavour(PyObject *module, PyObject *unused)
 {
     (void)unused;
-    if (ensure_loaded(nx_get_state(module)) < 0)
+    if (nx_loaded(nx_get_state(module)) < 0)
         return NULL;
     return PyUnicode_FromString(nx_flavour_name(nx_loader_info()->flavour));
 }
@@ -306,7 +317,7 @@ PyDoc_STRVAR(get_load_attempts__doc__, "get_load_attempts()\n--\n\n"
 static PyObject *get_load_attempts(PyObject *module, PyObject *unused)
 {
     (void)unused;
-    if (ensure_loaded(nx_get_state(module)) < 0)
+    if (nx_loaded(nx_get_state(module)) < 0)
         return NULL;
     const nx_attempt *a;
     size_t n;
@@ -320,7 +331,7 @@ PyDoc_STRVAR(library_info__doc__, "_library_info()\n--\n\n"
 static PyObject *library_info(PyObject *module, PyObject *unused)
 {
     (void)unused;
-    if (ensure_loaded(nx_get_state(module)) < 0)
+    if (nx_loaded(nx_get_state(module)) < 0)
         return NULL;
     const nx_library_info *li = nx_loader_info();
     return Py_BuildValue("(NsiN)", PyUnicode_DecodeFSDefault(li->path), nx_flavour_name(li->flavour),
@@ -334,7 +345,7 @@ PyDoc_STRVAR(inspect_function_pointers__doc__, "_inspect_function_pointers()\n--
 static PyObject *inspect_function_pointers(PyObject *module, PyObject *unused)
 {
     (void)unused;
-    if (ensure_loaded(nx_get_state(module)) < 0)
+    if (nx_loaded(nx_get_state(module)) < 0)
         return NULL;
     PyObject *d = PyDict_New();
     for (size_t i = 0; d != NULL && i < nx_nnccl_symbols; i++) {
@@ -366,6 +377,59 @@ static PyObject *abi_symbols(PyObject *module, PyObject *unused)
             PyTuple_SET_ITEM(t, (Py_ssize_t)i, row);
     }
     return t;
+}
+
+PyDoc_STRVAR(abi_resolved__doc__, "_abi_resolved()\n--\n\n"
+"{name: address or 0} for every row of the ABI table, RCCL-only rows included; loads the library.");
+
+static PyObject *abi_resolved(PyObject *module, PyObject *unused)
+{
+    (void)unused;
+    if (nx_loaded(nx_get_state(module)) < 0)
+        return NULL;
+    PyObject *d = PyDict_New();
+    for (size_t i = 0; d != NULL && i < nx_nsymbols; i++) {
+        void *fn;
+        memcpy(&fn, (const char *)&nx_api + nx_symbols[i].offset, sizeof fn);
+        PyObject *addr = PyLong_FromVoidPtr(fn);
+        if (addr == NULL || PyDict_SetItemString(d, nx_symbols[i].name, addr) < 0)
+            Py_CLEAR(d);
+        Py_XDECREF(addr);
+    }
+    return d;
+}
+
+PyDoc_STRVAR(abi_aliases__doc__, "_abi_aliases()\n--\n\n"
+"((name, older spelling), ...): entry points a library serves under either name (abi.h).");
+
+static PyObject *abi_aliases(PyObject *module, PyObject *unused)
+{
+    (void)module, (void)unused;
+#define NX_ALIAS_ROW(name, older) "(ss)"
+#define NX_ALIAS_ARGS(name, older) , #name, #older
+    return Py_BuildValue("(" NCCL_ABI_ALIASES(NX_ALIAS_ROW) ")" NCCL_ABI_ALIASES(NX_ALIAS_ARGS));
+#undef NX_ALIAS_ROW
+#undef NX_ALIAS_ARGS
+}
+
+PyDoc_STRVAR(version_text__doc__, "_version_text(code)\n--\n\n"
+"An NCCL version code as 'X.Y.Z', decoded as the loader decodes it: major*10000 + minor*100 + patch\n"
+"from 2.9 on (2.30.7 = 23007), major*1000 + minor*100 + patch before (2.8.4 = 2804). The one\n"
+"decoder of the package: the Python side formats every version code through it.");
+
+static PyObject *version_text(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    int code;
+    if (nx_int(arg, "_version_text", "code", &code) < 0)
+        return NULL;
+    if (code < 0) {
+        PyErr_Format(PyExc_ValueError, "_version_text() argument 'code' must be non-negative, got %d", code);
+        return NULL;
+    }
+    char text[32];
+    nx_format_version(code, text, sizeof text);
+    return PyUnicode_FromString(text);
 }
 
 PyDoc_STRVAR(mapped_libraries__doc__, "_mapped_libraries()\n--\n\n"
@@ -404,7 +468,10 @@ static PyMethodDef library_methods[] = {
     {"_library_info", library_info, METH_NOARGS, library_info__doc__},
     {"_inspect_function_pointers", inspect_function_pointers, METH_NOARGS, inspect_function_pointers__doc__},
     {"_abi_symbols", abi_symbols, METH_NOARGS, abi_symbols__doc__},
+    {"_abi_resolved", abi_resolved, METH_NOARGS, abi_resolved__doc__},
+    {"_abi_aliases", abi_aliases, METH_NOARGS, abi_aliases__doc__},
     {"_mapped_libraries", mapped_libraries, METH_NOARGS, mapped_libraries__doc__},
+    {"_version_text", version_text, METH_O, version_text__doc__},
     {NULL, NULL, 0, NULL},
 };
 

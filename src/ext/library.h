@@ -1,22 +1,49 @@
 /* The Python side of loading: builds the discovery request, raises NotSupportedError, emits the
- * one-time notices, and provides the reporting functions of API.md section 2.4. */
+ * one-time notices, and provides the reporting functions of API.md section 2.4. Also the guard
+ * every call into the library goes through first. */
 #ifndef NCCL4PY_LIBRARY_H
 #define NCCL4PY_LIBRARY_H
 
+#include "common.h"
+
+#include <string.h>
+
 #include "loader.h"
-#include "module.h"
+
+#include "loader.h"
 
 /* Loads the library on first use. 0 on success, -1 with an exception set. */
 NX_COLD int nx_load_library(nx_state *st);
 
-/* Hot-path guard: the library is loaded (once) and `fn` (a table slot) is present. */
-#define NX_REQUIRE(st, fn)                                                              \
-    do {                                                                                \
-        if (NX_UNLIKELY(!nx_loader_ready()) && nx_load_library(st) < 0)                 \
-            return NULL;                                                                \
-        if (NX_UNLIKELY(nx_api.fn == NULL))                                             \
-            return nx_raise_function_not_found(st, #fn, NULL);                          \
-    } while (0)
+/* The library is loaded, loading it on first use: 0, or -1 with NotSupportedError. */
+static inline int nx_loaded(nx_state *st)
+{
+    if (NX_LIKELY(nx_loader_ready()))
+        return 0;
+    return nx_load_library(st);
+}
+
+/* Raises FunctionNotFoundError for the entry point whose table slot is `slot`. Returns -1. */
+NX_COLD int nx_missing_function(nx_state *st, const void *slot);
+
+/* The guard before a library call: the library is loaded (on first use) and the entry point whose
+ * table slot is `slot` (written &nx_api.ncclXxx) is present. 0, or -1 with NotSupportedError or
+ * FunctionNotFoundError; the caller returns its error value:
+ *
+ *     if (nx_require(st, &nx_api.ncclAllReduce) < 0)
+ *         return NULL;
+ *
+ * The slot is read only after the load, which fills it; inlined, this is a flag test and a load. */
+static inline int nx_require(nx_state *st, const void *slot)
+{
+    if (NX_UNLIKELY(nx_loaded(st) < 0))
+        return -1;
+    void (*fn)(void);
+    memcpy(&fn, slot, sizeof fn);
+    if (NX_UNLIKELY(fn == NULL))
+        return nx_missing_function(st, slot);
+    return 0;
+}
 
 const char *nx_flavour_name(nx_flavour f);
 

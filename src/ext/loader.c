@@ -49,25 +49,23 @@ void nx_format_version(int code, char *out, size_t outlen)
     snprintf(out, outlen, "%d.%d.%d", x, y, z);
 }
 
-int nx_gpu_device_node_present(const char *dev_dir)
+int nx_gpu_device_kinds(const char *dev_dir)
 {
+    int kinds = 0;
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/kfd", dev_dir);
     if (access(path, F_OK) == 0)
-        return 1;
+        kinds |= NX_DEVICE_AMD;
     DIR *d = opendir(dev_dir);
     if (d == NULL)
-        return 0;
-    int found = 0;
+        return kinds;
     struct dirent *e;
-    while (!found && (e = readdir(d)) != NULL) {
-        /* /dev/nvidia0, /dev/nvidia1, ...; not nvidiactl or nvidia-uvm, which exist without a GPU
-         * in some containers. */
+    while (!(kinds & NX_DEVICE_NVIDIA) && (e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, "nvidia", 6) == 0 && e->d_name[6] >= '0' && e->d_name[6] <= '9')
-            found = 1;
+            kinds |= NX_DEVICE_NVIDIA;
     }
     closedir(d);
-    return found;
+    return kinds;
 }
 
 static void clear_attempts(void)
@@ -128,9 +126,10 @@ static int collect_mapped(struct dl_phdr_info *pi, size_t size, void *data)
 }
 
 /* Opens one candidate and checks it is an NCCL-ABI library. Returns the handle or NULL, having
- * recorded the outcome either way. */
-static void *try_open(const char *candidate, int check_exists)
+ * recorded the outcome either way; *broken is set when the library exists but dlopen failed. */
+static void *try_open(const char *candidate, int check_exists, int *broken)
 {
+    *broken = 0;
     if (check_exists && access(candidate, F_OK) != 0) {
         record(candidate, "not found");
         return NULL;
@@ -143,10 +142,12 @@ static void *try_open(const char *candidate, int check_exists)
         /* A bare SONAME the dynamic loader cannot find is "not found"; anything else (a missing
          * dependency, a wrong ELF class, a bad path) keeps its full dlerror text. */
         if (strchr(candidate, '/') == NULL && err != NULL && strstr(err, candidate) != NULL &&
-            strstr(err, "No such file") != NULL)
+            strstr(err, "No such file") != NULL) {
             snprintf(msg, sizeof msg, "not found");
-        else
+        } else {
             snprintf(msg, sizeof msg, "found, failed to load: %s", err ? err : "no diagnostic");
+            *broken = 1;
+        }
         record(candidate, msg);
         return NULL;
     }
@@ -211,13 +212,28 @@ static int adopt(void *h, const char *candidate)
     return 0;
 }
 
+/* 0 when the candidate loaded; -1 when it did not; -2 when it exists but failed to load. */
 static int open_and_adopt(const char *candidate, int check_exists)
 {
-    void *h = try_open(candidate, check_exists);
+    int broken;
+    void *h = try_open(candidate, check_exists, &broken);
     if (h == NULL)
-        return -1;
+        return broken ? -2 : -1;
     /* Handles are never closed: function pointers from it live for the whole process. */
     return adopt(h, candidate);
+}
+
+/* Tries the candidates in order: 0 when one loaded, -1 when none was there, -2 when one exists but
+ * failed to load (a missing dependency, a wrong architecture). That ends the search: loading another
+ * copy instead would hide what is wrong with the one the machine is set up to use. */
+static int try_chain(const char *const *candidates, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int rc = open_and_adopt(candidates[i], strchr(candidates[i], '/') != NULL);
+        if (rc == 0 || rc == -2)
+            return rc;
+    }
+    return -1;
 }
 
 static int note_other_copy(const mapped_copies *m)
@@ -248,7 +264,7 @@ static int discover(const nx_load_request *req, int *notices)
         *notices |= note_other_copy(&mapped);
         return 0;
     }
-    if (!req->gpu_present) {
+    if (req->devices == 0) {
         if (open_and_adopt(req->host_path, 1) != 0)
             return -1;
         *notices |= NX_NOTICE_HOST_AUTO | note_other_copy(&mapped);
@@ -265,13 +281,14 @@ static int discover(const nx_load_request *req, int *notices)
         if (h == NULL)
             record(mapped.first, "already mapped, but dlopen(RTLD_NOLOAD) failed");
     }
-    for (size_t i = 0; i < req->nrccl; i++)
-        if (open_and_adopt(req->rccl[i], strchr(req->rccl[i], '/') != NULL) == 0)
-            return 0;
-    for (size_t i = 0; i < req->nnccl; i++)
-        if (open_and_adopt(req->nccl[i], strchr(req->nccl[i], '/') != NULL) == 0)
-            return 0;
-    return -1;
+    /* The chain follows the devices: RCCL for an AMD GPU, NCCL for an NVIDIA one; never NVIDIA's
+     * library on a machine that has only AMD devices, or the reverse. With both kinds, RCCL first. */
+    int rc = -1;
+    if (req->devices & NX_DEVICE_AMD)
+        rc = try_chain(req->rccl, req->nrccl);
+    if (rc == -1 && (req->devices & NX_DEVICE_NVIDIA))
+        rc = try_chain(req->nccl, req->nnccl);
+    return rc == 0 ? 0 : -1;
 }
 
 int nx_loader_load(const nx_load_request *req, const nx_attempt **out, size_t *nout, int *notices)

@@ -31,10 +31,10 @@ typedef struct {
 typedef struct {
     const char *override;     /* NCCL_LIBRARY, stripped and non-empty, or NULL */
     const char *host_path;    /* the bundled libnccl-host.so */
-    int gpu_present;          /* a GPU device node exists */
-    const char *const *rccl;  /* RCCL candidates, in order */
+    int devices;              /* NX_DEVICE_* bits: the kinds of GPU device node present */
+    const char *const *rccl;  /* RCCL candidates, in order; tried when an AMD device is present */
     size_t nrccl;
-    const char *const *nccl;  /* NCCL candidates, in order */
+    const char *const *nccl;  /* NCCL candidates, in order; tried when an NVIDIA device is present */
     size_t nnccl;
 } nx_load_request;
 
@@ -68,8 +68,10 @@ int nx_loader_load(const nx_load_request *req, const nx_attempt **attempts, size
 /* The attempts of the discovery that succeeded (or of the last failed one). Loader-owned. */
 void nx_loader_attempts(const nx_attempt **attempts, size_t *nattempts);
 
-/* 1 if a GPU device node (/dev/kfd or /dev/nvidia<N>) exists under dev_dir. */
-int nx_gpu_device_node_present(const char *dev_dir);
+/* The kinds of GPU device node under dev_dir: NX_DEVICE_AMD for kfd, NX_DEVICE_NVIDIA for
+ * nvidia<N> (not nvidiactl or nvidia-uvm, which containers have without a GPU). */
+enum { NX_DEVICE_AMD = 1, NX_DEVICE_NVIDIA = 2 };
+int nx_gpu_device_kinds(const char *dev_dir);
 
 /* Names and minimum versions of the table, in table order (NCCL rows first, then RCCL rows). */
 typedef struct {

@@ -5,9 +5,9 @@ static int nx_exec(PyObject *module)
 {
     nx_state *st = nx_get_state(module);
     if (nx_errors_setup(module, st) < 0 || nx_library_setup(module, st) < 0 || nx_structs_setup(module, st) < 0 ||
-        nx_pointer_box_setup(module, st) < 0 || nx_bindings_setup(module, st) < 0 ||
-        nx_rocm_extensions_setup(module, st) < 0 ||
-        nx_buffer_setup(module, st) < 0 || nx_stream_setup(module, st) < 0 || nx_resources_setup(module, st) < 0 ||
+        nx_pointer_box_setup(module, st) < 0 || nx_bindings_setup(module, st) < 0 || nx_buffer_setup(module, st) < 0 ||
+        nx_ncclbuffer_setup(module, st) < 0 || nx_stream_setup(module, st) < 0 ||
+        nx_resources_setup(module, st) < 0 || nx_redop_setup(module, st) < 0 ||
         nx_communicator_setup(module, st) < 0)
         return -1;
     return 0;
@@ -16,66 +16,30 @@ static int nx_exec(PyObject *module)
 static int nx_traverse(PyObject *module, visitproc visit, void *arg)
 {
     nx_state *st = nx_get_state(module);
-    for (int i = 0; i < NX_NSTRUCTS; i++) {
-        Py_VISIT(st->struct_types[i]);
-        Py_VISIT(st->struct_dtypes[i]);
-    }
-    for (int i = 0; i < NX_NEXC; i++)
-        Py_VISIT(st->exc[i]);
-    Py_VISIT(st->pointer_box_type);
-    Py_VISIT(st->ndarray_type);
     for (int i = 0; i < NX_NCORE_TYPES; i++)
         Py_VISIT(st->core_types[i]);
-    for (int i = 0; i < NX_NLAZY; i++)
-        Py_VISIT(st->lazy[i]);
-    /* buffer.c and stream.c caches */
-    for (int i = 0; i < NX_BUF_NSTR; i++)
-        Py_VISIT(st->buf_str[i]);
-    for (int i = 0; i < NX_BUF_NTYPES; i++)
-        Py_VISIT(st->buf_types[i]);
-    for (int i = 0; i < NX_BUF_NDESCR; i++)
-        Py_VISIT(st->np_descr[i]);
-    for (int i = 0; i < NX_BUF_NTORCH; i++)
-        Py_VISIT(st->torch_dtype_obj[i]);
-    for (int i = 0; i < NX_STREAM_NSTR; i++)
-        Py_VISIT(st->stream_str[i]);
-    for (int i = 0; i < NX_STREAM_NTYPES; i++)
-        Py_VISIT(st->stream_types[i]);
-
-    Py_VISIT(st->numpy); /* resources.c */
+    Py_VISIT(st->pointer_box_type);
+    int rc;
+    if ((rc = nx_errors_cache_traverse(&st->errors, visit, arg)) != 0 ||
+        (rc = nx_lazy_cache_traverse(&st->lazy, visit, arg)) != 0 ||
+        (rc = nx_structs_cache_traverse(&st->structs, visit, arg)) != 0 ||
+        (rc = nx_buffer_cache_traverse(&st->buffer, visit, arg)) != 0 ||
+        (rc = nx_stream_cache_traverse(&st->stream, visit, arg)) != 0)
+        return rc;
     return 0;
 }
 
 static int nx_clear(PyObject *module)
 {
     nx_state *st = nx_get_state(module);
-    for (int i = 0; i < NX_NSTRUCTS; i++) {
-        Py_CLEAR(st->struct_types[i]);
-        Py_CLEAR(st->struct_dtypes[i]);
-    }
-    for (int i = 0; i < NX_NEXC; i++)
-        Py_CLEAR(st->exc[i]);
-    Py_CLEAR(st->pointer_box_type);
-    Py_CLEAR(st->ndarray_type);
     for (int i = 0; i < NX_NCORE_TYPES; i++)
         Py_CLEAR(st->core_types[i]);
-    for (int i = 0; i < NX_NLAZY; i++)
-        Py_CLEAR(st->lazy[i]);
-    /* buffer.c and stream.c caches */
-    for (int i = 0; i < NX_BUF_NSTR; i++)
-        Py_CLEAR(st->buf_str[i]);
-    for (int i = 0; i < NX_BUF_NTYPES; i++)
-        Py_CLEAR(st->buf_types[i]);
-    for (int i = 0; i < NX_BUF_NDESCR; i++)
-        Py_CLEAR(st->np_descr[i]);
-    for (int i = 0; i < NX_BUF_NTORCH; i++)
-        Py_CLEAR(st->torch_dtype_obj[i]);
-    for (int i = 0; i < NX_STREAM_NSTR; i++)
-        Py_CLEAR(st->stream_str[i]);
-    for (int i = 0; i < NX_STREAM_NTYPES; i++)
-        Py_CLEAR(st->stream_types[i]);
-
-    Py_CLEAR(st->numpy); /* resources.c */
+    Py_CLEAR(st->pointer_box_type);
+    nx_errors_cache_clear(&st->errors);
+    nx_lazy_cache_clear(&st->lazy);
+    nx_structs_cache_clear(&st->structs);
+    nx_buffer_cache_clear(&st->buffer);
+    nx_stream_cache_clear(&st->stream);
     return 0;
 }
 

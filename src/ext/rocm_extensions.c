@@ -1,31 +1,41 @@
 /* nccl.bindings.rocm_extensions: the RCCL-only collectives (API.md section 4). They come from the
- * same handle as every other symbol; there is no second loader. */
+ * same handle as every other symbol; there is no second loader (bindings.h says how a binding is
+ * written). */
 #include "bindings.h"
 
-NX_SIG(all_reduce_with_bias, "sendbuff", "recvbuff", "count", "datatype", "op", "comm", "stream", "acc");
+static const nx_sig all_reduce_with_bias_sig =
+    NX_SIGNATURE("all_reduce_with_bias", "sendbuff", "recvbuff", "count", "datatype", "op", "comm", "stream", "acc");
 PyDoc_STRVAR(all_reduce_with_bias__doc__,
 "all_reduce_with_bias(sendbuff, recvbuff, count, datatype, op, comm, stream, acc)\n--\n\n"
 "ncclAllReduceWithBias (RCCL): an all-reduce that also adds acc, count elements of datatype, into\n"
 "the result. Collective; enqueued on stream. FunctionNotFoundError when the library lacks it.");
 static PyObject *all_reduce_with_bias(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    NX_PARSE(all_reduce_with_bias, 8);
+    const nx_sig *sig = &all_reduce_with_bias_sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
     nx_state *st = nx_get_state(m);
-    NX_REQUIRE(st, ncclAllReduceWithBias);
-    intptr_t send, recv, comm, stream, acc;
+    if (a == NULL || nx_require(st, &nx_api.ncclAllReduceWithBias) < 0)
+        return NULL;
+    void *send, *recv, *acc;
     size_t count;
     ncclDataType_t dt;
     ncclRedOp_t op;
-    if (NX_ARG_PTR(0, send) || NX_ARG_PTR(1, recv) || NX_ARG_SIZE(2, count) || NX_ARG_DTYPE(3, dt) ||
-        NX_ARG_REDOP(4, op) || NX_ARG_PTR(5, comm) || NX_ARG_PTR(6, stream) || NX_ARG_PTR(7, acc))
+    ncclComm_t comm;
+    cudaStream_t stream;
+    if (nx_arg_addr(sig, a, 0, &send) < 0 || nx_arg_addr(sig, a, 1, &recv) < 0 || nx_arg_size(sig, a, 2, &count) < 0 ||
+        nx_arg_dtype(sig, a, 3, &dt) < 0 || nx_arg_redop(sig, a, 4, &op) < 0 || nx_arg_comm(sig, a, 5, &comm) < 0 ||
+        nx_arg_stream(sig, a, 6, &stream) < 0 || nx_arg_addr(sig, a, 7, &acc) < 0)
         return NULL;
-    NX_CALL(st, comm, nx_api.ncclAllReduceWithBias(NX_PTR(send), NX_PTR(recv), count, dt, op, (ncclComm_t)comm,
-                                                   (hipStream_t)stream, NX_PTR(acc)));
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclAllReduceWithBias(send, recv, count, dt, op, comm, (hipStream_t)stream, acc));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
-NX_SIG(all_to_all_v, "sendbuff", "sendcounts", "sdispls", "recvbuff", "recvcounts", "rdispls", "datatype", "comm",
-       "stream");
+static const nx_sig all_to_all_v_sig = NX_SIGNATURE("all_to_all_v", "sendbuff", "sendcounts", "sdispls", "recvbuff",
+                                                     "recvcounts", "rdispls", "datatype", "comm", "stream");
 PyDoc_STRVAR(all_to_all_v__doc__,
 "all_to_all_v(sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, datatype, comm, stream)\n--\n\n"
 "ncclAlltoAllv (RCCL; falls back to the deprecated ncclAllToAllv): rank j receives sendcounts[j]\n"
@@ -34,42 +44,47 @@ PyDoc_STRVAR(all_to_all_v__doc__,
 "addresses, sequences of ints, or 1-D uint64 buffers (copied after checking their length).");
 static PyObject *all_to_all_v(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    NX_PARSE(all_to_all_v, 9);
+    const nx_sig *sig = &all_to_all_v_sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
     nx_state *st = nx_get_state(m);
-    if (NX_UNLIKELY(!nx_loader_ready()) && nx_load_library(st) < 0)
+    if (a == NULL || nx_loaded(st) < 0)
         return NULL;
+    /* RCCL before 2.20 spells it ncclAllToAllv, with the same signature. */
     __typeof__(nx_api.ncclAlltoAllv) fn = nx_api.ncclAlltoAllv ? nx_api.ncclAlltoAllv : nx_api.ncclAllToAllv;
     if (fn == NULL)
         return nx_raise_function_not_found(st, "ncclAlltoAllv", "ncclAllToAllv");
-    PyObject *result = NULL;
-    intptr_t send, recv, comm, stream;
+    void *send, *recv;
     ncclDataType_t dt;
-    const size_t *arr[4] = {NULL, NULL, NULL, NULL};
-    size_t *copies[4] = {NULL, NULL, NULL, NULL};
-    static const int arr_index[4] = {1, 2, 4, 5};
-    if (NX_ARG_PTR(0, send) || NX_ARG_PTR(3, recv) || NX_ARG_DTYPE(6, dt) || NX_ARG_PTR(7, comm) ||
-        NX_ARG_PTR(8, stream))
+    ncclComm_t comm;
+    cudaStream_t stream;
+    if (nx_arg_addr(sig, a, 0, &send) < 0 || nx_arg_addr(sig, a, 3, &recv) < 0 || nx_arg_dtype(sig, a, 6, &dt) < 0 ||
+        nx_arg_comm(sig, a, 7, &comm) < 0 || nx_arg_stream(sig, a, 8, &stream) < 0)
         return NULL;
     /* Sequences and buffers are checked against the communicator's size, so it is asked first
      * unless every array is a raw address. */
+    static const int arr_index[4] = {1, 2, 4, 5};
     int nranks = 0;
-    for (int k = 0; k < 4; k++) {
-        if (!nx_is_address(a[arr_index[k]]) && nranks == 0) {
-            if (nx_api.ncclCommCount == NULL)
-                return nx_raise_function_not_found(st, "ncclCommCount", NULL);
-            NX_CALL(st, comm, nx_api.ncclCommCount((ncclComm_t)comm, &nranks));
-        }
+    for (int k = 0; k < 4 && nranks == 0; k++) {
+        if (nx_is_address(a[arr_index[k]]))
+            continue;
+        if (nx_require(st, &nx_api.ncclCommCount) < 0)
+            return NULL;
+        ncclResult_t rc;
+        NX_RUN(rc, nx_api.ncclCommCount(comm, &nranks));
+        if (nx_check(st, rc, comm) < 0)
+            return NULL;
     }
+    PyObject *result = NULL;
+    const size_t *arr[4] = {NULL, NULL, NULL, NULL};
+    size_t *copies[4] = {NULL, NULL, NULL, NULL};
     for (int k = 0; k < 4; k++)
-        if (nx_size_array_arg(a[arr_index[k]], S->fname, S->names[arr_index[k]], nranks, &arr[k], &copies[k]) < 0)
+        if (nx_size_array_arg(a[arr_index[k]], sig->fname, sig->names[arr_index[k]], nranks, &arr[k], &copies[k]) < 0)
             goto done;
     ncclResult_t rc;
-    NX_RUN(rc, fn(NX_PTR(send), arr[0], arr[1], NX_PTR(recv), arr[2], arr[3], dt, (ncclComm_t)comm,
-                  (hipStream_t)stream));
-    if (NX_FAILED(rc)) {
-        nx_raise_status(st, rc, (ncclComm_t)comm);
+    NX_RUN(rc, fn(send, arr[0], arr[1], recv, arr[2], arr[3], dt, comm, (hipStream_t)stream));
+    if (nx_check(st, rc, comm) < 0)
         goto done;
-    }
     result = Py_NewRef(Py_None);
 done:
     for (int k = 0; k < 4; k++)
@@ -77,14 +92,8 @@ done:
     return result;
 }
 
-static PyMethodDef rocm_methods[] = {
+PyMethodDef nx_rocm_extension_methods[] = {
     NX_FASTCALL_DEF(all_reduce_with_bias),
     NX_FASTCALL_DEF(all_to_all_v),
     {NULL, NULL, 0, NULL},
 };
-
-int nx_rocm_extensions_setup(PyObject *module, nx_state *st)
-{
-    (void)st;
-    return PyModule_AddFunctions(module, rocm_methods);
-}

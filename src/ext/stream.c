@@ -1,32 +1,34 @@
 /* Stream spec -> library stream handle (API.md section 5.6), and get_stream_ptr(). */
-#include "core.h"
+#include "stream.h"
 
-enum { S_HANDLE, S_CUDA_STREAM_ATTR, S_TORCH_HANDLE, S_CUPY_HANDLE, S_NSTR };
-static const char *const str_values[S_NSTR] = {
-    [S_HANDLE] = "handle", [S_CUDA_STREAM_ATTR] = "__cuda_stream__", [S_TORCH_HANDLE] = "cuda_stream",
-    [S_CUPY_HANDLE] = "ptr",
+#include <stdint.h>
+
+#include "convert.h"
+#include "lazy.h"
+#include "module.h"
+
+static const char *const str_values[NX_NSSTR] = {
+    [NX_SSTR_HANDLE] = "handle", [NX_SSTR_CUDA_STREAM_ATTR] = "__cuda_stream__",
+    [NX_SSTR_TORCH_HANDLE] = "cuda_stream", [NX_SSTR_CUPY_HANDLE] = "ptr",
 };
-_Static_assert(S_NSTR <= NX_STREAM_NSTR, "grow NX_STREAM_NSTR");
 
-/* Stream classes looked up in sys.modules (never imported by us), with the attribute that holds
- * their handle. */
-enum { T_CC_STREAM, T_CC_STREAM_EXP, T_SHIM_STREAM, T_TORCH_STREAM, T_CUPY_STREAM, T_NTYPES };
-_Static_assert(T_NTYPES <= NX_STREAM_NTYPES, "grow NX_STREAM_NTYPES");
+/* The stream classes, with the attribute that holds their handle. */
 static const struct {
     const char *module, *attr;
     int handle_str;
-} type_names[T_NTYPES] = {
-    [T_CC_STREAM] = {"cuda.core", "Stream", S_HANDLE},
-    [T_CC_STREAM_EXP] = {"cuda.core.experimental", "Stream", S_HANDLE},
-    [T_SHIM_STREAM] = {"nccl._hip_compat.cuda_core_shim._stream", "Stream", S_HANDLE},
-    [T_TORCH_STREAM] = {"torch.cuda", "Stream", S_TORCH_HANDLE},
-    [T_CUPY_STREAM] = {"cupy.cuda", "Stream", S_CUPY_HANDLE},
+} type_names[NX_NSTYPES] = {
+    [NX_STYPE_CC_STREAM] = {"cuda.core", "Stream", NX_SSTR_HANDLE},
+    [NX_STYPE_CC_STREAM_EXP] = {"cuda.core.experimental", "Stream", NX_SSTR_HANDLE},
+    [NX_STYPE_SHIM_STREAM] = {"nccl._hip_compat.cuda_core_shim._stream", "Stream", NX_SSTR_HANDLE},
+    [NX_STYPE_TORCH_STREAM] = {"torch.cuda", "Stream", NX_SSTR_TORCH_HANDLE},
+    [NX_STYPE_CUPY_STREAM] = {"cupy.cuda", "Stream", NX_SSTR_CUPY_HANDLE},
 };
 
 static PyTypeObject *seen_type(nx_state *st, int which)
 {
-    if (NX_LIKELY(st->stream_types[which] != NULL))
-        return (PyTypeObject *)st->stream_types[which];
+    nx_stream_cache *c = &st->stream;
+    if (NX_LIKELY(c->types[which] != NULL))
+        return (PyTypeObject *)c->types[which];
     PyObject *mod = PyDict_GetItemString(PyImport_GetModuleDict(), type_names[which].module); /* borrowed */
     if (mod == NULL || mod == Py_None)
         return NULL;
@@ -36,7 +38,7 @@ static PyTypeObject *seen_type(nx_state *st, int which)
         Py_XDECREF(tp);
         return NULL;
     }
-    st->stream_types[which] = tp;
+    c->types[which] = tp;
     return (PyTypeObject *)tp;
 }
 
@@ -124,10 +126,10 @@ int nx_resolve_stream(nx_state *st, PyObject *obj, cudaStream_t *out)
     }
     if (NX_LIKELY(PyLong_CheckExact(obj)))
         return handle_value(st, Py_NewRef(obj), "stream", out);
-    for (int k = 0; k < T_NTYPES; k++) {
+    for (int k = 0; k < NX_NSTYPES; k++) {
         PyTypeObject *tp = seen_type(st, k);
         if (tp != NULL && PyObject_TypeCheck(obj, tp)) {
-            PyObject *h = PyObject_GetAttr(obj, st->stream_str[type_names[k].handle_str]);
+            PyObject *h = PyObject_GetAttr(obj, st->stream.str[type_names[k].handle_str]);
             /* int(stream.handle): real cuda.core gives a CUstream object with __int__ */
             if (h != NULL && !PyLong_Check(h))
                 Py_SETREF(h, PyNumber_Long(h));
@@ -136,7 +138,7 @@ int nx_resolve_stream(nx_state *st, PyObject *obj, cudaStream_t *out)
     }
     if (PyIndex_Check(obj))
         return handle_value(st, PyNumber_Index(obj), "stream", out);
-    PyObject *attr = PyObject_GetAttr(obj, st->stream_str[S_CUDA_STREAM_ATTR]);
+    PyObject *attr = PyObject_GetAttr(obj, st->stream.str[NX_SSTR_CUDA_STREAM_ATTR]);
     if (attr == NULL) {
         if (!PyErr_ExceptionMatches(PyExc_AttributeError))
             return -1;
@@ -172,10 +174,27 @@ static PyMethodDef stream_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+int nx_stream_cache_traverse(nx_stream_cache *c, visitproc visit, void *arg)
+{
+    for (int i = 0; i < NX_NSSTR; i++)
+        Py_VISIT(c->str[i]);
+    for (int i = 0; i < NX_NSTYPES; i++)
+        Py_VISIT(c->types[i]);
+    return 0;
+}
+
+void nx_stream_cache_clear(nx_stream_cache *c)
+{
+    for (int i = 0; i < NX_NSSTR; i++)
+        Py_CLEAR(c->str[i]);
+    for (int i = 0; i < NX_NSTYPES; i++)
+        Py_CLEAR(c->types[i]);
+}
+
 int nx_stream_setup(PyObject *module, nx_state *st)
 {
-    for (int i = 0; i < S_NSTR; i++)
-        if ((st->stream_str[i] = PyUnicode_InternFromString(str_values[i])) == NULL)
+    for (int i = 0; i < NX_NSSTR; i++)
+        if ((st->stream.str[i] = PyUnicode_InternFromString(str_values[i])) == NULL)
             return -1;
     return PyModule_AddFunctions(module, stream_methods);
 }

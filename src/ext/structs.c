@@ -1,30 +1,15 @@
 /* The struct wrapper classes. Storage is either owned (calloc'd, stamped by the class's
- * initializer) or borrowed from a buffer or a pointer whose owner we keep alive. */
+ * initializer) or borrowed from a buffer, a pointer whose owner we keep alive, or the wrapper of
+ * the struct a nested field lives in. The layouts are struct_layouts.c's tables. */
 #include "structs.h"
 
 #include <float.h>
 #include <stddef.h>
 #include <string.h>
 
-typedef enum { F_I32, F_U32, F_SIZE, F_BOOL8, F_F32, F_CSTR, F_BYTES } field_kind;
-
-typedef struct {
-    const char *name;
-    field_kind kind;
-    size_t offset;
-    size_t len;     /* F_BYTES: byte count */
-    int keep;       /* F_CSTR: index of the slot keeping the encoded bytes alive */
-} nx_field;
-
-typedef struct {
-    const char *name;       /* Python class name */
-    const char *dtype_name; /* module-level numpy dtype */
-    size_t size;
-    void (*init)(void *);
-    const nx_field *fields;
-} nx_struct_desc;
-
-#define NX_MAX_KEEP 2
+#include "loader.h"
+#include "module.h"
+#include "struct_layouts.h"
 
 typedef struct {
     PyObject_HEAD
@@ -34,117 +19,72 @@ typedef struct {
     int owns;           /* ptr was calloc'd by us */
     int has_view;       /* view holds the borrowed buffer */
     Py_buffer view;
-    PyObject *owner;    /* keeps borrowed memory alive (from_ptr owner=, from_data's array) */
+    PyObject *owner;    /* keeps borrowed memory alive (from_ptr owner=, from_data's array, a parent) */
     PyObject *keep[NX_MAX_KEEP];
 } nx_Struct;
 
-/* ---- layouts and initializers (nccl_abi.h; API.md section 3.6) ---- */
+#define descs nx_struct_descs
 
-static void init_zero(void *p) { (void)p; }
-
-static void init_config(void *p)
+/* Structs whose `version` the library checks against its own (it refuses a newer one, and fills
+ * or reads that version's fields only); see nccl_abi.h. */
+void nx_struct_fit_library(nx_struct_kind kind, void *ptr)
 {
-    ncclConfig_t *c = p;
-    c->size = sizeof *c;
-    c->magic = NCCL_API_MAGIC;
-    c->version = NCCL_ABI_API_VERSION;
-    int *ints[] = {&c->blocking, &c->cgaClusterSize, &c->minCTAs, &c->maxCTAs, &c->splitShare,
-                   &c->trafficClass, &c->collnetEnable, &c->CTAPolicy, &c->shrinkShare, &c->nvlsCTAs,
-                   &c->nChannelsPerNetPeer, &c->nvlinkCentricSched, &c->graphUsageMode, &c->numRmaCtx,
-                   &c->maxP2pPeers, &c->graphStreamOrdering};
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
-        *ints[i] = NCCL_CONFIG_UNDEF_INT;
+    unsigned int *version;
+    if (!nx_loader_ready() || ptr == NULL)
+        return;
+    if (kind == NX_STRUCT_COMM_PROPERTIES)
+        version = &((ncclCommProperties_t *)ptr)->version;
+    else if (kind == NX_STRUCT_DEV_COMM_REQUIREMENTS)
+        version = &((ncclDevCommRequirements_t *)ptr)->version;
+    else
+        return;
+    int lib = nx_loader_info()->version;
+    if (lib > 0 && *version > (unsigned int)lib)
+        *version = (unsigned int)lib;
 }
 
-static void init_sim_info(void *p)
-{
-    ncclSimInfo_t *s = p;
-    s->size = sizeof *s;
-    s->magic = NCCL_SIM_INFO_MAGIC;
-    s->version = NCCL_ABI_API_VERSION;
-    s->estimatedTime = NCCL_UNDEF_FLOAT;
-}
-
-static void init_comm_properties(void *p)
-{
-    ncclCommProperties_t *c = p;
-    c->size = sizeof *c;
-    c->magic = NCCL_API_MAGIC;
-    c->version = NCCL_ABI_API_VERSION;
-}
-
-#define FIELD(pyname, kind, type, member) {pyname, kind, offsetof(type, member), 0, -1}
-static const nx_field unique_id_fields[] = {
-    {"internal", F_BYTES, 0, NCCL_UNIQUE_ID_BYTES, -1},
-    {NULL, 0, 0, 0, 0},
-};
-static const nx_field config_fields[] = {
-    FIELD("size_", F_SIZE, ncclConfig_t, size),
-    FIELD("magic", F_U32, ncclConfig_t, magic),
-    FIELD("version", F_U32, ncclConfig_t, version),
-    FIELD("blocking", F_I32, ncclConfig_t, blocking),
-    FIELD("cga_cluster_size", F_I32, ncclConfig_t, cgaClusterSize),
-    FIELD("min_ctas", F_I32, ncclConfig_t, minCTAs),
-    FIELD("max_ctas", F_I32, ncclConfig_t, maxCTAs),
-    {"net_name", F_CSTR, offsetof(ncclConfig_t, netName), 0, 0},
-    FIELD("split_share", F_I32, ncclConfig_t, splitShare),
-    FIELD("traffic_class", F_I32, ncclConfig_t, trafficClass),
-    {"comm_name", F_CSTR, offsetof(ncclConfig_t, commName), 0, 1},
-    FIELD("collnet_enable", F_I32, ncclConfig_t, collnetEnable),
-    FIELD("cta_policy", F_I32, ncclConfig_t, CTAPolicy),
-    FIELD("shrink_share", F_I32, ncclConfig_t, shrinkShare),
-    FIELD("nvls_ctas", F_I32, ncclConfig_t, nvlsCTAs),
-    FIELD("n_channels_per_net_peer", F_I32, ncclConfig_t, nChannelsPerNetPeer),
-    FIELD("nvlink_centric_sched", F_I32, ncclConfig_t, nvlinkCentricSched),
-    FIELD("graph_usage_mode", F_I32, ncclConfig_t, graphUsageMode),
-    FIELD("num_rma_ctx", F_I32, ncclConfig_t, numRmaCtx),
-    FIELD("max_p2p_peers", F_I32, ncclConfig_t, maxP2pPeers),
-    FIELD("graph_stream_ordering", F_I32, ncclConfig_t, graphStreamOrdering),
-    {NULL, 0, 0, 0, 0},
-};
-static const nx_field sim_info_fields[] = {
-    FIELD("size_", F_SIZE, ncclSimInfo_t, size),
-    FIELD("magic", F_U32, ncclSimInfo_t, magic),
-    FIELD("version", F_U32, ncclSimInfo_t, version),
-    FIELD("estimated_time", F_F32, ncclSimInfo_t, estimatedTime),
-    {NULL, 0, 0, 0, 0},
-};
-static const nx_field wait_signal_desc_fields[] = {
-    FIELD("op_cnt", F_I32, ncclWaitSignalDesc_t, opCnt),
-    FIELD("peer", F_I32, ncclWaitSignalDesc_t, peer),
-    FIELD("sig_idx", F_I32, ncclWaitSignalDesc_t, sigIdx),
-    FIELD("ctx", F_I32, ncclWaitSignalDesc_t, ctx),
-    {NULL, 0, 0, 0, 0},
-};
-static const nx_field comm_properties_fields[] = {
-    FIELD("size_", F_SIZE, ncclCommProperties_t, size),
-    FIELD("magic", F_U32, ncclCommProperties_t, magic),
-    FIELD("version", F_U32, ncclCommProperties_t, version),
-    FIELD("rank", F_I32, ncclCommProperties_t, rank),
-    FIELD("n_ranks", F_I32, ncclCommProperties_t, nRanks),
-    FIELD("cuda_dev", F_I32, ncclCommProperties_t, cudaDev),
-    FIELD("nvml_dev", F_I32, ncclCommProperties_t, nvmlDev),
-    FIELD("device_api_support", F_BOOL8, ncclCommProperties_t, deviceApiSupport),
-    FIELD("multimem_support", F_BOOL8, ncclCommProperties_t, multimemSupport),
-    FIELD("gin_type", F_I32, ncclCommProperties_t, ginType),
-    FIELD("n_lsa_teams", F_I32, ncclCommProperties_t, nLsaTeams),
-    FIELD("host_rma_support", F_BOOL8, ncclCommProperties_t, hostRmaSupport),
-    FIELD("railed_gin_type", F_I32, ncclCommProperties_t, railedGinType),
-    {NULL, 0, 0, 0, 0},
-};
-#undef FIELD
-
-static const nx_struct_desc descs[NX_NSTRUCTS] = {
-    [NX_STRUCT_UNIQUE_ID] = {"UniqueId", "unique_id_dtype", sizeof(ncclUniqueId), init_zero, unique_id_fields},
-    [NX_STRUCT_CONFIG] = {"Config", "config_dtype", sizeof(ncclConfig_t), init_config, config_fields},
-    [NX_STRUCT_SIM_INFO] = {"SimInfo", "sim_info_dtype", sizeof(ncclSimInfo_t), init_sim_info, sim_info_fields},
-    [NX_STRUCT_WAIT_SIGNAL_DESC] = {"WaitSignalDesc", "wait_signal_desc_dtype", sizeof(ncclWaitSignalDesc_t),
-                                    init_zero, wait_signal_desc_fields},
-    [NX_STRUCT_COMM_PROPERTIES] = {"CommProperties", "comm_properties_dtype", sizeof(ncclCommProperties_t),
-                                   init_comm_properties, comm_properties_fields},
-};
+static nx_Struct *alloc_struct(PyTypeObject *tp, const nx_struct_desc *d);
 
 /* ---- field access ---- */
+
+static const char *elem_format(nx_field_kind elem)
+{
+    return elem == F_U8 ? "B" : elem == F_I32 ? "i" : "Q";
+}
+
+/* A nested struct: a wrapper of the nested class over this one's memory, keeping this alive. */
+static PyObject *nested_get(nx_Struct *self, const nx_field *f)
+{
+    nx_state *st = PyType_GetModuleState(Py_TYPE(self));
+    nx_Struct *sub = alloc_struct(st->structs.types[f->aux], &descs[f->aux]);
+    if (sub == NULL)
+        return NULL;
+    sub->ptr = self->ptr + f->offset;
+    sub->readonly = self->readonly;
+    sub->owner = Py_NewRef((PyObject *)self);
+    return (PyObject *)sub;
+}
+
+/* An array: a memoryview of its elements over this wrapper's buffer (writable unless this is). */
+static PyObject *array_get(nx_Struct *self, const nx_field *f)
+{
+    size_t n = f->len * nx_field_elem_size((nx_field_kind)f->aux);
+    PyObject *out = NULL, *part = NULL, *range = NULL;
+    PyObject *mv = PyMemoryView_FromObject((PyObject *)self);
+    PyObject *start = PyLong_FromSize_t(f->offset), *stop = PyLong_FromSize_t(f->offset + n);
+    if (mv != NULL && start != NULL && stop != NULL)
+        range = PySlice_New(start, stop, NULL);
+    if (range != NULL)
+        part = PyObject_GetItem(mv, range);
+    if (part != NULL)
+        out = PyObject_CallMethod(part, "cast", "s", elem_format((nx_field_kind)f->aux));
+    Py_XDECREF(part);
+    Py_XDECREF(range);
+    Py_XDECREF(start);
+    Py_XDECREF(stop);
+    Py_XDECREF(mv);
+    return out;
+}
 
 static PyObject *Struct_get_field(PyObject *op, void *closure)
 {
@@ -154,17 +94,112 @@ static PyObject *Struct_get_field(PyObject *op, void *closure)
     switch (f->kind) {
     case F_I32: { int32_t v; memcpy(&v, p, sizeof v); return PyLong_FromLong(v); }
     case F_U32: { uint32_t v; memcpy(&v, p, sizeof v); return PyLong_FromUnsignedLong(v); }
+    case F_U8: return PyLong_FromLong((unsigned char)*p);
     case F_SIZE: { size_t v; memcpy(&v, p, sizeof v); return PyLong_FromSize_t(v); }
-    case F_BOOL8: return PyLong_FromLong((unsigned char)*p);
+    case F_U64: { uint64_t v; memcpy(&v, p, sizeof v); return PyLong_FromUnsignedLongLong(v); }
     case F_F32: { float v; memcpy(&v, p, sizeof v); return PyFloat_FromDouble(v); }
+    case F_PTR: { void *v; memcpy(&v, p, sizeof v); return PyLong_FromVoidPtr(v); }
     case F_CSTR: {
         const char *s;
         memcpy(&s, p, sizeof s);
         return PyUnicode_FromString(s ? s : "");
     }
     case F_BYTES: return PyBytes_FromStringAndSize(p, (Py_ssize_t)f->len);
+    case F_STRUCT: return nested_get(self, f);
+    case F_ARRAY: return array_get(self, f);
     }
     Py_UNREACHABLE();
+}
+
+/* One integer of kind k into p, range-checked; name for the message. */
+static int set_int(const nx_Struct *self, const char *name, nx_field_kind k, PyObject *value, char *p)
+{
+    if (k == F_SIZE || k == F_U64) {
+        unsigned long long v = PyLong_AsUnsignedLongLong(value);
+        if (v == (unsigned long long)-1 && PyErr_Occurred())
+            return -1;
+        uint64_t x = v;
+        memcpy(p, &x, sizeof x);
+        return 0;
+    }
+    if (k == F_PTR) {
+        /* an address: any int of [-2**63, 2**64), negatives as two's complement */
+        PyObject *index = PyNumber_Index(value);
+        if (index == NULL)
+            return -1;
+        int overflow;
+        long long sv = PyLong_AsLongLongAndOverflow(index, &overflow);
+        unsigned long long v = (unsigned long long)sv;
+        if (overflow > 0)
+            v = PyLong_AsUnsignedLongLong(index);
+        Py_DECREF(index);
+        if (overflow < 0 || PyErr_Occurred()) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_OverflowError, "%s.%s must be an address in [-2**63, 2**64)", self->desc->name, name);
+            return -1;
+        }
+        uintptr_t x = (uintptr_t)v;
+        memcpy(p, &x, sizeof x);
+        return 0;
+    }
+    long long lo = k == F_I32 ? INT32_MIN : 0, hi = k == F_I32 ? INT32_MAX : k == F_U32 ? UINT32_MAX : UINT8_MAX;
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow || v < lo || v > hi) {
+        PyErr_Format(PyExc_OverflowError, "%s.%s must be in [%lld, %lld]", self->desc->name, name, lo, hi);
+        return -1;
+    }
+    if (k == F_I32) {
+        int32_t x = (int32_t)v;
+        memcpy(p, &x, sizeof x);
+    } else if (k == F_U32) {
+        uint32_t x = (uint32_t)v;
+        memcpy(p, &x, sizeof x);
+    } else {
+        *(unsigned char *)p = (unsigned char)v;
+    }
+    return 0;
+}
+
+/* Exactly n bytes from a buffer (a struct wrapper is one) into p. */
+static int set_from_buffer(const nx_Struct *self, const char *name, PyObject *value, char *p, size_t n)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(value, &view, PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    int ok = view.len == (Py_ssize_t)n;
+    if (ok)
+        memcpy(p, view.buf, n);
+    PyBuffer_Release(&view);
+    if (!ok)
+        PyErr_Format(PyExc_ValueError, "%s.%s must be %zu bytes", self->desc->name, name, n);
+    return ok ? 0 : -1;
+}
+
+/* An array from a sequence of len ints, or from a buffer of its exact size. */
+static int array_set(const nx_Struct *self, const nx_field *f, PyObject *value, char *p)
+{
+    nx_field_kind elem = (nx_field_kind)f->aux;
+    size_t size = nx_field_elem_size(elem);
+    if (PyObject_CheckBuffer(value))
+        return set_from_buffer(self, f->name, value, p, f->len * size);
+    PyObject *seq = PySequence_Fast(value, "");
+    if (seq == NULL || PySequence_Fast_GET_SIZE(seq) != (Py_ssize_t)f->len) {
+        PyErr_Clear();
+        Py_XDECREF(seq);
+        PyErr_Format(PyExc_ValueError, "%s.%s must be a sequence of %zu ints", self->desc->name, f->name, f->len);
+        return -1;
+    }
+    char tmp[NCCL_GIN_SUPPORT_SLOTS * 8];
+    int rc = f->len * size <= sizeof tmp ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < f->len; i++)
+        rc = set_int(self, f->name, elem, PySequence_Fast_GET_ITEM(seq, (Py_ssize_t)i), tmp + i * size);
+    if (rc == 0)
+        memcpy(p, tmp, f->len * size); /* all or nothing */
+    Py_DECREF(seq);
+    return rc;
 }
 
 static int Struct_set_field(PyObject *op, PyObject *value, void *closure)
@@ -204,55 +239,14 @@ static int Struct_set_field(PyObject *op, PyObject *value, void *closure)
         }
         /* The library keeps the pointer, so the bytes stay alive as long as this wrapper. */
         memcpy(p, &s, sizeof s);
-        Py_XSETREF(self->keep[f->keep], encoded);
+        Py_XSETREF(self->keep[f->aux], encoded);
         return 0;
     }
-    case F_BYTES: {
-        Py_buffer view;
-        if (PyObject_GetBuffer(value, &view, PyBUF_SIMPLE) < 0)
-            return -1;
-        int ok = view.len == (Py_ssize_t)f->len;
-        if (ok)
-            memcpy(p, view.buf, f->len);
-        PyBuffer_Release(&view);
-        if (!ok)
-            PyErr_Format(PyExc_ValueError, "%s.%s must be %zu bytes", self->desc->name, f->name, f->len);
-        return ok ? 0 : -1;
+    case F_BYTES: return set_from_buffer(self, f->name, value, p, f->len);
+    case F_STRUCT: return set_from_buffer(self, f->name, value, p, descs[f->aux].size);
+    case F_ARRAY: return array_set(self, f, value, p);
+    default: return set_int(self, f->name, f->kind, value, p);
     }
-    default: break;
-    }
-    long long lo, hi;
-    switch (f->kind) {
-    case F_I32: lo = INT32_MIN, hi = INT32_MAX; break;
-    case F_U32: lo = 0, hi = UINT32_MAX; break;
-    case F_BOOL8: lo = 0, hi = UINT8_MAX; break;
-    default: lo = 0, hi = -1; break; /* F_SIZE: checked below */
-    }
-    if (f->kind == F_SIZE) {
-        size_t v = PyLong_AsSize_t(value);
-        if (v == (size_t)-1 && PyErr_Occurred())
-            return -1;
-        memcpy(p, &v, sizeof v);
-        return 0;
-    }
-    int overflow;
-    long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
-    if (v == -1 && PyErr_Occurred())
-        return -1;
-    if (overflow || v < lo || v > hi) {
-        PyErr_Format(PyExc_OverflowError, "%s.%s must be in [%lld, %lld]", self->desc->name, f->name, lo, hi);
-        return -1;
-    }
-    if (f->kind == F_I32) {
-        int32_t x = (int32_t)v;
-        memcpy(p, &x, sizeof x);
-    } else if (f->kind == F_U32) {
-        uint32_t x = (uint32_t)v;
-        memcpy(p, &x, sizeof x);
-    } else {
-        *(unsigned char *)p = (unsigned char)v;
-    }
-    return 0;
 }
 
 /* ---- construction ---- */
@@ -260,7 +254,7 @@ static int Struct_set_field(PyObject *op, PyObject *value, void *closure)
 static const nx_struct_desc *desc_of_type(nx_state *st, PyTypeObject *tp, nx_struct_kind *kind)
 {
     for (int i = 0; i < NX_NSTRUCTS; i++)
-        if (st->struct_types[i] == tp) {
+        if (st->structs.types[i] == tp) {
             if (kind)
                 *kind = (nx_struct_kind)i;
             return &descs[i];
@@ -280,7 +274,7 @@ static nx_Struct *alloc_struct(PyTypeObject *tp, const nx_struct_desc *d)
 PyObject *nx_struct_new(nx_state *st, nx_struct_kind kind)
 {
     const nx_struct_desc *d = &descs[kind];
-    nx_Struct *self = alloc_struct(st->struct_types[kind], d);
+    nx_Struct *self = alloc_struct(st->structs.types[kind], d);
     if (self == NULL)
         return NULL;
     if ((self->ptr = PyMem_Calloc(1, d->size)) == NULL) {
@@ -294,7 +288,7 @@ PyObject *nx_struct_new(nx_state *st, nx_struct_kind kind)
 
 void *nx_struct_storage(nx_state *st, PyObject *o, nx_struct_kind kind)
 {
-    return Py_TYPE(o) == st->struct_types[kind] ? ((nx_Struct *)o)->ptr : NULL;
+    return Py_TYPE(o) == st->structs.types[kind] ? ((nx_Struct *)o)->ptr : NULL;
 }
 
 static PyObject *Struct_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
@@ -372,7 +366,7 @@ static PyObject *Struct_from_data(PyObject *cls, PyObject *data)
     nx_state *st = PyType_GetModuleState(tp);
     nx_struct_kind kind = NX_STRUCT_UNIQUE_ID;
     const nx_struct_desc *d = desc_of_type(st, tp, &kind);
-    if (st->ndarray_type == NULL || !PyObject_TypeCheck(data, (PyTypeObject *)st->ndarray_type)) {
+    if (st->structs.ndarray_type == NULL || !PyObject_TypeCheck(data, (PyTypeObject *)st->structs.ndarray_type)) {
         PyErr_SetString(PyExc_TypeError, "data argument must be a NumPy ndarray");
         return NULL;
     }
@@ -390,7 +384,7 @@ static PyObject *Struct_from_data(PyObject *cls, PyObject *data)
     PyObject *dtype = PyObject_GetAttrString(data, "dtype");
     if (dtype == NULL)
         return NULL;
-    int same = st->struct_dtypes[kind] ? PyObject_RichCompareBool(dtype, st->struct_dtypes[kind], Py_EQ) : 0;
+    int same = st->structs.dtypes[kind] ? PyObject_RichCompareBool(dtype, st->structs.dtypes[kind], Py_EQ) : 0;
     Py_DECREF(dtype);
     if (same < 0)
         return NULL;
@@ -559,7 +553,6 @@ static PyMethodDef Struct_methods[] = {
 };
 
 /* One getset table per class: the getset descriptors keep pointers into it, so it is static. */
-#define NX_MAX_FIELDS 24
 static PyGetSetDef getsets[NX_NSTRUCTS][NX_MAX_FIELDS + 2];
 
 static void build_getsets(nx_struct_kind kind)
@@ -574,8 +567,6 @@ static void build_getsets(nx_struct_kind kind)
 
 static PyObject *make_type(PyObject *module, nx_struct_kind kind)
 {
-    char qualname[96];
-    snprintf(qualname, sizeof qualname, "nccl.bindings.nccl.%s", descs[kind].name);
     build_getsets(kind);
     PyType_Slot slots[] = {
         {Py_tp_new, Struct_new},
@@ -593,7 +584,7 @@ static PyObject *make_type(PyObject *module, nx_struct_kind kind)
         {0, NULL},
     };
     PyType_Spec spec = {
-        .name = qualname,
+        .name = descs[kind].tp_name, /* static: the type keeps it as tp_name on 3.10 */
         .basicsize = sizeof(nx_Struct),
         .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE,
         .slots = slots,
@@ -601,23 +592,27 @@ static PyObject *make_type(PyObject *module, nx_struct_kind kind)
     return PyType_FromModuleAndSpec(module, &spec, NULL);
 }
 
-static const char *kind_code(const nx_field *f)
+/* The numpy type code of a scalar field kind. */
+static const char *kind_code(nx_field_kind k)
 {
-    switch (f->kind) {
+    switch (k) {
     case F_I32: return "<i4";
     case F_U32: return "<u4";
+    case F_U8: return "u1";
     case F_SIZE: return "<u8";
-    case F_BOOL8: return "u1";
+    case F_U64: return "<u8";
     case F_F32: return "<f4";
+    case F_PTR: return "<i8";
     case F_CSTR: return "<u8";
     case F_BYTES: return "i1";
+    default: return "?";
     }
-    return "?";
 }
 
 PyDoc_STRVAR(struct_layouts__doc__, "_struct_layouts()\n--\n\n"
-"{class name: (dtype name, size, ((field, offset, numpy type code, count), ...))}: the C layouts\n"
-"from which nccl.bindings.nccl builds the *_dtype structured dtypes.");
+"{class name: (dtype name, size, ((field, offset, type, count), ...))}: the C layouts from which\n"
+"nccl.bindings.nccl builds the *_dtype structured dtypes. type is a numpy type code, or the class\n"
+"name of a nested struct; count > 1 for arrays.");
 
 static PyObject *struct_layouts(PyObject *module, PyObject *unused)
 {
@@ -626,8 +621,10 @@ static PyObject *struct_layouts(PyObject *module, PyObject *unused)
     for (int k = 0; out != NULL && k < NX_NSTRUCTS; k++) {
         PyObject *fields = PyList_New(0);
         for (const nx_field *f = descs[k].fields; fields != NULL && f->name != NULL; f++) {
-            PyObject *row = Py_BuildValue("(snsn)", f->name, (Py_ssize_t)f->offset, kind_code(f),
-                                          (Py_ssize_t)(f->kind == F_BYTES ? f->len : 1));
+            const char *type = f->kind == F_STRUCT ? descs[f->aux].name
+                               : kind_code(f->kind == F_ARRAY ? (nx_field_kind)f->aux : f->kind);
+            Py_ssize_t count = (Py_ssize_t)(f->kind == F_BYTES || f->kind == F_ARRAY ? f->len : 1);
+            PyObject *row = Py_BuildValue("(snsn)", f->name, (Py_ssize_t)f->offset, type, count);
             if (row == NULL || PyList_Append(fields, row) < 0)
                 Py_CLEAR(fields);
             Py_XDECREF(row);
@@ -649,13 +646,32 @@ static PyObject *register_numpy(PyObject *module, PyObject *args)
     PyObject *ndarray, *dtypes;
     if (!PyArg_ParseTuple(args, "OO!:_register_numpy", &ndarray, &PyDict_Type, &dtypes))
         return NULL;
-    Py_XSETREF(st->ndarray_type, Py_NewRef(ndarray));
+    Py_XSETREF(st->structs.ndarray_type, Py_NewRef(ndarray));
     for (int k = 0; k < NX_NSTRUCTS; k++) {
         PyObject *dt = PyDict_GetItemString(dtypes, descs[k].name); /* borrowed */
         if (dt != NULL)
-            Py_XSETREF(st->struct_dtypes[k], Py_NewRef(dt));
+            Py_XSETREF(st->structs.dtypes[k], Py_NewRef(dt));
     }
     Py_RETURN_NONE;
+}
+
+int nx_structs_cache_traverse(nx_structs_cache *c, visitproc visit, void *arg)
+{
+    for (int k = 0; k < NX_NSTRUCTS; k++) {
+        Py_VISIT(c->types[k]);
+        Py_VISIT(c->dtypes[k]);
+    }
+    Py_VISIT(c->ndarray_type);
+    return 0;
+}
+
+void nx_structs_cache_clear(nx_structs_cache *c)
+{
+    for (int k = 0; k < NX_NSTRUCTS; k++) {
+        Py_CLEAR(c->types[k]);
+        Py_CLEAR(c->dtypes[k]);
+    }
+    Py_CLEAR(c->ndarray_type);
 }
 
 static PyMethodDef structs_methods[] = {
@@ -670,7 +686,7 @@ int nx_structs_setup(PyObject *module, nx_state *st)
         PyObject *tp = make_type(module, (nx_struct_kind)k);
         if (tp == NULL)
             return -1;
-        st->struct_types[k] = (PyTypeObject *)tp;
+        st->structs.types[k] = (PyTypeObject *)tp;
         if (PyModule_AddObjectRef(module, descs[k].name, tp) < 0)
             return -1;
     }

@@ -1,6 +1,6 @@
 /* DLPack capsules for the cuda.core shim: exporting a Buffer (producer) and taking ownership of a
- * capsule (consumer, for StridedMemoryView). The structs are declared from the DLPack 1.0 ABI
- * (dlpack.h), so no header is needed at build time.
+ * capsule (consumer, for StridedMemoryView). The structs are the shared declaration of
+ * src/include/dlpack_abi.h.
  *
  * Producer lifetime: the managed tensor's manager_ctx holds a strong reference to the exporting
  * object, dropped by the deleter. The capsule's destructor calls the deleter only while the
@@ -10,48 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-typedef struct {
-    int32_t device_type;
-    int32_t device_id;
-} nh_DLDevice;
-
-typedef struct {
-    uint8_t code;
-    uint8_t bits;
-    uint16_t lanes;
-} nh_DLDataType;
-
-typedef struct {
-    void *data;
-    nh_DLDevice device;
-    int32_t ndim;
-    nh_DLDataType dtype;
-    int64_t *shape;
-    int64_t *strides;
-    uint64_t byte_offset;
-} nh_DLTensor;
-
-typedef struct nh_DLManagedTensor {
-    nh_DLTensor dl_tensor;
-    void *manager_ctx;
-    void (*deleter)(struct nh_DLManagedTensor *self);
-} nh_DLManagedTensor;
-
-typedef struct {
-    uint32_t major;
-    uint32_t minor;
-} nh_DLPackVersion;
-
-typedef struct nh_DLManagedTensorVersioned {
-    nh_DLPackVersion version;
-    void *manager_ctx;
-    void (*deleter)(struct nh_DLManagedTensorVersioned *self);
-    uint64_t flags;
-    nh_DLTensor dl_tensor;
-} nh_DLManagedTensorVersioned;
-
-#define NH_DLPACK_FLAG_READ_ONLY (UINT64_C(1) << 0)
-#define NH_kDLInt 0
+#include "dlpack_abi.h"
 
 /* The capsule names. PyCapsule keeps the name pointer, so these must be static strings. */
 static const char name_tensor[] = "dltensor";
@@ -61,17 +20,17 @@ static const char name_used_versioned[] = "used_dltensor_versioned";
 
 /* One allocation per export: the managed struct and the one-element shape it points to. */
 typedef struct {
-    nh_DLManagedTensor managed;
+    dl_managed managed;
     int64_t shape[1];
 } export_unversioned;
 
 typedef struct {
-    nh_DLManagedTensorVersioned managed;
+    dl_managed_versioned managed;
     int64_t shape[1];
 } export_versioned;
 
 /* Deleters may run on any thread, with or without the GIL (DLPack allows both). */
-static void delete_unversioned(nh_DLManagedTensor *self)
+static void delete_unversioned(dl_managed *self)
 {
     PyGILState_STATE gil = PyGILState_Ensure();
     Py_XDECREF((PyObject *)self->manager_ctx);
@@ -79,7 +38,7 @@ static void delete_unversioned(nh_DLManagedTensor *self)
     PyMem_RawFree(self);
 }
 
-static void delete_versioned(nh_DLManagedTensorVersioned *self)
+static void delete_versioned(dl_managed_versioned *self)
 {
     PyGILState_STATE gil = PyGILState_Ensure();
     Py_XDECREF((PyObject *)self->manager_ctx);
@@ -91,24 +50,24 @@ static void delete_versioned(nh_DLManagedTensorVersioned *self)
 static void capsule_destructor(PyObject *capsule)
 {
     if (PyCapsule_IsValid(capsule, name_tensor)) {
-        nh_DLManagedTensor *m = PyCapsule_GetPointer(capsule, name_tensor);
+        dl_managed *m = PyCapsule_GetPointer(capsule, name_tensor);
         if (m->deleter != NULL)
             m->deleter(m);
     } else if (PyCapsule_IsValid(capsule, name_versioned)) {
-        nh_DLManagedTensorVersioned *m = PyCapsule_GetPointer(capsule, name_versioned);
+        dl_managed_versioned *m = PyCapsule_GetPointer(capsule, name_versioned);
         if (m->deleter != NULL)
             m->deleter(m);
     }
 }
 
-static void fill_tensor(nh_DLTensor *t, int64_t *shape, uintptr_t ptr, size_t nbytes, int device_type, int device_id)
+static void fill_tensor(dl_tensor *t, int64_t *shape, uintptr_t ptr, size_t nbytes, int device_type, int device_id)
 {
     shape[0] = (int64_t)nbytes;
     t->data = (void *)ptr;
     t->device.device_type = device_type;
     t->device.device_id = device_id;
     t->ndim = 1;
-    t->dtype.code = NH_kDLInt;
+    t->dtype.code = kDLInt;
     t->dtype.bits = 8;
     t->dtype.lanes = 1;
     t->shape = shape;
@@ -148,7 +107,7 @@ static PyObject *dlpack_export(PyObject *Py_UNUSED(module), PyObject *const *arg
         e->managed.version.major = 1;
         e->managed.version.minor = 0;
         e->managed.deleter = delete_versioned;
-        e->managed.flags = readonly ? NH_DLPACK_FLAG_READ_ONLY : 0;
+        e->managed.flags = readonly ? DL_FLAG_READ_ONLY : 0;
         fill_tensor(&e->managed.dl_tensor, e->shape, ptr, nbytes, device_type, device_id);
         capsule = PyCapsule_New(&e->managed, name_versioned, capsule_destructor);
         if (capsule == NULL) {
@@ -254,11 +213,11 @@ static PyObject *dlpack_release(PyObject *Py_UNUSED(module), PyObject *const *ar
         return NULL;
     }
     if (versioned) {
-        nh_DLManagedTensorVersioned *m = (nh_DLManagedTensorVersioned *)address;
+        dl_managed_versioned *m = (dl_managed_versioned *)address;
         if (m->deleter != NULL)
             m->deleter(m);
     } else {
-        nh_DLManagedTensor *m = (nh_DLManagedTensor *)address;
+        dl_managed *m = (dl_managed *)address;
         if (m->deleter != NULL)
             m->deleter(m);
     }

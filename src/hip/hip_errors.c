@@ -1,7 +1,9 @@
 /* Exceptions of nccl._hip_compat._hip, built in one place, and the argument converters. */
 #include "hip_module.h"
 
-#include "hip_loader.h"
+#include <string.h>
+
+#include "gpu_loader.h"
 
 /* The bindings' class when nccl._errors is importable (so `except NotSupportedError` written for
  * the NCCL loader also catches a missing HIP runtime), else our fallback. Looked up on each raise:
@@ -37,7 +39,7 @@ static PyObject *raise_with_attr(PyObject *cls, PyObject *message, const char *a
     return NULL;
 }
 
-NH_COLD static int raise_not_loaded(nh_state *st, const nh_attempt *attempts, size_t n)
+NH_COLD static int raise_not_loaded(nh_state *st, const gpu_attempt *attempts, size_t n)
 {
     PyObject *cls = NULL, *pairs = NULL, *lines = NULL, *sep = NULL, *body = NULL, *message = NULL;
     if ((pairs = PyTuple_New((Py_ssize_t)n)) == NULL || (lines = PyList_New(0)) == NULL)
@@ -77,25 +79,25 @@ exit:
 
 int nh_ensure_loaded(nh_state *st)
 {
-    if (nh_loader_ready())
+    if (gpu_hip_ready())
         return 0;
-    nh_attempt *attempts = NULL;
+    gpu_attempt *attempts = NULL;
     size_t n = 0;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nh_loader_load(&attempts, &n);
+    rc = gpu_hip_load(&attempts, &n);
     Py_END_ALLOW_THREADS
     if (rc != 0)
         raise_not_loaded(st, attempts, n);
-    nh_attempts_free(attempts, n);
+    gpu_attempts_free(attempts, n);
     return rc == 0 ? 0 : -1;
 }
 
 PyObject *nh_raise_hip(nh_state *st, const char *function, hipError_t code)
 {
     /* String lookups are the one HIP use made with the GIL held: they do not block. */
-    const char *text = nh_hip.hipGetErrorString ? nh_hip.hipGetErrorString(code) : NULL;
-    const char *name = nh_hip.hipGetErrorName ? nh_hip.hipGetErrorName(code) : NULL;
+    const char *text = gpu_hip.hipGetErrorString ? gpu_hip.hipGetErrorString(code) : NULL;
+    const char *name = gpu_hip.hipGetErrorName ? gpu_hip.hipGetErrorName(code) : NULL;
     PyObject *exc = NULL, *value = NULL;
     PyObject *message = PyUnicode_FromFormat("%s failed: %s (%d)", function, text ? text : "unknown error", (int)code);
     if (message == NULL)
@@ -118,11 +120,22 @@ exit:
     return NULL;
 }
 
+int nh_need(nh_state *st, const void *slot)
+{
+    void (*fn)(void);
+    memcpy(&fn, slot, sizeof fn);
+    if (fn != NULL)
+        return 0;
+    const gpu_symbol *row = gpu_hip_symbol_at(slot);
+    nh_raise_missing(st, row != NULL ? row->name : "<not an entry point of the HIP table>");
+    return -1;
+}
+
 PyObject *nh_raise_missing(nh_state *st, const char *function)
 {
     PyObject *cls = binding_exception("FunctionNotFoundError", st->fallback_not_found);
     PyObject *message = PyUnicode_FromFormat("function %s is not found in the HIP runtime %s", function,
-                                             nh_loader_path());
+                                             gpu_hip_path());
     if (message != NULL) {
         PyObject *name = PyUnicode_FromString(function);
         if (name != NULL)

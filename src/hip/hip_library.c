@@ -1,7 +1,7 @@
 /* The Python side of loading the HIP runtime: load(), introspection and load attempts. */
 #include "hip_module.h"
 
-#include "hip_loader.h"
+#include "gpu_loader.h"
 
 PyDoc_STRVAR(load__doc__, "load()\n--\n\n"
 "Open the HIP runtime now, if no call has yet, and return the path it was loaded from.\n"
@@ -12,7 +12,7 @@ static PyObject *load(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
     if (nh_ensure_loaded(nh_get_state(module)) < 0)
         return NULL;
-    return PyUnicode_DecodeFSDefault(nh_loader_path());
+    return PyUnicode_DecodeFSDefault(gpu_hip_path());
 }
 
 PyDoc_STRVAR(is_loaded__doc__, "is_loaded()\n--\n\n"
@@ -20,7 +20,7 @@ PyDoc_STRVAR(is_loaded__doc__, "is_loaded()\n--\n\n"
 
 static PyObject *is_loaded(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
 {
-    return PyBool_FromLong(nh_loader_ready());
+    return PyBool_FromLong(gpu_hip_ready());
 }
 
 PyDoc_STRVAR(library_path__doc__, "library_path()\n--\n\n"
@@ -28,9 +28,9 @@ PyDoc_STRVAR(library_path__doc__, "library_path()\n--\n\n"
 
 static PyObject *library_path(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
 {
-    if (!nh_loader_ready())
+    if (!gpu_hip_ready())
         Py_RETURN_NONE;
-    return PyUnicode_DecodeFSDefault(nh_loader_path());
+    return PyUnicode_DecodeFSDefault(gpu_hip_path());
 }
 
 PyDoc_STRVAR(runtime_version__doc__, "runtime_version()\n--\n\n"
@@ -41,7 +41,7 @@ static PyObject *runtime_version(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
     if (nh_ensure_loaded(nh_get_state(module)) < 0)
         return NULL;
-    return PyLong_FromLong(nh_loader_runtime_version());
+    return PyLong_FromLong(gpu_hip_runtime_version());
 }
 
 PyDoc_STRVAR(load_attempts__doc__, "load_attempts()\n--\n\n"
@@ -50,11 +50,11 @@ PyDoc_STRVAR(load_attempts__doc__, "load_attempts()\n--\n\n"
 
 static PyObject *load_attempts(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
 {
-    nh_attempt *attempts = NULL;
+    gpu_attempt *attempts = NULL;
     size_t n = 0;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nh_loader_attempts(&attempts, &n);
+    rc = gpu_hip_attempts(&attempts, &n);
     Py_END_ALLOW_THREADS
     if (rc < 0)
         return PyErr_NoMemory();
@@ -70,7 +70,7 @@ static PyObject *load_attempts(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(
         PyTuple_SET_ITEM(result, (Py_ssize_t)i, pair);
     }
 exit:
-    nh_attempts_free(attempts, n);
+    gpu_attempts_free(attempts, n);
     return result;
 }
 
@@ -85,11 +85,11 @@ static PyObject *function_pointers(PyObject *module, PyObject *Py_UNUSED(ignored
     PyObject *result = PyDict_New();
     if (result == NULL)
         return NULL;
-    for (size_t i = 0; i < nh_nsymbols; i++) {
+    for (size_t i = 0; i < gpu_hip_nsymbols; i++) {
         void *fn;
-        memcpy(&fn, (const char *)&nh_hip + nh_symbols[i].offset, sizeof fn);
+        memcpy(&fn, (const char *)&gpu_hip + gpu_hip_symbols[i].offset, sizeof fn);
         PyObject *address = PyLong_FromVoidPtr(fn);
-        if (address == NULL || PyDict_SetItemString(result, nh_symbols[i].name, address) < 0) {
+        if (address == NULL || PyDict_SetItemString(result, gpu_hip_symbols[i].name, address) < 0) {
             Py_XDECREF(address);
             Py_DECREF(result);
             return NULL;
@@ -104,11 +104,11 @@ PyDoc_STRVAR(symbols__doc__, "symbols()\n--\n\n"
 
 static PyObject *symbols(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
 {
-    PyObject *result = PyTuple_New((Py_ssize_t)nh_nsymbols);
+    PyObject *result = PyTuple_New((Py_ssize_t)gpu_hip_nsymbols);
     if (result == NULL)
         return NULL;
-    for (size_t i = 0; i < nh_nsymbols; i++) {
-        PyObject *row = Py_BuildValue("(sO)", nh_symbols[i].name, nh_symbols[i].required ? Py_True : Py_False);
+    for (size_t i = 0; i < gpu_hip_nsymbols; i++) {
+        PyObject *row = Py_BuildValue("(sO)", gpu_hip_symbols[i].name, gpu_hip_symbols[i].required ? Py_True : Py_False);
         if (row == NULL) {
             Py_DECREF(result);
             return NULL;

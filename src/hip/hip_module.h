@@ -30,6 +30,10 @@ int nh_ensure_loaded(nh_state *st);
 NH_COLD PyObject *nh_raise_hip(nh_state *st, const char *function, hipError_t code);
 NH_COLD PyObject *nh_raise_missing(nh_state *st, const char *function);
 
+/* The entry point whose gpu_hip slot is `slot` (written &gpu_hip.hipXxx) is present: 0, or -1
+ * with FunctionNotFoundError naming it. Call after nh_ensure_loaded. */
+int nh_need(nh_state *st, const void *slot);
+
 /* Positional-argument count check for METH_FASTCALL functions. */
 int nh_check_nargs(const char *name, Py_ssize_t nargs, Py_ssize_t min, Py_ssize_t max);
 

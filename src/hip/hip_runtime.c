@@ -9,18 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hip_loader.h"
-
-#define NH_LOAD(st)                        \
-    do {                                   \
-        if (nh_ensure_loaded(st) < 0)      \
-            return NULL;                   \
-    } while (0)
-#define NH_NEED(st, fn)                           \
-    do {                                          \
-        if (nh_hip.fn == NULL)                    \
-            return nh_raise_missing((st), #fn);   \
-    } while (0)
+#include "gpu_loader.h"
 
 /* The first failing call of a sequence made without the GIL. */
 typedef struct {
@@ -32,7 +21,7 @@ typedef struct {
 
 static void note(nh_call *c, const char *function, hipError_t code)
 {
-    if (code != NH_hipSuccess && c->function == NULL) {
+    if (code != GPU_hipSuccess && c->function == NULL) {
         c->function = function;
         c->code = code;
     }
@@ -42,20 +31,20 @@ static void note(nh_call *c, const char *function, hipError_t code)
 static int enter_device(nh_call *c, int device)
 {
     c->function = NULL;
-    c->code = NH_hipSuccess;
+    c->code = GPU_hipSuccess;
     c->switched = 0;
     if (device < 0)
         return 0;
-    hipError_t rc = nh_hip.hipGetDevice(&c->previous);
-    if (rc != NH_hipSuccess) {
+    hipError_t rc = gpu_hip.hipGetDevice(&c->previous);
+    if (rc != GPU_hipSuccess) {
         /* No current device yet (e.g. a fresh thread on some runtimes): nothing to restore. */
         c->previous = -1;
     } else if (c->previous == device) {
         return 0;
     }
-    rc = nh_hip.hipSetDevice(device);
+    rc = gpu_hip.hipSetDevice(device);
     note(c, "hipSetDevice", rc);
-    if (rc != NH_hipSuccess)
+    if (rc != GPU_hipSuccess)
         return -1;
     c->switched = c->previous >= 0;
     return 0;
@@ -65,7 +54,7 @@ static int enter_device(nh_call *c, int device)
 static void leave_device(nh_call *c)
 {
     if (c->switched)
-        note(c, "hipSetDevice", nh_hip.hipSetDevice(c->previous));
+        note(c, "hipSetDevice", gpu_hip.hipSetDevice(c->previous));
 }
 
 static PyObject *fail(nh_state *st, const nh_call *c) { return nh_raise_hip(st, c->function, c->code); }
@@ -76,15 +65,16 @@ PyDoc_STRVAR(get_device_count__doc__, "get_device_count()\n--\n\n"
 static PyObject *get_device_count(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
     nh_state *st = nh_get_state(module);
-    NH_LOAD(st);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
     int count = 0;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nh_hip.hipGetDeviceCount(&count);
+    rc = gpu_hip.hipGetDeviceCount(&count);
     Py_END_ALLOW_THREADS
-    if (rc == NH_hipErrorNoDevice)
+    if (rc == GPU_hipErrorNoDevice)
         count = 0;
-    else if (rc != NH_hipSuccess)
+    else if (rc != GPU_hipSuccess)
         return nh_raise_hip(st, "hipGetDeviceCount", rc);
     return PyLong_FromLong(count);
 }
@@ -94,13 +84,14 @@ PyDoc_STRVAR(get_device__doc__, "get_device()\n--\n\nhipGetDevice(): the calling
 static PyObject *get_device(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
     nh_state *st = nh_get_state(module);
-    NH_LOAD(st);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
     int device = -1;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nh_hip.hipGetDevice(&device);
+    rc = gpu_hip.hipGetDevice(&device);
     Py_END_ALLOW_THREADS
-    if (rc != NH_hipSuccess)
+    if (rc != GPU_hipSuccess)
         return nh_raise_hip(st, "hipGetDevice", rc);
     return PyLong_FromLong(device);
 }
@@ -113,12 +104,13 @@ static PyObject *set_device(PyObject *module, PyObject *const *args, Py_ssize_t 
     int device;
     if (!nh_check_nargs("set_device", nargs, 1, 1) || !nh_int_converter(args[0], &device))
         return NULL;
-    NH_LOAD(st);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nh_hip.hipSetDevice(device);
+    rc = gpu_hip.hipSetDevice(device);
     Py_END_ALLOW_THREADS
-    if (rc != NH_hipSuccess)
+    if (rc != GPU_hipSuccess)
         return nh_raise_hip(st, "hipSetDevice", rc);
     Py_RETURN_NONE;
 }
@@ -132,12 +124,14 @@ static PyObject *device_synchronize(PyObject *module, PyObject *const *args, Py_
     int device = -1;
     if (!nh_check_nargs("device_synchronize", nargs, 0, 1) || (nargs > 0 && !nh_int_converter(args[0], &device)))
         return NULL;
-    NH_LOAD(st);
-    NH_NEED(st, hipDeviceSynchronize);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (nh_need(st, &gpu_hip.hipDeviceSynchronize) < 0)
+        return NULL;
     nh_call c;
     Py_BEGIN_ALLOW_THREADS
     if (enter_device(&c, device) == 0) {
-        note(&c, "hipDeviceSynchronize", nh_hip.hipDeviceSynchronize());
+        note(&c, "hipDeviceSynchronize", gpu_hip.hipDeviceSynchronize());
         leave_device(&c);
     }
     Py_END_ALLOW_THREADS
@@ -155,15 +149,17 @@ static PyObject *device_get_pci_bus_id(PyObject *module, PyObject *const *args, 
     int device;
     if (!nh_check_nargs("device_get_pci_bus_id", nargs, 1, 1) || !nh_int_converter(args[0], &device))
         return NULL;
-    NH_LOAD(st);
-    NH_NEED(st, hipDeviceGetPCIBusId);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (nh_need(st, &gpu_hip.hipDeviceGetPCIBusId) < 0)
+        return NULL;
     char bus_id[64];
     hipError_t rc;
     memset(bus_id, 0, sizeof bus_id);
     Py_BEGIN_ALLOW_THREADS
-    rc = nh_hip.hipDeviceGetPCIBusId(bus_id, (int)sizeof bus_id - 1, device);
+    rc = gpu_hip.hipDeviceGetPCIBusId(bus_id, (int)sizeof bus_id - 1, device);
     Py_END_ALLOW_THREADS
-    if (rc != NH_hipSuccess)
+    if (rc != GPU_hipSuccess)
         return nh_raise_hip(st, "hipDeviceGetPCIBusId", rc);
     return PyUnicode_DecodeASCII(bus_id, (Py_ssize_t)strnlen(bus_id, sizeof bus_id), "replace");
 }
@@ -185,26 +181,29 @@ static PyObject *stream_create(PyObject *module, PyObject *const *args, Py_ssize
     }
     if (nargs > 2 && !nh_int_converter(args[2], &device))
         return NULL;
-    NH_LOAD(st);
-    if (has_priority)
-        NH_NEED(st, hipStreamCreateWithPriority);
-    else if (nh_hip.hipStreamCreateWithFlags == NULL && (flags != 0 || nh_hip.hipStreamCreate == NULL))
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (has_priority) {
+        if (nh_need(st, &gpu_hip.hipStreamCreateWithPriority) < 0)
+            return NULL;
+    } else if (gpu_hip.hipStreamCreateWithFlags == NULL && (flags != 0 || gpu_hip.hipStreamCreate == NULL)) {
         return nh_raise_missing(st, "hipStreamCreateWithFlags");
+    }
     hipStream_t stream = NULL;
     nh_call c;
     Py_BEGIN_ALLOW_THREADS
     if (enter_device(&c, device) == 0) {
         if (has_priority)
             note(&c, "hipStreamCreateWithPriority",
-                 nh_hip.hipStreamCreateWithPriority(&stream, (unsigned int)flags, priority));
-        else if (nh_hip.hipStreamCreateWithFlags != NULL)
-            note(&c, "hipStreamCreateWithFlags", nh_hip.hipStreamCreateWithFlags(&stream, (unsigned int)flags));
+                 gpu_hip.hipStreamCreateWithPriority(&stream, (unsigned int)flags, priority));
+        else if (gpu_hip.hipStreamCreateWithFlags != NULL)
+            note(&c, "hipStreamCreateWithFlags", gpu_hip.hipStreamCreateWithFlags(&stream, (unsigned int)flags));
         else
-            note(&c, "hipStreamCreate", nh_hip.hipStreamCreate(&stream));
+            note(&c, "hipStreamCreate", gpu_hip.hipStreamCreate(&stream));
         leave_device(&c);
         if (c.function != NULL && stream != NULL) {
-            if (nh_hip.hipStreamDestroy != NULL)
-                (void)nh_hip.hipStreamDestroy(stream); /* the device could not be restored; drop it */
+            if (gpu_hip.hipStreamDestroy != NULL)
+                (void)gpu_hip.hipStreamDestroy(stream); /* the device could not be restored; drop it */
             stream = NULL;
         }
     }
@@ -214,37 +213,100 @@ static PyObject *stream_create(PyObject *module, PyObject *const *args, Py_ssize
     return PyLong_FromVoidPtr(stream);
 }
 
-/* One-handle functions: parse, check the symbol, call without the GIL. */
-#define NH_HANDLE_FUNCTION(cname, pyname, fn, type, doc)                                   \
-    PyDoc_STRVAR(cname##__doc__, doc);                                                     \
-    static PyObject *cname(PyObject *module, PyObject *const *args, Py_ssize_t nargs)      \
-    {                                                                                      \
-        nh_state *st = nh_get_state(module);                                               \
-        uintptr_t handle;                                                                  \
-        if (!nh_check_nargs(pyname, nargs, 1, 1) || !nh_handle_converter(args[0], &handle)) \
-            return NULL;                                                                   \
-        NH_LOAD(st);                                                                       \
-        NH_NEED(st, fn);                                                                   \
-        hipError_t rc;                                                                     \
-        Py_BEGIN_ALLOW_THREADS                                                             \
-        rc = nh_hip.fn((type)handle);                                                      \
-        Py_END_ALLOW_THREADS                                                               \
-        if (rc != NH_hipSuccess)                                                           \
-            return nh_raise_hip(st, #fn, rc);                                              \
-        Py_RETURN_NONE;                                                                    \
-    }
+/* ---- one-handle functions: parse, check the symbol, call without the GIL ---- */
 
-NH_HANDLE_FUNCTION(stream_destroy, "stream_destroy", hipStreamDestroy, hipStream_t,
-                   "stream_destroy(stream, /)\n--\n\nhipStreamDestroy(stream).")
-NH_HANDLE_FUNCTION(stream_synchronize, "stream_synchronize", hipStreamSynchronize, hipStream_t,
-                   "stream_synchronize(stream, /)\n--\n\n"
-                   "hipStreamSynchronize(stream): blocks until the stream's work is done.")
-NH_HANDLE_FUNCTION(event_synchronize, "event_synchronize", hipEventSynchronize, hipEvent_t,
-                   "event_synchronize(event, /)\n--\n\n"
-                   "hipEventSynchronize(event): blocks until the event has completed.")
-NH_HANDLE_FUNCTION(event_destroy, "event_destroy", hipEventDestroy, hipEvent_t,
-                   "event_destroy(event, /)\n--\n\nhipEventDestroy(event).")
-NH_HANDLE_FUNCTION(hip_free, "free", hipFree, void *, "free(ptr, /)\n--\n\nhipFree(ptr). Synchronizes the device.")
+/* The handle argument of a one-handle function, and the runtime with its entry point at slot. */
+static int one_handle(nh_state *st, const char *name, PyObject *const *args, Py_ssize_t nargs, const void *slot,
+                      uintptr_t *handle)
+{
+    if (!nh_check_nargs(name, nargs, 1, 1) || !nh_handle_converter(args[0], handle))
+        return -1;
+    if (nh_ensure_loaded(st) < 0 || nh_need(st, slot) < 0)
+        return -1;
+    return 0;
+}
+
+PyDoc_STRVAR(stream_destroy__doc__, "stream_destroy(stream, /)\n--\n\nhipStreamDestroy(stream).");
+static PyObject *stream_destroy(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    nh_state *st = nh_get_state(module);
+    uintptr_t handle;
+    if (one_handle(st, "stream_destroy", args, nargs, &gpu_hip.hipStreamDestroy, &handle) < 0)
+        return NULL;
+    hipError_t rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gpu_hip.hipStreamDestroy((hipStream_t)handle);
+    Py_END_ALLOW_THREADS
+    if (rc != GPU_hipSuccess)
+        return nh_raise_hip(st, "hipStreamDestroy", rc);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(stream_synchronize__doc__, "stream_synchronize(stream, /)\n--\n\n"
+"hipStreamSynchronize(stream): blocks until the stream's work is done.");
+static PyObject *stream_synchronize(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    nh_state *st = nh_get_state(module);
+    uintptr_t handle;
+    if (one_handle(st, "stream_synchronize", args, nargs, &gpu_hip.hipStreamSynchronize, &handle) < 0)
+        return NULL;
+    hipError_t rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gpu_hip.hipStreamSynchronize((hipStream_t)handle);
+    Py_END_ALLOW_THREADS
+    if (rc != GPU_hipSuccess)
+        return nh_raise_hip(st, "hipStreamSynchronize", rc);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(event_synchronize__doc__, "event_synchronize(event, /)\n--\n\n"
+"hipEventSynchronize(event): blocks until the event has completed.");
+static PyObject *event_synchronize(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    nh_state *st = nh_get_state(module);
+    uintptr_t handle;
+    if (one_handle(st, "event_synchronize", args, nargs, &gpu_hip.hipEventSynchronize, &handle) < 0)
+        return NULL;
+    hipError_t rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gpu_hip.hipEventSynchronize((hipEvent_t)handle);
+    Py_END_ALLOW_THREADS
+    if (rc != GPU_hipSuccess)
+        return nh_raise_hip(st, "hipEventSynchronize", rc);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(event_destroy__doc__, "event_destroy(event, /)\n--\n\nhipEventDestroy(event).");
+static PyObject *event_destroy(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    nh_state *st = nh_get_state(module);
+    uintptr_t handle;
+    if (one_handle(st, "event_destroy", args, nargs, &gpu_hip.hipEventDestroy, &handle) < 0)
+        return NULL;
+    hipError_t rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gpu_hip.hipEventDestroy((hipEvent_t)handle);
+    Py_END_ALLOW_THREADS
+    if (rc != GPU_hipSuccess)
+        return nh_raise_hip(st, "hipEventDestroy", rc);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(hip_free__doc__, "free(ptr, /)\n--\n\nhipFree(ptr). Synchronizes the device.");
+static PyObject *hip_free(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    nh_state *st = nh_get_state(module);
+    uintptr_t handle;
+    if (one_handle(st, "free", args, nargs, &gpu_hip.hipFree, &handle) < 0)
+        return NULL;
+    hipError_t rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gpu_hip.hipFree((void *)handle);
+    Py_END_ALLOW_THREADS
+    if (rc != GPU_hipSuccess)
+        return nh_raise_hip(st, "hipFree", rc);
+    Py_RETURN_NONE;
+}
 
 PyDoc_STRVAR(stream_wait_event__doc__, "stream_wait_event(stream, event, flags=0, /)\n--\n\n"
 "hipStreamWaitEvent(): later work on stream waits for event. Does not block the host.");
@@ -257,13 +319,15 @@ static PyObject *stream_wait_event(PyObject *module, PyObject *const *args, Py_s
     if (!nh_check_nargs("stream_wait_event", nargs, 2, 3) || !nh_handle_converter(args[0], &stream) ||
         !nh_handle_converter(args[1], &event) || (nargs > 2 && !nh_int_converter(args[2], &flags)))
         return NULL;
-    NH_LOAD(st);
-    NH_NEED(st, hipStreamWaitEvent);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (nh_need(st, &gpu_hip.hipStreamWaitEvent) < 0)
+        return NULL;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nh_hip.hipStreamWaitEvent((hipStream_t)stream, (hipEvent_t)event, (unsigned int)flags);
+    rc = gpu_hip.hipStreamWaitEvent((hipStream_t)stream, (hipEvent_t)event, (unsigned int)flags);
     Py_END_ALLOW_THREADS
-    if (rc != NH_hipSuccess)
+    if (rc != GPU_hipSuccess)
         return nh_raise_hip(st, "hipStreamWaitEvent", rc);
     Py_RETURN_NONE;
 }
@@ -278,21 +342,22 @@ static PyObject *event_create(PyObject *module, PyObject *const *args, Py_ssize_
     if (!nh_check_nargs("event_create", nargs, 0, 2) || (nargs > 0 && !nh_int_converter(args[0], &flags)) ||
         (nargs > 1 && !nh_int_converter(args[1], &device)))
         return NULL;
-    NH_LOAD(st);
-    if (nh_hip.hipEventCreateWithFlags == NULL && (flags != 0 || nh_hip.hipEventCreate == NULL))
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (gpu_hip.hipEventCreateWithFlags == NULL && (flags != 0 || gpu_hip.hipEventCreate == NULL))
         return nh_raise_missing(st, "hipEventCreateWithFlags");
     hipEvent_t event = NULL;
     nh_call c;
     Py_BEGIN_ALLOW_THREADS
     if (enter_device(&c, device) == 0) {
-        if (nh_hip.hipEventCreateWithFlags != NULL)
-            note(&c, "hipEventCreateWithFlags", nh_hip.hipEventCreateWithFlags(&event, (unsigned int)flags));
+        if (gpu_hip.hipEventCreateWithFlags != NULL)
+            note(&c, "hipEventCreateWithFlags", gpu_hip.hipEventCreateWithFlags(&event, (unsigned int)flags));
         else
-            note(&c, "hipEventCreate", nh_hip.hipEventCreate(&event));
+            note(&c, "hipEventCreate", gpu_hip.hipEventCreate(&event));
         leave_device(&c);
         if (c.function != NULL && event != NULL) {
-            if (nh_hip.hipEventDestroy != NULL)
-                (void)nh_hip.hipEventDestroy(event); /* the device could not be restored; drop it */
+            if (gpu_hip.hipEventDestroy != NULL)
+                (void)gpu_hip.hipEventDestroy(event); /* the device could not be restored; drop it */
             event = NULL;
         }
     }
@@ -312,13 +377,15 @@ static PyObject *event_record(PyObject *module, PyObject *const *args, Py_ssize_
     if (!nh_check_nargs("event_record", nargs, 2, 2) || !nh_handle_converter(args[0], &event) ||
         !nh_handle_converter(args[1], &stream))
         return NULL;
-    NH_LOAD(st);
-    NH_NEED(st, hipEventRecord);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (nh_need(st, &gpu_hip.hipEventRecord) < 0)
+        return NULL;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nh_hip.hipEventRecord((hipEvent_t)event, (hipStream_t)stream);
+    rc = gpu_hip.hipEventRecord((hipEvent_t)event, (hipStream_t)stream);
     Py_END_ALLOW_THREADS
-    if (rc != NH_hipSuccess)
+    if (rc != GPU_hipSuccess)
         return nh_raise_hip(st, "hipEventRecord", rc);
     Py_RETURN_NONE;
 }
@@ -332,15 +399,17 @@ static PyObject *event_query(PyObject *module, PyObject *const *args, Py_ssize_t
     uintptr_t event;
     if (!nh_check_nargs("event_query", nargs, 1, 1) || !nh_handle_converter(args[0], &event))
         return NULL;
-    NH_LOAD(st);
-    NH_NEED(st, hipEventQuery);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (nh_need(st, &gpu_hip.hipEventQuery) < 0)
+        return NULL;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nh_hip.hipEventQuery((hipEvent_t)event);
+    rc = gpu_hip.hipEventQuery((hipEvent_t)event);
     Py_END_ALLOW_THREADS
-    if (rc == NH_hipErrorNotReady)
+    if (rc == GPU_hipErrorNotReady)
         Py_RETURN_FALSE;
-    if (rc != NH_hipSuccess)
+    if (rc != GPU_hipSuccess)
         return nh_raise_hip(st, "hipEventQuery", rc);
     Py_RETURN_TRUE;
 }
@@ -355,14 +424,16 @@ static PyObject *event_elapsed_time(PyObject *module, PyObject *const *args, Py_
     if (!nh_check_nargs("event_elapsed_time", nargs, 2, 2) || !nh_handle_converter(args[0], &start) ||
         !nh_handle_converter(args[1], &end))
         return NULL;
-    NH_LOAD(st);
-    NH_NEED(st, hipEventElapsedTime);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (nh_need(st, &gpu_hip.hipEventElapsedTime) < 0)
+        return NULL;
     float ms = 0.0f;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nh_hip.hipEventElapsedTime(&ms, (hipEvent_t)start, (hipEvent_t)end);
+    rc = gpu_hip.hipEventElapsedTime(&ms, (hipEvent_t)start, (hipEvent_t)end);
     Py_END_ALLOW_THREADS
-    if (rc != NH_hipSuccess)
+    if (rc != GPU_hipSuccess)
         return nh_raise_hip(st, "hipEventElapsedTime", rc);
     return PyFloat_FromDouble((double)ms);
 }
@@ -382,17 +453,20 @@ static PyObject *hip_malloc(PyObject *module, PyObject *const *args, Py_ssize_t 
         PyErr_SetString(PyExc_ValueError, "size must be positive, got 0");
         return NULL;
     }
-    NH_LOAD(st);
-    NH_NEED(st, hipMalloc);
-    NH_NEED(st, hipFree);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (nh_need(st, &gpu_hip.hipMalloc) < 0)
+        return NULL;
+    if (nh_need(st, &gpu_hip.hipFree) < 0)
+        return NULL;
     void *ptr = NULL;
     nh_call c;
     Py_BEGIN_ALLOW_THREADS
     if (enter_device(&c, device) == 0) {
-        note(&c, "hipMalloc", nh_hip.hipMalloc(&ptr, size));
+        note(&c, "hipMalloc", gpu_hip.hipMalloc(&ptr, size));
         leave_device(&c);
         if (c.function != NULL && ptr != NULL) {
-            (void)nh_hip.hipFree(ptr); /* the device could not be restored; drop the allocation */
+            (void)gpu_hip.hipFree(ptr); /* the device could not be restored; drop the allocation */
             ptr = NULL;
         }
     }
@@ -415,13 +489,15 @@ static PyObject *memcpy_async(PyObject *module, PyObject *const *args, Py_ssize_
         !nh_handle_converter(args[1], &src) || !nh_size_converter(args[2], &nbytes) ||
         !nh_int_converter(args[3], &kind) || !nh_handle_converter(args[4], &stream))
         return NULL;
-    NH_LOAD(st);
-    NH_NEED(st, hipMemcpyAsync);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (nh_need(st, &gpu_hip.hipMemcpyAsync) < 0)
+        return NULL;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nh_hip.hipMemcpyAsync((void *)dst, (const void *)src, nbytes, kind, (hipStream_t)stream);
+    rc = gpu_hip.hipMemcpyAsync((void *)dst, (const void *)src, nbytes, kind, (hipStream_t)stream);
     Py_END_ALLOW_THREADS
-    if (rc != NH_hipSuccess)
+    if (rc != GPU_hipSuccess)
         return nh_raise_hip(st, "hipMemcpyAsync", rc);
     Py_RETURN_NONE;
 }
@@ -443,13 +519,15 @@ static PyObject *memset_async(PyObject *module, PyObject *const *args, Py_ssize_
         PyErr_Format(PyExc_ValueError, "value must be a byte (0-255), got %d", value);
         return NULL;
     }
-    NH_LOAD(st);
-    NH_NEED(st, hipMemsetAsync);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (nh_need(st, &gpu_hip.hipMemsetAsync) < 0)
+        return NULL;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nh_hip.hipMemsetAsync((void *)dst, value, nbytes, (hipStream_t)stream);
+    rc = gpu_hip.hipMemsetAsync((void *)dst, value, nbytes, (hipStream_t)stream);
     Py_END_ALLOW_THREADS
-    if (rc != NH_hipSuccess)
+    if (rc != GPU_hipSuccess)
         return nh_raise_hip(st, "hipMemsetAsync", rc);
     Py_RETURN_NONE;
 }
@@ -459,7 +537,7 @@ static const char *memory_type_name(int type, int is_managed)
 {
     if (is_managed)
         return "managed";
-    if (nh_loader_runtime_version() >= 60000000) {
+    if (gpu_hip_runtime_version() >= 60000000) {
         switch (type) {
         case 0: return "unregistered";
         case 1: return "host";
@@ -491,21 +569,23 @@ static PyObject *pointer_get_attributes(PyObject *module, PyObject *const *args,
     uintptr_t ptr;
     if (!nh_check_nargs("pointer_get_attributes", nargs, 1, 1) || !nh_handle_converter(args[0], &ptr))
         return NULL;
-    NH_LOAD(st);
-    NH_NEED(st, hipPointerGetAttributes);
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (nh_need(st, &gpu_hip.hipPointerGetAttributes) < 0)
+        return NULL;
     /* Room beyond the documented layout, in case a runtime's struct grows at the end. */
     union {
-        nh_hip_pointer_attributes attributes;
+        gpu_hip_pointer_attributes attributes;
         unsigned char room[256];
     } u;
     memset(&u, 0, sizeof u);
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nh_hip.hipPointerGetAttributes(&u.attributes, (const void *)ptr);
+    rc = gpu_hip.hipPointerGetAttributes(&u.attributes, (const void *)ptr);
     Py_END_ALLOW_THREADS
-    if (rc != NH_hipSuccess)
+    if (rc != GPU_hipSuccess)
         return nh_raise_hip(st, "hipPointerGetAttributes", rc);
-    const nh_hip_pointer_attributes *a = &u.attributes;
+    const gpu_hip_pointer_attributes *a = &u.attributes;
     return Py_BuildValue("(siNNO)", memory_type_name(a->type, a->isManaged), a->device,
                          PyLong_FromVoidPtr(a->devicePointer), PyLong_FromVoidPtr(a->hostPointer),
                          a->isManaged ? Py_True : Py_False);
@@ -519,8 +599,9 @@ static PyObject *get_error_string(PyObject *module, PyObject *const *args, Py_ss
     int code;
     if (!nh_check_nargs("get_error_string", nargs, 1, 1) || !nh_int_converter(args[0], &code))
         return NULL;
-    NH_LOAD(st);
-    const char *text = nh_hip.hipGetErrorString(code); /* a string lookup: does not block */
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    const char *text = gpu_hip.hipGetErrorString(code); /* a string lookup: does not block */
     return PyUnicode_FromString(text ? text : "");
 }
 
@@ -532,9 +613,11 @@ static PyObject *get_error_name(PyObject *module, PyObject *const *args, Py_ssiz
     int code;
     if (!nh_check_nargs("get_error_name", nargs, 1, 1) || !nh_int_converter(args[0], &code))
         return NULL;
-    NH_LOAD(st);
-    NH_NEED(st, hipGetErrorName);
-    const char *name = nh_hip.hipGetErrorName(code); /* a string lookup: does not block */
+    if (nh_ensure_loaded(st) < 0)
+        return NULL;
+    if (nh_need(st, &gpu_hip.hipGetErrorName) < 0)
+        return NULL;
+    const char *name = gpu_hip.hipGetErrorName(code); /* a string lookup: does not block */
     return PyUnicode_FromString(name ? name : "");
 }
 

@@ -1,26 +1,34 @@
 /* The exported entry points of libnccl-host: thin shells over the host_* internals.
  *
- * Prototypes come from abi.h's X-macro table, so a signature here can never drift from what the
- * bindings call. Only nccl* (and the pnccl* aliases NCCL also exports) leave the library: the
+ * Prototypes come from abi.h's X-macro table (declared in nccl_host.h), so a signature here can
+ * never drift from what the bindings call. Only nccl* (and the pnccl* aliases NCCL also exports) leave the library: the
  * build uses hidden visibility, HOST_API marks these functions, and libnccl-host.map is a second
  * guard. The library never calls its own exported names. */
 #include <string.h>
 
 #include "nccl_host.h"
 
-#define HOST_DECL(name, ret, params, args, since) HOST_API ret name params;
-NCCL_ABI(HOST_DECL)
-#undef HOST_DECL
-HOST_API const char *ncclHostGetInfo(void);
-HOST_API ncclResult_t ncclHostSetDevice(int device);
-HOST_API ncclResult_t ncclHostGetDevice(int *device);
-
 /* Entry points the host backend does not implement: a clear ncclInvalidUsage, never a silent
- * success (HOST_BACKEND.md marks them optional). */
-static ncclResult_t unsupported(const char *fn)
+ * success (HOST_BACKEND.md marks them optional). Each one is in host_refused below, which
+ * ncclHostRefusedEntryPoints exports so that `python -m nccl doctor` lists them apart from
+ * symbols a library lacks; tests/host/test_host_api.py keeps the list and the calls in step. */
+static const char host_refused[] =
+    "ncclCommGetUniqueId ncclCommGrow ncclCommWindowRegister ncclCommWindowDeregister ncclWinGetUserPtr "
+    "ncclPutSignal ncclSignal ncclWaitSignal ncclDevCommCreate ncclDevCommDestroy "
+    "ncclGetLsaMultimemDevicePointer ncclGetMultimemDevicePointer ncclGetLsaDevicePointer "
+    "ncclGetPeerDevicePointer ncclGetMultimemDeviceLeInfo ncclGetCftDeviceLeInfo ncclGetPeerDeviceLeInfo "
+    "ncclTeamCft ncclTeamCftMultimem ncclLsaBarrierCreateRequirement ncclGinBarrierCreateRequirement "
+    "ncclLLA2ACreateRequirement";
+
+ncclResult_t host_refuse(const char *fn)
 {
     return host_fail(ncclInvalidUsage, "%s is not supported by the host backend (libnccl-host %s)", fn,
                      HOST_LIB_VERSION);
+}
+
+const char *ncclHostRefusedEntryPoints(void)
+{
+    return host_refused;
 }
 
 static ncclResult_t rccl_only(const char *fn)
@@ -169,7 +177,7 @@ ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId *uniqueId)
 {
     (void)comm;
     (void)uniqueId;
-    return unsupported("ncclCommGetUniqueId");
+    return host_refuse("ncclCommGetUniqueId");
 }
 
 ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId *uniqueId, int rank, ncclComm_t *newcomm,
@@ -182,7 +190,7 @@ ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId *uniqu
     (void)config;
     if (newcomm != NULL)
         *newcomm = NULL;
-    return unsupported("ncclCommGrow");
+    return host_refuse("ncclCommGrow");
 }
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
@@ -258,14 +266,14 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, nc
     (void)winFlags;
     if (win != NULL)
         *win = NULL;
-    return unsupported("ncclCommWindowRegister");
+    return host_refuse("ncclCommWindowRegister");
 }
 
 ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
 {
     (void)comm;
     (void)win;
-    return unsupported("ncclCommWindowDeregister");
+    return host_refuse("ncclCommWindowDeregister");
 }
 
 ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void **outUserPtr)
@@ -273,7 +281,7 @@ ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void **outUser
     (void)comm;
     (void)win;
     (void)outUserPtr;
-    return unsupported("ncclWinGetUserPtr");
+    return host_refuse("ncclWinGetUserPtr");
 }
 
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype,
@@ -375,7 +383,7 @@ ncclResult_t ncclPutSignal(const void *localbuff, size_t count, ncclDataType_t d
 {
     (void)localbuff, (void)count, (void)datatype, (void)peer, (void)peerWin, (void)peerWinOffset;
     (void)sigIdx, (void)ctx, (void)flags, (void)comm, (void)stream;
-    ncclResult_t rc = unsupported("ncclPutSignal");
+    ncclResult_t rc = host_refuse("ncclPutSignal");
     host_group_record(rc);
     return rc;
 }
@@ -383,7 +391,7 @@ ncclResult_t ncclPutSignal(const void *localbuff, size_t count, ncclDataType_t d
 ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm, cudaStream_t stream)
 {
     (void)peer, (void)sigIdx, (void)ctx, (void)flags, (void)comm, (void)stream;
-    ncclResult_t rc = unsupported("ncclSignal");
+    ncclResult_t rc = host_refuse("ncclSignal");
     host_group_record(rc);
     return rc;
 }
@@ -391,7 +399,7 @@ ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclC
 ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t *signalDescs, ncclComm_t comm, cudaStream_t stream)
 {
     (void)nDesc, (void)signalDescs, (void)comm, (void)stream;
-    ncclResult_t rc = unsupported("ncclWaitSignal");
+    ncclResult_t rc = host_refuse("ncclWaitSignal");
     host_group_record(rc);
     return rc;
 }
@@ -411,35 +419,382 @@ ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
     return host_group_end(simInfo, 1);
 }
 
-/* Device-side APIs: nothing to offer on the host. */
+/* ------------------------------------------------------------------------------------------ */
+/* nccl*Config collectives (2.31): the config is checked, then the collective runs as the plain  */
+/* one (config.c says which fields matter on the CPU). A bad config inside a group fails the     */
+/* group, as a bad argument of the plain call does.                                              */
+/* ------------------------------------------------------------------------------------------ */
+
+static ncclResult_t coll_config(const ncclCollConfig_t *config, const char *fn)
+{
+    ncclResult_t rc = host_coll_config_check(config, fn);
+    if (rc != ncclSuccess)
+        host_group_record(rc);
+    return rc;
+}
+
+ncclResult_t ncclAllReduceConfig(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                 ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t *config)
+{
+    (void)stream;
+    ncclResult_t rc;
+    if (HOST_FAILED(rc = coll_config(config, "ncclAllReduceConfig")))
+        return rc;
+    return coll(HOST_K_ALLREDUCE, "ncclAllReduceConfig", sendbuff, recvbuff, count, datatype, (int)op, -1, NULL, comm);
+}
+
+ncclResult_t ncclBroadcastConfig(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                 int root, ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t *config)
+{
+    (void)stream;
+    ncclResult_t rc;
+    if (HOST_FAILED(rc = coll_config(config, "ncclBroadcastConfig")))
+        return rc;
+    return coll(HOST_K_BROADCAST, "ncclBroadcastConfig", sendbuff, recvbuff, count, datatype, -1, root, NULL, comm);
+}
+
+ncclResult_t ncclReduceConfig(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                              ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream,
+                              const ncclCollConfig_t *config)
+{
+    (void)stream;
+    ncclResult_t rc;
+    if (HOST_FAILED(rc = coll_config(config, "ncclReduceConfig")))
+        return rc;
+    return coll(HOST_K_REDUCE, "ncclReduceConfig", sendbuff, recvbuff, count, datatype, (int)op, root, NULL, comm);
+}
+
+ncclResult_t ncclAllGatherConfig(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype,
+                                 ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t *config)
+{
+    (void)stream;
+    ncclResult_t rc;
+    if (HOST_FAILED(rc = coll_config(config, "ncclAllGatherConfig")))
+        return rc;
+    return coll(HOST_K_ALLGATHER, "ncclAllGatherConfig", sendbuff, recvbuff, sendcount, datatype, -1, -1, NULL, comm);
+}
+
+ncclResult_t ncclReduceScatterConfig(const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype,
+                                     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
+                                     const ncclCollConfig_t *config)
+{
+    (void)stream;
+    ncclResult_t rc;
+    if (HOST_FAILED(rc = coll_config(config, "ncclReduceScatterConfig")))
+        return rc;
+    return coll(HOST_K_REDUCESCATTER, "ncclReduceScatterConfig", sendbuff, recvbuff, recvcount, datatype, (int)op, -1,
+                NULL, comm);
+}
+
+ncclResult_t ncclAlltoAllConfig(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t *config)
+{
+    (void)stream;
+    ncclResult_t rc;
+    if (HOST_FAILED(rc = coll_config(config, "ncclAlltoAllConfig")))
+        return rc;
+    return coll(HOST_K_ALLTOALL, "ncclAlltoAllConfig", sendbuff, recvbuff, count, datatype, -1, -1, NULL, comm);
+}
+
+ncclResult_t ncclGatherConfig(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
+                              ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t *config)
+{
+    (void)stream;
+    ncclResult_t rc;
+    if (HOST_FAILED(rc = coll_config(config, "ncclGatherConfig")))
+        return rc;
+    return coll(HOST_K_GATHER, "ncclGatherConfig", sendbuff, recvbuff, count, datatype, -1, root, NULL, comm);
+}
+
+ncclResult_t ncclScatterConfig(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
+                               ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t *config)
+{
+    (void)stream;
+    ncclResult_t rc;
+    if (HOST_FAILED(rc = coll_config(config, "ncclScatterConfig")))
+        return rc;
+    return coll(HOST_K_SCATTER, "ncclScatterConfig", sendbuff, recvbuff, count, datatype, -1, root, NULL, comm);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Encryption and parameters                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+/* NCCL encrypts its TCP sockets with TLS; the host backend's data never leaves shared memory and
+ * its bootstrap sockets are loopback-only unless NCCL_HOST_ALLOW_NONLOOPBACK, so plaintext (NONE)
+ * is what it does and a pre-shared key is refused rather than silently ignored. */
+ncclResult_t ncclSetEncryption(const ncclEncryptionConfig_t *config)
+{
+    int mode = ncclEncryptionModeNone;
+    ncclResult_t rc;
+    if (HOST_FAILED(rc = host_encryption_check(config, &mode)))
+        return rc;
+    if (mode == ncclEncryptionModePsk)
+        return host_fail(ncclInvalidUsage, "ncclSetEncryption: PSK encryption is not supported by the host backend "
+                         "(libnccl-host %s): its data moves through shared memory, not sockets", HOST_LIB_VERSION);
+    return ncclSuccess;
+}
+
+ncclResult_t ncclParamBind(ncclParamHandle_t *out, const char *key)
+{
+    return host_param_bind(out, key);
+}
+
+/* The typed reads: an integer parameter, range-checked into the caller's type. */
+ncclResult_t ncclParamGetI8(ncclParamHandle_t h, int8_t *out)
+{
+    int64_t v = 0;
+    ncclResult_t rc = host_param_get_int(h, INT8_MIN, INT8_MAX, out == NULL ? NULL : &v, "ncclParamGetI8");
+    if (rc == ncclSuccess)
+        *out = (int8_t)v;
+    return rc;
+}
+
+ncclResult_t ncclParamGetI16(ncclParamHandle_t h, int16_t *out)
+{
+    int64_t v = 0;
+    ncclResult_t rc = host_param_get_int(h, INT16_MIN, INT16_MAX, out == NULL ? NULL : &v, "ncclParamGetI16");
+    if (rc == ncclSuccess)
+        *out = (int16_t)v;
+    return rc;
+}
+
+ncclResult_t ncclParamGetI32(ncclParamHandle_t h, int32_t *out)
+{
+    int64_t v = 0;
+    ncclResult_t rc = host_param_get_int(h, INT32_MIN, INT32_MAX, out == NULL ? NULL : &v, "ncclParamGetI32");
+    if (rc == ncclSuccess)
+        *out = (int32_t)v;
+    return rc;
+}
+
+ncclResult_t ncclParamGetI64(ncclParamHandle_t h, int64_t *out)
+{
+    int64_t v = 0;
+    ncclResult_t rc = host_param_get_int(h, INT64_MIN, INT64_MAX, out == NULL ? NULL : &v, "ncclParamGetI64");
+    if (rc == ncclSuccess)
+        *out = (int64_t)v;
+    return rc;
+}
+
+ncclResult_t ncclParamGetU8(ncclParamHandle_t h, uint8_t *out)
+{
+    int64_t v = 0;
+    ncclResult_t rc = host_param_get_int(h, 0, UINT8_MAX, out == NULL ? NULL : &v, "ncclParamGetU8");
+    if (rc == ncclSuccess)
+        *out = (uint8_t)v;
+    return rc;
+}
+
+ncclResult_t ncclParamGetU16(ncclParamHandle_t h, uint16_t *out)
+{
+    int64_t v = 0;
+    ncclResult_t rc = host_param_get_int(h, 0, UINT16_MAX, out == NULL ? NULL : &v, "ncclParamGetU16");
+    if (rc == ncclSuccess)
+        *out = (uint16_t)v;
+    return rc;
+}
+
+ncclResult_t ncclParamGetU32(ncclParamHandle_t h, uint32_t *out)
+{
+    int64_t v = 0;
+    ncclResult_t rc = host_param_get_int(h, 0, UINT32_MAX, out == NULL ? NULL : &v, "ncclParamGetU32");
+    if (rc == ncclSuccess)
+        *out = (uint32_t)v;
+    return rc;
+}
+
+ncclResult_t ncclParamGetU64(ncclParamHandle_t h, uint64_t *out)
+{
+    int64_t v = 0;
+    ncclResult_t rc = host_param_get_int(h, 0, UINT64_MAX, out == NULL ? NULL : &v, "ncclParamGetU64");
+    if (rc == ncclSuccess)
+        *out = (uint64_t)v;
+    return rc;
+}
+
+ncclResult_t ncclParamGetStr(ncclParamHandle_t h, const char **out)
+{
+    return host_param_get_str(h, out);
+}
+
+ncclResult_t ncclParamGet(ncclParamHandle_t h, void *out, int maxLen, int *len)
+{
+    return host_param_get_raw(h, out, maxLen, len);
+}
+
+ncclResult_t ncclParamGetParameter(const char *key, const char **value, int *valueLen)
+{
+    return host_param_get_by_key(key, value, valueLen);
+}
+
+ncclResult_t ncclParamGetAllParameterKeys(const char ***table, int *tableLen)
+{
+    return host_param_keys(table, tableLen);
+}
+
+void ncclParamDumpAll(void)
+{
+    host_param_dump();
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The device API's host entry points (nccl_device/host.h). No device code runs here, so nothing */
+/* can use a device communicator, a symmetric-memory pointer, a CFT logical endpoint or a device */
+/* resource: those refuse. Plain host arithmetic is implemented: the world, LSA and rail teams  */
+/* (every rank of the host backend runs on this one machine, so the LSA team is the world and a */
+/* rail has one rank), the rank conversions between them, and ncclLLA2ACalcSlots.               */
+/* ------------------------------------------------------------------------------------------ */
+
+static const ncclTeam_t no_team = {0, 0, 0};
+
+/* The communicator's size and rank, or -1 with the last-error text set. */
+static int world_of(ncclComm_t comm, const char *fn, int *nranks, int *rank)
+{
+    if (host_comm_query(comm, 0, nranks, fn) != ncclSuccess || host_comm_query(comm, 2, rank, fn) != ncclSuccess)
+        return -1;
+    return 0;
+}
+
+ncclTeam_t ncclTeamWorld(ncclComm_t comm)
+{
+    int n, r;
+    if (world_of(comm, "ncclTeamWorld", &n, &r) < 0)
+        return no_team;
+    return (ncclTeam_t){n, r, 1};
+}
+
+ncclTeam_t ncclTeamLsa(ncclComm_t comm)
+{
+    int n, r;
+    if (world_of(comm, "ncclTeamLsa", &n, &r) < 0)
+        return no_team;
+    return (ncclTeam_t){n, r, 1};
+}
+
+/* The outer factor of the world by the LSA size: one rank per rail. */
+ncclTeam_t ncclTeamRail(ncclComm_t comm)
+{
+    int n, r;
+    if (world_of(comm, "ncclTeamRail", &n, &r) < 0)
+        return no_team;
+    return (ncclTeam_t){1, 0, n};
+}
+
+/* Team rank -> world rank: this rank's world rank, moved by the team stride. */
+int ncclTeamRankToWorld(ncclComm_t comm, ncclTeam_t team, int rank)
+{
+    int n, r;
+    if (world_of(comm, "ncclTeamRankToWorld", &n, &r) < 0)
+        return -1;
+    return r + (rank - team.rank) * team.stride;
+}
+
+/* The LSA team is the world, so LSA ranks are world ranks. */
+int ncclTeamRankToLsa(ncclComm_t comm, ncclTeam_t team, int rank)
+{
+    int n, r;
+    if (world_of(comm, "ncclTeamRankToLsa", &n, &r) < 0)
+        return -1;
+    return r + (rank - team.rank) * team.stride;
+}
+
+ncclTeam_t ncclTeamCft(ncclComm_t comm, ncclCftTeamMode_t mode)
+{
+    (void)comm, (void)mode;
+    (void)host_refuse("ncclTeamCft");
+    return no_team;
+}
+
+ncclTeam_t ncclTeamCftMultimem(ncclComm_t comm)
+{
+    (void)comm;
+    (void)host_refuse("ncclTeamCftMultimem");
+    return no_team;
+}
+
+/* Slots of 8 bytes for maxElts elements of up to maxEltSize bytes each. */
+int ncclLLA2ACalcSlots(int maxElts, int maxEltSize)
+{
+    return maxElts * ((maxEltSize + 7) / 8);
+}
+
+ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t team, int nBarriers, ncclLsaBarrierHandle_t *outHandle,
+                                             ncclDevResourceRequirements_t *outReq)
+{
+    (void)team, (void)nBarriers, (void)outHandle, (void)outReq;
+    return host_refuse("ncclLsaBarrierCreateRequirement");
+}
+
+ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t team, int nBarriers,
+                                             ncclGinBarrierHandle_t *outHandle, ncclDevResourceRequirements_t *outReq)
+{
+    (void)comm, (void)team, (void)nBarriers, (void)outHandle, (void)outReq;
+    return host_refuse("ncclGinBarrierCreateRequirement");
+}
+
+ncclResult_t ncclLLA2ACreateRequirement(int nBlocks, int nSlots, ncclLLA2AHandle_t *outHandle,
+                                        ncclDevResourceRequirements_t *outReq)
+{
+    (void)nBlocks, (void)nSlots, (void)outHandle, (void)outReq;
+    return host_refuse("ncclLLA2ACreateRequirement");
+}
+
 ncclResult_t ncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements_t *reqs, ncclDevComm_t *outDevComm)
 {
     (void)comm, (void)reqs, (void)outDevComm;
-    return unsupported("ncclDevCommCreate");
+    return host_refuse("ncclDevCommCreate");
 }
 
 ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm_t *devComm)
 {
     (void)comm, (void)devComm;
-    return unsupported("ncclDevCommDestroy");
+    return host_refuse("ncclDevCommDestroy");
 }
 
 ncclResult_t ncclGetLsaMultimemDevicePointer(ncclWindow_t window, size_t offset, void **outPtr)
 {
     (void)window, (void)offset, (void)outPtr;
-    return unsupported("ncclGetLsaMultimemDevicePointer");
+    return host_refuse("ncclGetLsaMultimemDevicePointer");
+}
+
+ncclResult_t ncclGetMultimemDevicePointer(ncclWindow_t window, size_t offset, ncclMultimemHandle_t multimem,
+                                          void **outPtr)
+{
+    (void)window, (void)offset, (void)multimem, (void)outPtr;
+    return host_refuse("ncclGetMultimemDevicePointer");
 }
 
 ncclResult_t ncclGetLsaDevicePointer(ncclWindow_t window, size_t offset, int lsaRank, void **outPtr)
 {
     (void)window, (void)offset, (void)lsaRank, (void)outPtr;
-    return unsupported("ncclGetLsaDevicePointer");
+    return host_refuse("ncclGetLsaDevicePointer");
 }
 
 ncclResult_t ncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer, void **outPtr)
 {
     (void)window, (void)offset, (void)peer, (void)outPtr;
-    return unsupported("ncclGetPeerDevicePointer");
+    return host_refuse("ncclGetPeerDevicePointer");
+}
+
+ncclResult_t ncclGetMultimemDeviceLeInfo(ncclWindow_t window, size_t offset, ncclCftLeId_t *leId, size_t *leOffset)
+{
+    (void)window, (void)offset, (void)leId, (void)leOffset;
+    return host_refuse("ncclGetMultimemDeviceLeInfo");
+}
+
+ncclResult_t ncclGetCftDeviceLeInfo(ncclWindow_t window, size_t offset, int peerCft, ncclTeam_t cftTeam,
+                                    ncclCftLeId_t *leId, size_t *leOffset)
+{
+    (void)window, (void)offset, (void)peerCft, (void)cftTeam, (void)leId, (void)leOffset;
+    return host_refuse("ncclGetCftDeviceLeInfo");
+}
+
+ncclResult_t ncclGetPeerDeviceLeInfo(ncclWindow_t window, size_t offset, int peerWorld, ncclCftLeId_t *leId,
+                                     size_t *leOffset)
+{
+    (void)window, (void)offset, (void)peerWorld, (void)leId, (void)leOffset;
+    return host_refuse("ncclGetPeerDeviceLeInfo");
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -449,8 +804,10 @@ ncclResult_t ncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int pe
 ncclResult_t ncclAllReduceWithBias(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                                    ncclRedOp_t op, ncclComm_t comm, hipStream_t stream, const void *acc)
 {
+    ncclResult_t rc;
     (void)stream;
-    HOST_CHECK(rccl_only("ncclAllReduceWithBias"));
+    if (HOST_FAILED(rc = rccl_only("ncclAllReduceWithBias")))
+        return rc;
     return coll(HOST_K_ALLREDUCE_BIAS, "ncclAllReduceWithBias", sendbuff, recvbuff, count, datatype, (int)op, -1, acc,
                 comm);
 }
@@ -459,8 +816,10 @@ static ncclResult_t alltoallv(const char *name, const void *sendbuff, const size
                               const size_t sdispls[], void *recvbuff, const size_t recvcounts[],
                               const size_t rdispls[], ncclDataType_t datatype, ncclComm_t comm)
 {
+    ncclResult_t rc;
     host_opd o;
-    HOST_CHECK(rccl_only(name));
+    if (HOST_FAILED(rc = rccl_only(name)))
+        return rc;
     memset(&o, 0, sizeof o);
     o.kind = HOST_K_ALLTOALLV;
     o.name = name;
@@ -495,8 +854,10 @@ ncclResult_t ncclAllToAllv(const void *sendbuff, const size_t sendcounts[], cons
 ncclResult_t ncclAllToAll(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                           ncclComm_t comm, hipStream_t stream)
 {
+    ncclResult_t rc;
     (void)stream;
-    HOST_CHECK(rccl_only("ncclAllToAll"));
+    if (HOST_FAILED(rc = rccl_only("ncclAllToAll")))
+        return rc;
     return coll(HOST_K_ALLTOALL, "ncclAllToAll", sendbuff, recvbuff, count, datatype, -1, -1, NULL, comm);
 }
 

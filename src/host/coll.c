@@ -54,6 +54,8 @@ ncclResult_t host_coll_begin(host_comm *c, host_coll_run *run, host_opd *op)
         run->nsteps = host_coll_direct_steps(op);
     else if (op->kind == HOST_K_ALLTOALLV)
         run->nsteps = 1; /* the count exchange; data steps are added once counts are known */
+    else if (op->count == 0)
+        run->nsteps = 1; /* no data, but the descriptor takes part in the cross-rank checks */
     else
         run->nsteps = (op->count + run->elems - 1) / run->elems;
     /* ncclScalarDevice: the scalar is read when the collective executes (section 7.5). */
@@ -89,6 +91,8 @@ static void publish_data(host_comm *c, host_coll_run *run, unsigned char *slot)
         }
         return;
     }
+    if (op->count == 0)
+        return; /* its buffers may be NULL */
     size_t o = (size_t)run->stepi * E;
     size_t len = min_sz(E, op->count - o);
     switch (op->kind) {
@@ -193,6 +197,8 @@ static ncclResult_t consume(host_comm *c, host_coll_run *run)
         }
         return ncclSuccess;
     }
+    if (op->count == 0)
+        return ncclSuccess; /* its buffers may be NULL */
     size_t o = (size_t)run->stepi * E;
     size_t len = min_sz(E, op->count - o);
     switch (op->kind) {
@@ -310,6 +316,7 @@ static ncclResult_t check_descriptors(host_comm *c, host_coll_run *run)
 
 ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress, int *done, host_blocked *b)
 {
+    ncclResult_t rc;
     int n = c->nranks, me = c->rank;
     host_opd *op = run->op;
     b->opname = op->name;
@@ -370,8 +377,9 @@ ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress,
                 return ncclSuccess;
             }
         }
-        HOST_CHECK(check_descriptors(c, run));
-        ncclResult_t rc = run->direct ? host_coll_direct_consume(c, run) : consume(c, run);
+        if (HOST_FAILED(rc = check_descriptors(c, run)))
+            return rc;
+        rc = run->direct ? host_coll_direct_consume(c, run) : consume(c, run);
         if (rc != ncclSuccess) {
             host_seg_error(c, rc, host_last_error());
             return rc;

@@ -1,4 +1,4 @@
-/* The single-copy form of the large collectives (HOST_BACKEND.md sections 6.1, 7 and 11.4).
+/* The single-copy form of the large collectives (docs/host-backend.md, "Single copy").
  *
  * When a communicator has single-copy reads (transport.c) and a collective moves at least
  * direct_min bytes per rank, no data goes through the segment: each rank reads what it needs
@@ -118,6 +118,7 @@ static uint64_t peer_dst(const host_comm *c, const host_coll_run *run, int j)
 static ncclResult_t reduce_from_peers(host_comm *c, host_coll_run *run, unsigned char *acc, size_t off, size_t count,
                                       const unsigned char *own)
 {
+    ncclResult_t rc;
     host_opd *op = run->op;
     int n = c->nranks, me = c->rank;
     size_t es = host_type_size(op->datatype), piece = HOST_DIRECT_PIECE / es;
@@ -140,7 +141,8 @@ static ncclResult_t reduce_from_peers(host_comm *c, host_coll_run *run, unsigned
                 x[j] = mine;
                 continue;
             }
-            HOST_CHECK(host_direct_read(c, j, bufs[j], peer_src(c, run, j) + off + i * es, mb));
+            if (HOST_FAILED(rc = host_direct_read(c, j, bufs[j], peer_src(c, run, j) + off + i * es, mb)))
+                return rc;
             x[j] = bufs[j];
         }
         host_coll_slot_op(c, run, 0, &hop);
@@ -150,7 +152,8 @@ static ncclResult_t reduce_from_peers(host_comm *c, host_coll_run *run, unsigned
         for (int j = 2; j < n; j++) {
             const unsigned char *xj = mine;
             if (j != me) {
-                HOST_CHECK(host_direct_read(c, j, bufs[0], peer_src(c, run, j) + off + i * es, mb));
+                if (HOST_FAILED(rc = host_direct_read(c, j, bufs[0], peer_src(c, run, j) + off + i * es, mb)))
+                    return rc;
                 xj = bufs[0];
             }
             host_coll_slot_op(c, run, j, &hop);
@@ -163,6 +166,7 @@ static ncclResult_t reduce_from_peers(host_comm *c, host_coll_run *run, unsigned
 
 ncclResult_t host_coll_direct_consume(host_comm *c, host_coll_run *run)
 {
+    ncclResult_t rc;
     host_opd *op = run->op;
     int n = c->nranks, me = c->rank, root = op->root;
     size_t es = host_type_size(op->datatype), cb = op->count * es, lo, hi;
@@ -175,7 +179,8 @@ ncclResult_t host_coll_direct_consume(host_comm *c, host_coll_run *run)
             return ncclSuccess;
         for (int k = 1; k < n; k++) {
             int j = (me + k) % n;
-            HOST_CHECK(host_direct_read(c, j, recv + (size_t)j * cb, peer_src(c, run, j), cb));
+            if (HOST_FAILED(rc = host_direct_read(c, j, recv + (size_t)j * cb, peer_src(c, run, j), cb)))
+                return rc;
         }
         if (send != recv + (size_t)me * cb)
             memmove(recv + (size_t)me * cb, send, cb);
@@ -195,7 +200,9 @@ ncclResult_t host_coll_direct_consume(host_comm *c, host_coll_run *run)
     case HOST_K_ALLTOALL:
         for (int k = 1; k < n; k++) {
             int j = (me + k) % n;
-            HOST_CHECK(host_direct_read(c, j, recv + (size_t)j * cb, peer_src(c, run, j) + (uint64_t)me * cb, cb));
+            if (HOST_FAILED(rc = host_direct_read(c, j, recv + (size_t)j * cb, peer_src(c, run, j) + (uint64_t)me * cb,
+                                                  cb)))
+                return rc;
         }
         memmove(recv + (size_t)me * cb, send + (size_t)me * cb, cb);
         return ncclSuccess;
@@ -213,8 +220,9 @@ ncclResult_t host_coll_direct_consume(host_comm *c, host_coll_run *run)
         for (int k = 1; k < n; k++) {
             int j = (me + k) % n;
             part(op->count, n, j, es, &lo, &hi);
-            if (hi > lo)
-                HOST_CHECK(host_direct_read(c, j, recv + lo * es, peer_dst(c, run, j) + lo * es, (hi - lo) * es));
+            if (hi > lo && HOST_FAILED(rc = host_direct_read(c, j, recv + lo * es, peer_dst(c, run, j) + lo * es,
+                                                             (hi - lo) * es)))
+                return rc;
         }
         return ncclSuccess;
     default:

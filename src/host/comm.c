@@ -150,7 +150,8 @@ ncclResult_t host_run_init(host_comm *c)
     ncclResult_t rc;
     if (atomic_load(&c->aborted))
         return host_fail(ncclInvalidUsage, "%s rank %d: communicator aborted during init", c->name, c->rank);
-    HOST_CHECK(host_sock_listen(host_params()->bind_addr, &c->listen_fd, &c->listen_port_be));
+    if (HOST_FAILED(rc = host_sock_listen(host_params()->bind_addr, &c->listen_fd, &c->listen_port_be)))
+        return rc;
     rc = host_bootstrap(c);
     host_sock_close(&c->listen_fd);
     if (rc == ncclSuccess)
@@ -160,8 +161,10 @@ ncclResult_t host_run_init(host_comm *c)
 
 ncclResult_t host_comm_start(host_comm *c)
 {
+    ncclResult_t rc;
     host_task *t;
-    HOST_CHECK(host_worker_start(c));
+    if (HOST_FAILED(rc = host_worker_start(c)))
+        return rc;
     t = calloc(1, sizeof *t);
     if (t == NULL)
         return host_fail(ncclSystemError, "out of memory");
@@ -208,9 +211,12 @@ ncclResult_t host_init_rank(ncclComm_t *comm, int nranks, const ncclUniqueId *id
     if (rank < 0 || rank >= nranks)
         return host_fail(ncclInvalidArgument, "%s: rank %d is outside [0, %d)", fn, rank, nranks);
     for (int i = 0; i < nids; i++)
-        HOST_CHECK(host_id_check(&ids[i], fn));
-    HOST_CHECK(host_config_parse(config, &cfg, fn));
-    HOST_CHECK(host_comm_create(nranks, rank, &cfg, &c));
+        if (HOST_FAILED(rc = host_id_check(&ids[i], fn)))
+            return rc;
+    if (HOST_FAILED(rc = host_config_parse(config, &cfg, fn)))
+        return rc;
+    if (HOST_FAILED(rc = host_comm_create(nranks, rank, &cfg, &c)))
+        return rc;
     c->id = ids[0];
     c->nids = nids;
     c->idhash = host_ids_hash(ids, nids);
@@ -228,14 +234,16 @@ ncclResult_t host_init_rank(ncclComm_t *comm, int nranks, const ncclUniqueId *id
         return rc;
     }
     *comm = h; /* a valid handle before any rank talks to any other (section 4.2) */
-    HOST_CHECK(host_comm_enter(h, fn, &pinned));
+    if (HOST_FAILED(rc = host_comm_enter(h, fn, &pinned)))
+        return rc;
     if (host_group_depth() > 0) {
         rc = host_group_add_job(HOST_JOB_INIT, h, NULL);
         if (rc != ncclSuccess)
             force_error(c, rc);
         goto exit;
     }
-    HOST_CHECKGOTO(host_comm_start(c), rc, fail);
+    if (HOST_FAILED(rc = host_comm_start(c)))
+        goto fail;
     if (!c->blocking) {
         rc = ncclInProgress;
         goto exit;
@@ -276,15 +284,18 @@ ncclResult_t host_init_all(ncclComm_t *comms, int ndev, const int *devlist)
     }
     for (int i = 0; i < ndev; i++)
         comms[i] = NULL;
-    HOST_CHECK(host_config_parse(NULL, &cfg, "ncclCommInitAll"));
+    if (HOST_FAILED(rc = host_config_parse(NULL, &cfg, "ncclCommInitAll")))
+        return rc;
     cfg.blocking = 1; /* InitAll returns initialised communicators */
-    HOST_CHECK(host_unique_id(&id));
+    if (HOST_FAILED(rc = host_unique_id(&id)))
+        return rc;
     cs = calloc((size_t)ndev, sizeof *cs);
     if (cs == NULL)
         return host_fail(ncclSystemError, "ncclCommInitAll: out of memory");
     for (int i = 0; i < ndev; i++) {
         host_comm *c;
-        HOST_CHECKGOTO(host_comm_create(ndev, i, &cfg, &c), rc, fail);
+        if (HOST_FAILED(rc = host_comm_create(ndev, i, &cfg, &c)))
+            goto fail;
         c->device = devlist != NULL ? devlist[i] : i;
         c->id = id;
         c->nids = 1;
@@ -298,7 +309,8 @@ ncclResult_t host_init_all(ncclComm_t *comms, int ndev, const int *devlist)
         created++;
     }
     for (int i = 0; i < ndev; i++)
-        HOST_CHECKGOTO(host_comm_start(cs[i]), rc, fail);
+        if (HOST_FAILED(rc = host_comm_start(cs[i])))
+            goto fail;
     for (int i = 0; i < ndev; i++)
         HOST_CHECKIGNORE(host_comm_wait_init(cs[i]), rc);
     if (rc != ncclSuccess)
@@ -347,7 +359,8 @@ ncclResult_t host_finalize(ncclComm_t comm)
     ncclResult_t rc;
     if (comm == NULL)
         return ncclSuccess;
-    HOST_CHECK(host_comm_enter(comm, "ncclCommFinalize", &c));
+    if (HOST_FAILED(rc = host_comm_enter(comm, "ncclCommFinalize", &c)))
+        return rc;
     if (atomic_load(&c->finalizing)) {
         rc = host_fail(ncclInvalidArgument, "ncclCommFinalize: communicator was already finalized");
         goto exit;
@@ -356,7 +369,8 @@ ncclResult_t host_finalize(ncclComm_t comm)
         rc = host_fail(ncclInvalidArgument, "ncclCommFinalize: communicator was revoked; destroy or abort it");
         goto exit;
     }
-    HOST_CHECKGOTO(host_comm_usable(c, "ncclCommFinalize"), rc, exit);
+    if (HOST_FAILED(rc = host_comm_usable(c, "ncclCommFinalize")))
+        goto exit;
     if (host_group_depth() > 0) {
         rc = host_group_add_job(HOST_JOB_FINALIZE, comm, NULL);
         if (rc == ncclSuccess)
@@ -393,12 +407,14 @@ ncclResult_t host_destroy_impl(host_comm *c, int abort)
 
 ncclResult_t host_destroy(ncclComm_t comm)
 {
+    ncclResult_t rc;
     host_comm *c;
     if (comm == NULL)
         return ncclSuccess;
-    HOST_CHECK(host_comm_enter(comm, "ncclCommDestroy", &c));
+    if (HOST_FAILED(rc = host_comm_enter(comm, "ncclCommDestroy", &c)))
+        return rc;
     if (host_group_depth() > 0) {
-        ncclResult_t rc = host_group_add_job(HOST_JOB_DESTROY, comm, NULL);
+        rc = host_group_add_job(HOST_JOB_DESTROY, comm, NULL);
         host_comm_leave(c);
         return rc;
     }
@@ -407,10 +423,12 @@ ncclResult_t host_destroy(ncclComm_t comm)
 
 ncclResult_t host_abort(ncclComm_t comm)
 {
+    ncclResult_t rc;
     host_comm *c;
     if (comm == NULL)
         return ncclSuccess;
-    HOST_CHECK(host_comm_enter(comm, "ncclCommAbort", &c));
+    if (HOST_FAILED(rc = host_comm_enter(comm, "ncclCommAbort", &c)))
+        return rc;
     host_group_drop_comm(comm); /* immediate, even inside a group (appendix 14) */
     return host_destroy_impl(c, 1);
 }
@@ -477,12 +495,15 @@ ncclResult_t host_run_split(host_comm *parent, host_task *t)
     mine.flags = a->flags;
     mine.nexclude = a->nexclude;
     mine.exclude_hash = host_hash64(a->exclude, sizeof(int) * (size_t)a->nexclude, (uint64_t)a->flags);
-    HOST_CHECKGOTO(host_random_bytes(mine.token, sizeof mine.token), rc, exit);
+    if (HOST_FAILED(rc = host_random_bytes(mine.token, sizeof mine.token)))
+        goto exit;
     if (shrink || a->color != NCCL_SPLIT_NOCOLOR) {
-        HOST_CHECKGOTO(host_sock_listen(host_params()->bind_addr, &lfd, &port), rc, exit);
+        if (HOST_FAILED(rc = host_sock_listen(host_params()->bind_addr, &lfd, &port)))
+            goto exit;
         mine.port_be = port;
     }
-    HOST_CHECKGOTO(host_mgmt_allgather(parent, members, nm, &mine, sizeof mine, recs, fn), rc, exit);
+    if (HOST_FAILED(rc = host_mgmt_allgather(parent, members, nm, &mine, sizeof mine, recs, fn)))
+        goto exit;
 
     if (shrink) {
         for (int i = 0; i < nm; i++)
@@ -529,7 +550,8 @@ ncclResult_t host_run_split(host_comm *parent, host_task *t)
     }
     cfg = parent->config;
     cfg.blocking = a->child_blocking;
-    HOST_CHECKGOTO(host_comm_create(newn, newrank, &cfg, &child), rc, exit);
+    if (HOST_FAILED(rc = host_comm_create(newn, newrank, &cfg, &child)))
+        goto exit;
     snprintf(child->name, sizeof child->name, "%s", a->child_name[0] ? a->child_name : parent->name);
     child->device = parent->device;
     child->listen_fd = lfd;
@@ -599,12 +621,14 @@ static ncclResult_t submit_split(host_comm *c, ncclComm_t comm, host_task_kind k
 
 static ncclResult_t child_config(host_comm *parent, ncclConfig_t *config, host_split_args *a, const char *fn)
 {
+    ncclResult_t rc;
     ncclConfig_t cfg;
     if (config == NULL) {
         a->child_blocking = parent->blocking;
         return ncclSuccess;
     }
-    HOST_CHECK(host_config_parse(config, &cfg, fn));
+    if (HOST_FAILED(rc = host_config_parse(config, &cfg, fn)))
+        return rc;
     a->child_blocking = cfg.blocking;
     if (cfg.commName != NULL)
         snprintf(a->child_name, sizeof a->child_name, "%s", cfg.commName);
@@ -616,8 +640,10 @@ ncclResult_t host_split(ncclComm_t comm, int color, int key, ncclComm_t *newcomm
     host_comm *c;
     host_split_args *a = NULL;
     ncclResult_t rc;
-    HOST_CHECK(host_comm_enter(comm, "ncclCommSplit", &c));
-    HOST_CHECKGOTO(host_comm_usable_revoked(c, "ncclCommSplit"), rc, exit);
+    if (HOST_FAILED(rc = host_comm_enter(comm, "ncclCommSplit", &c)))
+        return rc;
+    if (HOST_FAILED(rc = host_comm_usable_revoked(c, "ncclCommSplit")))
+        goto exit;
     if (newcomm == NULL) {
         rc = host_fail(ncclInvalidArgument, "ncclCommSplit: newcomm is NULL");
         goto exit;
@@ -658,7 +684,8 @@ ncclResult_t host_shrink(ncclComm_t comm, int *exclude, int nexclude, ncclComm_t
         return host_fail(ncclInvalidArgument, "ncclCommShrink: excludeRanksList is NULL");
     if (nexclude <= 0)
         return host_fail(ncclInvalidArgument, "ncclCommShrink: excludeRanksCount %d must be > 0", nexclude);
-    HOST_CHECK(host_comm_enter(comm, "ncclCommShrink", &c));
+    if (HOST_FAILED(rc = host_comm_enter(comm, "ncclCommShrink", &c)))
+        return rc;
     *newcomm = NULL;
     qsort(exclude, (size_t)nexclude, sizeof *exclude, cmp_int); /* visible to the caller, as in NCCL */
     for (int i = 0; i < nexclude; i++) {
@@ -678,7 +705,8 @@ ncclResult_t host_shrink(ncclComm_t comm, int *exclude, int nexclude, ncclComm_t
         goto exit;
     }
     if (flags == NCCL_SHRINK_DEFAULT) {
-        HOST_CHECKGOTO(host_comm_usable_revoked(c, "ncclCommShrink"), rc, exit);
+        if (HOST_FAILED(rc = host_comm_usable_revoked(c, "ncclCommShrink")))
+            goto exit;
     } else {
         int phase;
         if (atomic_load(&c->aborted) || c->fork_gen != atomic_load(&host_fork_gen)) {
@@ -732,11 +760,13 @@ exit:
 
 ncclResult_t host_get_async_error(ncclComm_t comm, ncclResult_t *err)
 {
+    ncclResult_t rc;
     host_comm *c;
     ncclResult_t e;
     if (err == NULL)
         return host_fail(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
-    HOST_CHECK(host_comm_enter(comm, "ncclCommGetAsyncError", &c));
+    if (HOST_FAILED(rc = host_comm_enter(comm, "ncclCommGetAsyncError", &c)))
+        return rc;
     e = host_comm_error(c);
     if (e == ncclSuccess) {
         pthread_mutex_lock(&c->lock);
@@ -770,8 +800,10 @@ ncclResult_t host_comm_query(ncclComm_t comm, int what, int *out, const char *fn
 {
     host_comm *c;
     ncclResult_t rc;
-    HOST_CHECK(host_comm_enter(comm, fn, &c));
-    HOST_CHECKGOTO(query_usable(c, fn), rc, exit);
+    if (HOST_FAILED(rc = host_comm_enter(comm, fn, &c)))
+        return rc;
+    if (HOST_FAILED(rc = query_usable(c, fn)))
+        goto exit;
     if (out == NULL) {
         rc = host_fail(ncclInvalidArgument, "%s: output pointer is NULL", fn);
         goto exit;
@@ -782,22 +814,40 @@ exit:
     return rc;
 }
 
+/* ncclCommQueryProperties in the 2.32 layout, for callers of any release: like NCCL, a version
+ * above the one this library reports is refused (ncclInvalidUsage), and a field is written only
+ * when the caller's version has it and it lies within the caller's `size`, so an older caller's
+ * shorter struct is never overrun. The host backend has no device API: no GIN, multimem or CFT
+ * support; one LSA team (every rank shares this machine). commHash is the same on every rank of
+ * a communicator: a hash of its segment token. */
 ncclResult_t host_query_properties(ncclComm_t comm, ncclCommProperties_t *props)
 {
     host_comm *c;
     ncclCommProperties_t p;
     ncclResult_t rc;
-    size_t n;
-    HOST_CHECK(host_comm_enter(comm, "ncclCommQueryProperties", &c));
-    HOST_CHECKGOTO(query_usable(c, "ncclCommQueryProperties"), rc, exit);
+    size_t n = 0;
+    unsigned int version;
+    const int lib_version = host_params()->version_code;
+    if (HOST_FAILED(rc = host_comm_enter(comm, "ncclCommQueryProperties", &c)))
+        return rc;
+    if (HOST_FAILED(rc = query_usable(c, "ncclCommQueryProperties")))
+        goto exit;
     if (props == NULL) {
         rc = host_fail(ncclInvalidArgument, "ncclCommQueryProperties: props is NULL");
         goto exit;
     }
+    if (props->magic != NCCL_API_MAGIC) {
+        rc = host_fail(ncclInvalidUsage, "ncclCommQueryProperties: props.magic is 0x%x, not 0x%x: initialise it "
+                       "with NCCL_COMM_PROPERTIES_INITIALIZER", props->magic, NCCL_API_MAGIC);
+        goto exit;
+    }
+    version = props->version;
+    if ((int)version > lib_version) {
+        rc = host_fail(ncclInvalidUsage, "ncclCommQueryProperties: props.version %u is newer than this library "
+                       "(%d)", version, lib_version);
+        goto exit;
+    }
     memset(&p, 0, sizeof p);
-    p.size = props->size;
-    p.magic = props->magic;
-    p.version = props->version;
     p.rank = c->rank;
     p.nRanks = c->nranks;
     p.cudaDev = c->device;
@@ -805,8 +855,24 @@ ncclResult_t host_query_properties(ncclComm_t comm, ncclCommProperties_t *props)
     p.ginType = ncclGinTypeNone;
     p.nLsaTeams = 1;
     p.railedGinType = ncclGinTypeNone;
-    n = props->size < sizeof p ? props->size : sizeof p;
-    memcpy(props, &p, n);
+    p.commHash = host_hash64(c->token, sizeof c->token, 0);
+    p.ginMinStride = 0;
+    p.ginConnectionType = ncclGinConnectionNone;
+    p.devCommRuntimeVersionSize = 0;
+    /* The prefix each release's layout ends at; size then bounds it further. */
+    if (version >= NCCL_ABI_VERSION_CODE(2, 32, 0))
+        n = sizeof p;
+    else if (version >= NCCL_ABI_VERSION_CODE(2, 31, 0))
+        n = offsetof(ncclCommProperties_t, cftSupport);
+    else if (version >= NCCL_ABI_VERSION_CODE(2, 29, 4))
+        n = offsetof(ncclCommProperties_t, commHash);
+    else
+        n = offsetof(ncclCommProperties_t, nLsaTeams);
+    if (props->size < n)
+        n = props->size;
+    if (n > offsetof(ncclCommProperties_t, rank))
+        memcpy((char *)props + offsetof(ncclCommProperties_t, rank), (const char *)&p + offsetof(ncclCommProperties_t, rank),
+               n - offsetof(ncclCommProperties_t, rank));
 exit:
     host_comm_leave(c);
     return rc;
@@ -817,7 +883,8 @@ ncclResult_t host_suspend(ncclComm_t comm, int flags, int resume)
     host_comm *c;
     ncclResult_t rc = ncclSuccess;
     const char *fn = resume ? "ncclCommResume" : "ncclCommSuspend";
-    HOST_CHECK(host_comm_enter(comm, fn, &c));
+    if (HOST_FAILED(rc = host_comm_enter(comm, fn, &c)))
+        return rc;
     if (!resume && flags != 0 && flags != NCCL_SUSPEND_MEM) {
         rc = host_fail(ncclInvalidArgument, "%s: flags %d are not supported", fn, flags);
         goto exit;
@@ -827,7 +894,8 @@ ncclResult_t host_suspend(ncclComm_t comm, int flags, int resume)
         goto exit;
     }
     if (!resume)
-        HOST_CHECKGOTO(host_comm_usable(c, fn), rc, exit);
+        if (HOST_FAILED(rc = host_comm_usable(c, fn)))
+            goto exit;
     atomic_store(&c->suspended, !resume);
 exit:
     host_comm_leave(c);
@@ -845,7 +913,8 @@ ncclResult_t host_revoke(ncclComm_t comm, int flags)
     int phase;
     if (comm == NULL)
         return ncclSuccess;
-    HOST_CHECK(host_comm_enter(comm, "ncclCommRevoke", &c));
+    if (HOST_FAILED(rc = host_comm_enter(comm, "ncclCommRevoke", &c)))
+        return rc;
     pthread_mutex_lock(&c->lock);
     phase = c->phase;
     pthread_mutex_unlock(&c->lock);
@@ -867,7 +936,8 @@ ncclResult_t host_mem_stats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t *v
 {
     host_comm *c;
     ncclResult_t rc = ncclSuccess;
-    HOST_CHECK(host_comm_enter(comm, "ncclCommMemStats", &c));
+    if (HOST_FAILED(rc = host_comm_enter(comm, "ncclCommMemStats", &c)))
+        return rc;
     if (value == NULL) {
         rc = host_fail(ncclInvalidArgument, "ncclCommMemStats: value is NULL");
         goto exit;

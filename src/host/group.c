@@ -137,8 +137,9 @@ static ncclResult_t need(const host_opd *op, const void *p, size_t bytes, const 
     return ncclSuccess;
 }
 
-static ncclResult_t validate_alltoallv(host_comm *c, host_opd *op, int *all_zero)
+static ncclResult_t validate_alltoallv(host_comm *c, host_opd *op)
 {
+    ncclResult_t rc;
     int n = c->nranks;
     size_t es = host_type_size(op->datatype);
     size_t send_end = 0, recv_end = 0;
@@ -159,16 +160,18 @@ static ncclResult_t validate_alltoallv(host_comm *c, host_opd *op, int *all_zero
         }
     }
     if (!szero)
-        HOST_CHECK(need(op, op->sendbuff, send_end, "sendbuff"));
+        if (HOST_FAILED(rc = need(op, op->sendbuff, send_end, "sendbuff")))
+            return rc;
     if (!rzero)
-        HOST_CHECK(need(op, op->recvbuff, recv_end, "recvbuff"));
-    *all_zero = szero && rzero;
+        if (HOST_FAILED(rc = need(op, op->recvbuff, recv_end, "recvbuff")))
+            return rc;
     return ncclSuccess;
 }
 
-/* Validates op on c; on success *skip tells whether the call is a local no-op (count 0). */
-static ncclResult_t validate(host_comm *c, host_opd *op, int *skip)
+/* Validates op on c (section 6.3). */
+static ncclResult_t validate(host_comm *c, host_opd *op)
 {
+    ncclResult_t rc;
     int n = c->nranks, me = c->rank;
     size_t es, cb, nb;
     const char *send = op->sendbuff;
@@ -177,7 +180,6 @@ static ncclResult_t validate(host_comm *c, host_opd *op, int *skip)
                  op->kind == HOST_K_SCATTER;
     int p2p = op->kind == HOST_K_SEND || op->kind == HOST_K_RECV;
     int checks = host_params()->checks;
-    *skip = 0;
     if ((int)op->datatype < 0 || (int)op->datatype >= ncclNumTypes)
         return host_fail(ncclInvalidArgument, "%s: invalid datatype %d", op->name, (int)op->datatype);
     es = host_type_size(op->datatype);
@@ -186,85 +188,106 @@ static ncclResult_t validate(host_comm *c, host_opd *op, int *skip)
     if (p2p && (op->root < 0 || op->root >= n))
         return host_fail(ncclInvalidArgument, "%s: peer %d is outside [0, %d)", op->name, op->root, n);
     if (op->has_op)
-        HOST_CHECK(host_redop_resolve(c, (ncclRedOp_t)op->opkind, op->datatype, op));
+        if (HOST_FAILED(rc = host_redop_resolve(c, (ncclRedOp_t)op->opkind, op->datatype, op)))
+            return rc;
     if (op->kind == HOST_K_ALLREDUCE_BIAS && op->acc == NULL)
         return host_fail(ncclInvalidArgument, "%s: acc is NULL", op->name);
-    if (op->kind == HOST_K_ALLTOALLV) {
-        int zero = 0;
-        HOST_CHECK(validate_alltoallv(c, op, &zero));
-        *skip = zero;
-        return ncclSuccess;
-    }
+    if (op->kind == HOST_K_ALLTOALLV)
+        return validate_alltoallv(c, op); /* all counts 0 still takes part in the cross-rank checks */
     if (__builtin_mul_overflow(op->count, es, &cb) || __builtin_mul_overflow(cb, (size_t)n, &nb))
         return host_fail(ncclInvalidArgument, "%s: count %zu x %zu bytes x %d ranks overflows size_t", op->name,
                          op->count, es, n);
-    if (op->count == 0) {
-        *skip = !p2p; /* count-0 collectives are dropped locally; p2p must still be matched */
+    /* Count 0 needs no buffers, but it is not dropped: a collective still publishes its
+     * descriptor, so a rank whose peers pass another count learns it at this call, not at its
+     * next one; a send/recv is a zero-length message that must be matched. */
+    if (op->count == 0)
         return ncclSuccess;
-    }
     switch (op->kind) {
     case HOST_K_ALLREDUCE:
     case HOST_K_ALLREDUCE_BIAS:
-        HOST_CHECK(need(op, send, cb, "sendbuff"));
-        HOST_CHECK(need(op, recv, cb, "recvbuff"));
+        if (HOST_FAILED(rc = need(op, send, cb, "sendbuff")))
+            return rc;
+        if (HOST_FAILED(rc = need(op, recv, cb, "recvbuff")))
+            return rc;
         if (op->kind == HOST_K_ALLREDUCE_BIAS)
-            HOST_CHECK(need(op, op->acc, cb, "acc"));
+            if (HOST_FAILED(rc = need(op, op->acc, cb, "acc")))
+                return rc;
         if (checks && send != recv && overlaps(send, cb, recv, cb))
             goto partial;
         break;
     case HOST_K_BROADCAST:
-        HOST_CHECK(need(op, recv, cb, "recvbuff"));
+        if (HOST_FAILED(rc = need(op, recv, cb, "recvbuff")))
+            return rc;
         if (me == op->root) {
-            HOST_CHECK(need(op, send, cb, "sendbuff"));
+            if (HOST_FAILED(rc = need(op, send, cb, "sendbuff")))
+                return rc;
             if (checks && send != recv && overlaps(send, cb, recv, cb))
                 goto partial;
         }
         break;
     case HOST_K_REDUCE:
-        HOST_CHECK(need(op, send, cb, "sendbuff"));
+        if (HOST_FAILED(rc = need(op, send, cb, "sendbuff")))
+            return rc;
         if (me == op->root) {
-            HOST_CHECK(need(op, recv, cb, "recvbuff"));
+            if (HOST_FAILED(rc = need(op, recv, cb, "recvbuff")))
+                return rc;
             if (checks && send != recv && overlaps(send, cb, recv, cb))
                 goto partial;
         }
         break;
     case HOST_K_ALLGATHER:
-        HOST_CHECK(need(op, send, cb, "sendbuff"));
-        HOST_CHECK(need(op, recv, nb, "recvbuff"));
+        if (HOST_FAILED(rc = need(op, send, cb, "sendbuff")))
+            return rc;
+        if (HOST_FAILED(rc = need(op, recv, nb, "recvbuff")))
+            return rc;
         if (checks && send != recv + (size_t)me * cb && overlaps(send, cb, recv, nb))
             goto partial;
         break;
     case HOST_K_REDUCESCATTER:
-        HOST_CHECK(need(op, send, nb, "sendbuff"));
-        HOST_CHECK(need(op, recv, cb, "recvbuff"));
+        if (HOST_FAILED(rc = need(op, send, nb, "sendbuff")))
+            return rc;
+        if (HOST_FAILED(rc = need(op, recv, cb, "recvbuff")))
+            return rc;
         if (checks && recv != send + (size_t)me * cb && overlaps(send, nb, recv, cb))
             goto partial;
         break;
     case HOST_K_ALLTOALL:
-        HOST_CHECK(need(op, send, nb, "sendbuff"));
-        HOST_CHECK(need(op, recv, nb, "recvbuff"));
+        if (HOST_FAILED(rc = need(op, send, nb, "sendbuff")))
+            return rc;
+        if (HOST_FAILED(rc = need(op, recv, nb, "recvbuff")))
+            return rc;
         if (checks && overlaps(send, nb, recv, nb))
             return host_fail(ncclInvalidArgument, "%s: sendbuff and recvbuff overlap; in-place all-to-all is not "
                              "supported", op->name);
         break;
     case HOST_K_GATHER:
-        HOST_CHECK(need(op, send, cb, "sendbuff"));
+        if (HOST_FAILED(rc = need(op, send, cb, "sendbuff")))
+            return rc;
         if (me == op->root) {
-            HOST_CHECK(need(op, recv, nb, "recvbuff"));
+            if (HOST_FAILED(rc = need(op, recv, nb, "recvbuff")))
+                return rc;
             if (checks && send != recv + (size_t)op->root * cb && overlaps(send, cb, recv, nb))
                 goto partial;
         }
         break;
     case HOST_K_SCATTER:
-        HOST_CHECK(need(op, recv, cb, "recvbuff"));
+        if (HOST_FAILED(rc = need(op, recv, cb, "recvbuff")))
+            return rc;
         if (me == op->root) {
-            HOST_CHECK(need(op, send, nb, "sendbuff"));
+            if (HOST_FAILED(rc = need(op, send, nb, "sendbuff")))
+                return rc;
             if (checks && recv != send + (size_t)op->root * cb && overlaps(send, nb, recv, cb))
                 goto partial;
         }
         break;
-    case HOST_K_SEND: HOST_CHECK(need(op, send, cb, "sendbuff")); break;
-    case HOST_K_RECV: HOST_CHECK(need(op, recv, cb, "recvbuff")); break;
+    case HOST_K_SEND:
+        if (HOST_FAILED(rc = need(op, send, cb, "sendbuff")))
+            return rc;
+        break;
+    case HOST_K_RECV:
+        if (HOST_FAILED(rc = need(op, recv, cb, "recvbuff")))
+            return rc;
+        break;
     default: break;
     }
     return ncclSuccess;
@@ -293,6 +316,7 @@ static ncclResult_t claim_for_group(host_comm *c, const char *fn)
 
 static ncclResult_t group_queue(host_comm *c, ncclComm_t comm, const host_opd *op)
 {
+    ncclResult_t rc;
     host_gitem *it;
     if (G.ninit > 0)
         return host_fail(ncclInvalidUsage, "%s: communication calls cannot share a group with init, split or shrink",
@@ -303,7 +327,8 @@ static ncclResult_t group_queue(host_comm *c, ncclComm_t comm, const host_opd *o
     for (host_gitem *g = G.head; g != NULL; g = g->next)
         if (g->comm == comm && (g->job == HOST_JOB_FINALIZE || g->job == HOST_JOB_DESTROY))
             return host_fail(ncclInvalidUsage, "%s: communicator is finalized or destroyed in the same group", op->name);
-    HOST_CHECK(claim_for_group(c, op->name));
+    if (HOST_FAILED(rc = claim_for_group(c, op->name)))
+        return rc;
     it = calloc(1, sizeof *it);
     if (it != NULL)
         it->op = opd_dup(op, c->nranks);
@@ -368,12 +393,13 @@ static ncclResult_t coll_call(host_opd *op, ncclComm_t comm)
 {
     host_comm *c;
     ncclResult_t rc;
-    int skip = 0;
     (void)host_params();
     HOST_TRACE(HOST_SUB_CALL, "%s(send %p, recv %p, count %zu, type %d, op %d, root %d, comm %p)", op->name,
                op->sendbuff, op->recvbuff, op->count, (int)op->datatype, op->opkind, op->root, (void *)comm);
-    HOST_CHECK(host_comm_enter(comm, op->name, &c));
-    HOST_CHECKGOTO(host_comm_usable(c, op->name), rc, exit);
+    if (HOST_FAILED(rc = host_comm_enter(comm, op->name, &c)))
+        return rc;
+    if (HOST_FAILED(rc = host_comm_usable(c, op->name)))
+        goto exit;
     if (op->kind == HOST_K_ALLTOALLV) {
         size_t n = (size_t)c->nranks;
         for (int i = 0; i < 4; i++)
@@ -390,9 +416,8 @@ static ncclResult_t coll_call(host_opd *op, ncclComm_t comm)
         for (int i = 0; i < 4; i++)
             memcpy(op->v + (size_t)i * n, op->uv[i], sizeof(size_t) * n);
     }
-    HOST_CHECKGOTO(validate(c, op, &skip), rc, exit);
-    if (skip)
-        goto exit; /* count 0: succeeds locally, consumes no sequence number (section 6.2) */
+    if (HOST_FAILED(rc = validate(c, op)))
+        goto exit;
     if (G.depth > 0)
         rc = group_queue(c, comm, op);
     else
@@ -546,9 +571,11 @@ static ncclResult_t execute(host_gitem *items, int simulate)
             }
             memset(&gc[k], 0, sizeof gc[k]);
             gc[k].comm = it->comm;
-            HOST_CHECKGOTO(host_comm_enter(it->comm, "ncclGroupEnd", &gc[k].c), rc, fail);
+            if (HOST_FAILED(rc = host_comm_enter(it->comm, "ncclGroupEnd", &gc[k].c)))
+                goto fail;
             ngc++;
-            HOST_CHECKGOTO(host_comm_usable(gc[k].c, "ncclGroupEnd"), rc, fail);
+            if (HOST_FAILED(rc = host_comm_usable(gc[k].c, "ncclGroupEnd")))
+                goto fail;
             gc[k].task = calloc(1, sizeof *gc[k].task);
             if (gc[k].task == NULL) {
                 rc = host_fail(ncclSystemError, "ncclGroupEnd: out of memory");

@@ -6,6 +6,7 @@
  * host_comm_enter also counts the threads inside the API on a communicator (inapi), so destroy
  * and abort can wait for them before freeing anything. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -151,6 +152,7 @@ static void fork_child(void)
     pthread_mutex_unlock(&host_handles_lock);
     atomic_fetch_add(&host_fork_gen, 1);
     host_monitor_atfork_child();
+    host_root_atfork_child();
 }
 
 void host_fork_setup(void)
@@ -177,11 +179,27 @@ void host_comm_wake(host_comm *c)
 
 void host_comm_set_error(host_comm *c, ncclResult_t rc)
 {
+    host_comm_set_error_why(c, rc, NULL);
+}
+
+void host_comm_set_error_why(host_comm *c, ncclResult_t rc, const char *why)
+{
     int expected = 0;
     if (rc == ncclSuccess || rc == ncclInProgress || rc == ncclInvalidArgument)
         return;
-    atomic_compare_exchange_strong(&c->error, &expected, (int)rc);
+    pthread_mutex_lock(&c->lock);
+    if (atomic_compare_exchange_strong(&c->error, &expected, (int)rc) && why != NULL)
+        snprintf(c->error_why, sizeof c->error_why, "%s", why);
+    pthread_mutex_unlock(&c->lock);
     host_comm_wake(c);
+}
+
+const char *host_comm_error_why(host_comm *c, char *buf, size_t len)
+{
+    pthread_mutex_lock(&c->lock);
+    snprintf(buf, len, "%s%s", c->error_why[0] ? ": " : "", c->error_why);
+    pthread_mutex_unlock(&c->lock);
+    return buf;
 }
 
 static ncclResult_t usable(host_comm *c, const char *fn, int allow_revoked)
@@ -194,9 +212,11 @@ static ncclResult_t usable(host_comm *c, const char *fn, int allow_revoked)
     if (atomic_load(&c->aborted))
         return host_fail(ncclInvalidUsage, "%s: communicator aborted", fn);
     err = host_comm_error(c);
-    if (err != ncclSuccess)
-        return host_fail(err, "%s: communicator %s rank %d is in an error state (%s) from an earlier failure", fn,
-                         c->name, c->rank, host_error_string(err));
+    if (err != ncclSuccess) {
+        char why[220];
+        return host_fail(err, "%s: communicator %s rank %d is in an error state (%s) from an earlier failure%s", fn,
+                         c->name, c->rank, host_error_string(err), host_comm_error_why(c, why, sizeof why));
+    }
     pthread_mutex_lock(&c->lock);
     phase = c->phase;
     inflight = c->inflight;

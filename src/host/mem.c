@@ -77,8 +77,10 @@ ncclResult_t host_register(ncclComm_t comm, void *buff, size_t size, void **hand
     host_comm *c;
     host_reg *r;
     ncclResult_t rc;
-    HOST_CHECK(host_comm_enter(comm, "ncclCommRegister", &c));
-    HOST_CHECKGOTO(host_comm_usable(c, "ncclCommRegister"), rc, exit);
+    if (HOST_FAILED(rc = host_comm_enter(comm, "ncclCommRegister", &c)))
+        return rc;
+    if (HOST_FAILED(rc = host_comm_usable(c, "ncclCommRegister")))
+        goto exit;
     if (handle == NULL || (buff == NULL && size > 0)) {
         rc = host_fail(ncclInvalidArgument, "ncclCommRegister: %s is NULL", handle == NULL ? "handle" : "buff");
         goto exit;
@@ -102,9 +104,11 @@ exit:
 
 ncclResult_t host_deregister(ncclComm_t comm, void *handle)
 {
+    ncclResult_t rc;
     host_comm *c;
     host_reg *found = NULL;
-    HOST_CHECK(host_comm_enter(comm, "ncclCommDeregister", &c));
+    if (HOST_FAILED(rc = host_comm_enter(comm, "ncclCommDeregister", &c)))
+        return rc;
     if (handle != NULL) {
         pthread_mutex_lock(&c->lock);
         for (host_reg **pp = &c->regs; *pp != NULL; pp = &(*pp)->next)

@@ -12,6 +12,7 @@
  * was removed meanwhile is never dereferenced. Lock order: host_monitor_lock -> comm->lock. */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -47,19 +48,21 @@ static void mon_kick(void)
 static void peer_gone(host_comm *c, int peer, int how)
 {
     int expected = HOST_PEER_ALIVE;
+    char why[160];
     if (how == HOST_PEER_DEAD) {
         if (atomic_compare_exchange_strong(&c->peers[peer].gone, &expected, HOST_PEER_DEAD)) {
-            HOST_WARN("%s rank %d: peer rank %d (pid %u) exited or closed its connection without leaving; "
-                      "communicator is now in error (ncclRemoteError)", c->name, c->rank, peer, c->peers[peer].pid);
-            host_comm_set_error(c, ncclRemoteError);
+            snprintf(why, sizeof why, "peer rank %d (pid %u) exited or closed its connection without leaving", peer,
+                     c->peers[peer].pid);
+            HOST_WARN("%s rank %d: %s; communicator is now in error (ncclRemoteError)", c->name, c->rank, why);
+            host_comm_set_error_why(c, ncclRemoteError, why);
         }
         return;
     }
     if (how == HOST_PEER_ABORTED) {
         atomic_store(&c->peers[peer].gone, HOST_PEER_ABORTED);
-        HOST_WARN("%s rank %d: peer rank %d aborted the communicator; communicator is now in error "
-                  "(ncclRemoteError)", c->name, c->rank, peer);
-        host_comm_set_error(c, ncclRemoteError);
+        snprintf(why, sizeof why, "peer rank %d (pid %u) aborted the communicator", peer, c->peers[peer].pid);
+        HOST_WARN("%s rank %d: %s; communicator is now in error (ncclRemoteError)", c->name, c->rank, why);
+        host_comm_set_error_why(c, ncclRemoteError, why);
         return;
     }
     atomic_compare_exchange_strong(&c->peers[peer].gone, &expected, HOST_PEER_LEFT);
@@ -224,7 +227,8 @@ ncclResult_t host_monitor_add(host_comm *c)
             rc = host_fail(ncclSystemError, "eventfd failed: %s", strerror(errno));
             goto out;
         }
-        HOST_CHECKGOTO(host_thread_create(&t, mon_main, NULL, 1), rc, out);
+        if (HOST_FAILED(rc = host_thread_create(&t, mon_main, NULL, 1)))
+            goto out;
         mon_started = 1;
     }
     for (int j = 0; j < c->nranks; j++) {

@@ -10,9 +10,11 @@
  *   sys.c        clocks, futexes and event counts, random bytes, CRC-32, socket helpers
  *   handle.c     the process-wide handle table, entering/leaving a communicator, fork detection
  *   config.c     size- and version-aware ncclConfig_t parsing
- *   bootstrap.c  unique ids, the root listener thread, the control mesh, the segment handshake
+ *   root.c       unique ids and the process's one bootstrap root (a thread and a listener)
+ *   gate.c       accepting on listeners anyone may reach: bounded, deadlined, never blocking
+ *   bootstrap.c  a rank's check-in at the root, the control mesh, the segment handshake
  *   monitor.c    one thread per process reading every control socket (peer death, notices, mail)
- *   shm.c        the per-communicator shared segment: layout, create, attach, sweep
+ *   shm.c        the per-communicator shared segment: layout, create (memfd), attach
  *   comm.c       communicator lifecycle: init, finalize, destroy, abort, split, shrink, queries
  *   worker.c     per-communicator worker thread and its task FIFO; the op-task progress loop
  *   transport.c  per-communicator choices (spin, single copy) and the single-copy reads
@@ -29,6 +31,7 @@
 #ifndef NCCL_HOST_H
 #define NCCL_HOST_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -46,9 +49,21 @@
 #define HOST_LIKELY(x) __builtin_expect(!!(x), 1)
 #define HOST_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
+/* The exported entry points: every row of abi.h, and the host backend's own ncclHost* extras. */
+#define HOST_DECL(name, ret, params, args, since) HOST_API ret name params;
+NCCL_ABI(HOST_DECL)
+#undef HOST_DECL
+HOST_API const char *ncclHostGetInfo(void);
+HOST_API ncclResult_t ncclHostSetDevice(int device);
+HOST_API ncclResult_t ncclHostGetDevice(int *device);
+/* The entry points this backend refuses, space-separated (NCCL_HOST_REFUSED_SYMBOL in abi.h). */
+HOST_API const char *ncclHostRefusedEntryPoints(void);
+/* Refuses fn: ncclInvalidUsage with a last-error text naming it (api.c). */
+ncclResult_t host_refuse(const char *fn);
+
 #define HOST_LIB_VERSION "0.1.0"
 #define HOST_LIB_VERSION_NUM 100      /* compared in the bootstrap handshake */
-#define HOST_PROTO_VERSION 1          /* wire protocol of the bootstrap and the mesh */
+#define HOST_PROTO_VERSION 2          /* wire protocol of the bootstrap and the mesh */
 #define HOST_ID_LAYOUT 1              /* unique id layout version (section 3) */
 #define HOST_SEG_LAYOUT 3             /* shared segment layout version (3: single-copy descriptors) */
 #define HOST_TOKEN_BYTES 16
@@ -109,6 +124,15 @@ size_t host_chunk_bytes(int nranks);
 /* ncclTimeout, or ncclRemoteError when mimicking a release without it (section 2.1). */
 ncclResult_t host_timeout_code(void);
 const char *host_info_text(void);
+/* The parameter API (ncclParam*) over the tunables above, by their variable names. */
+ncclResult_t host_param_bind(ncclParamHandle_t *out, const char *key);
+/* Integer value of a bound parameter in [lo, hi]; ncclInvalidUsage for a text parameter. */
+ncclResult_t host_param_get_int(ncclParamHandle_t h, int64_t lo, uint64_t hi, int64_t *out, const char *fn);
+ncclResult_t host_param_get_str(ncclParamHandle_t h, const char **out);
+ncclResult_t host_param_get_raw(ncclParamHandle_t h, void *out, int maxLen, int *len);
+ncclResult_t host_param_get_by_key(const char *key, const char **value, int *valueLen);
+ncclResult_t host_param_keys(const char ***table, int *tableLen);
+void host_param_dump(void);
 
 /* ------------------------------------------------------------------------------------------ */
 /* debug.c: logging and the last-error text (sections 9.2, 12)                                */
@@ -155,23 +179,21 @@ ncclResult_t host_fail(ncclResult_t rc, const char *fmt, ...) HOST_PRINTF(2, 3) 
     } while (0)
 
 /* Error propagation leaves a file:line breadcrumb at TRACE, so NCCL_DEBUG=TRACE reads like a
- * backtrace (STYLE.md section 3). */
-#define HOST_CHECK(call)                                                                       \
-    do {                                                                                       \
-        ncclResult_t r_ = (call);                                                              \
-        if (HOST_UNLIKELY(r_ != ncclSuccess)) {                                                \
-            HOST_TRACE(HOST_SUB_ALL, "%s:%d -> %d", __FILE__, __LINE__, (int)r_);              \
-            return r_;                                                                         \
-        }                                                                                      \
-    } while (0)
-#define HOST_CHECKGOTO(call, res, label)                                                       \
-    do {                                                                                       \
-        (res) = (call);                                                                        \
-        if (HOST_UNLIKELY((res) != ncclSuccess)) {                                             \
-            HOST_TRACE(HOST_SUB_ALL, "%s:%d -> %d", __FILE__, __LINE__, (int)(res));           \
-            goto label;                                                                        \
-        }                                                                                      \
-    } while (0)
+ * backtrace (STYLE.md section 3). HOST_FAILED only adds the location; the return or goto stays at
+ * the call site:
+ *     if (HOST_FAILED(rc = host_comm_enter(comm, fn, &c)))
+ *         return rc;
+ *     if (HOST_FAILED(rc = host_comm_start(c)))
+ *         goto fail;
+ */
+#define HOST_FAILED(rc) host_failed((rc), __FILE__, __LINE__)
+static inline int host_failed(ncclResult_t rc, const char *file, int line)
+{
+    if (HOST_LIKELY(rc == ncclSuccess))
+        return 0;
+    HOST_TRACE(HOST_SUB_ALL, "%s:%d -> %d", file, line, (int)rc);
+    return 1;
+}
 /* Cleanup paths keep the first error. */
 #define HOST_CHECKIGNORE(call, res)                                                            \
     do {                                                                                       \
@@ -230,8 +252,13 @@ int host_consttime_equal(const void *a, const void *b, size_t len);
 typedef enum { HOST_IO_OK = 0, HOST_IO_EOF, HOST_IO_TIMEOUT, HOST_IO_ABORT, HOST_IO_ERROR } host_io;
 /* Listener on addr:0 (kernel-chosen port), CLOEXEC, nonblocking accept. */
 ncclResult_t host_sock_listen(uint32_t addr_be, int *fd, uint16_t *port_be);
-/* Connects to addr:port; waits up to the deadline; wake_fd (may be -1) readable = abort. */
+/* Connects to addr:port; waits up to the deadline; wake_fd (may be -1) readable = abort.
+ * HOST_IO_ERROR leaves errno (ECONNREFUSED: nothing listens there). */
 host_io host_sock_connect(uint32_t addr_be, uint16_t port_be, int64_t deadline, int wake_fd, int *fd);
+/* The same in two halves, for many connections at once: start (*pending when the connection
+ * completes later: wait for POLLOUT, then finish, which reports its outcome with errno). */
+host_io host_sock_connect_start(uint32_t addr_be, uint16_t port_be, int *fd, int *pending);
+host_io host_sock_connect_finish(int fd);
 host_io host_sock_send(int fd, const void *buf, size_t len, int64_t deadline, int wake_fd);
 host_io host_sock_recv(int fd, void *buf, size_t len, int64_t deadline, int wake_fd);
 /* Accept one connection (loopback peers only unless allowed) or report TIMEOUT/ABORT. */
@@ -243,6 +270,62 @@ ncclResult_t host_io_result(host_io io);
 
 /* Creating internal threads: all blockable signals blocked, as section 10 requires. */
 ncclResult_t host_thread_create(pthread_t *t, void *(*fn)(void *), void *arg, int detached);
+/* "socket() failed: Too many open files (this process may open 1024 files: RLIMIT_NOFILE)":
+ * errno's text, naming the limit when it is the one that was reached. */
+const char *host_errno_text(int err, char *buf, size_t len);
+
+/* Unix-domain sockets in the abstract namespace (no file; the name dies with the socket). */
+ncclResult_t host_uds_listen(const char *name, int backlog, int *fd);
+host_io host_uds_connect(const char *name, int64_t deadline, int wake_fd, int *fd);
+/* One byte with a descriptor attached (SCM_RIGHTS), without blocking. */
+host_io host_uds_send_fd(int sock, int fd);
+/* Waits for one byte with a descriptor; *fd is -1 when none came with it. */
+host_io host_uds_recv_fd(int sock, int64_t deadline, int wake_fd, int *fd);
+/* The effective uid of the process at the other end (SO_PEERCRED); -1 on failure. */
+long host_uds_peer_uid(int sock);
+
+/* ------------------------------------------------------------------------------------------ */
+/* gate.c: a listener that any local process may connect to                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+#define HOST_GATE_SLOTS 32              /* connections one gate lets wait for their hello */
+#define HOST_GATE_PROCESS_MAX 256       /* the same over every gate of the process */
+#define HOST_GATE_HELLO_MAX 128
+#define HOST_HANDSHAKE_NS 2000000000ll  /* time a connection has to send its whole hello */
+
+typedef struct {
+    int fd;                         /* -1: free */
+    uint32_t got;
+    int64_t deadline;
+    uint64_t seq;                   /* arrival order: the oldest is dropped first */
+    unsigned char buf[HOST_GATE_HELLO_MAX];
+} host_gate_slot;
+
+typedef struct {
+    int lfd;
+    size_t hello_len;
+    const char *what;               /* for the log */
+    int nparked;
+    uint64_t seq;
+    unsigned long evicted, expired, rejected;
+    host_gate_slot slot[HOST_GATE_SLOTS];
+} host_gate;
+
+/* Called with a connection that sent a complete hello (hello_len bytes at `hello`): returns 1
+ * when it keeps fd (the connection authenticated), 0 to have the gate close it. */
+typedef int host_gate_cb(void *arg, int fd, const unsigned char *hello);
+void host_gate_init(host_gate *g, int lfd, size_t hello_len, const char *what);
+/* Writes the gate's poll entries at pfd (the listener first; at most 1 + HOST_GATE_SLOTS). */
+int host_gate_pollfds(const host_gate *g, struct pollfd *pfd);
+/* The earliest handshake deadline of a waiting connection, HOST_NEVER when none waits. */
+int64_t host_gate_deadline(const host_gate *g);
+/* Handles the entries host_gate_pollfds wrote, after poll: accepts what waits on the listener,
+ * reads hellos, hands complete ones to cb, and drops connections past their deadline. */
+void host_gate_service(host_gate *g, const struct pollfd *pfd, int n, host_gate_cb *cb, void *arg);
+/* Closes every waiting connection (not the listener), with a log line if any were dropped. */
+void host_gate_close(host_gate *g);
+/* The same without a word (a fork child, where the log's lock may be held). */
+void host_gate_forget(host_gate *g);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Wire messages (bootstrap and the control mesh)                                             */
@@ -254,13 +337,14 @@ enum {
     HOST_MSG_ROOT_OK,              /* root -> rank: peer table */
     HOST_MSG_ROOT_FAIL,            /* root -> rank: bootstrap failed */
     HOST_MSG_MESH_HELLO,           /* lower rank -> higher rank on the mesh */
-    HOST_MSG_MESH_FAIL,            /* mesh setup failure reported to a peer */
-    HOST_MSG_SEG_NAME,             /* rank 0 -> all: segment to attach */
-    HOST_MSG_SEG_ACK,              /* all -> rank 0 */
+    HOST_MSG_MESH_FAIL,            /* init failure reported to a peer (any phase until READY) */
+    HOST_MSG_SEG_NAME,             /* rank 0 -> all: where to fetch the segment */
+    HOST_MSG_SEG_ACK,              /* all -> rank 0: segment attached */
     HOST_MSG_READY,                /* rank 0 -> all */
     HOST_MSG_LEAVE,                /* finalize/destroy notice */
     HOST_MSG_ABORT,                /* abort notice */
-    HOST_MSG_MGMT                  /* split/shrink exchange, tagged */
+    HOST_MSG_MGMT,                 /* split/shrink exchange, tagged */
+    HOST_MSG_MESH_DONE             /* all -> rank 0: every mesh connection is up */
 };
 
 typedef struct {
@@ -268,6 +352,41 @@ typedef struct {
     uint32_t len; /* payload bytes after this header */
     uint64_t tag;
 } host_msg_hdr;
+
+/* A rank's check-in at the root (HELLO), or rank 0's DISMISS of an extra scalable-init root. */
+typedef struct {
+    uint8_t secret[HOST_SECRET_BYTES];
+    uint32_t proto, libver, layout, flavor;
+    int32_t nranks, rank;
+    uint32_t pid, addr_be;
+    uint16_t port_be, pad16;
+    uint32_t pad32;
+    uint64_t idhash;
+} host_hello;
+
+typedef struct {
+    host_msg_hdr h;
+    host_hello p;
+} host_hello_msg;
+
+/* ROOT_FAIL and MESH_FAIL payload. */
+typedef struct {
+    int32_t code;
+    char text[300];
+} host_fail_msg;
+
+typedef struct {
+    uint32_t pid;
+    uint32_t addr_be;
+    uint16_t port_be;
+    uint16_t pad;
+} host_peer_addr;
+
+/* ROOT_OK payload: host_peer_addr[nranks] follow. */
+typedef struct {
+    int32_t nranks, pad;
+    uint8_t token[HOST_TOKEN_BYTES];
+} host_table_msg;
 
 #define HOST_MSG_MAX_PAYLOAD (1u << 20)
 
@@ -345,10 +464,11 @@ typedef struct {
     size_t buf_bytes;      /* data bytes per step buffer: half the slot's chunk */
 } host_seg;
 
-ncclResult_t host_seg_create(host_seg *seg, int nranks, const uint8_t token[HOST_TOKEN_BYTES], char *name,
-                             size_t namelen);
-ncclResult_t host_seg_attach(host_seg *seg, const char *name, int nranks, const uint8_t token[HOST_TOKEN_BYTES]);
-ncclResult_t host_seg_unlink(const char *name);
+/* Creates and maps the segment as an anonymous memory file (memfd, sealed at its size); *fd is
+ * what peers get over a Unix-domain socket (bootstrap.c). No name exists at any instant. */
+ncclResult_t host_seg_create(host_seg *seg, int nranks, const uint8_t token[HOST_TOKEN_BYTES], int *fd);
+/* Maps a segment received as fd after checking owner, seals, size, header and token. */
+ncclResult_t host_seg_attach(host_seg *seg, int fd, int nranks, const uint8_t token[HOST_TOKEN_BYTES]);
 void host_seg_unmap(host_seg *seg);
 static inline host_seg_rank *host_seg_rankp(const host_seg *s, int r)
 {
@@ -501,6 +621,7 @@ typedef struct host_comm {
     /* state (section 4.1) */
     int phase;                   /* HOST_PHASE_*; guarded by lock */
     _Atomic int error;           /* first asynchronous/fatal error, 0 = none */
+    char error_why[200];         /* what caused it, when known ("" otherwise); guarded by lock */
     _Atomic int aborted;         /* ncclCommAbort called */
     _Atomic int finalizing;      /* finalize issued */
     _Atomic int suspended;
@@ -573,13 +694,21 @@ ncclResult_t host_comm_usable(host_comm *c, const char *fn);
 ncclResult_t host_comm_usable_revoked(host_comm *c, const char *fn);
 /* Records a fatal error (first wins) and wakes every waiter. */
 void host_comm_set_error(host_comm *c, ncclResult_t rc);
+/* The same with what caused it ("peer rank 2 (pid 4711) exited ..."), told by later errors. */
+void host_comm_set_error_why(host_comm *c, ncclResult_t rc, const char *why);
 ncclResult_t host_comm_error(host_comm *c);
+/* ": <what caused the error>" for appending to a message, or "" when nothing was recorded. */
+const char *host_comm_error_why(host_comm *c, char *buf, size_t len);
 /* Wakes the worker and every waiter of this comm (abort, errors from the monitor). */
 void host_comm_wake(host_comm *c);
 
 /* config.c */
 ncclResult_t host_config_parse(const ncclConfig_t *in, ncclConfig_t *out, const char *fn);
 void host_config_default(ncclConfig_t *out);
+/* A nccl*Config collective's config (NULL is the plain call): size, magic, field ranges. */
+ncclResult_t host_coll_config_check(const ncclCollConfig_t *in, const char *fn);
+/* ncclSetEncryption's config: size, magic, mode (written to *mode). */
+ncclResult_t host_encryption_check(const ncclEncryptionConfig_t *in, int *mode);
 
 /* comm.c */
 ncclResult_t host_comm_create(int nranks, int rank, const ncclConfig_t *cfg, host_comm **out);
@@ -613,19 +742,19 @@ ncclResult_t host_comm_wait_init(host_comm *c);
 void host_comm_teardown(host_comm *c, int abort);
 ncclResult_t host_destroy_impl(host_comm *c, int abort);
 
-/* bootstrap.c */
+/* root.c: unique ids and the process's one bootstrap root */
 ncclResult_t host_unique_id(ncclUniqueId *id);
 ncclResult_t host_id_check(const ncclUniqueId *id, const char *fn);
 uint64_t host_ids_hash(const ncclUniqueId *ids, int nids);
-ncclResult_t host_bootstrap(host_comm *c);     /* phase 1 via the root, then host_mesh_build */
-typedef struct {
-    uint32_t pid;
-    uint32_t addr_be;
-    uint16_t port_be;
-    uint16_t pad;
-} host_peer_addr;
-ncclResult_t host_mesh_build(host_comm *c, const host_peer_addr *peers);
+/* The root's address and the id's secret. */
+void host_id_root(const ncclUniqueId *id, uint32_t *addr_be, uint16_t *port_be, uint8_t *secret);
+uint32_t host_id_pid(const ncclUniqueId *id);
 void host_dismiss_roots(const ncclUniqueId *ids, int nids);
+void host_root_atfork_child(void);
+
+/* bootstrap.c */
+ncclResult_t host_bootstrap(host_comm *c);     /* phase 1 via the root, then host_mesh_build */
+ncclResult_t host_mesh_build(host_comm *c, const host_peer_addr *peers);
 /* Control-mesh sends (any thread; per-peer send lock). */
 ncclResult_t host_ctl_send(host_comm *c, int peer, uint32_t type, uint64_t tag, const void *payload, uint32_t len,
                            int64_t deadline);
@@ -724,8 +853,6 @@ int host_p2p_direct_exposed(const host_comm *c, const host_p2p_run *run);
 int host_group_depth(void);
 ncclResult_t host_group_start(void);
 ncclResult_t host_group_end(ncclSimInfo_t *sim, int simulate);
-/* Entry path of every communication call after its argument checks. */
-ncclResult_t host_enqueue(ncclComm_t comm, host_opd *op);
 /* Management jobs (init, split, shrink, finalize, destroy) inside a group. */
 typedef enum { HOST_JOB_INIT = 1, HOST_JOB_SPLIT, HOST_JOB_SHRINK, HOST_JOB_FINALIZE, HOST_JOB_DESTROY } host_job_kind;
 ncclResult_t host_group_add_job(host_job_kind kind, ncclComm_t comm, host_split_args *args);

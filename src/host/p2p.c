@@ -96,6 +96,7 @@ static ncclResult_t send_progress(host_comm *c, host_p2p_run *run, int *progress
 
 static ncclResult_t recv_progress(host_comm *c, host_p2p_run *run, int *progress, int *done, host_blocked *b)
 {
+    ncclResult_t rc;
     host_opd *op = run->op;
     int peer = op->root;
     size_t R = c->seg.p2p_bytes;
@@ -134,8 +135,9 @@ static ncclResult_t recv_progress(host_comm *c, host_p2p_run *run, int *progress
                     /* claim, read, and only then let `tail` pass the header (releases the sender) */
                     if (atomic_load_explicit(&ring->tail, memory_order_relaxed) <= run->start)
                         atomic_store_explicit(&ring->tail, run->start + 1, memory_order_release);
-                    HOST_CHECK(host_direct_read(c, peer, op->recvbuff, run->hdr.addr,
-                                                op->count * host_type_size(op->datatype)));
+                    if (HOST_FAILED(rc = host_direct_read(c, peer, op->recvbuff, run->hdr.addr,
+                                         op->count * host_type_size(op->datatype))))
+                        return rc;
                 } else {
                     run->end = run->start + HDR + (uint64_t)op->count * host_type_size(op->datatype);
                 }

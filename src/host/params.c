@@ -6,7 +6,7 @@
  * the default.
  *
  *   NCCL_HOST_FLAVOR              nccl        nccl | rccl
- *   NCCL_HOST_VERSION_CODE        23007       reported by ncclGetVersion
+ *   NCCL_HOST_VERSION_CODE        23203       reported by ncclGetVersion
  *   NCCL_HOST_FP8                 ocp/fnuz    fp8 encoding (default by flavour)
  *   NCCL_HOST_TIMEOUT             180         seconds for every wait, fractions allowed; 0 = infinite
  *   NCCL_HOST_ROOT_IDLE_TIMEOUT   = timeout   lifetime of a root listener that never completes
@@ -31,7 +31,8 @@
  *   NCCL_HOST_P2P_EAGER           0           sends up to this size complete without the receiver
  *   NCCL_HOST_CHECKS              1           0 NCCL-like (no overlap checks), 1 section 6.3/6.4 checks;
  *                                             2 is accepted and behaves as 1 (strict extras not implemented)
- *   NCCL_HOST_SHUFFLE, NCCL_HOST_SHM=memfd    not implemented: WARN and ignored
+ *   NCCL_HOST_SHM                 memfd       the only kind (anything else: WARN and ignored)
+ *   NCCL_HOST_SHUFFLE                         not implemented: WARN and ignored
  *   NCCL_HOST_CHECK_POINTERS      0           probe buffers (NCCL_CHECK_POINTERS=1 also enables)
  *   NCCL_HOST_BIND_ADDR           127.0.0.1   listener address (loopback unless allowed)
  *   NCCL_HOST_ALLOW_NONLOOPBACK   0
@@ -39,6 +40,9 @@
  *   NCCL_COMM_BLOCKING            unset       0/1 overrides config.blocking
  *   NCCL_MULTI_RANK_GPU_ENABLE    0           1 allows repeated devlist entries
  *   NCCL_DEBUG, NCCL_HOST_DEBUG, NCCL_DEBUG_SUBSYS, NCCL_DEBUG_FILE: see debug.c
+ *
+ * The ncclParam* entry points read these by name (HOST_PARAMS below): what a program sees is the
+ * value in force, defaults included.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -189,8 +193,9 @@ static void params_load(void)
         HOST_WARN("NCCL_HOST_SHUFFLE=1 is not implemented in libnccl-host %s; group ops run in issue order",
                   HOST_LIB_VERSION);
     s = getenv("NCCL_HOST_SHM");
-    if (s != NULL && *s != '\0' && strcasecmp(s, "posix") != 0)
-        HOST_WARN("NCCL_HOST_SHM=%s is not supported; using posix shared memory (shm_open, unlinked after attach)", s);
+    if (s != NULL && *s != '\0' && strcasecmp(s, "memfd") != 0)
+        HOST_WARN("NCCL_HOST_SHM=%s is not supported; using memfd shared memory (never named, passed to the ranks "
+                  "over a Unix socket)", s);
     s = getenv("NCCL_COMM_ID");
     p->comm_id = (s != NULL && *s != '\0') ? "set" : NULL;
 
@@ -236,4 +241,214 @@ const char *host_info_text(void)
 {
     (void)host_params();
     return host_info_buf;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The parameter API (ncclParam*, NCCL 2.30.4) over the tunables above                         */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Every tunable host_params_t holds, by its variable name: an integer, or text for the ones that
+ * are not numbers (flavour, fp8 encoding, address, fractional seconds). */
+#define HOST_PARAMS(X)                                                                             \
+    X(NCCL_HOST_FLAVOR, TEXT)                                                                      \
+    X(NCCL_HOST_VERSION_CODE, INT)                                                                 \
+    X(NCCL_HOST_FP8, TEXT)                                                                         \
+    X(NCCL_HOST_TIMEOUT, TEXT)                                                                     \
+    X(NCCL_HOST_ROOT_IDLE_TIMEOUT, TEXT)                                                           \
+    X(NCCL_HOST_CHUNK_BYTES, INT)                                                                  \
+    X(NCCL_HOST_P2P_BYTES, INT)                                                                    \
+    X(NCCL_HOST_P2P_EAGER, INT)                                                                    \
+    X(NCCL_HOST_CHECKS, INT)                                                                       \
+    X(NCCL_HOST_CHECK_POINTERS, INT)                                                               \
+    X(NCCL_HOST_BIND_ADDR, TEXT)                                                                   \
+    X(NCCL_HOST_ALLOW_NONLOOPBACK, INT)                                                            \
+    X(NCCL_HOST_NUM_DEVICES, INT)                                                                  \
+    X(NCCL_COMM_BLOCKING, INT)                                                                     \
+    X(NCCL_MULTI_RANK_GPU_ENABLE, INT)
+
+enum host_param_id {
+#define HOST_PARAM_ID(key, kind) HOST_P_##key,
+    HOST_PARAMS(HOST_PARAM_ID)
+#undef HOST_PARAM_ID
+    HOST_NPARAMS
+};
+
+/* The handle NCCL hands out is owned by the library: here, an entry of this static table. */
+struct ncclParamHandle {
+    const char *key;
+    int is_text;
+};
+static const struct ncclParamHandle host_param_table[HOST_NPARAMS] = {
+#define HOST_PARAM_ROW(key, kind) {#key, HOST_PARAM_IS_##kind},
+#define HOST_PARAM_IS_TEXT 1
+#define HOST_PARAM_IS_INT 0
+    HOST_PARAMS(HOST_PARAM_ROW)
+#undef HOST_PARAM_ROW
+#undef HOST_PARAM_IS_TEXT
+#undef HOST_PARAM_IS_INT
+};
+static const char *host_param_key_table[HOST_NPARAMS] = {
+#define HOST_PARAM_KEY(key, kind) #key,
+    HOST_PARAMS(HOST_PARAM_KEY)
+#undef HOST_PARAM_KEY
+};
+
+/* Text results stay valid until the next call of the same function on the same thread. */
+static __thread char host_param_str_buf[64];
+static __thread char host_param_value_buf[64];
+
+/* The table index of a handle, or -1 for anything ncclParamBind did not hand out. */
+static int param_index(ncclParamHandle_t h)
+{
+    for (int i = 0; h != NULL && i < HOST_NPARAMS; i++)
+        if (h == &host_param_table[i])
+            return i;
+    return -1;
+}
+
+/* NCCL_HOST_CHUNK_BYTES reads 0 while unset (slots sized per communicator); NCCL_COMM_BLOCKING
+ * reads NCCL_CONFIG_UNDEF_INT while unset, as NCCL's own parameter does. */
+static int64_t param_int(int id)
+{
+    const host_params_t *p = host_params();
+    switch (id) {
+    case HOST_P_NCCL_HOST_VERSION_CODE: return p->version_code;
+    case HOST_P_NCCL_HOST_CHUNK_BYTES: return p->chunk_auto ? 0 : (int64_t)p->chunk_bytes;
+    case HOST_P_NCCL_HOST_P2P_BYTES: return (int64_t)p->p2p_bytes;
+    case HOST_P_NCCL_HOST_P2P_EAGER: return (int64_t)p->p2p_eager;
+    case HOST_P_NCCL_HOST_CHECKS: return p->checks;
+    case HOST_P_NCCL_HOST_CHECK_POINTERS: return p->check_pointers;
+    case HOST_P_NCCL_HOST_ALLOW_NONLOOPBACK: return p->allow_nonloopback;
+    case HOST_P_NCCL_HOST_NUM_DEVICES: return p->num_devices;
+    case HOST_P_NCCL_COMM_BLOCKING: return p->comm_blocking < 0 ? NCCL_CONFIG_UNDEF_INT : p->comm_blocking;
+    case HOST_P_NCCL_MULTI_RANK_GPU_ENABLE: return p->multi_rank_gpu;
+    default: return 0;
+    }
+}
+
+static void param_text(int id, char *buf, size_t n)
+{
+    const host_params_t *p = host_params();
+    struct in_addr a;
+    switch (id) {
+    case HOST_P_NCCL_HOST_FLAVOR: snprintf(buf, n, "%s", p->flavor == HOST_FLAVOR_RCCL ? "rccl" : "nccl"); break;
+    case HOST_P_NCCL_HOST_FP8: snprintf(buf, n, "%s", p->fp8 == HOST_FP8_FNUZ ? "fnuz" : "ocp"); break;
+    case HOST_P_NCCL_HOST_TIMEOUT: snprintf(buf, n, "%g", p->timeout_s); break;
+    case HOST_P_NCCL_HOST_ROOT_IDLE_TIMEOUT:
+        snprintf(buf, n, "%g", p->root_idle_ns == HOST_NEVER ? 0.0 : (double)p->root_idle_ns / 1e9);
+        break;
+    case HOST_P_NCCL_HOST_BIND_ADDR:
+        a.s_addr = p->bind_addr;
+        if (inet_ntop(AF_INET, &a, buf, (socklen_t)n) == NULL)
+            buf[0] = '\0';
+        break;
+    default: snprintf(buf, n, "%lld", (long long)param_int(id)); break;
+    }
+}
+
+ncclResult_t host_param_bind(ncclParamHandle_t *out, const char *key)
+{
+    if (out == NULL || key == NULL)
+        return host_fail(ncclInvalidArgument, "ncclParamBind: %s is NULL", out == NULL ? "out" : "key");
+    *out = NULL;
+    for (int i = 0; i < HOST_NPARAMS; i++)
+        if (strcmp(host_param_table[i].key, key) == 0) {
+            *out = (ncclParamHandle_t)&host_param_table[i];
+            return ncclSuccess;
+        }
+    return host_fail(ncclInvalidArgument, "ncclParamBind: %s is not a parameter of the host backend", key);
+}
+
+ncclResult_t host_param_get_int(ncclParamHandle_t h, int64_t lo, uint64_t hi, int64_t *out, const char *fn)
+{
+    int id = param_index(h);
+    if (id < 0 || out == NULL)
+        return host_fail(ncclInvalidArgument, "%s: %s", fn, id < 0 ? "not a handle of ncclParamBind" : "out is NULL");
+    if (host_param_table[id].is_text)
+        return host_fail(ncclInvalidUsage, "%s: %s is a text parameter (read it with ncclParamGetStr)", fn,
+                         host_param_table[id].key);
+    int64_t v = param_int(id);
+    if (v < lo || (v > 0 && (uint64_t)v > hi))
+        return host_fail(ncclInvalidArgument, "%s: %s = %lld does not fit the requested type", fn,
+                         host_param_table[id].key, (long long)v);
+    *out = v;
+    return ncclSuccess;
+}
+
+ncclResult_t host_param_get_str(ncclParamHandle_t h, const char **out)
+{
+    int id = param_index(h);
+    if (id < 0 || out == NULL)
+        return host_fail(ncclInvalidArgument, "ncclParamGetStr: %s",
+                         id < 0 ? "not a handle of ncclParamBind" : "out is NULL");
+    param_text(id, host_param_str_buf, sizeof host_param_str_buf);
+    *out = host_param_str_buf;
+    return ncclSuccess;
+}
+
+/* The native representation: an int64_t for an integer parameter, the NUL-terminated text for a
+ * text one. A buffer too small is ncclInvalidArgument with *len set to the size needed. */
+ncclResult_t host_param_get_raw(ncclParamHandle_t h, void *out, int maxLen, int *len)
+{
+    char text[64];
+    int64_t v;
+    const void *src;
+    int need;
+    int id = param_index(h);
+    if (id < 0 || out == NULL || len == NULL)
+        return host_fail(ncclInvalidArgument, "ncclParamGet: %s",
+                         id < 0 ? "not a handle of ncclParamBind" : out == NULL ? "out is NULL" : "len is NULL");
+    if (host_param_table[id].is_text) {
+        param_text(id, text, sizeof text);
+        src = text;
+        need = (int)strlen(text) + 1;
+    } else {
+        v = param_int(id);
+        src = &v;
+        need = (int)sizeof v;
+    }
+    *len = need;
+    if (maxLen < need)
+        return host_fail(ncclInvalidArgument, "ncclParamGet: %s needs %d bytes, maxLen is %d",
+                         host_param_table[id].key, need, maxLen);
+    memcpy(out, src, (size_t)need);
+    return ncclSuccess;
+}
+
+ncclResult_t host_param_get_by_key(const char *key, const char **value, int *valueLen)
+{
+    ncclParamHandle_t h;
+    if (key == NULL || value == NULL || valueLen == NULL)
+        return host_fail(ncclInvalidArgument, "ncclParamGetParameter: %s is NULL",
+                         key == NULL ? "key" : value == NULL ? "value" : "valueLen");
+    *value = NULL;
+    *valueLen = 0;
+    ncclResult_t rc = host_param_bind(&h, key);
+    if (rc != ncclSuccess)
+        return rc;
+    param_text(param_index(h), host_param_value_buf, sizeof host_param_value_buf);
+    *value = host_param_value_buf;
+    *valueLen = (int)strlen(host_param_value_buf);
+    return ncclSuccess;
+}
+
+ncclResult_t host_param_keys(const char ***table, int *tableLen)
+{
+    if (table == NULL || tableLen == NULL)
+        return host_fail(ncclInvalidArgument, "ncclParamGetAllParameterKeys: %s is NULL",
+                         table == NULL ? "table" : "tableLen");
+    *table = host_param_key_table;
+    *tableLen = HOST_NPARAMS;
+    return ncclSuccess;
+}
+
+/* One KEY=VALUE line per parameter on stdout, as NCCL prints its own. */
+void host_param_dump(void)
+{
+    char text[64];
+    for (int i = 0; i < HOST_NPARAMS; i++) {
+        param_text(i, text, sizeof text);
+        printf("%s=%s\n", host_param_table[i].key, text);
+    }
+    fflush(stdout);
 }

@@ -19,8 +19,10 @@ ncclResult_t host_redop_create(ncclRedOp_t *op, void *scalar, ncclDataType_t dt,
     host_userop *u;
     ncclResult_t rc;
     int v;
-    HOST_CHECK(host_comm_enter(comm, "ncclRedOpCreatePreMulSum", &c));
-    HOST_CHECKGOTO(host_comm_usable(c, "ncclRedOpCreatePreMulSum"), rc, exit);
+    if (HOST_FAILED(rc = host_comm_enter(comm, "ncclRedOpCreatePreMulSum", &c)))
+        return rc;
+    if (HOST_FAILED(rc = host_comm_usable(c, "ncclRedOpCreatePreMulSum")))
+        goto exit;
     if (op == NULL || scalar == NULL) {
         rc = host_fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: %s is NULL", op == NULL ? "op" : "scalar");
         goto exit;
@@ -64,11 +66,13 @@ exit:
 
 ncclResult_t host_redop_destroy(ncclRedOp_t op, ncclComm_t comm)
 {
+    ncclResult_t rc;
     host_comm *c;
     host_userop *found = NULL;
     if ((int)op < ncclNumOps)
         return host_fail(ncclInvalidArgument, "ncclRedOpDestroy: op %d is not a user-created reduction op", (int)op);
-    HOST_CHECK(host_comm_enter(comm, "ncclRedOpDestroy", &c));
+    if (HOST_FAILED(rc = host_comm_enter(comm, "ncclRedOpDestroy", &c)))
+        return rc;
     pthread_mutex_lock(&c->lock);
     for (host_userop **pp = &c->userops; *pp != NULL; pp = &(*pp)->next)
         if ((*pp)->value == op) {

@@ -217,23 +217,53 @@ typedef void kernel_fn(unsigned char *acc, const unsigned char *a, const unsigne
 
 /* Element loads and stores through memcpy: buffers need not be aligned, and acc may alias in
  * (each element is read completely before it is written). Compilers turn these into plain moves. */
-#define DEFINE_LOAD_STORE(sfx, T)                                                            \
-    static inline T ld_##sfx(const unsigned char *p, size_t i)                              \
-    {                                                                                        \
-        T v;                                                                                 \
-        memcpy(&v, p + i * sizeof v, sizeof v);                                              \
-        return v;                                                                            \
-    }                                                                                        \
-    static inline void st_##sfx(unsigned char *p, size_t i, T v)                            \
-    {                                                                                        \
-        memcpy(p + i * sizeof v, &v, sizeof v);                                              \
-    }
-DEFINE_LOAD_STORE(u8, uint8_t)
-DEFINE_LOAD_STORE(u16, uint16_t)
-DEFINE_LOAD_STORE(u32, uint32_t)
-DEFINE_LOAD_STORE(u64, uint64_t)
-DEFINE_LOAD_STORE(f32, float)
-DEFINE_LOAD_STORE(f64, double)
+static inline uint8_t ld_u8(const unsigned char *p, size_t i)
+{
+    uint8_t v;
+    memcpy(&v, p + i * sizeof v, sizeof v);
+    return v;
+}
+static inline void st_u8(unsigned char *p, size_t i, uint8_t v) { memcpy(p + i * sizeof v, &v, sizeof v); }
+
+static inline uint16_t ld_u16(const unsigned char *p, size_t i)
+{
+    uint16_t v;
+    memcpy(&v, p + i * sizeof v, sizeof v);
+    return v;
+}
+static inline void st_u16(unsigned char *p, size_t i, uint16_t v) { memcpy(p + i * sizeof v, &v, sizeof v); }
+
+static inline uint32_t ld_u32(const unsigned char *p, size_t i)
+{
+    uint32_t v;
+    memcpy(&v, p + i * sizeof v, sizeof v);
+    return v;
+}
+static inline void st_u32(unsigned char *p, size_t i, uint32_t v) { memcpy(p + i * sizeof v, &v, sizeof v); }
+
+static inline uint64_t ld_u64(const unsigned char *p, size_t i)
+{
+    uint64_t v;
+    memcpy(&v, p + i * sizeof v, sizeof v);
+    return v;
+}
+static inline void st_u64(unsigned char *p, size_t i, uint64_t v) { memcpy(p + i * sizeof v, &v, sizeof v); }
+
+static inline float ld_f32(const unsigned char *p, size_t i)
+{
+    float v;
+    memcpy(&v, p + i * sizeof v, sizeof v);
+    return v;
+}
+static inline void st_f32(unsigned char *p, size_t i, float v) { memcpy(p + i * sizeof v, &v, sizeof v); }
+
+static inline double ld_f64(const unsigned char *p, size_t i)
+{
+    double v;
+    memcpy(&v, p + i * sizeof v, sizeof v);
+    return v;
+}
+static inline void st_f64(unsigned char *p, size_t i, double v) { memcpy(p + i * sizeof v, &v, sizeof v); }
 
 /* One loop over the elements storing `expr` into acc[i]; the case's break is part of it. */
 #define EACH(ST, expr)                                                                       \

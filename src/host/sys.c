@@ -12,10 +12,13 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -219,9 +222,10 @@ ncclResult_t host_sock_listen(uint32_t addr_be, int *fd, uint16_t *port_be)
 {
     struct sockaddr_in sa;
     socklen_t sl = sizeof sa;
+    char why[160];
     int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (s < 0)
-        return host_fail(ncclSystemError, "socket() failed: %s", strerror(errno));
+        return host_fail(ncclSystemError, "socket() failed: %s", host_errno_text(errno, why, sizeof why));
     memset(&sa, 0, sizeof sa);
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = addr_be;
@@ -237,13 +241,12 @@ ncclResult_t host_sock_listen(uint32_t addr_be, int *fd, uint16_t *port_be)
     return ncclSuccess;
 }
 
-host_io host_sock_connect(uint32_t addr_be, uint16_t port_be, int64_t deadline, int wake_fd, int *fd)
+host_io host_sock_connect_start(uint32_t addr_be, uint16_t port_be, int *fd, int *pending)
 {
     struct sockaddr_in sa;
-    int s, err = 0;
-    socklen_t el = sizeof err;
-    host_io io;
+    int s, err;
     *fd = -1;
+    *pending = 0;
     s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (s < 0)
         return HOST_IO_ERROR;
@@ -258,18 +261,44 @@ host_io host_sock_connect(uint32_t addr_be, uint16_t port_be, int64_t deadline, 
             errno = err;
             return HOST_IO_ERROR;
         }
-        io = wait_fd(s, POLLOUT, deadline, wake_fd);
-        if (io != HOST_IO_OK) {
-            close(s);
-            return io;
-        }
-        if (getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err != 0) {
-            close(s);
-            errno = err;
-            return HOST_IO_ERROR;
-        }
+        *pending = 1;
+    } else {
+        sock_tune(s);
     }
-    sock_tune(s);
+    *fd = s;
+    return HOST_IO_OK;
+}
+
+host_io host_sock_connect_finish(int fd)
+{
+    int err = 0;
+    socklen_t el = sizeof err;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err != 0) {
+        errno = err;
+        return HOST_IO_ERROR;
+    }
+    sock_tune(fd);
+    return HOST_IO_OK;
+}
+
+host_io host_sock_connect(uint32_t addr_be, uint16_t port_be, int64_t deadline, int wake_fd, int *fd)
+{
+    int s, pending, err;
+    host_io io = host_sock_connect_start(addr_be, port_be, &s, &pending);
+    *fd = -1;
+    if (io != HOST_IO_OK || !pending) {
+        *fd = s;
+        return io;
+    }
+    io = wait_fd(s, POLLOUT, deadline, wake_fd);
+    if (io == HOST_IO_OK)
+        io = host_sock_connect_finish(s);
+    if (io != HOST_IO_OK) {
+        err = errno;
+        close(s);
+        errno = err;
+        return io;
+    }
     *fd = s;
     return HOST_IO_OK;
 }
@@ -400,4 +429,167 @@ ncclResult_t host_thread_create(pthread_t *t, void *(*fn)(void *), void *arg, in
     if (r != 0)
         return host_fail(ncclSystemError, "pthread_create failed: %s", strerror(r));
     return ncclSuccess;
+}
+
+const char *host_errno_text(int err, char *buf, size_t len)
+{
+    struct rlimit rl;
+    if (err == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        snprintf(buf, len, "%s (this process may open %llu files: RLIMIT_NOFILE, ulimit -n)", strerror(err),
+                 (unsigned long long)rl.rlim_cur);
+    else if (err == ENFILE)
+        snprintf(buf, len, "%s (the system-wide limit, fs.file-max)", strerror(err));
+    else
+        snprintf(buf, len, "%s", strerror(err));
+    return buf;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+/* An abstract address: sun_path starts with a NUL byte, and the length counts only the name. */
+static socklen_t uds_addr(const char *name, struct sockaddr_un *sa)
+{
+    size_t n = strlen(name);
+    memset(sa, 0, sizeof *sa);
+    sa->sun_family = AF_UNIX;
+    if (n > sizeof sa->sun_path - 1)
+        n = sizeof sa->sun_path - 1;
+    memcpy(sa->sun_path + 1, name, n);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
+ncclResult_t host_uds_listen(const char *name, int backlog, int *fd)
+{
+    struct sockaddr_un sa;
+    socklen_t sl = uds_addr(name, &sa);
+    char why[160];
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (s < 0)
+        return host_fail(ncclSystemError, "socket(AF_UNIX) failed: %s", host_errno_text(errno, why, sizeof why));
+    if (bind(s, (struct sockaddr *)&sa, sl) != 0 || listen(s, backlog) != 0) {
+        int e = errno;
+        close(s);
+        return host_fail(ncclSystemError, "cannot listen on the Unix socket @%s: %s", name, strerror(e));
+    }
+    *fd = s;
+    return ncclSuccess;
+}
+
+host_io host_uds_connect(const char *name, int64_t deadline, int wake_fd, int *fd)
+{
+    struct sockaddr_un sa;
+    socklen_t sl = uds_addr(name, &sa);
+    int s;
+    *fd = -1;
+    s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (s < 0)
+        return HOST_IO_ERROR;
+    for (;;) {
+        if (connect(s, (struct sockaddr *)&sa, sl) == 0)
+            break;
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN) { /* the listener's backlog is full: try again shortly */
+            struct pollfd p = {wake_fd, POLLIN, 0};
+            int64_t left = deadline == HOST_NEVER ? 10000000 : deadline - host_now_ns();
+            if (left <= 0) {
+                close(s);
+                return HOST_IO_TIMEOUT;
+            }
+            if (poll(&p, wake_fd >= 0 ? 1 : 0, left < 10000000 ? (int)(left / 1000000) + 1 : 10) > 0) {
+                close(s);
+                return HOST_IO_ABORT;
+            }
+            continue;
+        }
+        {
+            int e = errno;
+            close(s);
+            errno = e;
+            return HOST_IO_ERROR;
+        }
+    }
+    *fd = s;
+    return HOST_IO_OK;
+}
+
+host_io host_uds_send_fd(int sock, int fd)
+{
+    char byte = 'S';
+    struct iovec iov = {&byte, 1};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } ctl;
+    struct msghdr m;
+    struct cmsghdr *cm;
+    memset(&m, 0, sizeof m);
+    memset(&ctl, 0, sizeof ctl);
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl.buf;
+    m.msg_controllen = sizeof ctl.buf;
+    cm = CMSG_FIRSTHDR(&m);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    for (;;) {
+        ssize_t r = sendmsg(sock, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (r == 1)
+            return HOST_IO_OK;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EPIPE || errno == ECONNRESET))
+            return HOST_IO_EOF;
+        return HOST_IO_ERROR;
+    }
+}
+
+host_io host_uds_recv_fd(int sock, int64_t deadline, int wake_fd, int *fd)
+{
+    char byte;
+    struct iovec iov = {&byte, 1};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } ctl;
+    struct msghdr m;
+    *fd = -1;
+    for (;;) {
+        ssize_t r;
+        memset(&m, 0, sizeof m);
+        m.msg_iov = &iov;
+        m.msg_iovlen = 1;
+        m.msg_control = ctl.buf;
+        m.msg_controllen = sizeof ctl.buf;
+        r = recvmsg(sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (r == 1) {
+            struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+            if (cm != NULL && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+                cm->cmsg_len == CMSG_LEN(sizeof(int)))
+                memcpy(fd, CMSG_DATA(cm), sizeof(int));
+            return HOST_IO_OK;
+        }
+        if (r == 0)
+            return HOST_IO_EOF;
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            host_io io = wait_fd(sock, POLLIN, deadline, wake_fd);
+            if (io != HOST_IO_OK)
+                return io;
+            continue;
+        }
+        return errno == ECONNRESET ? HOST_IO_EOF : HOST_IO_ERROR;
+    }
+}
+
+long host_uds_peer_uid(int sock)
+{
+    struct ucred cr;
+    socklen_t l = sizeof cr;
+    if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cr, &l) != 0)
+        return -1;
+    return (long)cr.uid;
 }

@@ -1,5 +1,6 @@
 /* How the ranks of a communicator move data and wait for each other: the choices made once per
- * communicator, and the single-copy reads between ranks (HOST_BACKEND.md sections 10, 11.4).
+ * communicator, and the single-copy reads between ranks (docs/host-backend.md, "The bounded spin"
+ * and "Single copy").
  *
  * host_transport_setup runs right after the bootstrap of every communicator (init, split,
  * shrink; comm.c), on every rank, and settles two things by two short exchanges over the control
@@ -374,14 +375,16 @@ ncclResult_t host_transport_setup(host_comm *c)
     else if (yama_scope() == 1 && !(p->direct == HOST_DIRECT_AUTO && mine.speed < HOST_DIRECT_MIN_SPEED))
         reason = ptracer_declare(c, why, sizeof why); /* not when the speed rule turns it off anyway */
     mine.want = reason == NULL;
-    HOST_CHECKGOTO(host_random_bytes(&c->probe_cookie, sizeof c->probe_cookie), rc, exit);
+    if (HOST_FAILED(rc = host_random_bytes(&c->probe_cookie, sizeof c->probe_cookie)))
+        goto exit;
     mine.cookie = c->probe_cookie;
     mine.cookie_addr = (uint64_t)(uintptr_t)&c->probe_cookie;
     CPU_ZERO(&u);
     if (sched_getaffinity(0, sizeof u, &u) != 0)
         CPU_ZERO(&u);
     memcpy(mine.cpus, &u, sizeof u);
-    HOST_CHECKGOTO(host_mgmt_allgather(c, members, n, &mine, sizeof mine, all, "communicator setup"), rc, exit);
+    if (HOST_FAILED(rc = host_mgmt_allgather(c, members, n, &mine, sizeof mine, all, "communicator setup")))
+        goto exit;
 
     /* Spin: ranks <= CPUs in the union of the ranks' affinity masks. */
     CPU_ZERO(&u);
@@ -423,7 +426,8 @@ ncclResult_t host_transport_setup(host_comm *c)
     if (reason == NULL)
         reason = probe_peers(c, all, why, sizeof why);
     ok = reason == NULL;
-    HOST_CHECKGOTO(host_mgmt_allgather(c, members, n, &ok, sizeof ok, oks, "communicator setup"), rc, exit);
+    if (HOST_FAILED(rc = host_mgmt_allgather(c, members, n, &ok, sizeof ok, oks, "communicator setup")))
+        goto exit;
     for (int j = 0; j < n; j++)
         if (!oks[j] && all_ok) {
             all_ok = 0;

@@ -315,9 +315,12 @@ static ncclResult_t stuck_check(host_comm *c, host_task *t, int coll_pending, co
         return host_fail(ncclInvalidUsage, "%s rank %d: %s cancelled by ncclCommRevoke or ncclCommShrink(NCCL_SHRINK_ABORT)", c->name,
                          c->rank, b->opname ? b->opname : "operation");
     err = host_comm_error(c);
-    if (err != ncclSuccess)
-        return host_fail(err, "%s rank %d: %s failed: communicator is in error (%s)", c->name, c->rank,
-                         b->opname ? b->opname : "operation", host_error_string(err));
+    if (err != ncclSuccess) {
+        char why[220];
+        return host_fail(err, "%s rank %d: %s failed: communicator is in error (%s)%s", c->name, c->rank,
+                         b->opname ? b->opname : "operation", host_error_string(err),
+                         host_comm_error_why(c, why, sizeof why));
+    }
     if (coll_pending && any_peer_gone(c, &who))
         return host_fail(ncclRemoteError, "%s rank %d: %s needs rank %d, which %s", c->name, c->rank,
                          b->opname ? b->opname : "collective", who, gone_how(c, who));
@@ -407,7 +410,8 @@ static ncclResult_t ops_pass(host_comm *c, ops_state *st, int *progress, int *pe
         while (st->head[q] >= 0) {
             int done = 0, moved = 0;
             host_blocked pb = {-1, NULL, NULL, 0};
-            HOST_CHECK(host_p2p_progress(c, &st->ps[st->head[q]].run, &moved, &done, &pb));
+            if (HOST_FAILED(rc = host_p2p_progress(c, &st->ps[st->head[q]].run, &moved, &done, &pb)))
+                return rc;
             *progress |= moved;
             if (!done) {
                 if (b->peer < 0)
@@ -421,7 +425,8 @@ static ncclResult_t ops_pass(host_comm *c, ops_state *st, int *progress, int *pe
     while (st->coll != NULL) {
         int done = 0, moved = 0;
         host_blocked cb = {-1, NULL, NULL, 0};
-        HOST_CHECK(host_coll_progress(c, &st->crun, &moved, &done, &cb));
+        if (HOST_FAILED(rc = host_coll_progress(c, &st->crun, &moved, &done, &cb)))
+            return rc;
         *progress |= moved;
         if (!done) {
             if (b->peer < 0 || b->what == NULL)
@@ -495,7 +500,8 @@ ncclResult_t host_run_ops(host_comm *c, host_task *t)
     if (t->epoch < atomic_load(&c->cancel_epoch))
         return host_fail(ncclInvalidUsage, "%s rank %d: cancelled by ncclCommRevoke or ncclCommShrink(NCCL_SHRINK_ABORT)", c->name,
                          c->rank);
-    HOST_CHECK(self_p2p(c, t->ops));
+    if (HOST_FAILED(rc = self_p2p(c, t->ops)))
+        return rc;
     for (host_opd *o = t->ops; o != NULL; o = o->next)
         if (o->kind == HOST_K_SEND || o->kind == HOST_K_RECV)
             st.np += o->root != c->rank;
@@ -529,7 +535,8 @@ ncclResult_t host_run_ops(host_comm *c, host_task *t)
          st.coll = st.coll->next)
         ;
     if (st.coll != NULL)
-        HOST_CHECKGOTO(host_coll_begin(c, &st.crun, st.coll), rc, exit);
+        if (HOST_FAILED(rc = host_coll_begin(c, &st.crun, st.coll)))
+            goto exit;
 
     for (;;) {
         host_blocked b = {-1, NULL, NULL, 0};
@@ -539,7 +546,8 @@ ncclResult_t host_run_ops(host_comm *c, host_task *t)
             rc = host_fail(ncclInvalidUsage, "%s rank %d: communicator aborted", c->name, c->rank);
             goto exit;
         }
-        HOST_CHECKGOTO(ops_pass(c, &st, &progress, &pending, &b), rc, exit);
+        if (HOST_FAILED(rc = ops_pass(c, &st, &progress, &pending, &b)))
+            goto exit;
         if (progress || !pending)
             spin_adapt(c, &wait_start, &slept);
         if (!pending)
@@ -557,7 +565,8 @@ ncclResult_t host_run_ops(host_comm *c, host_task *t)
                 host_cpu_relax();
                 progress = pending = 0;
                 b = (host_blocked){-1, NULL, NULL, 0};
-                HOST_CHECKGOTO(ops_pass(c, &st, &progress, &pending, &b), rc, exit);
+                if (HOST_FAILED(rc = ops_pass(c, &st, &progress, &pending, &b)))
+                    goto exit;
             } while (!progress && pending && !atomic_load(&c->aborted) && host_now_ns() < until);
             if (progress || !pending) {
                 spin_adapt(c, &wait_start, &slept);

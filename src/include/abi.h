@@ -7,8 +7,14 @@
  * struct and dlsym loop, the "not found" message, _inspect_function_pointers(), the prototypes
  * the host backend exports, and the test suite's stub libraries. Adding an entry point is one row.
  *
- * NCCL_ABI_NCCL: the 55 functions of the NCCL 2.30 host API that the bindings wrap.
- * NCCL_ABI_RCCL: entry points only RCCL exports (and the host backend, which serves both).
+ * NCCL_ABI_NCCL: the 93 host functions of NCCL 2.32.3 (nccl.h and nccl_device/host.h). `since` is
+ *   the first nvidia-nccl-cu12 release whose header declares the function. Left out on purpose:
+ *   ncclResetDebugInit (deprecated, "not part of the NCCL API"); ncclCftBarrierCreateRequirement
+ *   (declared by the 2.32.3 header, exported by no release yet); ncclGinOutboxCreateRequirement
+ *   and ncclGinInboxA2ACreateRequirement (Windows-only in the 2.32 header).
+ * NCCL_ABI_RCCL: entry points only RCCL exports (and the host backend, which serves both). RCCL
+ *   2.27's rccl.h adds exactly these; its mscclLoadAlgo/RunAlgo/UnloadAlgo are marked removed
+ *   from the public API there and are not rows.
  */
 #ifndef NCCL4PY_ABI_H
 #define NCCL4PY_ABI_H
@@ -153,7 +159,90 @@
       NCCL_ABI_V(2, 29, 2)) \
     X(ncclGetPeerDevicePointer, ncclResult_t, \
       (ncclWindow_t window, size_t offset, int peer, void **outPtr), (window, offset, peer, outPtr), \
-      NCCL_ABI_V(2, 29, 2))
+      NCCL_ABI_V(2, 29, 2)) \
+    X(ncclGetMultimemDevicePointer, ncclResult_t, \
+      (ncclWindow_t window, size_t offset, ncclMultimemHandle_t multimem, void **outPtr), \
+      (window, offset, multimem, outPtr), NCCL_ABI_V(2, 29, 2)) \
+    X(ncclGetMultimemDeviceLeInfo, ncclResult_t, \
+      (ncclWindow_t window, size_t offset, ncclCftLeId_t *leId, size_t *leOffset), \
+      (window, offset, leId, leOffset), NCCL_ABI_V(2, 31, 2)) \
+    X(ncclGetCftDeviceLeInfo, ncclResult_t, \
+      (ncclWindow_t window, size_t offset, int peerCft, ncclTeam_t cftTeam, ncclCftLeId_t *leId, \
+       size_t *leOffset), \
+      (window, offset, peerCft, cftTeam, leId, leOffset), NCCL_ABI_V(2, 31, 2)) \
+    X(ncclGetPeerDeviceLeInfo, ncclResult_t, \
+      (ncclWindow_t window, size_t offset, int peerWorld, ncclCftLeId_t *leId, size_t *leOffset), \
+      (window, offset, peerWorld, leId, leOffset), NCCL_ABI_V(2, 31, 2)) \
+    X(ncclTeamWorld, ncclTeam_t, (ncclComm_t comm), (comm), NCCL_ABI_V(2, 28, 3)) \
+    X(ncclTeamLsa, ncclTeam_t, (ncclComm_t comm), (comm), NCCL_ABI_V(2, 28, 3)) \
+    X(ncclTeamRail, ncclTeam_t, (ncclComm_t comm), (comm), NCCL_ABI_V(2, 28, 3)) \
+    X(ncclTeamCft, ncclTeam_t, (ncclComm_t comm, ncclCftTeamMode_t mode), (comm, mode), NCCL_ABI_V(2, 31, 2)) \
+    X(ncclTeamCftMultimem, ncclTeam_t, (ncclComm_t comm), (comm), NCCL_ABI_V(2, 31, 2)) \
+    X(ncclTeamRankToWorld, int, (ncclComm_t comm, ncclTeam_t team, int rank), (comm, team, rank), \
+      NCCL_ABI_V(2, 28, 3)) \
+    X(ncclTeamRankToLsa, int, (ncclComm_t comm, ncclTeam_t team, int rank), (comm, team, rank), \
+      NCCL_ABI_V(2, 28, 3)) \
+    X(ncclLsaBarrierCreateRequirement, ncclResult_t, \
+      (ncclTeam_t team, int nBarriers, ncclLsaBarrierHandle_t *outHandle, ncclDevResourceRequirements_t *outReq), \
+      (team, nBarriers, outHandle, outReq), NCCL_ABI_V(2, 28, 3)) \
+    X(ncclGinBarrierCreateRequirement, ncclResult_t, \
+      (ncclComm_t comm, ncclTeam_t team, int nBarriers, ncclGinBarrierHandle_t *outHandle, \
+       ncclDevResourceRequirements_t *outReq), \
+      (comm, team, nBarriers, outHandle, outReq), NCCL_ABI_V(2, 29, 2)) \
+    X(ncclLLA2ACalcSlots, int, (int maxElts, int maxEltSize), (maxElts, maxEltSize), NCCL_ABI_V(2, 28, 3)) \
+    X(ncclLLA2ACreateRequirement, ncclResult_t, \
+      (int nBlocks, int nSlots, ncclLLA2AHandle_t *outHandle, ncclDevResourceRequirements_t *outReq), \
+      (nBlocks, nSlots, outHandle, outReq), NCCL_ABI_V(2, 28, 3)) \
+    X(ncclAllReduceConfig, ncclResult_t, \
+      (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, \
+       ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t *config), \
+      (sendbuff, recvbuff, count, datatype, op, comm, stream, config), NCCL_ABI_V(2, 31, 2)) \
+    X(ncclBroadcastConfig, ncclResult_t, \
+      (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, \
+       ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t *config), \
+      (sendbuff, recvbuff, count, datatype, root, comm, stream, config), NCCL_ABI_V(2, 31, 2)) \
+    X(ncclReduceConfig, ncclResult_t, \
+      (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, \
+       int root, ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t *config), \
+      (sendbuff, recvbuff, count, datatype, op, root, comm, stream, config), NCCL_ABI_V(2, 31, 2)) \
+    X(ncclAllGatherConfig, ncclResult_t, \
+      (const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype, ncclComm_t comm, \
+       cudaStream_t stream, const ncclCollConfig_t *config), \
+      (sendbuff, recvbuff, sendcount, datatype, comm, stream, config), NCCL_ABI_V(2, 31, 2)) \
+    X(ncclReduceScatterConfig, ncclResult_t, \
+      (const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op, \
+       ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t *config), \
+      (sendbuff, recvbuff, recvcount, datatype, op, comm, stream, config), NCCL_ABI_V(2, 31, 2)) \
+    X(ncclAlltoAllConfig, ncclResult_t, \
+      (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm, \
+       cudaStream_t stream, const ncclCollConfig_t *config), \
+      (sendbuff, recvbuff, count, datatype, comm, stream, config), NCCL_ABI_V(2, 31, 2)) \
+    X(ncclGatherConfig, ncclResult_t, \
+      (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, \
+       ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t *config), \
+      (sendbuff, recvbuff, count, datatype, root, comm, stream, config), NCCL_ABI_V(2, 31, 2)) \
+    X(ncclScatterConfig, ncclResult_t, \
+      (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, \
+       ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t *config), \
+      (sendbuff, recvbuff, count, datatype, root, comm, stream, config), NCCL_ABI_V(2, 31, 2)) \
+    X(ncclSetEncryption, ncclResult_t, (const ncclEncryptionConfig_t *config), (config), NCCL_ABI_V(2, 32, 3)) \
+    X(ncclParamBind, ncclResult_t, (ncclParamHandle_t *out, const char *key), (out, key), NCCL_ABI_V(2, 30, 4)) \
+    X(ncclParamGetI8, ncclResult_t, (ncclParamHandle_t h, int8_t *out), (h, out), NCCL_ABI_V(2, 30, 4)) \
+    X(ncclParamGetI16, ncclResult_t, (ncclParamHandle_t h, int16_t *out), (h, out), NCCL_ABI_V(2, 30, 4)) \
+    X(ncclParamGetI32, ncclResult_t, (ncclParamHandle_t h, int32_t *out), (h, out), NCCL_ABI_V(2, 30, 4)) \
+    X(ncclParamGetI64, ncclResult_t, (ncclParamHandle_t h, int64_t *out), (h, out), NCCL_ABI_V(2, 30, 4)) \
+    X(ncclParamGetU8, ncclResult_t, (ncclParamHandle_t h, uint8_t *out), (h, out), NCCL_ABI_V(2, 30, 4)) \
+    X(ncclParamGetU16, ncclResult_t, (ncclParamHandle_t h, uint16_t *out), (h, out), NCCL_ABI_V(2, 30, 4)) \
+    X(ncclParamGetU32, ncclResult_t, (ncclParamHandle_t h, uint32_t *out), (h, out), NCCL_ABI_V(2, 30, 4)) \
+    X(ncclParamGetU64, ncclResult_t, (ncclParamHandle_t h, uint64_t *out), (h, out), NCCL_ABI_V(2, 30, 4)) \
+    X(ncclParamGetStr, ncclResult_t, (ncclParamHandle_t h, const char **out), (h, out), NCCL_ABI_V(2, 30, 4)) \
+    X(ncclParamGet, ncclResult_t, (ncclParamHandle_t h, void *out, int maxLen, int *len), (h, out, maxLen, len), \
+      NCCL_ABI_V(2, 30, 4)) \
+    X(ncclParamGetParameter, ncclResult_t, (const char *key, const char **value, int *valueLen), \
+      (key, value, valueLen), NCCL_ABI_V(2, 30, 4)) \
+    X(ncclParamGetAllParameterKeys, ncclResult_t, (const char ***table, int *tableLen), (table, tableLen), \
+      NCCL_ABI_V(2, 30, 4)) \
+    X(ncclParamDumpAll, void, (void), (), NCCL_ABI_V(2, 30, 4))
 
 #define NCCL_ABI_RCCL(X) \
     X(ncclAllReduceWithBias, ncclResult_t, \
@@ -178,8 +267,19 @@
 
 #define NCCL_ABI(X) NCCL_ABI_NCCL(X) NCCL_ABI_RCCL(X)
 
+/* Two spellings of one entry point: X(name, older spelling). RCCL exported the all-to-all pair as
+ * ncclAllToAll/ncclAllToAllv before NCCL 2.28 named its own ncclAlltoAll (and RCCL 2.28 followed
+ * with ncclAlltoAllv); the wrappers call `name` and fall back to the older spelling, so a library
+ * with either serves the entry point (doctor reports it so). Same signatures, rows above. */
+#define NCCL_ABI_ALIASES(X) \
+    X(ncclAlltoAll, ncclAllToAll) \
+    X(ncclAlltoAllv, ncclAllToAllv)
+
 /* The host backend's own marker (never an NCCL name): `const char *ncclHostGetInfo(void)` returns
  * static text describing the backend. The loader's flavour detection looks it up by this name. */
 #define NCCL_HOST_INFO_SYMBOL "ncclHostGetInfo"
+/* And `const char *ncclHostRefusedEntryPoints(void)`: the rows it exports but refuses with
+ * ncclInvalidUsage (no device API on the CPU), space-separated, for `python -m nccl doctor`. */
+#define NCCL_HOST_REFUSED_SYMBOL "ncclHostRefusedEntryPoints"
 
 #endif

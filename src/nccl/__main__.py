@@ -1,52 +1,34 @@
-"""python -m nccl: package and library versions, where the library came from, and whether more
-than one NCCL/RCCL copy is mapped in this process.
+"""python -m nccl: the doctor's summary (nccl._doctor.summary): package, Python and library
+versions, where the library came from with every load attempt, and the NCCL/RCCL copies mapped
+in this process.
 
-python -m nccl doctor: the full diagnosis (nccl._doctor): mapped copies, the NCCL_* environment,
-missing ABI symbols with their minimum version, GPU visibility, the cuda.core shim."""
+python -m nccl doctor: the full report (nccl._doctor.report): also the NCCL_* environment,
+missing ABI symbols with their minimum version, GPU visibility and the cuda.core shim.
+python -m nccl doctor --json: the facts behind the report (nccl._doctor.collect()) as JSON.
 
+Exit status 0, 1 when no library loads, 2 for bad arguments (a one-line error)."""
+
+import argparse
 import sys
 
-from nccl import _ext
-from nccl._show_versions import show_versions
+from nccl import _doctor
 
 
-def main():
-    show_versions()
-    try:
-        attempts = _ext.get_load_attempts()
-        flavour = _ext.get_library_flavour()
-        path = _ext.get_library_path()
-    except RuntimeError as exc:
-        print(f"\n{exc}")
-        return 1
-    print(f"\nlibrary path: {path}")
-    print(f"flavour     : {flavour}")
-    print("load attempts:")
-    for candidate, error in attempts:
-        print(f"  {candidate}: {'loaded' if error is None else error}")
-    mapped = sorted(set(_ext._mapped_libraries()))
-    if len(mapped) > 1:
-        print("WARNING: more than one NCCL/RCCL copy is mapped in this process:")
-        for p in mapped:
-            print(f"  {p}")
-    else:
-        print("one NCCL/RCCL copy mapped" if mapped else "no libnccl/librccl mapped (host backend)")
-    return 0
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def cli(argv):
-    if not argv:
-        return main()
-    if argv[0] == "doctor" and len(argv) == 1:
-        from nccl._doctor import main as doctor
-
-        return doctor()
-    if argv[0] in ("-h", "--help"):
-        print("usage: python -m nccl [doctor]")
-        return 0
-    print(f"python -m nccl: error: unknown arguments {' '.join(argv)!r} (usage: python -m nccl [doctor])",
-          file=sys.stderr)
-    return 2
+    p = _Parser(prog="python -m nccl", description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    p.add_argument("command", nargs="?", choices=["doctor"], help="the full report instead of the summary")
+    p.add_argument("--json", action="store_true", help="with doctor: the report's facts as JSON")
+    args = p.parse_args(argv)
+    if args.json and args.command != "doctor":
+        p.error("--json goes with doctor")
+    if args.command is None:
+        return _doctor.main("summary")
+    return _doctor.main("json" if args.json else "report")
 
 
 if __name__ == "__main__":

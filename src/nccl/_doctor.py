@@ -1,38 +1,36 @@
 """python -m nccl doctor: what this process would run on, and what might go wrong.
 
-``collect()`` gathers the facts into a dict (no printing; it loads the library), ``report(facts)``
-formats them, ``main()`` prints the report and returns 0, or 1 when no library loads.
+``collect()`` gathers the facts into a dict of plain values (no printing; it loads the library),
+``report(facts)`` formats them all and ``summary(facts)`` the first sections (what ``python -m
+nccl`` prints); ``main(mode)`` prints one of them, or the facts as JSON, and returns 0, or 1 when no
+library loads.
 
 Sections: package and Python versions; the library (version, path, flavour, the host backend's
 own description, every load attempt); for the host backend, the transport its communicators
 choose here (single-copy reads or not, spinning or not, and why: a 2-rank probe); every
 libnccl/librccl mapped in the process, flagging two
 different copies; the NCCL_* (and NCCL4PY_*) environment and the other variables that steer
-discovery; ABI symbols the loaded library lacks, each with the NCCL version that introduced it;
+discovery; ABI symbols the loaded library lacks, each with the NCCL version that introduced it,
+the entry points it serves under an older spelling (RCCL's ncclAllToAll for ncclAlltoAll) and,
+for the host backend, the entry points it exports but refuses (no device API on the CPU);
 GPU device nodes and visibility variables; the cuda.core shim.
 """
 
 import ctypes
 import glob
+import json
 import os
 import platform
 import sys
 import warnings
 
-__all__ = ["collect", "report", "main"]
+__all__ = ["collect", "report", "summary", "main"]
 
 # Variables that are not NCCL_* but decide which library loads or which devices are seen.
 DISCOVERY_VARIABLES = ("ROCM_PATH", "HIP_PATH", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH",
                        "LD_PRELOAD")
 VISIBILITY_VARIABLES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                         "GPU_DEVICE_ORDINAL")
-
-
-def version_text(code):
-    """An NCCL version code (2.30.7 = 23007, 2.3.0 = 2300) as X.Y.Z."""
-    if code >= 10000:
-        return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
-    return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
 
 
 def _library(ext):
@@ -48,7 +46,7 @@ def _library(ext):
         "loaded": True,
         "path": path,
         "flavour": flavour,
-        "version": version_text(code),
+        "version": ext._version_text(code),
         "version_code": code,
         "host_info": host_info,
         "attempts": attempts,
@@ -56,27 +54,47 @@ def _library(ext):
     }
 
 
-def _missing_symbols(ext, lib):
-    """[(name, min version text, rccl_only)] for ABI rows the loaded library does not export."""
+def _symbols(ext, lib):
+    """(missing, aliased) for the loaded library.
+
+    missing: [(name, min version text, rccl_only)] for ABI rows the library does not serve;
+    aliased: [(name, older spelling)] for entry points served under the older spelling only.
+    RCCL-only rows count only on RCCL. A row whose partner spelling (abi.h NCCL_ABI_ALIASES) is
+    present is not missing: the wrappers fall back from one to the other.
+    """
     if not lib.get("loaded"):
-        return []
-    pointers = ext._inspect_function_pointers()
-    rows = ext._abi_symbols()
-    handle = None
-    if lib["flavour"] == "rccl":
-        try:  # the RCCL-only rows are not in the pointer dict: ask the mapped library itself
-            handle = ctypes.CDLL(lib["path"], mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
-        except OSError:
-            handle = None
-    missing = []
-    for name, since, rccl_only in rows:
-        if rccl_only:
-            if handle is None or hasattr(handle, name):
-                continue
-        elif pointers.get(f"__{name}", 0):
+        return [], []
+    resolved = ext._abi_resolved()
+    partner, newer = {}, set()
+    for name, older in ext._abi_aliases():
+        partner[name], partner[older] = older, name
+        newer.add(name)
+    rccl = lib["flavour"] == "rccl"
+    missing, aliased = [], []
+    for name, since, rccl_only in ext._abi_symbols():
+        if resolved[name] or (rccl_only and not rccl):
             continue
-        missing.append((name, version_text(since), bool(rccl_only)))
-    return missing
+        other = partner.get(name)
+        if other is not None and resolved[other]:
+            if name in newer:  # served by the older spelling; an absent older one is no loss
+                aliased.append((name, other))
+            continue
+        missing.append((name, ext._version_text(since), bool(rccl_only)))
+    return missing, aliased
+
+
+def _refused_symbols(lib):
+    """Entry points the host backend exports but refuses with ncclInvalidUsage, as it lists them
+    itself (ncclHostRefusedEntryPoints); [] for any other library."""
+    if not lib.get("loaded") or lib["flavour"] != "host":
+        return []
+    try:
+        handle = ctypes.CDLL(lib["path"], mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+        fn = handle.ncclHostRefusedEntryPoints
+    except (OSError, AttributeError):
+        return []
+    fn.restype = ctypes.c_char_p
+    return (fn() or b"").decode().split()
 
 
 def _mapped(ext, lib):
@@ -180,6 +198,7 @@ def collect():
     from nccl._version import __version__
 
     lib = _library(_ext)
+    missing, aliased = _symbols(_ext, lib)
     return {
         "nccl4py": __version__,
         "python": f"{platform.python_implementation()} {platform.python_version()} ({sys.executable})",
@@ -188,25 +207,22 @@ def collect():
         "host_transport": _host_transport(lib),
         "mapped": _mapped(_ext, lib),
         "environment": _environment(),
-        "missing_symbols": _missing_symbols(_ext, lib),
+        "missing_symbols": missing,
+        "aliased_symbols": aliased,
+        "refused_symbols": _refused_symbols(lib),
         "devices": _devices(),
         "shim": _shim(),
     }
 
 
-def report(f):
-    """The report as text lines; a line starting with 'WARNING:' marks a problem."""
-    out = []
-    add = out.append
+def _title(text):
+    return [text, "-" * len(text)]
+
+
+def _library_lines(f):
     lib = f["library"]
-    add("nccl4py doctor")
-    add("==============")
-    add(f"nccl4py      : {f['nccl4py']}")
-    add(f"python       : {f['python']}")
-    add(f"platform     : {f['platform']}")
-    add("")
-    add("Library")
-    add("-------")
+    out = _title("Library")
+    add = out.append
     if lib["loaded"]:
         add(f"version      : {lib['version']}")
         add(f"path         : {lib['path']}")
@@ -222,35 +238,46 @@ def report(f):
     add("load attempts:")
     for candidate, error in lib["attempts"]:
         add(f"  {candidate}: {'loaded' if error is None else error}")
-    add("")
+    return out
+
+
+def _host_transport_lines(f):
     t = f.get("host_transport")
-    if t is not None:
-        add("Host transport")
-        add("--------------")
-        add(f"usable CPUs  : {t['cpus']} (sched_getaffinity)")
-        scope = t["yama_ptrace_scope"]
-        add("ptrace scope : " + ("no Yama: the classic same-user rule" if scope is None
-                                 else f"{scope} (kernel.yama.ptrace_scope)"))
-        if t["choice"] is not None:
-            add(f"2 ranks      : {t['choice']}")
-            if "single copy off" in t["choice"] and "NCCL_HOST_DIRECT=0" not in t["choice"]:
-                add("note: large messages take two copies through shared memory here (see the reason above)")
-        else:
-            add(f"WARNING: {t['error']}")
-        add("")
-    add("Mapped NCCL/RCCL copies")
-    add("-----------------------")
+    if t is None:
+        return []
+    out = _title("Host transport")
+    add = out.append
+    add(f"usable CPUs  : {t['cpus']} (sched_getaffinity)")
+    scope = t["yama_ptrace_scope"]
+    add("ptrace scope : " + ("no Yama: the classic same-user rule" if scope is None
+                             else f"{scope} (kernel.yama.ptrace_scope)"))
+    if t["choice"] is not None:
+        add(f"2 ranks      : {t['choice']}")
+        if "single copy off" in t["choice"] and "NCCL_HOST_DIRECT=0" not in t["choice"]:
+            add("note: large messages take two copies through shared memory here (see the reason above)")
+    else:
+        add(f"WARNING: {t['error']}")
+    return out
+
+
+def _mapped_lines(f):
+    out = _title("Mapped NCCL/RCCL copies")
+    add = out.append
     m = f["mapped"]
     if not m["copies"]:
-        add("none mapped" + (" (the host backend is not a libnccl/librccl)" if lib.get("flavour") == "host" else ""))
+        host = f["library"].get("flavour") == "host"
+        add("none mapped" + (" (the host backend is not a libnccl/librccl)" if host else ""))
     for p in m["copies"]:
         add(f"  {p}")
     if m["two_copies"]:
         add(f"WARNING: {len(m['copies'])} different NCCL/RCCL copies are mapped in this process; "
             "communicators of one cannot be used with another")
-    add("")
-    add("Environment")
-    add("-----------")
+    return out
+
+
+def _environment_lines(f):
+    out = _title("Environment")
+    add = out.append
     env = f["environment"]
     if not env["nccl"]:
         add("no NCCL_* variables set")
@@ -258,21 +285,38 @@ def report(f):
         add(f"  {k}={v}")
     for k, v in env["discovery"].items():
         add(f"  {k}={v}")
-    add("")
-    add("Missing ABI symbols")
-    add("-------------------")
+    return out
+
+
+def _missing_symbol_lines(f):
+    out = _title("Missing ABI symbols")
+    add = out.append
+    lib = f["library"]
     if not lib["loaded"]:
         add("(no library loaded)")
     elif not f["missing_symbols"]:
-        add("none: the library exports every entry point of the ABI table")
+        add("none: the library serves every entry point of the ABI table"
+            if f["aliased_symbols"] else "none: the library exports every entry point of the ABI table")
     else:
         add(f"{len(f['missing_symbols'])} entry point(s) absent from {lib['path']}; calling them raises "
             "FunctionNotFoundError:")
         for name, since, rccl_only in f["missing_symbols"]:
             add(f"  {name:<32} {'RCCL-only' if rccl_only else 'NCCL >= ' + since}")
-    add("")
-    add("Devices")
-    add("-------")
+    if lib["loaded"] and f["aliased_symbols"]:
+        add("served under the library's older spelling (the wrappers fall back to it):")
+        for name, older in f["aliased_symbols"]:
+            add(f"  {name:<32} by {older}")
+    if f["refused_symbols"]:
+        add(f"refused by the host backend ({len(f['refused_symbols'])}): exported, but calling them raises "
+            "NCCLInvalidUsage (no device API on the CPU):")
+        for name in f["refused_symbols"]:
+            add(f"  {name}")
+    return out
+
+
+def _device_lines(f):
+    out = _title("Devices")
+    add = out.append
     d = f["devices"]
     if d["gpu_nodes"]:
         add(f"GPU device nodes: {' '.join(d['gpu_nodes'])}")
@@ -283,11 +327,14 @@ def report(f):
         add(f"render nodes: {' '.join(d['render_nodes'])}")
     for k, v in d["visibility"].items():
         add(f"  {k}={v}")
-    if d["gpu_present"] and lib.get("flavour") == "host":
+    if d["gpu_present"] and f["library"].get("flavour") == "host":
         add("note: a GPU is present but the host backend is loaded (NCCL_LIBRARY selects it)")
-    add("")
-    add("cuda.core shim")
-    add("--------------")
+    return out
+
+
+def _shim_lines(f):
+    out = _title("cuda.core shim")
+    add = out.append
     s = f["shim"]
     if s["active"]:
         add("active: cuda.core is nccl._hip_compat.cuda_core_shim")
@@ -300,8 +347,39 @@ def report(f):
     return out
 
 
-def main(argv=()):
+def _lines(f, title, sections):
+    out = [title, "=" * len(title), f"nccl4py      : {f['nccl4py']}", f"python       : {f['python']}",
+           f"platform     : {f['platform']}"]
+    for section in sections:
+        lines = section(f)
+        if lines:
+            out += ["", *lines]
+    return out
+
+
+def report(f):
+    """The report as text lines; a line starting with 'WARNING:' marks a problem."""
+    return _lines(f, "nccl4py doctor", (_library_lines, _host_transport_lines, _mapped_lines, _environment_lines,
+                                        _missing_symbol_lines, _device_lines, _shim_lines))
+
+
+def summary(f):
+    """The report's first sections (versions, the library and every load attempt, the mapped
+    copies) and the count of missing ABI symbols: what ``python -m nccl`` prints."""
+    out = _lines(f, "nccl4py", (_library_lines, _mapped_lines))
+    if f["library"]["loaded"]:
+        out += ["", f"ABI entry points missing from the library: {len(f['missing_symbols'])}"]
+    out += ["", "python -m nccl doctor: the full report (environment, missing entry points, devices, cuda.core shim)"]
+    return out
+
+
+def main(mode="report"):
+    """Prints the report (mode "report"), the summary ("summary") or collect()'s facts as JSON
+    ("json"); returns 0, or 1 when no library loads."""
     facts = collect()
-    for line in report(facts):
-        print(line)
+    if mode == "json":
+        print(json.dumps(facts, indent=2))
+    else:
+        for line in (summary if mode == "summary" else report)(facts):
+            print(line)
     return 0 if facts["library"]["loaded"] else 1

@@ -30,7 +30,11 @@ def _error_text(status):
 
 
 class NCCLError(Exception):
-    """A library call returned a status other than Success (0) or InProgress (7)."""
+    """A library call returned a status other than Success (0) or InProgress (7).
+
+    The message is "<Name> (<status>): <the library's text for the status>", worded for the loaded
+    library (HIP, not cuda, on RCCL), then "library's last error: <ncclGetLastError text>" when
+    the library had one; ``last_error`` holds that text alone."""
 
     def __new__(cls, status, last_error="", *args, **kwargs):
         if cls is NCCLError:
@@ -49,7 +53,9 @@ class NCCLError(Exception):
             name = "Unknown"
         text = f"{name} ({self.status}): {_error_text(self.status)}"
         if self.last_error:
-            text += "\n  " + self.last_error
+            # ncclGetLastError keeps the library's latest message, which may predate this call (RCCL
+            # leaves its start-up warnings there): labelled as the library's, not as the cause.
+            text += "\n  library's last error: " + self.last_error
         return text
 
     def __reduce__(self):

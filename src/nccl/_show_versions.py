@@ -38,9 +38,10 @@ class VersionInfo:
 
 
 def _decode_version(code):
-    if code >= 10000:
-        return Version(f"{code // 10000}.{code % 10000 // 100}.{code % 100}")
-    return Version(f"{code // 1000}.{code % 1000 // 100}.{code % 100}")
+    """The Version of an NCCL version code, decoded by the C loader's decoder (both encodings)."""
+    from nccl import _ext
+
+    return Version(_ext._version_text(code))
 
 
 def _cuda_variant(path, flavour):
@@ -70,7 +71,7 @@ def get_version():
     The library field is None when no library can be loaded."""
     try:
         lib = _library_info()
-    except (ImportError, RuntimeError):
+    except RuntimeError:  # NotSupportedError: nothing loads
         lib = None
     return VersionInfo(Version(__version__), lib, None)
 

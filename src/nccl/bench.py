@@ -3,21 +3,9 @@
     python -m nccl.run -n 2 -m nccl.bench -b 8 -e 128M -f 2 -d float32 -o sum -n 20 -w 5
     mpirun -n 2 python -m nccl.bench -c all --json results.json --plot busbw.png
 
-Options:
-  -c, --collective LIST  allreduce, reduce, broadcast, allgather, reduce_scatter, alltoall, gather,
-                         scatter, sendrecv; comma-separated, or "all" (default: allreduce)
-  -b, --minbytes SIZE    smallest message (default 8); sizes take K, M, G suffixes (powers of 1024)
-  -e, --maxbytes SIZE    largest message (default 32M)
-  -f, --stepfactor N     multiply the size by N each step (default 2)
-  -d, --datatype LIST    int8 uint8 int32 uint32 int64 uint64 float16 float32 float64 bfloat16
-                         float8e4m3 float8e5m2 (nccl-tests' names half/float/double/int too),
-                         comma-separated, or "all" (default: float32)
-  -o, --op LIST          sum prod max min avg, comma-separated, or "all" (default: sum)
-  -r, --root N           root of reduce, broadcast, gather, scatter (default 0)
-  -n, --iters N          timed iterations per size (default 20)
-  -w, --warmup N         untimed iterations first (default 5)
-  --json PATH            also write the results as JSON (PATH "-" prints JSON instead of the table)
-  --plot PATH            draw bus bandwidth against size into PATH (needs matplotlib)
+Options (python -m nccl.bench --help lists them): -c collectives, -b/-e smallest and largest size,
+-f step factor, -d datatypes, -o reduction ops, -r root, -n iterations, -w warmup iterations,
+--json PATH, --plot PATH.
 
 "size" is the bytes of the whole operation as nccl-tests counts them: the buffer of allreduce,
 reduce, broadcast and sendrecv; the gathered (or scattered, or exchanged) total of the others, so
@@ -31,6 +19,7 @@ and fp8 without ml_dtypes) are a one-line error with exit status 2. Exit status 
 #wrong is not 0.
 """
 
+import argparse
 import json
 import sys
 import time
@@ -123,59 +112,66 @@ def _have_matplotlib():
     return True
 
 
-OPTIONS = {
-    "-c": "collective", "--collective": "collective", "-b": "minbytes", "--minbytes": "minbytes",
-    "-e": "maxbytes", "--maxbytes": "maxbytes", "-f": "stepfactor", "--stepfactor": "stepfactor",
-    "-d": "datatype", "--datatype": "datatype", "-o": "op", "--op": "op", "-r": "root", "--root": "root",
-    "-n": "iters", "--iters": "iters", "-w": "warmup", "--warmup": "warmup", "--json": "json", "--plot": "plot",
-}
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors as UsageError, so that main() prints them as one line."""
+
+    def error(self, message):
+        raise UsageError(message)
+
+
+def _parser():
+    paragraphs = __doc__.rstrip().split("\n\n")  # what it does, examples, options, details
+    p = _Parser(prog=PROG, description="\n\n".join(paragraphs[:2]), epilog="\n\n".join(paragraphs[3:]),
+                formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
+    # The values stay text here; parse_args checks each one and names the option in its message.
+    p.add_argument("-c", "--collective", default="allreduce", metavar="LIST",
+                   help=f"{', '.join(COLLECTIVES)}; comma-separated, or all (default: allreduce)")
+    p.add_argument("-b", "--minbytes", default="8", metavar="SIZE",
+                   help="smallest message (default 8); sizes take K, M, G suffixes (powers of 1024)")
+    p.add_argument("-e", "--maxbytes", default="32M", metavar="SIZE", help="largest message (default 32M)")
+    p.add_argument("-f", "--stepfactor", default="2", metavar="N", help="multiply the size by N each step (default 2)")
+    p.add_argument("-d", "--datatype", default=None, metavar="LIST",
+                   help=f"{' '.join(DTYPES)} (nccl-tests' names half/float/double/int too), comma-separated, "
+                        "or all (default: float32)")
+    p.add_argument("-o", "--op", default="sum", metavar="LIST",
+                   help=f"{' '.join(OPS)}, comma-separated, or all (default: sum)")
+    p.add_argument("-r", "--root", default="0", metavar="N",
+                   help="root of reduce, broadcast, gather, scatter (default 0)")
+    p.add_argument("-n", "--iters", default="20", metavar="N", help="timed iterations per size (default 20)")
+    p.add_argument("-w", "--warmup", default="5", metavar="N", help="untimed iterations first (default 5)")
+    p.add_argument("--json", metavar="PATH",
+                   help='also write the results as JSON (PATH "-" prints JSON instead of the table)')
+    p.add_argument("--plot", metavar="PATH", help="draw bus bandwidth against size into PATH (needs matplotlib)")
+    return p
 
 
 def parse_args(argv):
     """A dict of the settings; UsageError for anything wrong (checked before any library call)."""
-    raw = {"collective": "allreduce", "minbytes": "8", "maxbytes": "32M", "stepfactor": "2", "datatype": "float32",
-           "op": "sum", "root": "0", "iters": "20", "warmup": "5", "json": None, "plot": None}
-    explicit = set()
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg in ("-h", "--help"):
-            raise SystemExit(print(__doc__.split("\n\n", 1)[1].rstrip()) or 0)
-        name, eq, inline = arg.partition("=") if arg.startswith("--") else (arg, "", "")
-        if name not in OPTIONS:
-            raise UsageError(f"unknown option {arg!r}")
-        if eq:
-            value = inline
-        elif i + 1 < len(argv):
-            value = argv[i + 1]
-            i += 1
-        else:
-            raise UsageError(f"{name} needs a value")
-        raw[OPTIONS[name]] = value
-        explicit.add(OPTIONS[name])
-        i += 1
+    a = _parser().parse_args(argv)
+    datatype = "float32" if a.datatype is None else a.datatype
     s = {
-        "collectives": _list("collective", raw["collective"], COLLECTIVES),
-        "minbytes": parse_size(raw["minbytes"]),
-        "maxbytes": parse_size(raw["maxbytes"]),
-        "stepfactor": _count("-f", raw["stepfactor"], 2),
-        "datatypes": _list("datatype", raw["datatype"], tuple(DTYPES), DTYPE_ALIASES),
-        "ops": _list("op", raw["op"], OPS),
-        "root": _count("-r", raw["root"], 0),
-        "iters": _count("-n", raw["iters"], 1),
-        "warmup": _count("-w", raw["warmup"], 0),
-        "json": raw["json"],
-        "plot": raw["plot"],
+        "collectives": _list("collective", a.collective, COLLECTIVES),
+        "minbytes": parse_size(a.minbytes),
+        "maxbytes": parse_size(a.maxbytes),
+        "stepfactor": _count("-f", a.stepfactor, 2),
+        "datatypes": _list("datatype", datatype, tuple(DTYPES), DTYPE_ALIASES),
+        "ops": _list("op", a.op, OPS),
+        "root": _count("-r", a.root, 0),
+        "iters": _count("-n", a.iters, 1),
+        "warmup": _count("-w", a.warmup, 0),
+        "json": a.json,
+        "plot": a.plot,
     }
     if s["minbytes"] > s["maxbytes"]:
-        raise UsageError(f"-b {raw['minbytes']} is larger than -e {raw['maxbytes']}")
+        raise UsageError(f"-b {a.minbytes} is larger than -e {a.maxbytes}")
+    all_datatypes = "all" in datatype.lower()
     if not _have_ml_dtypes():
         need = [d for d in s["datatypes"] if d in ML_DTYPES]
-        if need and "datatype" in explicit and not raw["datatype"].lower() == "all":
+        if need and a.datatype is not None and not all_datatypes:
             raise UsageError(f"datatype {need[0]} needs the ml_dtypes package (pip install ml_dtypes)")
         s["datatypes"] = [d for d in s["datatypes"] if d not in ML_DTYPES]
-    explicit_fp8 = [d for d in s["datatypes"] if d in FP8] if "all" not in raw["datatype"].lower() else []
-    bad_ops = [o for o in s["ops"] if o in ("prod", "avg")] if "all" not in raw["op"].lower() else []
+    explicit_fp8 = [] if all_datatypes else [d for d in s["datatypes"] if d in FP8]
+    bad_ops = [] if "all" in a.op.lower() else [o for o in s["ops"] if o in ("prod", "avg")]
     reducing = any(c in REDUCING for c in s["collectives"])
     if explicit_fp8 and bad_ops and reducing:
         raise UsageError(f"unsupported combination: datatype {explicit_fp8[0]} with op {bad_ops[0]} "
@@ -434,29 +430,22 @@ def _arrays(flavour):
     return CupyArrays()
 
 
-def _local_rank():
-    import os
-
-    for name in ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"):
-        if os.environ.get(name, "").isdigit():
-            return int(os.environ[name])
-    return 0
-
-
 def _select_device(flavour):
     if flavour == "host":
         return
+    from nccl.core._env import local_rank
+
     try:
         import torch
 
         if torch.cuda.is_available():
-            torch.cuda.set_device(_local_rank() % torch.cuda.device_count())
+            torch.cuda.set_device(local_rank() % torch.cuda.device_count())
             return
     except ImportError:
         pass
     import cupy
 
-    cupy.cuda.Device(_local_rank() % cupy.cuda.runtime.getDeviceCount()).use()
+    cupy.cuda.Device(local_rank() % cupy.cuda.runtime.getDeviceCount()).use()
 
 
 def _fmt_row(row):

@@ -11,13 +11,16 @@ process group, with these variables in the environment:
     LOCAL_RANK, LOCAL_WORLD_SIZE   the same (one machine)
     NCCL4PY_UNIQUE_ID              the id, 256 hex digits (nccl.core.Communicator.from_env reads it)
     NCCL4PY_LAUNCHER               "nccl.run"
+    NCCL4PY_RUN_TOKEN              random, one per launch (how the guard recognises the ranks)
 
 Each line a rank writes is copied to the launcher's stdout/stderr prefixed with ``[rank] ``.
 When a rank fails (non-zero exit, or killed by a signal) or ``--timeout`` expires, the other
 ranks are stopped: SIGTERM to each rank's process group, then SIGKILL after a grace period.
-Ctrl-C (SIGINT), SIGTERM and SIGHUP to the launcher do the same. Shared-memory names of the host
-backend left by killed ranks are removed. Exit status: 0 when every rank exited 0; the failed
-rank's exit status (128 + signal for a signal); 124 on timeout; 130 on Ctrl-C; 2 for bad arguments.
+Ctrl-C (SIGINT), SIGTERM and SIGHUP to the launcher do the same. A launcher that is itself killed
+(SIGKILL, the OOM killer) cannot do it, so a small guard process (nccl/_run_guard.py, in its own
+session) watches a pipe from the launcher and stops every rank when the pipe closes without the
+launcher saying it is done. Exit status: 0 when every rank exited 0; the failed rank's exit
+status (128 + signal for a signal); 124 on timeout; 130 on Ctrl-C; 2 for bad arguments.
 
 Without a GPU library the ranks run on the bundled host backend: the launcher says so once and
 sets NCCL_LIBRARY=host for the ranks, so they do not each repeat the notice.
@@ -25,12 +28,15 @@ sets NCCL_LIBRARY=host for the ranks, so they do not each repeat the notice.
 
 import os
 import queue
+import secrets
 import signal
 import subprocess
 import sys
 import threading
 import time
 import warnings
+
+from nccl._run_guard import TOKEN_VARIABLE
 
 __all__ = ["main", "UNIQUE_ID_VARIABLE"]
 
@@ -211,31 +217,37 @@ def stop_groups(pgids, grace=KILL_GRACE_S):
         _signal_group(g, signal.SIGKILL)
 
 
-def sweep_shared_memory(pids, since):
-    """Removes host-backend segment names (nccl-host-<uid>-<pid>-<random>) that ranks left: those
-    created by one of ``pids``, or by any process of ours that is gone, after ``since``."""
-    prefix = f"nccl-host-{os.geteuid()}-"
-    try:
-        names = os.listdir("/dev/shm")
-    except OSError:
-        return []
-    removed = []
-    for name in names:
-        if not name.startswith(prefix):
-            continue
+class _Guard:
+    """The guard process of this launch (see nccl/_run_guard.py): told each rank's pid, and
+    "done" once the launcher has stopped the ranks itself; if the launcher dies first, the guard
+    stops them."""
+
+    def __init__(self, token):
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_run_guard.py")
+        self.proc = subprocess.Popen([sys.executable, "-I", "-S", path, token], stdin=subprocess.PIPE,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def started(self, pid):
+        self._write(f"{pid}\n")
+
+    def done(self):
+        self._write("done\n")
         try:
-            pid = int(name[len(prefix):].split("-", 1)[0])
-        except ValueError:
-            continue
-        path = os.path.join("/dev/shm", name)
-        try:
-            ours = pid in pids or (not os.path.exists(f"/proc/{pid}") and os.stat(path).st_mtime >= since)
-            if ours:
-                os.unlink(path)
-                removed.append(name)
+            self.proc.stdin.close()
         except OSError:
             pass
-    return removed
+        try:
+            self.proc.wait(timeout=KILL_GRACE_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def _write(self, text):
+        try:
+            self.proc.stdin.write(text.encode())
+            self.proc.stdin.flush()
+        except OSError:
+            pass  # the guard is gone; the launcher still stops its ranks itself
 
 
 def _describe(code):
@@ -275,10 +287,10 @@ def _wait(events, running, stop_signal, deadline, timeout):
 
 def launch(nranks, command, timeout=None, env=None):
     """Runs the ranks; returns the launcher's exit status. ``command`` follows the interpreter."""
-    started = time.time()
     uid, extra, notice = create_unique_id()
     if notice:
         _say(notice)
+    token = secrets.token_hex(16)
     base = dict(os.environ if env is None else env)
     base.update(extra)
     base.update({
@@ -286,6 +298,7 @@ def launch(nranks, command, timeout=None, env=None):
         "LOCAL_WORLD_SIZE": str(nranks),
         UNIQUE_ID_VARIABLE: uid.hex(),
         "NCCL4PY_LAUNCHER": PROG,
+        TOKEN_VARIABLE: token,
         "PYTHONUNBUFFERED": "1",
     })
 
@@ -309,6 +322,7 @@ def launch(nranks, command, timeout=None, env=None):
     previous = {s: signal.signal(s, record) for s in handled}
     procs, outputs = [], []
     status = 0
+    guard = _Guard(token)
     try:
         for rank in range(nranks):
             if stop_signal:
@@ -317,6 +331,7 @@ def launch(nranks, command, timeout=None, env=None):
             p = subprocess.Popen([sys.executable, *command], env=e, stdin=subprocess.DEVNULL,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
             procs.append(p)
+            guard.started(p.pid)
             outputs.append(_Output(rank, p.stdout, sys.stdout.buffer))
             outputs.append(_Output(rank, p.stderr, sys.stderr.buffer))
             threading.Thread(target=lambda r=rank, p=p: events.put((r, p.wait())), daemon=True,
@@ -346,9 +361,9 @@ def launch(nranks, command, timeout=None, env=None):
             except subprocess.TimeoutExpired:
                 _signal_group(p.pid, signal.SIGKILL)
                 p.wait()
+        guard.done()
         for o in outputs:
             o.thread.join(READER_JOIN_S)
-        sweep_shared_memory({p.pid for p in procs}, started)
         for s, h in previous.items():
             signal.signal(s, h)
     return status

@@ -119,7 +119,7 @@ def test_lowpp_round_trip_host(fresh_python):
                     "split_share": 1, "traffic_class": 7, "comm_name": "ring-a", "collnet_enable": 1,
                     "cta_policy": 2, "shrink_share": 1, "nvls_ctas": 9, "n_channels_per_net_peer": 4,
                     "nvlink_centric_sched": 1, "graph_usage_mode": 1, "num_rma_ctx": 2, "max_p2p_peers": 6,
-                    "graph_stream_ordering": 0, "size_": 96, "magic": 0xCAFEBEEF, "version": 23007}
+                    "graph_stream_ordering": 0, "size_": 120, "magic": 0xCAFEBEEF, "version": 23203}
     empty = r["empty"]
     for name, value in empty.items():
         if name in ("net_name", "comm_name"):

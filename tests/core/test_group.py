@@ -4,7 +4,6 @@ import dataclasses
 
 import pytest
 
-from nccl import _ext
 from nccl.core import GroupSimInfo
 
 
@@ -71,8 +70,6 @@ except Exception as exc:
     assert r == ("NCCLInvalidUsage", 5)
 
 
-@pytest.mark.skipif(not hasattr(_ext, "_group_depth"),
-                    reason="nccl._ext._group_depth (the C per-thread group depth) is not in this build yet")
 def test_group_depth_per_thread(stub_python):
     r = stub_python("nccl").run("""
 import threading

@@ -43,7 +43,7 @@ def test_host_backend(fresh_python):
     assert [w[:2] for w in r["warnings"]] == [("DeprecationWarning", DEPRECATION)] * 2
     assert r["warnings"][0][2] == "<snippet>"  # attributed to the caller
     assert r["same"] is True
-    assert r["nccl"] == r["lib"] == "2.30.7" and r["lib_type"] == "Version"
+    assert r["nccl"] == r["lib"] == "2.32.3" and r["lib_type"] == "Version"
     assert r["path_type"] == "PosixPath" and r["path"] == r["bpath"] and r["path"].endswith("libnccl-host.so")
     assert r["err"] == r["err_enum"] == r["berr"] and r["err"]
 

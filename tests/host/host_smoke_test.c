@@ -297,7 +297,7 @@ static void suite(ncclComm_t comm, int r, int n)
     /* in-place scatter at the root */
     OK(ncclScatter(a, r == 0 ? a : b, N, ncclInt32, 0, comm, NULL));
 
-    /* count 0: local success, NULL buffers allowed */
+    /* count 0 on every rank: success, NULL buffers allowed */
     OK(ncclAllReduce(NULL, NULL, 0, ncclFloat32, ncclSum, comm, NULL));
     OK(ncclAllGather(NULL, NULL, 0, ncclInt8, comm, NULL));
 
@@ -551,6 +551,8 @@ static void rank_nonblocking(const ncclUniqueId *id, int r, int n)
     cfg.collnetEnable = cfg.CTAPolicy = cfg.shrinkShare = cfg.nvlsCTAs = NCCL_CONFIG_UNDEF_INT;
     cfg.nChannelsPerNetPeer = cfg.nvlinkCentricSched = cfg.graphUsageMode = NCCL_CONFIG_UNDEF_INT;
     cfg.numRmaCtx = cfg.maxP2pPeers = cfg.graphStreamOrdering = NCCL_CONFIG_UNDEF_INT;
+    cfg.launchOrderImplicit = cfg.numRmaSig = cfg.rmaEagerInit = cfg.hostCftMode = cfg.nvlsHostMode =
+        NCCL_CONFIG_UNDEF_INT;
     cfg.commName = "nb";
     rc = ncclCommInitRankConfig(&c, n, *id, r, &cfg);
     CHECK(rc == ncclInProgress || rc == ncclSuccess);
@@ -698,6 +700,10 @@ static void *mismatch_main(void *p)
             ncclRecv(out, 50, ncclInt32, 0, a->c, NULL);
         a->rc = ncclGroupEnd();
         break;
+    case 6: /* a count-0 collective takes part in the checks (NULL buffers on the count-0 rank) */
+        a->rc = a->r == 0 ? ncclAllReduce(NULL, NULL, 0, ncclInt32, ncclSum, a->c, NULL)
+                          : ncclAllReduce(buf, out, 8, ncclInt32, ncclSum, a->c, NULL);
+        break;
     }
     return NULL;
 }
@@ -705,7 +711,7 @@ static void *mismatch_main(void *p)
 static void scen_mismatch(int n)
 {
     (void)n;
-    for (int what = 0; what < 6; what++) {
+    for (int what = 0; what < 7; what++) {
         ncclComm_t comms[2];
         pthread_t t[2];
         mm_arg a[2];
@@ -788,7 +794,7 @@ static void scen_argcheck(int n)
     void *p;
     (void)n;
     OK(ncclGetVersion(&v));
-    CHECK(v == 23007);
+    CHECK(v == NCCL_ABI_API_VERSION);
     EXPECT_RC(ncclGetVersion(NULL), ncclInvalidArgument);
     CHECK(strcmp(ncclGetErrorString(ncclSuccess), "no error") == 0);
     CHECK(strcmp(ncclGetErrorString(ncclInvalidUsage), "invalid usage (run with NCCL_DEBUG=WARN for details)") == 0);
@@ -849,10 +855,11 @@ static void scen_argcheck(int n)
             cfg.maxCTAs = NCCL_CONFIG_UNDEF_INT; /* compared raw, as NCCL 2.30 */
             EXPECT_RC(ncclCommInitRankConfig(&c, 1, id, 0, &cfg), ncclInvalidArgument);
         }
-        /* a 1-rank communicator through InitRank; then the id is spent */
+        /* a 1-rank communicator through InitRank; then the id is spent, and its root says so */
         OK(ncclCommInitRank(&c, 1, id, 0));
         OK(ncclCommDestroy(c));
-        EXPECT_RC(ncclCommInitRank(&c, 1, id, 0), ncclSystemError);
+        EXPECT_RC(ncclCommInitRank(&c, 1, id, 0), ncclInvalidUsage);
+        CHECK(strstr(ncclGetLastError(NULL), "unique id was already used") != NULL);
         CHECK(c != NULL);
         OK(ncclCommDestroy(c));
     }
@@ -1092,6 +1099,14 @@ static void rank_kill(ncclComm_t c, int r, int n)
     EXPECT_RC(ncclAllReduce(&x, &s, 1, ncclInt32, ncclSum, c, NULL), ncclRemoteError);
     if (now_s() - t0 > 1.5)
         FAILF("peer death took %.2f s to detect", now_s() - t0);
+    /* the communicator's error says which rank it was */
+    EXPECT_RC(ncclAllReduce(&x, &s, 1, ncclInt32, ncclSum, c, NULL), ncclRemoteError);
+    {
+        char want[64];
+        snprintf(want, sizeof want, "from an earlier failure: peer rank %d (pid ", n - 1);
+        if (strstr(ncclGetLastError(NULL), want) == NULL)
+            FAILF("the error does not name the dead rank: %s", ncclGetLastError(NULL));
+    }
     /* survivors shrink the dead rank away and carry on */
     {
         int ex[1] = {n - 1};
@@ -1164,8 +1179,11 @@ static void rank_proc_main(const char *scenario, int r, int n, const char *hex)
                 FAILF("rank 0 got %d, expected ncclRemoteError", rc);
             if (r == 0 && now_s() - t0 > 1.5)
                 FAILF("rank 0 took %.2f s", now_s() - t0);
-            if (r == 2 && rc != ncclSystemError && rc != ncclRemoteError)
-                FAILF("rank 2 got %d", rc);
+            /* rank 2 arrives after the root failed the id: the root still tells it why */
+            if (r == 2 && rc != ncclRemoteError)
+                FAILF("rank 2 got %d, expected ncclRemoteError", rc);
+            if (strstr(ncclGetLastError(NULL), "rank 1 (pid ") == NULL)
+                FAILF("rank %d's error does not name rank 1: %s", r, ncclGetLastError(NULL));
             if (c != NULL)
                 OK(ncclCommAbort(c));
         }
@@ -1247,11 +1265,24 @@ static void rank_rccl(ncclComm_t c, int r, int n)
     }
 }
 
+/* Every count 0 on rank 0 while the others send to it: still a mismatch on every rank. */
+static void rank_rccl_zero(ncclComm_t c, int r, int n)
+{
+    size_t zero[16] = {0}, cnt[16] = {0}, displ[16] = {0};
+    int32_t send[16] = {0}, recv[16];
+    cnt[0] = 4;
+    EXPECT_RC(ncclAllToAllv(send, r == 0 ? zero : cnt, displ, recv, zero, displ, ncclInt32, c, NULL),
+              ncclInvalidUsage);
+    CHECK(n > 1);
+}
+
 static void scen_rccl(int n)
 {
     int v;
     OK(ncclGetVersion(&v));
     run_threads(n, rank_rccl);
+    if (n > 1)
+        run_threads(n, rank_rccl_zero);
     /* a pairwise count mismatch is IU on the rank that sees it and on its peers */
 }
 
@@ -1397,6 +1428,8 @@ static ncclConfig_t config_v(unsigned version, int blocking)
     cfg.collnetEnable = cfg.CTAPolicy = cfg.shrinkShare = cfg.nvlsCTAs = NCCL_CONFIG_UNDEF_INT;
     cfg.nChannelsPerNetPeer = cfg.nvlinkCentricSched = cfg.graphUsageMode = NCCL_CONFIG_UNDEF_INT;
     cfg.numRmaCtx = cfg.maxP2pPeers = cfg.graphStreamOrdering = NCCL_CONFIG_UNDEF_INT;
+    cfg.launchOrderImplicit = cfg.numRmaSig = cfg.rmaEagerInit = cfg.hostCftMode = cfg.nvlsHostMode =
+        NCCL_CONFIG_UNDEF_INT;
     return cfg;
 }
 

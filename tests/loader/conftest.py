@@ -1,5 +1,6 @@
-"""Fixtures for the loader tests: tiny NCCL-ABI libraries built with gcc, and a runner that executes
-a snippet in a fresh interpreter (the loaded library is process-wide, so each scenario needs one)."""
+"""Fixtures for the loader tests: tiny NCCL-ABI libraries (mini_nccl.c, built by meson with the other
+C test artefacts: tests/loader/meson.build, tests/artefacts.py), and a runner that executes a
+snippet in a fresh interpreter (the loaded library is process-wide, so each scenario needs one)."""
 
 import json
 import os
@@ -11,29 +12,17 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
+import artefacts
+
+
+MINI_LIBS = ("nccl", "rccl", "rccl_other", "not_nccl", "init_2_13", "init_2_22", "init_2_23")
 
 
 @pytest.fixture(scope="session")
-def mini_libs(tmp_path_factory):
-    """Builds the mini libraries: returns a function name -> path of a fresh copy."""
-    cc = shutil.which("gcc") or shutil.which("cc")
-    if cc is None:
-        pytest.skip("no C compiler to build the loader's test libraries")
-    out = tmp_path_factory.mktemp("mini")
-    variants = {
-        "nccl": ["-DMINI_VERSION=22903"],
-        "rccl": ["-DMINI_VERSION=22803", "-DMINI_RCCL"],
-        "rccl_other": ["-DMINI_VERSION=22703", "-DMINI_RCCL"],
-        "not_nccl": ["-DMINI_VERSION=0", "-DMINI_NOT_NCCL"],
-    }
-    built = {}
-    for name, flags in variants.items():
-        path = out / f"lib{name}.so"
-        subprocess.run([cc, "-shared", "-fPIC", "-O1", *flags, "-o", str(path), str(HERE / "mini_nccl.c")],
-                       check=True)
-        built[name] = path
-    return built
+def mini_libs():
+    """{name: path} of the mini libraries (libnccl.so, librccl.so, librccl_other.so, libnot_nccl.so, and
+    the constructor generations libinit_2_13/2_22/2_23.so)."""
+    return {name: artefacts.artefact(f"tests/loader/lib{name}.so") for name in MINI_LIBS}
 
 
 def _place(src, directory, name):
@@ -50,6 +39,25 @@ def gpu_dev(tmp_path):
     """A directory standing in for /dev on a machine with an NVIDIA GPU (NCCL4PY_DEV_DIR)."""
     d = tmp_path / "dev_gpu"
     d.mkdir()
+    (d / "nvidia0").touch()
+    return d
+
+
+@pytest.fixture
+def amd_dev(tmp_path):
+    """A directory standing in for /dev on a machine with an AMD GPU (the ROCm kernel driver's kfd)."""
+    d = tmp_path / "dev_amd"
+    d.mkdir()
+    (d / "kfd").touch()
+    return d
+
+
+@pytest.fixture
+def both_dev(tmp_path):
+    """A directory standing in for /dev on a machine with an AMD and an NVIDIA GPU."""
+    d = tmp_path / "dev_both"
+    d.mkdir()
+    (d / "kfd").touch()
     (d / "nvidia0").touch()
     return d
 

@@ -2,8 +2,14 @@
 installed, the real libnccl.so.2 of the nvidia-nccl-cu12 wheel."""
 
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
 
 REPORT = """
 import json, nccl.bindings.nccl as n
@@ -77,24 +83,24 @@ def test_library_without_ncclgetversion_is_rejected(mini_libs, run_py):
     assert out["attempts"] == [[str(mini_libs["not_nccl"]), "found, but not an NCCL/RCCL library (no ncclGetVersion)"]]
 
 
-def test_rocm_path_then_hip_path(mini_libs, gpu_dev, tmp_path, place, run_py):
+def test_rocm_path_then_hip_path(mini_libs, amd_dev, tmp_path, place, run_py):
     rocm, hip = tmp_path / "rocm", tmp_path / "hip"
     place(mini_libs["rccl"], rocm / "lib", "librccl.so")
     place(mini_libs["rccl_other"], hip / "lib", "librccl.so")
-    both = run_py(REPORT, {"ROCM_PATH": rocm, "HIP_PATH": hip, "NCCL4PY_DEV_DIR": gpu_dev})
+    both = run_py(REPORT, {"ROCM_PATH": rocm, "HIP_PATH": hip, "NCCL4PY_DEV_DIR": amd_dev})
     assert both["path"] == str(rocm / "lib" / "librccl.so")
     assert both["version"] == 22803 and both["flavour"] == "rccl"
-    hip_only = run_py(REPORT, {"HIP_PATH": hip, "NCCL4PY_DEV_DIR": gpu_dev})
+    hip_only = run_py(REPORT, {"HIP_PATH": hip, "NCCL4PY_DEV_DIR": amd_dev})
     assert hip_only["path"] == str(hip / "lib" / "librccl.so")
     assert hip_only["version"] == 22703
     tried = [c for c, _ in hip_only["attempts"]]
     assert tried.index(str(hip / "lib" / "librccl.so")) == len(tried) - 1
 
 
-def test_runtime_only_rocm_install_uses_the_so_1_sibling(mini_libs, gpu_dev, tmp_path, place, run_py):
+def test_runtime_only_rocm_install_uses_the_so_1_sibling(mini_libs, amd_dev, tmp_path, place, run_py):
     rocm = tmp_path / "rocm"
     place(mini_libs["rccl"], rocm / "lib", "librccl.so.1")
-    out = run_py(REPORT, {"ROCM_PATH": rocm, "NCCL4PY_DEV_DIR": gpu_dev})
+    out = run_py(REPORT, {"ROCM_PATH": rocm, "NCCL4PY_DEV_DIR": amd_dev})
     assert out["path"] == str(rocm / "lib" / "librccl.so.1")
     assert [str(rocm / "lib" / "librccl.so"), "not found"] in out["attempts"]
 
@@ -129,21 +135,24 @@ def test_override_with_another_copy_mapped_warns_once(mini_libs, tmp_path, place
     assert str(preloaded) in out["warnings"][0] and "two NCCL/RCCL copies" in out["warnings"][0]
 
 
-def test_nothing_on_a_gpu_machine_lists_every_attempt(gpu_dev, tmp_path, run_py):
+HIDE_WHEELS = """
+import json, site, sys
+import nccl.bindings.nccl as n
+# Hide the nvidia wheel: no site directory and no sys.path entry may hold it.
+site.getsitepackages = lambda: []
+site.getusersitepackages = lambda: ""
+sys.path[:] = [p for p in sys.path if "site-packages" not in p]
+try:
+    n.get_version()
+except n.NotSupportedError as e:
+    print(json.dumps({"message": str(e), "attempts": e.attempts}))
+"""
+
+
+def test_nothing_on_a_machine_with_both_kinds_lists_every_attempt(both_dev, tmp_path, run_py):
     rocm = tmp_path / "empty_rocm"
     (rocm / "lib").mkdir(parents=True)
-    # Hide the nvidia wheel: no site directory and no sys.path entry may hold it.
-    out = run_py("""
-        import json, site, sys
-        import nccl.bindings.nccl as n
-        site.getsitepackages = lambda: []
-        site.getusersitepackages = lambda: ""
-        sys.path[:] = [p for p in sys.path if "site-packages" not in p]
-        try:
-            n.get_version()
-        except n.NotSupportedError as e:
-            print(json.dumps({"message": str(e), "attempts": e.attempts}))
-    """, {"ROCM_PATH": rocm, "NCCL4PY_DEV_DIR": gpu_dev})
+    out = run_py(HIDE_WHEELS, {"ROCM_PATH": rocm, "NCCL4PY_DEV_DIR": both_dev})
     tried = [c for c, _ in out["attempts"]]
     assert tried[:4] == [str(rocm / "lib" / "librccl.so"), str(rocm / "lib" / "librccl.so.1"), "librccl.so",
                          "librccl.so.1"]
@@ -153,6 +162,72 @@ def test_nothing_on_a_gpu_machine_lists_every_attempt(gpu_dev, tmp_path, run_py)
     assert all(outcome == "not found" for _, outcome in out["attempts"])
     for candidate in tried:
         assert f"\n  {candidate}: not found" in out["message"]
+
+
+def test_an_amd_machine_tries_rccl_only(amd_dev, tmp_path, run_py):
+    rocm = tmp_path / "empty_rocm"
+    (rocm / "lib").mkdir(parents=True)
+    out = run_py(HIDE_WHEELS, {"ROCM_PATH": rocm, "NCCL4PY_DEV_DIR": amd_dev})
+    assert [c for c, _ in out["attempts"]] == [str(rocm / "lib" / "librccl.so"), str(rocm / "lib" / "librccl.so.1"),
+                                               "librccl.so", "librccl.so.1"]
+
+
+def test_an_nvidia_machine_tries_nccl_only(gpu_dev, tmp_path, run_py):
+    rocm = tmp_path / "empty_rocm"
+    (rocm / "lib").mkdir(parents=True)
+    out = run_py(HIDE_WHEELS, {"ROCM_PATH": rocm, "NCCL4PY_DEV_DIR": gpu_dev})
+    tried = [c for c, _ in out["attempts"]]
+    assert tried[-1] == "libnccl.so.2"
+    assert not any("librccl" in c for c in tried), tried
+
+
+def _wheel_dir(mini_libs, place, tmp_path):
+    """A sys.path entry holding NVIDIA's wheel layout, with a working (mini) libnccl.so.2."""
+    site_dir = tmp_path / "site"
+    place(mini_libs["nccl"], site_dir / "nvidia" / "nccl" / "lib", "libnccl.so.2")
+    return site_dir
+
+
+@pytest.fixture
+def broken_rccl(tmp_path):
+    """$ROCM_PATH/lib/librccl.so that exists but cannot load: it needs a library that is gone."""
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler to build the loader's test libraries")
+    build, rocm = tmp_path / "build", tmp_path / "rocm"
+    (rocm / "lib").mkdir(parents=True)
+    build.mkdir()
+    (build / "dep.c").write_text("int rocm_dependency(void) { return 0; }\n")
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(build / "libamdhip64-gone.so"), str(build / "dep.c")],
+                   check=True)
+    subprocess.run([cc, "-shared", "-fPIC", "-DMINI_VERSION=22707", "-DMINI_RCCL", "-o",
+                    str(rocm / "lib" / "librccl.so"), str(HERE / "mini_nccl.c"), f"-L{build}", "-Wl,--no-as-needed",
+                    "-lamdhip64-gone"],
+                   check=True)
+    (build / "libamdhip64-gone.so").unlink()
+    return rocm
+
+
+@pytest.mark.parametrize("devices", ["amd", "both"])
+def test_an_rccl_that_fails_to_load_is_an_error_not_a_switch_to_nccl(mini_libs, place, tmp_path, broken_rccl,
+                                                                     amd_dev, both_dev, run_py, devices):
+    wheel = _wheel_dir(mini_libs, place, tmp_path)
+    out = run_py(FAILURE, {"ROCM_PATH": broken_rccl, "NCCL4PY_DEV_DIR": amd_dev if devices == "amd" else both_dev,
+                           "PYTHONPATH": wheel})
+    assert out["type"] == "NotSupportedError"
+    (candidate, outcome), = out["attempts"]  # nothing after the broken one
+    assert candidate == str(broken_rccl / "lib" / "librccl.so")
+    assert outcome == ("found, failed to load: libamdhip64-gone.so: cannot open shared object file: "
+                       "No such file or directory")
+    assert f"\n  {candidate}: {outcome}\n" in out["message"]
+
+
+def test_the_wheel_nccl_loads_on_an_nvidia_machine(mini_libs, place, tmp_path, broken_rccl, gpu_dev, run_py):
+    wheel = _wheel_dir(mini_libs, place, tmp_path)
+    out = run_py(REPORT, {"ROCM_PATH": broken_rccl, "NCCL4PY_DEV_DIR": gpu_dev, "PYTHONPATH": wheel})
+    assert out["path"].endswith("/nvidia/nccl/lib/libnccl.so.2")  # this one, or an installed wheel's
+    assert out["flavour"] == "nccl"
+    assert not any("librccl" in c for c, _ in out["attempts"])  # the RCCL chain is not an NVIDIA machine's
 
 
 def test_failed_load_is_retried_after_the_environment_is_fixed(mini_libs, tmp_path, run_py):
@@ -196,6 +271,6 @@ def test_python_m_nccl_reports_the_library(mini_libs):
     env = dict(os.environ, NCCL_LIBRARY=str(mini_libs["rccl"]))
     res = subprocess.run([sys.executable, "-m", "nccl"], env=env, capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
-    assert f"library path: {mini_libs['rccl']}" in res.stdout
-    assert "flavour     : rccl" in res.stdout
-    assert "libnccl     : 2.28.3 @ " in res.stdout and "(rccl)" in res.stdout
+    assert f"path         : {mini_libs['rccl']}\n" in res.stdout
+    assert "flavour      : rccl\n" in res.stdout
+    assert "version      : 2.28.3\n" in res.stdout

@@ -1,18 +1,7 @@
 """nccl.get_version(), nccl.show_versions(), the top-level module, and the one-time notice when
 the host backend is chosen because the machine has no GPU."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-
-def _host_backend_installed():
-    spec = importlib.util.find_spec("nccl")
-    return any((Path(p) / "_lib" / "libnccl-host.so").exists() for p in spec.submodule_search_locations)
-
-
-needs_host = pytest.mark.skipif(not _host_backend_installed(), reason="the host backend is not in this install")
 
 
 def test_top_level_surface():
@@ -60,7 +49,6 @@ def test_show_versions_rows(mini_libs, run_py):
                    "libnccl_ep  : not available\n")
 
 
-@needs_host
 def test_host_backend_chosen_without_gpu_warns_once(no_gpu_dev, run_py):
     out = run_py("""
         import json, warnings
@@ -76,10 +64,9 @@ def test_host_backend_chosen_without_gpu_warns_once(no_gpu_dev, run_py):
     category, message = out["w"][0]
     assert category == "HostBackendWarning"
     assert message.startswith("nccl4py: no GPU found; using the bundled host backend (CPU)")
-    assert (out["flavour"], out["version"], out["cuda"], out["lib"]) == ("host", "2.30.7", None, "host")
+    assert (out["flavour"], out["version"], out["cuda"], out["lib"]) == ("host", "2.32.3", None, "host")
 
 
-@needs_host
 def test_naming_the_host_backend_is_silent(run_py):
     out = run_py("""
         import json, warnings
@@ -97,3 +84,53 @@ def test_the_host_backend_warning_class():
 
     assert issubclass(HostBackendWarning, RuntimeWarning)
     assert issubclass(NotSupportedError, RuntimeError)
+
+
+# NCCL's two encodings of a version code: major*1000 + minor*100 + patch up to 2.8, and
+# major*10000 + minor*100 + patch from 2.9 on.
+VERSION_CODES = [
+    (2300, "2.3.0"), (2408, "2.4.8"), (2708, "2.7.8"), (2804, "2.8.4"),
+    (20900, "2.9.0"), (20906, "2.9.6"), (21403, "2.14.3"), (22703, "2.27.3"), (22807, "2.28.7"),
+    (23007, "2.30.7"), (0, "0.0.0"),
+]
+
+
+@pytest.mark.parametrize("code, text", VERSION_CODES)
+def test_version_code_decoding(code, text):
+    """The one decoder (the C loader's, nccl._ext._version_text) and everything that formats a
+    version code through it: nccl.get_version's LibraryInfo, nccl.core.Version, the doctor."""
+    from packaging.version import Version
+
+    from nccl import _ext
+    from nccl._show_versions import _decode_version
+    from nccl.core import Version as CoreVersion
+
+    assert _ext._version_text(code) == text
+    assert _decode_version(code) == Version(text)
+    assert CoreVersion(code).nccl_version == Version(text)
+
+
+@pytest.mark.parametrize("bad, error, message", [
+    (-1, ValueError, "_version_text() argument 'code' must be non-negative, got -1"),
+    (1 << 40, OverflowError, "_version_text() argument 'code' does not fit in a C int"),
+    ("23007", TypeError, "_version_text() argument 'code' must be an int, not str"),
+    (2.5, TypeError, "_version_text() argument 'code' must be an int, not float"),
+])
+def test_version_code_decoding_rejects(bad, error, message):
+    from nccl import _ext
+
+    with pytest.raises(error) as info:
+        _ext._version_text(bad)
+    assert str(info.value) == message
+
+
+def test_function_not_found_names_both_versions(fresh_python):
+    """The loader formats the library's and the entry point's versions with the same decoder."""
+    r = fresh_python("""
+        try:
+            b.comm_revoke(0, 0)
+        except Exception as exc:
+            result = (type(exc).__name__, str(exc))
+    """, variant="nccl_2_27")
+    assert r[0] == "FunctionNotFoundError"
+    assert r[1].endswith("(nccl 2.27.3); it requires NCCL >= 2.28.7"), r[1]

@@ -18,44 +18,30 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "mpi: requires mpirun and >=2 ranks")
 
 
-def _shm_names():
-    try:
-        return {n for n in os.listdir("/dev/shm") if n.startswith("nccl-host-")}
-    except FileNotFoundError:
-        return set()
-
-
-def _creator(name):
-    """The pid in nccl-host-<uid>-<pid>-<random>, or None."""
-    parts = name.split("-")
-    return int(parts[3]) if len(parts) == 5 and parts[3].isdigit() else None
-
-
 @pytest.fixture(autouse=True)
 def no_shm_leftovers():
     """Every test leaves no /dev/shm/nccl-host-* segment behind (crashes included). Only names
-    created by this process or the ranks it started count: other programs on the machine may
-    hold segments of their own meanwhile."""
-    before = _shm_names()
+    this test could have made count: its own, its ranks', or those of a process that is gone; a
+    live process elsewhere on the machine may create names at any time."""
+    before = harness.shm_segment_names()
+    harness.started_pids.clear()
     yield
-    ours = harness.LAUNCHED_PIDS | {os.getpid()}
-    left = {n for n in _shm_names() - before if _creator(n) in ours}
-    assert not left, f"shared-memory segments left behind: {sorted(left)}"
+    left = harness.leftover_segments(before, harness.shm_segment_names(), harness.started_pids)
+    assert not left, f"shared-memory segments left behind: {left}"
 
 
 # The host backend moves large messages by single-copy reads of the peers' buffers and the rest
-# through its shared segment (NCCL_HOST_DIRECT, src/host/transport.c). The suites that exercise
-# the data path (every collective x type x op, groups, p2p, abort, peer death, mismatches) run
-# under both transports, forced for every message size: "direct" (NCCL_HOST_DIRECT=1) and
-# "segment" (NCCL_HOST_DIRECT=0). The other multi-rank suites test the bindings, launchers and
-# buffer kinds above the same calls; they run once, with the library's default ("auto": single
-# copy from 64 KiB), which keeps the suite's time within CI's budget.
-TRANSPORTS = {"auto": None, "direct": "1", "segment": "0"}
-BOTH_TRANSPORTS = {"test_collectives", "test_groups_and_lifecycle"}
+# through its shared segment (NCCL_HOST_DIRECT, src/host/transport.c; docs/host-backend.md). Every
+# multi-rank test runs under both transports, forced for every message size: "direct"
+# (NCCL_HOST_DIRECT=1) and "segment" (NCCL_HOST_DIRECT=0); the library's default ("auto") takes
+# one of the two per communicator. test_transport.py sets the variable itself, test by test, and
+# runs once. Single-rank cases run once (see below), and .ci/interpreters, which repeats the suite
+# on other CPythons for the extension's sake, runs only the "segment" half.
+ONE_TRANSPORT = {"test_transport"}
 
 
 def pytest_generate_tests(metafunc):
-    if "transport" in metafunc.fixturenames and metafunc.module.__name__.rsplit(".", 1)[-1] in BOTH_TRANSPORTS:
+    if "transport" in metafunc.fixturenames and metafunc.module.__name__.rsplit(".", 1)[-1] not in ONE_TRANSPORT:
         metafunc.parametrize("transport", ["direct", "segment"])
 
 
@@ -72,7 +58,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture
 def transport():
-    """The transport a test's ranks use (see TRANSPORTS); parametrized for BOTH_TRANSPORTS."""
+    """The transport a test's ranks use (see harness.TRANSPORTS); parametrized outside ONE_TRANSPORT."""
     return "auto"
 
 
@@ -83,8 +69,8 @@ def run_ranks(transport):
 
     def run(nranks, target, timeout=60, env=None, **kw):
         env = dict(env or {})
-        if TRANSPORTS[transport] is not None:
-            env.setdefault("NCCL_HOST_DIRECT", TRANSPORTS[transport])
+        if harness.TRANSPORTS[transport] is not None:
+            env.setdefault("NCCL_HOST_DIRECT", harness.TRANSPORTS[transport])
         return harness.launch(nranks, target, timeout=timeout, env=env, **kw)
 
     return run

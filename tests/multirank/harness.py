@@ -23,9 +23,9 @@ import pytest
 HERE = Path(__file__).resolve().parent
 RANK_MAIN = HERE / "rank_main.py"
 STDERR_TAIL = 3000
-# pids of every rank process started here: a shared-memory name carries its creator's pid, so the
-# leftover check (conftest.py) can tell this suite's segments from other programs' on the machine
-LAUNCHED_PIDS = set()
+# NCCL_HOST_DIRECT of each transport a multi-rank test runs under (conftest.py); "auto" leaves
+# the library's default
+TRANSPORTS = {"auto": None, "direct": "1", "segment": "0"}
 FAIL_GRACE_S = 5.0  # once a rank has failed, the others get this long before they are killed
 
 
@@ -38,6 +38,46 @@ class RankResult:
     stderr: str = ""
     timed_out: bool = False
     extra: dict = field(default_factory=dict)
+
+
+# Pids of every rank process started by launch(), for the /dev/shm check of conftest.py.
+started_pids = set()
+
+
+def shm_segment_names():
+    """{name: creator pid} of the host backend's /dev/shm names of our uid
+    (nccl-host-<uid>-<pid>-<random>)."""
+    prefix = f"nccl-host-{os.geteuid()}-"
+    try:
+        names = os.listdir("/dev/shm")
+    except FileNotFoundError:
+        return {}
+    found = {}
+    for n in names:
+        if n.startswith(prefix):
+            try:
+                found[n] = int(n[len(prefix):].split("-", 1)[0])
+            except ValueError:
+                continue
+    return found
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def leftover_segments(before, after, test_pids):
+    """Names in ``after`` (from shm_segment_names) that are not in ``before`` and that this test
+    left: created by this process, by one of ``test_pids``, or by a process that is gone. A name
+    whose creator is another live process belongs to someone else on the machine."""
+    return sorted(n for n, pid in after.items()
+                  if n not in before and (pid == os.getpid() or pid in test_pids or not _alive(pid)))
 
 
 def _tail(text, n=STDERR_TAIL):
@@ -86,7 +126,7 @@ def launch(nranks, target, timeout=60, env=None, params=None, expect_death=(), i
                                  stdout=err, stderr=subprocess.STDOUT, cwd=str(HERE),
                                  start_new_session=True)
             procs.append(p)
-            LAUNCHED_PIDS.add(p.pid)
+            started_pids.add(p.pid)
             files.append((res, err))
         deadline = time.monotonic() + timeout
         killed = set()

@@ -202,10 +202,12 @@ def data_movement(ctx):
         # send/recv ring inside a group, counts 0 and 7
         for n in (0, 7):
             nxt, prv = (rank + 1) % size, (rank - 1) % size
+            x = data(dt, n, rank)  # kept alive: the send runs at group_end, not at the call
             y = np.full(n, 99, dtype=dt)
+            x = data(dt, n, rank)  # held by a name: the send reads it at group_end, not now
             b.group_start()
             try:
-                c.send(data(dt, n, rank), nxt)
+                c.send(x, nxt)
                 c.recv(y, peer=prv)
             finally:
                 b.group_end()

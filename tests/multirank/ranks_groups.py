@@ -282,6 +282,7 @@ def mismatch(ctx):
     r = ctx.rank
     out = {}
     x = np.zeros(64, np.float32)
+    y = np.zeros(8 * ctx.size, np.float32)
     calls = {
         "count": lambda cm: b.all_reduce(x.ctypes.data, x.ctypes.data, 8 + r, DT.Float32, OP.Sum, cm, 0),
         "datatype": lambda cm: b.all_reduce(x.ctypes.data, x.ctypes.data, 8,
@@ -289,6 +290,11 @@ def mismatch(ctx):
         "op": lambda cm: b.all_reduce(x.ctypes.data, x.ctypes.data, 8, DT.Float32,
                                       OP.Sum if r == 0 else OP.Max, cm, 0),
         "root": lambda cm: b.broadcast(x.ctypes.data, x.ctypes.data, 8, DT.Float32, r, cm, 0),
+        # a count-0 call takes part in the checks: the mismatch is reported at this call
+        "zero count": lambda cm: b.all_reduce(x.ctypes.data, x.ctypes.data, 0 if r == 0 else 8, DT.Float32,
+                                              OP.Sum, cm, 0),
+        "zero count (all but the last)": lambda cm: b.all_gather(x.ctypes.data, y.ctypes.data,
+                                                                 8 if r == ctx.size - 1 else 0, DT.Float32, cm, 0),
         "kind": lambda cm: (b.all_reduce(x.ctypes.data, x.ctypes.data, 8, DT.Float32, OP.Sum, cm, 0)
                             if r == 0 else
                             b.broadcast(x.ctypes.data, x.ctypes.data, 8, DT.Float32, 0, cm, 0)),

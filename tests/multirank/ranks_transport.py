@@ -37,10 +37,15 @@ def cpu_seconds():
 
 def idle_wait(ctx):
     """Optionally pin every rank to one CPU (params "one_cpu": the ranks then outnumber their
-    CPUs), then rank 0 waits in an AllReduce for the last rank, which arrives after
-    params["late"] seconds. Returns rank 0's CPU time and wall time over that wait."""
+    CPUs) or each rank to a CPU of its own ("own_cpu": a spin is then never skipped for a peer
+    last seen on the same CPU, wherever the scheduler would have put them), then rank 0 waits in
+    an AllReduce for the last rank, which arrives after params["late"] seconds. Returns rank 0's
+    CPU time and wall time over that wait."""
+    cpus = sorted(os.sched_getaffinity(0))
     if ctx.params.get("one_cpu"):
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+        os.sched_setaffinity(0, {cpus[0]})
+    elif ctx.params.get("own_cpu"):
+        os.sched_setaffinity(0, {cpus[ctx.rank % len(cpus)]})
     comm = init_comm(ctx)
     x = np.ones(4, np.float32)
     b.all_reduce(x.ctypes.data, x.ctypes.data, 4, DT.Float32, OP.Sum, comm, 0)  # everyone is up

@@ -61,6 +61,8 @@ def test_mismatched_calls_raise_invalid_usage(run_ranks, nranks):
     for r in results:
         for what, got in r.value.items():
             assert got["type"] == "NCCLInvalidUsage", f"rank {r.rank} {what} mismatch: {got}"
+            if what.startswith("zero count"):
+                assert "count is 0 on rank" in got["msg"] or " but 0 on rank" in got["msg"], got
             assert got["elapsed"] < 10, f"rank {r.rank} {what} mismatch took {got['elapsed']:.1f} s"
 
 

@@ -1,5 +1,8 @@
 """The launcher itself: results come back per rank, failures and timeouts name the rank."""
 
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -51,6 +54,28 @@ def test_crashed_rank_is_named_and_peers_are_not_left_waiting():
 
 @pytest.mark.timeout(60)
 def test_expected_death_is_not_a_failure(run_ranks):
+    # No communicator: with one, rank 1 could die while rank 0 is still inside its init.
     res = run_ranks(2, "import os, signal\nif rank == 1:\n    os.kill(os.getpid(), signal.SIGKILL)\n"
-                       "result = 'alive'", expect_death={1})
+                       "result = 'alive'", expect_death={1}, init=False)
     assert res[0].value == "alive" and res[1].returncode == -9
+
+
+
+def test_shm_check_counts_only_names_this_test_could_have_left():
+    """The autouse /dev/shm check: a name created meanwhile by another live process on the
+    machine is not this test's leftover; names of this process, of its ranks (alive or not), or
+    of a process that is gone are."""
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    rank = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    uid = os.geteuid()
+    before = {f"nccl-host-{uid}-{gone.pid}-older": gone.pid}
+    new = {f"nccl-host-{uid}-{p}-harnesstest": p for p in (other.pid, rank.pid, gone.pid, os.getpid())}
+    try:
+        left = harness.leftover_segments(before, dict(before, **new), test_pids={rank.pid})
+    finally:
+        for p in (other, rank):
+            p.kill()
+            p.wait()
+    assert left == sorted(n for n, pid in new.items() if pid != other.pid)

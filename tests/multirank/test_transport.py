@@ -86,11 +86,11 @@ def test_idle_rank_beyond_the_spin_window_sleeps(run_ranks):
 
 @pytest.mark.timeout(60)
 def test_spinning_shows_in_cpu_time(run_ranks):
-    """The control for the two tests above: with a 1 s window and CPUs to spare, the same wait
-    does burn CPU, so CPU time does detect a spin."""
+    """The control for the two tests above: with a 1 s window and a CPU for each rank, the same
+    wait does burn CPU, so CPU time does detect a spin."""
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs two usable CPUs")
-    res = run_ranks(2, "ranks_transport:idle_wait", timeout=45, init=False, params={"late": 2.0},
+    res = run_ranks(2, "ranks_transport:idle_wait", timeout=45, init=False, params={"late": 2.0, "own_cpu": True},
                     env=dict(DEBUG, NCCL_HOST_SPIN_US="1000000"))
     assert "spin up to 1000000 us" in transport_line(res[0]), transport_line(res[0])
     assert res[0].value["cpu"] > 0.05, res[0].value

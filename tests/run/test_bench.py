@@ -1,10 +1,6 @@
 """python -m nccl.bench: argument errors (no library needed), and every collective at 2 ranks on
-the host backend with #wrong == 0 read from the JSON, the table, and the plot (matplotlib).
+the host backend with #wrong == 0 read from the JSON, the table, and the plot (matplotlib)."""
 
-The runs need nccl.core and skip until it is importable; the argument tests do not.
-"""
-
-import importlib
 import json
 import os
 import subprocess
@@ -13,16 +9,6 @@ import sys
 import pytest
 
 from nccl import bench
-
-
-def _core_available():
-    try:
-        return hasattr(importlib.import_module("nccl.core"), "Communicator")
-    except Exception:  # noqa: BLE001 - any failure means "not usable yet"
-        return False
-
-
-needs_core = pytest.mark.skipif(not _core_available(), reason="nccl.core (Communicator) is not importable yet")
 
 
 def env():
@@ -61,14 +47,38 @@ def test_parse_size(text, value):
     (["-c", "allreduse"], "unknown collective 'allreduse'"),
     (["-d", "float8e4m3", "-o", "prod"], "unsupported combination: datatype float8e4m3 with op prod"),
     (["-d", "float8e5m2", "-o", "avg"], "unsupported combination: datatype float8e5m2 with op avg"),
-    (["--frobnicate"], "unknown option '--frobnicate'"),
-    (["-b"], "-b needs a value"),
+    (["--frobnicate"], "unrecognized arguments: --frobnicate"),
+    (["-b"], "argument -b/--minbytes: expected one argument"),
+    (["--min", "8"], "unrecognized arguments: --min 8"),  # no abbreviations
+    (["-c", "allreduce", "extra"], "unrecognized arguments: extra"),
 ])
 def test_bad_arguments(args, message):
     r = bench_cli(*args)
     assert r.returncode == 2 and r.stdout == ""
     lines = r.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("nccl.bench: error: ") and message in lines[0], r.stderr
+
+
+def test_help():
+    r = bench_cli("--help")
+    assert r.returncode == 0 and r.stderr == ""
+    assert r.stdout.startswith("usage: nccl.bench [-h] [-c LIST] [-b SIZE] [-e SIZE] [-f N]")
+    for option in ("-c LIST, --collective LIST", "-n N, --iters N", "-w N, --warmup N", "--json PATH", "--plot PATH"):
+        assert option in r.stdout
+    assert "Exit status 1 when any\n#wrong is not 0." in r.stdout
+
+
+def test_defaults_and_long_forms():
+    s = bench.parse_args([])
+    assert (s["collectives"], s["minbytes"], s["maxbytes"], s["stepfactor"], s["datatypes"], s["ops"], s["root"],
+            s["iters"], s["warmup"], s["json"], s["plot"]) == (
+        ["allreduce"], 8, 32 << 20, 2, ["float32"], ["sum"], 0, 20, 5, None, None)
+    s = bench.parse_args(["--collective=broadcast,gather", "--minbytes", "1K", "--maxbytes=4K", "--stepfactor", "4",
+                          "--datatype", "half,bf16", "--op", "max", "--root", "1", "--iters", "3", "--warmup", "0",
+                          "--json", "-"])
+    assert (s["collectives"], s["minbytes"], s["maxbytes"], s["stepfactor"], s["datatypes"], s["ops"], s["root"],
+            s["iters"], s["warmup"], s["json"]) == (
+        ["broadcast", "gather"], 1024, 4096, 4, ["float16", "bfloat16"], ["max"], 1, 3, 0, "-")
 
 
 def test_fp8_prod_is_fine_when_no_reduction_is_run():
@@ -96,7 +106,6 @@ def test_bus_factors():
     assert bench.bus_factor("broadcast", 4) == 1.0
 
 
-@needs_core
 def test_every_collective_two_ranks_json(tmp_path):
     out = tmp_path / "bench.json"
     r = bench_cli("-c", "all", "-b", "8", "-e", "64K", "-f", "8", "-n", "2", "-w", "1", "--json", str(out), nranks=2)
@@ -113,7 +122,6 @@ def test_every_collective_two_ranks_json(tmp_path):
     assert "[0] # Out of bounds values : 0 OK" in r.stdout
 
 
-@needs_core
 def test_types_and_ops_json_to_stdout():
     r = bench_cli("-c", "allreduce,reduce_scatter", "-d", "int8,uint64,float16,float64", "-o", "all",
                   "-b", "64", "-e", "1K", "-f", "4", "-n", "1", "-w", "0", "--json", "-", nranks=2)
@@ -125,7 +133,6 @@ def test_types_and_ops_json_to_stdout():
         (t, o) for t in ("int8", "uint64", "float16", "float64") for o in bench.OPS}
 
 
-@needs_core
 def test_plot_file(tmp_path):
     pytest.importorskip("matplotlib")
     png = tmp_path / "busbw.png"
@@ -136,7 +143,6 @@ def test_plot_file(tmp_path):
     assert len(data) > 1000 and data[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-@needs_core
 def test_root_out_of_range():
     r = bench_cli("-c", "broadcast", "-r", "5", "-b", "8", "-e", "8", nranks=2)
     assert r.returncode == 2

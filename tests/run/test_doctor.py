@@ -2,6 +2,7 @@
 
 Each case runs in a fresh interpreter, because the loaded library is process-global."""
 
+import json
 import os
 import subprocess
 import sys
@@ -39,9 +40,9 @@ def test_stub_nccl_complete(fresh_python, stub_libs):
     rc, text, f = doctor(fresh_python, "nccl")
     assert rc == 0
     lib = f["library"]
-    assert (lib["flavour"], lib["version"], lib["path"]) == ("nccl", "2.30.7", str(stub_libs["nccl"]))
+    assert (lib["flavour"], lib["version"], lib["path"]) == ("nccl", "2.32.3", str(stub_libs["nccl"]))
     assert f"path         : {stub_libs['nccl']}" in text
-    assert f["missing_symbols"] == []
+    assert f["missing_symbols"] == [] and f["refused_symbols"] == []
     assert section(text, "Missing ABI symbols") == ["none: the library exports every entry point of the ABI table"]
     assert f["mapped"]["copies"] == [os.path.realpath(stub_libs["nccl"])] and not f["mapped"]["two_copies"]
     assert "WARNING" not in text
@@ -66,11 +67,20 @@ def test_stub_rccl_legacy_lists_rccl_only_rows(fresh_python):
     rc, text, f = doctor(fresh_python, "rccl_legacy")
     assert rc == 0 and f["library"]["flavour"] == "rccl"
     missing = {name: rccl_only for name, since, rccl_only in f["missing_symbols"]}
-    assert missing.get("ncclAllReduceWithBias") is True
-    assert missing.get("ncclAlltoAllv") is True
-    assert "ncclAllToAllv" not in missing  # the deprecated spelling this build has
-    assert missing.get("ncclAlltoAll") is False
-    assert any(ln.split() == ["ncclAllReduceWithBias", "RCCL-only"] for ln in section(text, "Missing ABI symbols"))
+    assert missing == {"ncclAllReduceWithBias": True}
+    # ncclAlltoAll and ncclAlltoAllv are served by the older spellings this build has
+    assert f["aliased_symbols"] == [("ncclAlltoAll", "ncclAllToAll"), ("ncclAlltoAllv", "ncclAllToAllv")]
+    body = section(text, "Missing ABI symbols")
+    assert any(ln.split() == ["ncclAllReduceWithBias", "RCCL-only"] for ln in body)
+    i = body.index("served under the library's older spelling (the wrappers fall back to it):")
+    assert [ln.split() for ln in body[i + 1:]] == [["ncclAlltoAll", "by", "ncclAllToAll"],
+                                                    ["ncclAlltoAllv", "by", "ncclAllToAllv"]]
+
+
+def test_stub_rccl_with_both_spellings_lists_nothing(fresh_python):
+    rc, text, f = doctor(fresh_python, "rccl")
+    assert (f["missing_symbols"], f["aliased_symbols"]) == ([], [])
+    assert section(text, "Missing ABI symbols") == ["none: the library exports every entry point of the ABI table"]
 
 
 def test_two_copies_flagged(fresh_python, stub_libs):
@@ -101,6 +111,15 @@ def test_host_library_without_gpu(fresh_python, tmp_path):
     assert lib["flavour"] == "host" and lib["path"].endswith("libnccl-host.so")
     assert lib["host_info"].startswith("libnccl-host ")
     assert f["missing_symbols"] == []
+    # the device API it exports but refuses, listed apart from missing symbols
+    refused = f["refused_symbols"]
+    assert {"ncclDevCommCreate", "ncclCommWindowRegister", "ncclGetPeerDeviceLeInfo", "ncclTeamCft"} <= set(refused)
+    assert not {"ncclAllReduceConfig", "ncclTeamWorld", "ncclParamGetParameter"} & set(refused)
+    body = section(text, "Missing ABI symbols")
+    assert body[0] == "none: the library exports every entry point of the ABI table"
+    assert body[1] == (f"refused by the host backend ({len(refused)}): exported, but calling them raises "
+                       "NCCLInvalidUsage (no device API on the CPU):")
+    assert [ln.strip() for ln in body[2:]] == refused
     assert f["mapped"]["copies"] == []
     assert section(text, "Mapped NCCL/RCCL copies") == ["none mapped (the host backend is not a libnccl/librccl)"]
     assert section(text, "Devices")[0].startswith(f"no GPU device node in {tmp_path}")
@@ -184,9 +203,52 @@ def test_cli_doctor_reports_the_automatic_host_choice(tmp_path):
     assert "HostBackendWarning" not in r.stderr  # caught by the doctor, printed once in the report
 
 
-def test_cli_plain_and_bad_arguments():
+def test_cli_plain_is_the_summary():
     r = _cli(NCCL_LIBRARY="host")
-    assert r.returncode == 0 and "NCCL versions" in r.stdout and "load attempts:" in r.stdout
-    r = _cli("doctr", NCCL_LIBRARY="host")
+    assert r.returncode == 0, r.stderr
+    facts = _cli("doctor", "--json", NCCL_LIBRARY="host")
+    lib = json.loads(facts.stdout)["library"]
+    text = r.stdout
+    assert text.startswith("nccl4py\n=======\nnccl4py      : ")
+    assert section(text, "Library") == [f"version      : {lib['version']}", f"path         : {lib['path']}",
+                                        "flavour      : host", f"host backend : {lib['host_info']}", "load attempts:",
+                                        f"  {lib['path']}: loaded"]
+    assert section(text, "Mapped NCCL/RCCL copies") == ["none mapped (the host backend is not a libnccl/librccl)"]
+    assert "ABI entry points missing from the library: 0\n" in text
+    assert text.rstrip().endswith("python -m nccl doctor: the full report (environment, missing entry points, "
+                                  "devices, cuda.core shim)")
+    for title in ("Environment", "Missing ABI symbols", "Devices", "cuda.core shim"):
+        assert f"\n{title}\n" not in text
+
+
+def test_cli_plain_without_a_library(tmp_path):
+    r = _cli(NCCL_LIBRARY=str(tmp_path / "libnccl.so.2"))
+    assert r.returncode == 1
+    body = section(r.stdout, "Library")
+    assert body[0] == "WARNING: no NCCL/RCCL library could be loaded"
+    assert body[-1].startswith(f"  {tmp_path / 'libnccl.so.2'}: ")
+    assert "ABI entry points missing" not in r.stdout
+
+
+def test_cli_doctor_json_is_collect(fresh_python, stub_libs):
+    r = _cli("doctor", "--json", NCCL_LIBRARY=str(stub_libs["nccl_2_27"]), NCCL_DEBUG="WARN")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    _, _, facts = doctor(fresh_python, "nccl_2_27", env={"NCCL_DEBUG": "WARN"})
+    # the same facts, as JSON makes them (tuples become lists); only the interpreter path differs
+    want = json.loads(json.dumps(facts))
+    assert got.pop("python").split(" (")[0] == want.pop("python").split(" (")[0]
+    assert got == want
+    assert got["library"]["version"] == "2.27.3" and got["environment"]["nccl"]["NCCL_DEBUG"] == "WARN"
+    assert ["ncclCommRevoke", "2.28.7", False] in got["missing_symbols"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["doctr"], "argument command: invalid choice: 'doctr' (choose from 'doctor')"),
+    (["doctor", "extra"], "unrecognized arguments: extra"),
+    (["--json"], "--json goes with doctor"),
+])
+def test_cli_bad_arguments(args, message):
+    r = _cli(*args, NCCL_LIBRARY="host")
     assert r.returncode == 2 and r.stdout == ""
-    assert len(r.stderr.splitlines()) == 1 and "unknown arguments 'doctr'" in r.stderr
+    assert r.stderr.splitlines() == [f"python -m nccl: error: {message}"]

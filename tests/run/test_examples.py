@@ -1,6 +1,5 @@
 """Every examples/01_basic example at 2 ranks (04_split also at 3) on the host backend, under
-python -m nccl.run, and under mpirun when mpirun and mpi4py are installed. Skipped until nccl.core
-is importable (the examples are written against its API).
+python -m nccl.run, and under mpirun when mpirun and mpi4py are installed.
 
 Each example checks its own result and exits non-zero on a wrong answer, so a zero exit status
 and the SUCCESS line are the test.
@@ -17,16 +16,6 @@ import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "01_basic"
 NAMES = ["01_allreduce", "02_send_recv", "03_broadcast_allgather", "04_split", "05_nonblocking_init"]
-
-
-def _core_available():
-    try:
-        return hasattr(importlib.import_module("nccl.core"), "Communicator")
-    except Exception:  # noqa: BLE001 - any failure means "not usable yet"
-        return False
-
-
-pytestmark = pytest.mark.skipif(not _core_available(), reason="nccl.core (Communicator) is not importable yet")
 
 
 def env(**extra):

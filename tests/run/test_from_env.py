@@ -3,7 +3,7 @@
 The detection and exchange tests need only nccl.core._env. from_env itself is tested two ways:
 with a recording stand-in class (no library is loaded in the pytest process: the id maker is
 patched), and end to end with the real nccl.core.Communicator under nccl.run and a torchrun-style
-environment; the end-to-end tests skip until nccl.core is importable.
+environment.
 """
 
 import importlib
@@ -13,24 +13,16 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 import types
+from pathlib import Path
 
 import pytest
 
 from nccl.core import _env
+from nccl.core import _id_exchange as X
 
 UID = bytes(range(128))
-
-
-def _core_available():
-    try:
-        core = importlib.import_module("nccl.core")
-        return hasattr(core, "Communicator")
-    except Exception:  # noqa: BLE001 - any failure means "not usable yet"
-        return False
-
-
-needs_core = pytest.mark.skipif(not _core_available(), reason="nccl.core (Communicator) is not importable yet")
 
 
 def free_port():
@@ -83,6 +75,38 @@ def test_detect_torchrun_and_single():
     assert (info.kind, info.rank, info.nranks) == ("single", 0, 1)
 
 
+@pytest.mark.parametrize("env, message", [
+    ({"SLURM_PROCID": "1", "SLURM_NTASKS": "2"}, "srun started this process as task 1 of 2 .*without PMI"),
+    ({"SLURM_PROCID": "0", "SLURM_NTASKS": "4", "SLURM_STEP_ID": "0"}, "task 0 of 4 "),
+    ({"SLURM_PROCID": "0", "SLURM_STEP_NUM_TASKS": "2", "SLURM_NTASKS": "8"}, "task 0 of 2 "),
+    ({"FLUX_JOB_SIZE": "2", "FLUX_TASK_RANK": "1"}, "a Flux job of 2 tasks"),
+    ({"JSM_NAMESPACE_SIZE": "4", "JSM_NAMESPACE_RANK": "0"}, "jsrun with 4 tasks"),
+    ({"PMI_SIZE": "2"}, "a PMI launch of 2 ranks"),
+    ({"OMPI_COMM_WORLD_SIZE": "3"}, "Open MPI with 3 ranks"),
+    ({"LOCAL_WORLD_SIZE": "2", "LOCAL_RANK": "1"}, "a launch of 2 local ranks"),
+])
+def test_detect_refuses_launches_it_cannot_serve(env, message):
+    """Several tasks and no channel for the id: an error, never a silent 1-rank job per task."""
+    with pytest.raises(ValueError, match=message):
+        _env.detect(env)
+
+
+def test_detect_srun_and_batch_scripts():
+    # one process of a batch script (SLURM_PROCID 0 outside any step) or a 1-task step: one rank
+    for env in ({"SLURM_PROCID": "0", "SLURM_NTASKS": "4", "SLURM_JOB_ID": "7"},
+                {"SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_STEP_ID": "0"},
+                {"LOCAL_WORLD_SIZE": "1"}):
+        assert _env.detect(env).kind == "single", env
+    # srun without PMI but with MASTER_ADDR/MASTER_PORT: served like torchrun
+    info = _env.detect({"SLURM_PROCID": "2", "SLURM_STEP_NUM_TASKS": "4", "SLURM_STEP_ID": "0",
+                        "SLURM_LOCALID": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"})
+    assert (info.kind, info.rank, info.nranks, info.local_rank, info.master) == ("slurm", 2, 4, 0,
+                                                                                  ("127.0.0.1", 29501))
+    # torchrun inside an srun step is torchrun
+    assert _env.detect({"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "RANK": "3", "WORLD_SIZE": "8",
+                        "MASTER_ADDR": "h", "MASTER_PORT": "1"}).kind == "torchrun"
+
+
 # ---- exchange_over_tcp ----
 
 def _run_ranks(nranks, port, timeout=20.0, skip=()):
@@ -120,7 +144,7 @@ def test_tcp_exchange_survives_a_stray_connection():
     t = threading.Thread(target=rank0)
     t.start()
     # a stray client: connects, sends garbage, leaves; then a hello with the wrong nranks
-    for payload in (b"hello?", _env._HELLO.pack(_env._MAGIC, 1, 3)):
+    for payload in (b"hello?", X.HELLO.pack(X.MAGIC, 1, 3, bytes(16))):
         for _ in range(200):
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
@@ -145,6 +169,115 @@ def test_tcp_exchange_times_out_naming_the_missing_rank():
 def test_tcp_client_times_out_without_rank_0():
     with pytest.raises(TimeoutError, match="rank 1 could not get the id from rank 0"):
         _env.exchange_over_tcp(1, 2, "127.0.0.1", free_port(), timeout=0.5)
+
+
+def _silent_clients(port, n, release):
+    """n connections to rank 0's exchange that never say anything, held until release is set."""
+    socks = []
+    deadline = time.monotonic() + 20
+    while len(socks) < n and time.monotonic() < deadline:
+        try:
+            socks.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        except ConnectionRefusedError:
+            time.sleep(0.02)
+    release.wait(30)
+    for s in socks:
+        s.close()
+
+
+@pytest.mark.timeout(60)
+def test_tcp_exchange_is_not_held_up_by_silent_connections():
+    """Rank 0 serves connections concurrently: 100 that never send anything, held until rank 1 is
+    done (2 s each when served one after another), do not keep rank 1 from its id within 10 s."""
+    port = free_port()
+    done = {}
+    t = threading.Thread(target=lambda: done.update(r0=_env.exchange_over_tcp(0, 2, "127.0.0.1", port, uid=UID,
+                                                                              timeout=30)))
+    t.start()
+    release = threading.Event()
+    flood = threading.Thread(target=_silent_clients, args=(port, 100, release))
+    flood.start()
+    time.sleep(1.0)  # the silent connections are in before rank 1 asks
+    try:
+        assert _env.exchange_over_tcp(1, 2, "127.0.0.1", port, timeout=10) == UID
+    finally:
+        release.set()
+        t.join(40)
+        flood.join(40)
+    assert done["r0"] == UID
+
+
+def test_tcp_exchange_with_a_secret():
+    port = free_port()
+    got = {}
+
+    def rank0():
+        got[0] = _env.exchange_over_tcp(0, 2, "127.0.0.1", port, uid=UID, timeout=20, secret="s3cret")
+
+    t = threading.Thread(target=rank0)
+    t.start()
+    try:
+        # a client without the secret gets nothing (rank 0 does not prove itself to it either)
+        with pytest.raises(TimeoutError, match="does not know this job's NCCL4PY_ID_SECRET"):
+            _env.exchange_over_tcp(1, 2, "127.0.0.1", port, timeout=1.5, secret="guess")
+        assert _env.exchange_over_tcp(1, 2, "127.0.0.1", port, timeout=20, secret="s3cret") == UID
+    finally:
+        t.join(30)
+    assert got[0] == UID
+
+
+def test_tcp_exchange_off_this_machine_needs_a_secret():
+    with pytest.raises(X.ExchangeError, match="NCCL4PY_ID_SECRET"):
+        _env.exchange_over_tcp(1, 2, "192.0.2.1", 29501, timeout=1)
+
+
+ROGUE_CLIENT = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("x", sys.argv[2])  # stdlib only: no nccl import
+X = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(X)
+try:
+    X.exchange_over_tcp(1, 2, "127.0.0.1", int(sys.argv[1]), timeout=3)
+    print("GOT THE ID")
+except Exception as exc:
+    print(type(exc).__name__, exc)
+"""
+
+
+@pytest.mark.timeout(60)
+def test_tcp_exchange_serves_only_our_user():
+    """Without a secret the exchange stays on loopback and rank 0 serves only connections of its
+    own user: another user's client (nobody, when the tests run as root) gets nothing, and the
+    real rank 1 still gets the id."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run a client as another user")
+    import tempfile
+
+    readable = Path(tempfile.mkdtemp(prefix="nccl-idx-", dir="/tmp"))  # pytest's tmp_path is root-only
+    readable.chmod(0o755)
+    module = readable / "id_exchange.py"  # a copy that nobody may read
+    module.write_text(Path(X.__file__).read_text())
+    module.chmod(0o644)
+    python = next((p for p in ("/usr/bin/python3", sys.executable)
+                   if subprocess.run([p, "-c", "pass"], user="nobody", capture_output=True,
+                                     timeout=60).returncode == 0), None)
+    if python is None:
+        pytest.skip("no interpreter that nobody may run")
+    port = free_port()
+    got = {}
+    t = threading.Thread(target=lambda: got.update(r0=_env.exchange_over_tcp(0, 2, "127.0.0.1", port, uid=UID,
+                                                                             timeout=30)))
+    t.start()
+    try:
+        rogue = subprocess.run([python, "-c", ROGUE_CLIENT, str(port), str(module)], user="nobody", capture_output=True,
+                               text=True, timeout=30, cwd="/")
+        assert "GOT THE ID" not in rogue.stdout and "TimeoutError" in rogue.stdout, rogue.stdout + rogue.stderr
+        assert _env.exchange_over_tcp(1, 2, "127.0.0.1", port, timeout=20) == UID
+    finally:
+        t.join(40)
+        module.unlink()
+        readable.rmdir()
+    assert got["r0"] == UID
 
 
 # ---- from_env with a stand-in class ----
@@ -202,18 +335,69 @@ def test_from_env_single_process(stand_in):
     assert (kw["nranks"], kw["rank"], bytes(kw["unique_id"])) == (1, 0, UID)
 
 
-def test_from_env_torchrun_threads(stand_in):
-    port = free_port()
-    base = {"WORLD_SIZE": "3", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port - 1)}
-    threads = [threading.Thread(target=_env.from_env, args=(stand_in,),
-                                kwargs={"environ": dict(base, RANK=str(r), LOCAL_RANK=str(r)), "timeout": 20})
-               for r in range(3)]
+def _torchrun_threads(stand_in, base, nranks=3):
+    errors = []
+
+    def one(r):
+        try:
+            _env.from_env(stand_in, environ=dict(base, RANK=str(r), LOCAL_RANK=str(r)), timeout=30)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(r,)) for r in range(nranks)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(60)
-    assert sorted(kw["rank"] for kw in stand_in.calls) == [0, 1, 2]
+        t.join(90)
+    assert not errors, errors
+    assert sorted(kw["rank"] for kw in stand_in.calls) == list(range(nranks))
     assert {bytes(kw["unique_id"]) for kw in stand_in.calls} == {UID}
+
+
+def _no_tcp_exchange(*args, **kwargs):
+    raise AssertionError("the id went through our TCP exchange instead of torch's TCPStore")
+
+
+@pytest.mark.timeout(120)
+def test_from_env_torchrun_threads_without_torch(stand_in, monkeypatch):
+    monkeypatch.setattr(_env, "torch_store_class", lambda: None)
+    port = free_port()
+    _torchrun_threads(stand_in, {"WORLD_SIZE": "3", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port - 1)})
+
+
+@pytest.mark.timeout(120)
+def test_from_env_torchrun_uses_a_tcp_store(stand_in, monkeypatch):
+    """With torch importable the id goes through torch.distributed.TCPStore: one that rank 0 opens
+    on the id port."""
+    pytest.importorskip("torch.distributed")
+    monkeypatch.setattr(_env, "exchange_over_tcp", _no_tcp_exchange)
+    port = free_port()
+    _torchrun_threads(stand_in, {"WORLD_SIZE": "3", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port - 1)})
+
+
+@pytest.mark.timeout(120)
+def test_from_env_torchrun_uses_the_agent_store(stand_in, monkeypatch):
+    """Under torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE=True) every rank is a client of
+    the store at MASTER_ADDR:MASTER_PORT; two launches (restarts) in a row get their own keys."""
+    dist = pytest.importorskip("torch.distributed")
+    import datetime
+
+    monkeypatch.setattr(_env, "exchange_over_tcp", _no_tcp_exchange)
+    port = free_port()
+    agent = dist.TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False,
+                          timeout=datetime.timedelta(seconds=30))
+    base = {"WORLD_SIZE": "3", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+            "TORCHELASTIC_USE_AGENT_STORE": "True", "TORCHELASTIC_RUN_ID": "job7"}
+    _torchrun_threads(stand_in, dict(base, TORCHELASTIC_RESTART_COUNT="0"))
+    stand_in.calls.clear()
+    _torchrun_threads(stand_in, dict(base, TORCHELASTIC_RESTART_COUNT="1"))
+    del agent
+
+
+def test_from_env_raises_under_srun_without_pmi(stand_in):
+    with pytest.raises(ValueError, match="srun started this process as task 1 of 2"):
+        _env.from_env(stand_in, environ={"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "SLURM_STEP_ID": "0"})
+    assert stand_in.calls == []  # no 1-rank communicator was made
 
 
 def test_from_env_mpi_without_mpi4py(stand_in, monkeypatch):
@@ -311,7 +495,6 @@ def _env_for_children(**extra):
     return e
 
 
-@needs_core
 def test_from_env_under_nccl_run(tmp_path):
     s = tmp_path / "ar.py"
     s.write_text(textwrap.dedent(ALLREDUCE))
@@ -321,7 +504,6 @@ def test_from_env_under_nccl_run(tmp_path):
     assert "[0] rank 0/2 ok=True" in r.stdout and "[1] rank 1/2 ok=True" in r.stdout
 
 
-@needs_core
 def test_from_env_torchrun_style(tmp_path):
     s = tmp_path / "ar.py"
     s.write_text(textwrap.dedent(ALLREDUCE))
@@ -342,7 +524,6 @@ def test_from_env_torchrun_style(tmp_path):
     assert "rank 1/2 ok=True" in outs[1]
 
 
-@needs_core
 def test_from_env_single_rank(tmp_path):
     s = tmp_path / "ar.py"
     s.write_text(textwrap.dedent(ALLREDUCE))
@@ -350,3 +531,39 @@ def test_from_env_single_rank(tmp_path):
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert "rank 0/1 ok=True" in r.stdout
+
+
+# ---- local_rank() ----
+
+@pytest.mark.parametrize("env, local", [
+    ({}, 0),  # no launcher: one rank
+    ({"RANK": "3", "WORLD_SIZE": "4", "NCCL4PY_UNIQUE_ID": UID.hex()}, 3),  # nccl.run without LOCAL_RANK: one machine
+    ({"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "NCCL4PY_UNIQUE_ID": UID.hex()}, 1),
+    ({"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "MASTER_ADDR": "h", "MASTER_PORT": "29500"}, 1),
+    ({"RANK": "5", "WORLD_SIZE": "8", "MASTER_ADDR": "h", "MASTER_PORT": "29500"}, 0),  # torchrun did not say
+    # under MPI the launcher's own variable wins over a LOCAL_RANK inherited from outside
+    ({"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "1", "LOCAL_RANK": "7"},
+     1),
+    ({"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALRANKID": "1"}, 1),
+    ({"PMIX_RANK": "5", "SLURM_LOCALID": "2"}, 2),
+    ({"MV2_COMM_WORLD_RANK": "9", "MV2_COMM_WORLD_SIZE": "16", "MV2_COMM_WORLD_LOCAL_RANK": "3"}, 3),
+    ({"PMI_RANK": "1", "PMI_SIZE": "2", "LOCAL_RANK": "1"}, 1),
+    ({"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALRANKID": "x"}, 0),
+])
+def test_local_rank(env, local):
+    assert _env.local_rank(env) == local
+
+
+def test_local_rank_reads_os_environ_and_rejects_what_detect_rejects(monkeypatch):
+    for name in ("NCCL4PY_UNIQUE_ID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK",
+                 "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    with pytest.raises(ValueError, match="RANK=1 is not below WORLD_SIZE=1"):
+        _env.local_rank()
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", "29500")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert _env.local_rank() == 1

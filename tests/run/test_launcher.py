@@ -314,31 +314,69 @@ def test_interrupt_during_init_leaves_no_shared_memory(tmp_path):
 
 
 def _shm_names():
+    """Host-backend /dev/shm names of our uid whose creator is gone (ranks of this test, after
+    the launcher stopped them); names of live processes elsewhere on the machine do not count."""
     prefix = f"nccl-host-{os.geteuid()}-"
     try:
-        return {n for n in os.listdir("/dev/shm") if n.startswith(prefix)}
+        names = [n for n in os.listdir("/dev/shm") if n.startswith(prefix)]
     except OSError:
         return set()
+    return {n for n in names if not alive(int(n[len(prefix):].split("-", 1)[0]))}
 
 
-def test_sweep_removes_names_of_our_ranks_only(tmp_path):
-    if not os.path.isdir("/dev/shm"):
-        pytest.skip("no /dev/shm")
-    # a pid that is certainly gone: a child that has exited and been reaped
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True).stdout.strip()
-    mine = Path(f"/dev/shm/nccl-host-{os.geteuid()}-{dead}-launchertest")
-    live = Path(f"/dev/shm/nccl-host-{os.geteuid()}-{os.getpid()}-launchertest")
-    mine.write_bytes(b"x")
-    live.write_bytes(b"x")
+MARKED = """
+import os, subprocess, sys, time
+rank = int(os.environ["RANK"])
+# one child in the rank's process group, one that left it for a session of its own
+kids = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"]),
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)]
+out = os.path.join({dir!r}, f"pids{{rank}}")
+with open(out + ".tmp", "w") as f:
+    f.write(" ".join(str(p) for p in [os.getpid()] + [k.pid for k in kids]))
+os.replace(out + ".tmp", out)
+time.sleep(600)
+"""
+
+
+def marked_processes(marker):
+    """Live processes whose environment holds ORPHAN_MARK=marker."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                if f"ORPHAN_MARK={marker}".encode() in f.read().split(b"\0") and alive(int(name)):
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+def test_killed_launcher_takes_its_ranks_along(tmp_path):
+    """SIGKILL to the launcher: no rank, and no child of a rank (even one in a session of its
+    own), outlives it; found by an environment marker they all inherit."""
+    marker = os.urandom(8).hex()
+    s = script(tmp_path, MARKED.format(dir=str(tmp_path)))
+    p = subprocess.Popen([sys.executable, "-m", "nccl.run", "-n", "2", str(s)],
+                         env=env(NCCL_LIBRARY="host", ORPHAN_MARK=marker), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     try:
-        removed = launcher.sweep_shared_memory({int(dead)}, since=time.time() - 60)
-        assert mine.name in removed and not mine.exists()
-        assert live.exists()  # a live process's name is never touched
+        wait_for_files([tmp_path / "pids0", tmp_path / "pids1"])
+        assert len(marked_processes(marker)) >= 6  # the launcher, two ranks, four children
+        p.kill()
+        p.wait()
+        deadline = time.monotonic() + 20
+        while marked_processes(marker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = marked_processes(marker)
     finally:
-        for p in (mine, live):
-            if p.exists():
-                p.unlink()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        for pid in marked_processes(marker):  # never leave them running, whatever happened
+            os.kill(pid, signal.SIGKILL)
+    assert not left, f"processes outlived the killed launcher: {left}"
 
 
 @pytest.mark.parametrize("args, message", [

@@ -84,7 +84,7 @@ def test_found_but_not_loadable(run_python, tmp_path):
 
 
 def test_not_a_hip_runtime(run_python, stub_variant):
-    lib = stub_variant("stub_hip_norequired", ["STUB_OMIT_REQUIRED"])
+    lib = stub_variant("stub_hip_norequired")
     run_python("""
         from nccl._hip_compat import _hip
         try:
@@ -98,7 +98,7 @@ def test_not_a_hip_runtime(run_python, stub_variant):
 
 
 def test_missing_optional_function_names_library_and_function(run_python, stub_variant):
-    lib = stub_variant("stub_hip_nooptional", ["STUB_OMIT_OPTIONAL"])
+    lib = stub_variant("stub_hip_nooptional")
     run_python("""
         from nccl._hip_compat import _hip
         from nccl._hip_compat.cuda_core_shim import Device, StreamOptions
@@ -166,7 +166,7 @@ def test_already_mapped_runtime_is_reused(run_python, stub_path, tmp_path):
 
 
 def test_search_order_without_override(run_python, stub_path, tmp_path):
-    """Bare SONAMEs first, then $ROCM_PATH/lib, then $HIP_PATH/lib, each .so, .so.6, .so.5."""
+    """Bare SONAMEs first, then $ROCM_PATH/lib, then $HIP_PATH/lib, each .so.7, .so.6, .so.5, .so."""
     rocm, hip_path = tmp_path / "rocm", tmp_path / "hip"
     (rocm / "lib").mkdir(parents=True)
     (hip_path / "lib").mkdir(parents=True)
@@ -179,16 +179,36 @@ def test_search_order_without_override(run_python, stub_path, tmp_path):
     """, env={"ROCM_PATH": str(rocm), "HIP_PATH": str(hip_path)}, unset=("NCCL4PY_HIP_LIBRARY",))
     lines = result.stdout.splitlines()
     attempts = [line.split(" -> ")[0] for line in lines[1:]]
-    names = ["libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"]
+    names = ["libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"]
     if ctypes.util.find_library("amdhip64"):
         # The system runtime (Debian's libamdhip64-5) wins at the bare SONAMEs.
         assert attempts == names[:3] and lines[-1].endswith("-> loaded")
         assert "libamdhip64.so.5" in lines[0]
     else:
-        expected = names + [f"{rocm}/lib/{n}" for n in names] + [f"{hip_path}/lib/{n}" for n in names]
+        # found at $HIP_PATH/lib/libamdhip64.so.5, before the bare .so there
+        expected = names + [f"{rocm}/lib/{n}" for n in names] + [f"{hip_path}/lib/{n}" for n in names[:3]]
         assert attempts == expected, lines
         assert lines[0] == f"{hip_path}/lib/libamdhip64.so.5"
         assert all("-> not found: " in line for line in lines[1:-1]), lines
+
+
+def test_rocm7_soname_is_found(run_python, stub_path, tmp_path):
+    """ROCm 7 installs only libamdhip64.so.7: found through the dynamic loader's search, first."""
+    lib = tmp_path / "rocm7"
+    lib.mkdir()
+    shutil.copy(stub_path, lib / "libamdhip64.so.7")
+    result = run_python("""
+        from nccl._hip_compat import _hip
+        from nccl._hip_compat.cuda_core_shim import get_num_devices
+        print(get_num_devices())
+        print(_hip.load())
+        print(_hip.load_attempts())
+    """, env={"LD_LIBRARY_PATH": str(lib), "ROCM_PATH": str(tmp_path / "none")},
+        unset=("NCCL4PY_HIP_LIBRARY", "HIP_PATH"))
+    ndev, path, attempts = result.stdout.splitlines()
+    assert ndev == "2"
+    assert path == str(lib / "libamdhip64.so.7")
+    assert attempts == "(('libamdhip64.so.7', 'loaded'),)"
 
 
 def test_concurrent_first_use_waits_without_the_gil(run_python, stub_path):

@@ -11,7 +11,10 @@
  *   3. blocks, if a test armed it, until released or until its own deadline passes (so a binding
  *      that holds the GIL fails the test instead of hanging it);
  *   4. returns the scripted status (ncclSuccess unless scripted).
- * The two rows that return text (ncclGetErrorString, ncclGetLastError) are written by hand.
+ * The rows that return something else (text, a team, an int, nothing) are written by hand: they
+ * record the call the same way and return a value derived from their `out` setting.
+ * An ncclTeam_t passed by value is recorded as nRanks | rank << 16 | stride << 32 (16, 16 and 32
+ * bits), an ncclMultimemHandle_t as its pointer.
  *
  * Control functions, all named stub_*, are driven from Python through ctypes (stubctl.py).
  *
@@ -20,7 +23,7 @@
  *   -DSTUB_MAX_SINCE=<code>  leave out the NCCL rows whose minimum version is >= code
  *   -DSTUB_WITH_RCCL         also export the RCCL-only rows (the library then looks like RCCL)
  *   -DSTUB_OMIT='"a,b"'      leave out these rows by name (ncclGetVersion: "not an NCCL library")
- *   -DSTUB_VERSION=<code>    the default ncclGetVersion code (23007, NCCL 2.30.7)
+ *   -DSTUB_VERSION=<code>    the default ncclGetVersion code (23203, NCCL 2.32.3)
  * Compile with -std=gnu11 (the argument-counting macros rely on GNU comma elision). */
 #include <errno.h>
 #include <limits.h>
@@ -39,7 +42,7 @@
 #define STUB_OMIT ""
 #endif
 #ifndef STUB_VERSION
-#define STUB_VERSION 23007
+#define STUB_VERSION 23203
 #endif
 
 #define STUB_API __attribute__((visibility("default")))
@@ -126,6 +129,8 @@ static int s_deadline_ms = 5000;
 static char s_last_error[512];
 static char s_error_strings[16][64];
 static __thread s_record *s_current; /* the record of the call this thread is in */
+static __thread int s_hook_rc;       /* a status the output hook decided (the emulated checks) */
+static int s_struct_reader;          /* config-taking hooks read the config (stub_set_struct_reader) */
 
 static void s_defaults(void)
 {
@@ -144,6 +149,7 @@ static void s_defaults(void)
     s_version = STUB_VERSION;
     s_deadline_ms = 5000;
     s_last_error[0] = '\0';
+    s_struct_reader = 0;
 }
 
 __attribute__((constructor)) static void s_init(void)
@@ -178,6 +184,7 @@ static s_record *s_enter(int fn, const uint64_t *args, int nargs)
     s_record *r = s_record_call(fn, args, nargs);
     pthread_mutex_unlock(&s_lock);
     s_current = r;
+    s_hook_rc = ncclSuccess;
     return r;
 }
 
@@ -228,7 +235,7 @@ static ncclResult_t s_leave(int fn)
         f->timed_out |= timed_out;
         pthread_cond_broadcast(&s_cond);
     }
-    ncclResult_t rc = ncclSuccess;
+    ncclResult_t rc = (ncclResult_t)s_hook_rc;
     if (f->remaining != 0) {
         rc = (ncclResult_t)f->status;
         if (f->remaining > 0)
@@ -256,11 +263,21 @@ static uint64_t s_arg_ulong(unsigned long v) { return v; }
 static uint64_t s_arg_llong(long long v) { return (uint64_t)v; }
 static uint64_t s_arg_ullong(unsigned long long v) { return v; }
 static uint64_t s_arg_ptr(const volatile void *p) { return (uint64_t)(uintptr_t)p; }
+static uint64_t s_arg_team(ncclTeam_t t)
+{
+    return (uint64_t)(uint16_t)t.nRanks | (uint64_t)(uint16_t)t.rank << 16 | (uint64_t)(uint32_t)t.stride << 32;
+}
+static uint64_t s_arg_multimem(ncclMultimemHandle_t h) { return (uint64_t)(uintptr_t)h.mcBasePtr; }
+static ncclTeam_t s_team_of(uint64_t v)
+{
+    return (ncclTeam_t){(int)(uint16_t)v, (int)(uint16_t)(v >> 16), (int)(uint32_t)(v >> 32)};
+}
 
 /* Enumerations are compatible with unsigned int (GCC, no negative enumerators) and take that
  * branch; every pointer takes the default one. */
 #define S_ARG(x)                                                                                   \
-    , _Generic((x), ncclUniqueId: s_arg_uid, int: s_arg_int, unsigned int: s_arg_uint,             \
+    , _Generic((x), ncclUniqueId: s_arg_uid, ncclTeam_t: s_arg_team, ncclMultimemHandle_t: s_arg_multimem, \
+               int: s_arg_int, unsigned int: s_arg_uint,                                           \
                long: s_arg_long, unsigned long: s_arg_ulong, long long: s_arg_llong,               \
                unsigned long long: s_arg_ullong, default: s_arg_ptr)(x)
 
@@ -308,7 +325,7 @@ static uint64_t s_arg_ptr(const volatile void *p) { return (uint64_t)(uintptr_t)
 
 NCCL_ABI(S_ROW)
 
-/* ---- the two text rows ---- */
+/* ---- the rows that do not return a status ---- */
 
 STUB_API const char *ncclGetErrorString(ncclResult_t result)
 {
@@ -327,6 +344,59 @@ STUB_API const char *ncclGetLastError(ncclComm_t comm)
     return s_last_error;
 }
 
+/* The team functions return the team their `out` setting encodes (as s_arg_team records one). */
+#define S_TEAM_FN(name)                                                                            \
+    STUB_API ncclTeam_t name(ncclComm_t comm)                                                      \
+    {                                                                                              \
+        uint64_t a = s_arg_ptr(comm);                                                              \
+        s_enter(S_IDX_##name, &a, 1);                                                              \
+        s_leave(S_IDX_##name);                                                                     \
+        return s_team_of(s_out(S_IDX_##name));                                                     \
+    }
+S_TEAM_FN(ncclTeamWorld)
+S_TEAM_FN(ncclTeamLsa)
+S_TEAM_FN(ncclTeamRail)
+S_TEAM_FN(ncclTeamCftMultimem)
+
+STUB_API ncclTeam_t ncclTeamCft(ncclComm_t comm, ncclCftTeamMode_t mode)
+{
+    uint64_t a[2] = {s_arg_ptr(comm), s_arg_uint(mode)};
+    s_enter(S_IDX_ncclTeamCft, a, 2);
+    s_leave(S_IDX_ncclTeamCft);
+    return s_team_of(s_out(S_IDX_ncclTeamCft));
+}
+
+/* The rank conversions and the slot count return their `out` setting as an int. */
+STUB_API int ncclTeamRankToWorld(ncclComm_t comm, ncclTeam_t team, int rank)
+{
+    uint64_t a[3] = {s_arg_ptr(comm), s_arg_team(team), s_arg_int(rank)};
+    s_enter(S_IDX_ncclTeamRankToWorld, a, 3);
+    s_leave(S_IDX_ncclTeamRankToWorld);
+    return (int)s_out(S_IDX_ncclTeamRankToWorld);
+}
+
+STUB_API int ncclTeamRankToLsa(ncclComm_t comm, ncclTeam_t team, int rank)
+{
+    uint64_t a[3] = {s_arg_ptr(comm), s_arg_team(team), s_arg_int(rank)};
+    s_enter(S_IDX_ncclTeamRankToLsa, a, 3);
+    s_leave(S_IDX_ncclTeamRankToLsa);
+    return (int)s_out(S_IDX_ncclTeamRankToLsa);
+}
+
+STUB_API int ncclLLA2ACalcSlots(int maxElts, int maxEltSize)
+{
+    uint64_t a[2] = {s_arg_int(maxElts), s_arg_int(maxEltSize)};
+    s_enter(S_IDX_ncclLLA2ACalcSlots, a, 2);
+    s_leave(S_IDX_ncclLLA2ACalcSlots);
+    return (int)s_out(S_IDX_ncclLLA2ACalcSlots);
+}
+
+STUB_API void ncclParamDumpAll(void)
+{
+    s_enter(S_IDX_ncclParamDumpAll, NULL, 0);
+    s_leave(S_IDX_ncclParamDumpAll);
+}
+
 /* ---- output hooks: what the real functions write, and snapshots of what they read ---- */
 
 #define S_HOOK(name) __attribute__((visibility("hidden"))) void s_hook_##name
@@ -335,6 +405,8 @@ STUB_API const char *ncclGetLastError(ncclComm_t comm)
         if ((p) != NULL)             \
             *(p) = (v);              \
     } while (0)
+
+static void s_read_config(const ncclConfig_t *config);
 
 static void s_fill_id(ncclUniqueId *id, uint64_t seed)
 {
@@ -361,8 +433,9 @@ S_HOOK(ncclCommGetUniqueId)(ncclComm_t comm, ncclUniqueId *id)
 }
 S_HOOK(ncclCommInitRankConfig)(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t *config)
 {
-    (void)nranks, (void)rank, (void)config;
+    (void)nranks, (void)rank;
     s_snap(&id, sizeof id);
+    s_read_config(config);
     S_WRITE(comm, (ncclComm_t)(uintptr_t)s_out(S_IDX_ncclCommInitRankConfig));
 }
 S_HOOK(ncclCommInitRank)(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
@@ -382,7 +455,8 @@ S_HOOK(ncclCommInitAll)(ncclComm_t *comm, int ndev, const int *devlist)
 }
 S_HOOK(ncclCommSplit)(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config)
 {
-    (void)comm, (void)color, (void)key, (void)config;
+    (void)comm, (void)color, (void)key;
+    s_read_config(config);
     S_WRITE(newcomm, (ncclComm_t)(uintptr_t)s_out(S_IDX_ncclCommSplit));
 }
 S_HOOK(ncclCommShrink)(ncclComm_t comm, int *list, int count, ncclComm_t *newcomm, ncclConfig_t *config,
@@ -469,18 +543,76 @@ S_HOOK(ncclGroupSimulateEnd)(ncclSimInfo_t *info)
     uint32_t bits = (uint32_t)s_out(S_IDX_ncclGroupSimulateEnd);
     memcpy(&info->estimatedTime, &bits, sizeof bits);
 }
-/* Keeps the stamped header, then fills every other field with the values of the RCCL fork's ABI
- * test: rank 3, nRanks 8, cudaDev 5, nvmlDev 9, deviceApiSupport 1, multimemSupport 0, ginType
- * PROXY (2), nLsaTeams 42, hostRmaSupport 1, railedGinType GDAKI (3). */
+/* As the release the stub reports reads ncclCommProperties_t: a version above it is
+ * ncclInvalidUsage; otherwise the header is kept (snapshot) and the fields of min(props.version,
+ * that release) are written, the values of the RCCL fork's ABI test first: rank 3, nRanks 8,
+ * cudaDev 5, nvmlDev 9, deviceApiSupport 1, multimemSupport 0, ginType PROXY (2); from 2.29.4
+ * nLsaTeams 42, hostRmaSupport 1, railedGinType GDAKI (3); from 2.31 commHash 0x1234567890abcdef,
+ * ginMinStride 2, ginConnectionType RAIL (2), ginSupport {0, 2, 3}, devCommRuntimeVersionSize 248;
+ * from 2.32 cftSupport 1, cftMulticastSupport 0, cftCountedSupport 1. */
 S_HOOK(ncclCommQueryProperties)(ncclComm_t comm, ncclCommProperties_t *p)
 {
     (void)comm;
     if (p == NULL)
         return;
     s_snap(p, 16);
+    pthread_mutex_lock(&s_lock);
+    int lib = s_version;
+    pthread_mutex_unlock(&s_lock);
+    if (p->magic != NCCL_API_MAGIC || (int)p->version > lib) {
+        s_hook_rc = ncclInvalidUsage;
+        return;
+    }
+    int v = (int)p->version;
     p->rank = 3, p->nRanks = 8, p->cudaDev = 5, p->nvmlDev = 9;
     p->deviceApiSupport = 1, p->multimemSupport = 0, p->ginType = ncclGinTypeProxy;
-    p->nLsaTeams = 42, p->hostRmaSupport = 1, p->railedGinType = ncclGinTypeGdaki;
+    if (v >= NCCL_ABI_VERSION_CODE(2, 29, 4))
+        p->nLsaTeams = 42, p->hostRmaSupport = 1, p->railedGinType = ncclGinTypeGdaki;
+    if (v >= NCCL_ABI_VERSION_CODE(2, 31, 0)) {
+        p->commHash = 0x1234567890abcdefull, p->ginMinStride = 2, p->ginConnectionType = ncclGinConnectionRail;
+        memset(p->ginSupport, 0, sizeof p->ginSupport);
+        p->ginSupport[0] = p->ginSupport[2] = p->ginSupport[3] = 1;
+        p->devCommRuntimeVersionSize = 248;
+    }
+    if (v >= NCCL_ABI_VERSION_CODE(2, 32, 0))
+        p->cftSupport = 1, p->cftMulticastSupport = 0, p->cftCountedSupport = 1;
+}
+
+/* The size of ncclConfig_t in a release: the layout grows at its end (nccl_abi.h). */
+static size_t s_config_size(int version)
+{
+    if (version >= NCCL_ABI_VERSION_CODE(2, 32, 0))
+        return sizeof(ncclConfig_t);
+    if (version >= NCCL_ABI_VERSION_CODE(2, 31, 0))
+        return offsetof(ncclConfig_t, nvlsHostMode);
+    if (version >= NCCL_ABI_VERSION_CODE(2, 30, 5))
+        return offsetof(ncclConfig_t, launchOrderImplicit);
+    if (version >= NCCL_ABI_VERSION_CODE(2, 30, 0))
+        return offsetof(ncclConfig_t, graphStreamOrdering);
+    if (version >= NCCL_ABI_VERSION_CODE(2, 29, 0))
+        return offsetof(ncclConfig_t, maxP2pPeers);
+    if (version >= NCCL_ABI_VERSION_CODE(2, 28, 0))
+        return offsetof(ncclConfig_t, graphUsageMode);
+    return offsetof(ncclConfig_t, nChannelsPerNetPeer);
+}
+
+/* With stub_set_struct_reader(1), a config-taking creation function reads its config as the
+ * release the stub reports does: a bad magic is ncclInvalidArgument, and min(config.size, that
+ * release's size) bytes are copied (snapshot appended to the record). Off by default: most tests
+ * pass made-up config addresses. */
+static void s_read_config(const ncclConfig_t *config)
+{
+    pthread_mutex_lock(&s_lock);
+    int on = s_struct_reader, lib = s_version;
+    pthread_mutex_unlock(&s_lock);
+    if (!on || config == NULL)
+        return;
+    if (config->magic != NCCL_API_MAGIC) {
+        s_hook_rc = ncclInvalidArgument;
+        return;
+    }
+    size_t n = s_config_size(lib);
+    s_snap(config, config->size < n ? config->size : n);
 }
 S_HOOK(ncclGetLsaMultimemDevicePointer)(ncclWindow_t window, size_t offset, void **out)
 {
@@ -496,6 +628,88 @@ S_HOOK(ncclGetPeerDevicePointer)(ncclWindow_t window, size_t offset, int peer, v
 {
     (void)window, (void)offset, (void)peer;
     S_WRITE(out, (void *)(uintptr_t)s_out(S_IDX_ncclGetPeerDevicePointer));
+}
+
+S_HOOK(ncclGetMultimemDevicePointer)(ncclWindow_t window, size_t offset, ncclMultimemHandle_t mm, void **out)
+{
+    (void)window, (void)offset, (void)mm;
+    S_WRITE(out, (void *)(uintptr_t)s_out(S_IDX_ncclGetMultimemDevicePointer));
+}
+/* The LE queries write leId = out (low 32 bits) and leOffset = out >> 32. */
+static void s_le_info(int fn, ncclCftLeId_t *leId, size_t *leOffset)
+{
+    uint64_t v = s_out(fn);
+    S_WRITE(leId, (ncclCftLeId_t)v);
+    S_WRITE(leOffset, (size_t)(v >> 32));
+}
+S_HOOK(ncclGetMultimemDeviceLeInfo)(ncclWindow_t window, size_t offset, ncclCftLeId_t *leId, size_t *leOffset)
+{
+    (void)window, (void)offset;
+    s_le_info(S_IDX_ncclGetMultimemDeviceLeInfo, leId, leOffset);
+}
+S_HOOK(ncclGetCftDeviceLeInfo)(ncclWindow_t window, size_t offset, int peer, ncclTeam_t team, ncclCftLeId_t *leId,
+                               size_t *leOffset)
+{
+    (void)window, (void)offset, (void)peer, (void)team;
+    s_le_info(S_IDX_ncclGetCftDeviceLeInfo, leId, leOffset);
+}
+S_HOOK(ncclGetPeerDeviceLeInfo)(ncclWindow_t window, size_t offset, int peer, ncclCftLeId_t *leId, size_t *leOffset)
+{
+    (void)window, (void)offset, (void)peer;
+    s_le_info(S_IDX_ncclGetPeerDeviceLeInfo, leId, leOffset);
+}
+/* The requirement creators fill the handle's buffer handle with `out` and zero the requirement
+ * except bufferSize = 4096 (a recognisable value). */
+static void s_requirement(ncclDevResourceRequirements_t *req)
+{
+    if (req == NULL)
+        return;
+    memset(req, 0, sizeof *req);
+    req->bufferSize = 4096;
+}
+S_HOOK(ncclLsaBarrierCreateRequirement)(ncclTeam_t team, int n, ncclLsaBarrierHandle_t *h,
+                                        ncclDevResourceRequirements_t *req)
+{
+    (void)team;
+    if (h != NULL)
+        h->bufHandle = (uint32_t)s_out(S_IDX_ncclLsaBarrierCreateRequirement), h->nBarriers = n;
+    s_requirement(req);
+}
+S_HOOK(ncclGinBarrierCreateRequirement)(ncclComm_t comm, ncclTeam_t team, int n, ncclGinBarrierHandle_t *h,
+                                        ncclDevResourceRequirements_t *req)
+{
+    (void)comm, (void)team, (void)n;
+    if (h != NULL)
+        h->signal0 = (uint32_t)s_out(S_IDX_ncclGinBarrierCreateRequirement), h->unused = 0;
+    s_requirement(req);
+}
+S_HOOK(ncclLLA2ACreateRequirement)(int nBlocks, int nSlots, ncclLLA2AHandle_t *h, ncclDevResourceRequirements_t *req)
+{
+    (void)nBlocks;
+    if (h != NULL)
+        h->bufHandle = (uint32_t)s_out(S_IDX_ncclLLA2ACreateRequirement), h->nSlots = (uint32_t)nSlots;
+    s_requirement(req);
+}
+/* The key-based parameter reads: the key is kept; the value is "stub-<key>". */
+static __thread char s_param_value[96];
+S_HOOK(ncclParamGetParameter)(const char *key, const char **value, int *len)
+{
+    if (key != NULL)
+        s_snap(key, strlen(key) + 1);
+    snprintf(s_param_value, sizeof s_param_value, "stub-%s", key ? key : "");
+    S_WRITE(value, s_param_value);
+    S_WRITE(len, (int)strlen(s_param_value));
+}
+static const char *s_param_keys[] = {"NCCL_STUB_A", "NCCL_STUB_B", "NCCL_STUB_C"};
+S_HOOK(ncclParamGetAllParameterKeys)(const char ***table, int *len)
+{
+    S_WRITE(table, s_param_keys);
+    S_WRITE(len, 3);
+}
+/* The encryption config is kept as the binding passed it (its 32 bytes). */
+S_HOOK(ncclSetEncryption)(const ncclEncryptionConfig_t *config)
+{
+    s_snap(config, config ? sizeof *config : 0);
 }
 
 /* The four size_t[nranks] arrays, nranks being what ncclCommCount reports. */
@@ -606,6 +820,14 @@ STUB_API void stub_set_version(int code)
 {
     pthread_mutex_lock(&s_lock);
     s_version = code;
+    pthread_mutex_unlock(&s_lock);
+}
+
+/* 1: the creation functions read their config as the reported release would (s_read_config). */
+STUB_API void stub_set_struct_reader(int on)
+{
+    pthread_mutex_lock(&s_lock);
+    s_struct_reader = on;
     pthread_mutex_unlock(&s_lock);
 }
 

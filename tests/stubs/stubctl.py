@@ -94,6 +94,10 @@ class Stub:
     def set_version(self, code):
         self.lib.stub_set_version(code)
 
+    def set_struct_reader(self, on):
+        """The creation functions read their ncclConfig_t as the release the stub reports would."""
+        self.lib.stub_set_struct_reader(1 if on else 0)
+
     def set_last_error(self, text):
         self.lib.stub_set_last_error(text.encode())
 

@@ -61,23 +61,38 @@ _FUNCTIONS = (
     "get_peer_device_pointer", "get_library_path", "get_library_flavour", "get_load_attempts",
     "check_status",
 )
-_STRUCTS = ("UniqueId", "Config", "SimInfo", "WaitSignalDesc", "CommProperties", "PointerBox")
+_STRUCTS = (
+    "UniqueId", "Config", "SimInfo", "WaitSignalDesc", "CommProperties", "CollConfig", "ConfigExt",
+    "EncryptionConfig", "Team", "MultimemHandle", "LsaBarrierHandle", "GinBarrierHandle", "CftBarrierHandle",
+    "LLA2AHandle", "ResourceWindowVidmem", "DevResourceRequirements", "TeamRequirements", "DevCommRequirements",
+    "DevComm", "PointerBox",
+)
 
 globals().update({name: getattr(_ext, name) for name in _FUNCTIONS + _STRUCTS})
 
 
 def _make_dtypes():
     # The offsets come from the C struct definitions (nccl_abi.h) through the extension, so the
-    # NumPy view can never drift from what the library reads.
+    # NumPy view can never drift from what the library reads. A field whose type names another
+    # class is that class's dtype, nested.
+    layouts = _ext._struct_layouts()
     made = {}
-    for cls_name, (dtype_name, size, fields) in _ext._struct_layouts().items():
-        names, formats, offsets = [], [], []
-        for field, offset, code, count in fields:
-            names.append(field)
-            formats.append((code, (count,)) if count != 1 else code)
-            offsets.append(offset)
-        made[cls_name] = (dtype_name, _np.dtype({"names": names, "formats": formats, "offsets": offsets,
-                                                 "itemsize": size}))
+
+    def build(cls_name):
+        if cls_name not in made:
+            dtype_name, size, fields = layouts[cls_name]
+            names, formats, offsets = [], [], []
+            for field, offset, code, count in fields:
+                fmt = build(code) if code in layouts else code
+                names.append(field)
+                formats.append((fmt, (count,)) if count != 1 else fmt)
+                offsets.append(offset)
+            made[cls_name] = (dtype_name, _np.dtype({"names": names, "formats": formats, "offsets": offsets,
+                                                     "itemsize": size}))
+        return made[cls_name][1]
+
+    for cls_name in layouts:
+        build(cls_name)
     _ext._register_numpy(_np.ndarray, {cls: dt for cls, (_, dt) in made.items()})
     return {dtype_name: dt for dtype_name, dt in made.values()}
 

@@ -58,15 +58,10 @@ _warned_lock = threading.Lock()
 _warned = set()  # (field, library version code) already warned about in this process
 
 
-def _version_text(code):
-    if code >= 10000:
-        return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
-    return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
-
-
 def _warn_too_new(owner, names, stacklevel):
     """The one-time RuntimeWarning of API.md section 5.7 for each set field (name, min version
     code) that the loaded library predates."""
+    from nccl import _ext
     from nccl.bindings import nccl as _b
 
     code = int(_b.get_version())
@@ -83,8 +78,8 @@ def _warn_too_new(owner, names, stacklevel):
     except Exception:  # noqa: BLE001 - the flavour only decorates the message
         flavour = "library"
     for name, need in late:
-        warnings.warn(f"{owner}.{name} requires NCCL >= {_version_text(need)}; the loaded {flavour} "
-                      f"{_version_text(code)} ignores it", RuntimeWarning, stacklevel=stacklevel)
+        warnings.warn(f"{owner}.{name} requires NCCL >= {_ext._version_text(need)}; the loaded "
+                      f"{flavour} {_ext._version_text(code)} ignores it", RuntimeWarning, stacklevel=stacklevel)
 
 
 @dataclass(kw_only=True)

@@ -11,33 +11,30 @@ finds the rank, the number of ranks and the unique id, then returns
    MV2_COMM_WORLD_RANK/SIZE (MVAPICH). Rank 0 makes the id, and ``mpi4py``'s
    ``COMM_WORLD.bcast`` hands it to the others; rank and size are MPI's. Without mpi4py the id
    has no channel, and a RuntimeError says so (unless MASTER_ADDR/MASTER_PORT are also set).
-3. ``torchrun`` (or any launcher that sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT): torchrun
-   has no channel for an NCCL id, so rank 0 makes one and serves it over TCP on MASTER_ADDR,
-   port MASTER_PORT + 1 (NCCL4PY_ID_PORT overrides the port); the other ranks connect, with
-   retries, until ``timeout``. See ``exchange_over_tcp``.
-4. No launcher at all (no WORLD_SIZE, no MPI variables): a 1-rank communicator, so a script also
-   runs as plain ``python script.py``.
+3. ``torchrun`` (or any launcher that sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT): rank 0
+   makes the id and hands it over TCP (see _id_exchange): through torch.distributed.TCPStore when
+   torch is importable (torchrun's own store when its agent runs one, else one on MASTER_PORT + 1
+   or NCCL4PY_ID_PORT), otherwise through an authenticated exchange on that port.
+4. ``srun`` without PMI (SLURM_PROCID and SLURM_NTASKS / SLURM_STEP_NUM_TASKS of a step with
+   several tasks): served like 3 when MASTER_ADDR and MASTER_PORT are set.
+5. No launcher at all: a 1-rank communicator, so a script also runs as plain ``python script.py``.
 
-RANK and WORLD_SIZE without an id channel (no NCCL4PY_UNIQUE_ID, no MASTER_ADDR/MASTER_PORT) are
-an error: every rank would make its own id and hang.
+Every other sign of a launch with several tasks that gives no channel for the id is an error,
+never a silent 1-rank job: RANK/WORLD_SIZE without an id channel, srun without PMI and without
+MASTER_ADDR/MASTER_PORT, Flux or jsrun tasks, an MPI size without its rank, LOCAL_WORLD_SIZE > 1.
 
 Keyword arguments: ``config`` (an NCCLConfig, passed to ``init``), ``timeout`` (seconds for the id
 exchange, default NCCL4PY_ID_TIMEOUT or 300), ``environ`` (a mapping read instead of os.environ).
-The communicator's device is not chosen here: on GPUs, make LOCAL_RANK's device current first.
+The communicator's device is not chosen here: on GPUs, make ``local_rank()``'s device current first.
 """
 
 import os
-import socket
-import struct
-import time
 
-__all__ = ["from_env", "detect", "exchange_over_tcp", "LaunchInfo"]
+from nccl.core._id_exchange import ID_BYTES, exchange_over_store, exchange_over_tcp, torch_store_class
 
-ID_BYTES = 128
+__all__ = ["from_env", "detect", "local_rank", "exchange_over_tcp", "LaunchInfo"]
+
 DEFAULT_TIMEOUT_S = 300.0
-_MAGIC = b"N4PYID1\0"
-_HELLO = struct.Struct("<8sii")  # magic, rank, nranks
-_HELLO_WAIT_S = 2.0  # one connection may keep rank 0 this long; it serves connections one at a time
 
 # (rank variable, size variable or None) of the MPI launchers we recognise
 _MPI_VARIABLES = (
@@ -46,6 +43,9 @@ _MPI_VARIABLES = (
     ("PMIX_RANK", None),
     ("MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"),
 )
+# the rank within the machine under MPI: the launcher's own variable first, then LOCAL_RANK
+_MPI_LOCAL_RANK_VARIABLES = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
+                             "MV2_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK")
 
 
 class LaunchInfo:
@@ -93,12 +93,19 @@ def _master(env):
     return addr, p
 
 
+def _first_count(env, names):
+    """The value of the first of names set to a whole number, or None."""
+    for name in names:
+        text = env.get(name, "")
+        if text.isdigit():
+            return int(text)
+    return None
+
+
 def detect(environ=None):
     """The LaunchInfo of this process's launcher, from the environment alone (no MPI call, no
     library load). Raises ValueError for inconsistent or unusable variables."""
     env = os.environ if environ is None else environ
-    local = env.get("LOCAL_RANK")
-    local_rank = int(local) if local and local.isdigit() else None
     uid_hex = env.get("NCCL4PY_UNIQUE_ID")
     if uid_hex:
         rank, nranks = _rank_and_size(env, "RANK", "WORLD_SIZE")
@@ -109,20 +116,16 @@ def detect(environ=None):
             ok = False
         if not ok:
             raise ValueError(f"NCCL4PY_UNIQUE_ID must be {2 * ID_BYTES} hex digits (a {ID_BYTES}-byte id)")
-        return LaunchInfo("nccl.run", rank, nranks, local_rank if local_rank is not None else rank, uid_hex,
-                          "NCCL4PY_UNIQUE_ID")
+        local = _first_count(env, ("LOCAL_RANK",))
+        return LaunchInfo("nccl.run", rank, nranks, rank if local is None else local, uid_hex, "NCCL4PY_UNIQUE_ID")
     for rank_var, size_var in _MPI_VARIABLES:
         if rank_var in env and (size_var is None or size_var in env):
             if size_var is None:
                 rank, nranks = _int(env, rank_var), None
             else:
                 rank, nranks = _rank_and_size(env, rank_var, size_var)
-            for lv in ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "MV2_COMM_WORLD_LOCAL_RANK",
-                       "LOCAL_RANK"):
-                if env.get(lv, "").isdigit():
-                    local_rank = int(env[lv])
-                    break
-            return LaunchInfo("mpi", rank, nranks, local_rank, source=rank_var, master=_master(env))
+            local = _first_count(env, _MPI_LOCAL_RANK_VARIABLES)
+            return LaunchInfo("mpi", rank, nranks, local, source=rank_var, master=_master(env))
     if "WORLD_SIZE" in env or "RANK" in env:
         rank, nranks = _rank_and_size(env, "RANK", "WORLD_SIZE")
         master = _master(env)
@@ -130,8 +133,73 @@ def detect(environ=None):
             raise ValueError("RANK and WORLD_SIZE are set, but there is no channel for the unique id: launch with "
                              "python -m nccl.run (NCCL4PY_UNIQUE_ID), mpirun (with mpi4py), or torchrun "
                              "(MASTER_ADDR and MASTER_PORT)")
-        return LaunchInfo("torchrun", rank, nranks, local_rank, source="RANK", master=master)
+        return LaunchInfo("torchrun", rank, nranks, _first_count(env, ("LOCAL_RANK",)), source="RANK", master=master)
+    slurm = _slurm_tasks(env)
+    if slurm is not None:
+        rank, nranks, source = slurm
+        master = _master(env)
+        if master is None:
+            raise ValueError(f"srun started this process as task {rank} of {nranks} ({source}), without PMI, so "
+                             "there is no channel for the unique id: use srun --mpi=pmix (or pmi2) with mpi4py "
+                             "installed, set MASTER_ADDR and MASTER_PORT, or start the ranks with python -m nccl.run")
+        return LaunchInfo("slurm", rank, nranks, _first_count(env, ("SLURM_LOCALID", "LOCAL_RANK")), source=source,
+                          master=master)
+    _refuse_other_launches(env)
     return LaunchInfo("single", 0, 1, 0, source=None)
+
+
+def _int_or_none(env, name):
+    text = env.get(name, "")
+    return int(text) if text.strip().isdigit() else None
+
+
+def _slurm_tasks(env):
+    """(rank, ntasks, description) when this process is one task of an srun step with several
+    tasks; None otherwise. A batch script (one process, SLURM_PROCID=0 outside any step) is not."""
+    procid = _int_or_none(env, "SLURM_PROCID")
+    if procid is None:
+        return None
+    step_tasks = _int_or_none(env, "SLURM_STEP_NUM_TASKS")
+    ntasks = step_tasks if step_tasks is not None else _int_or_none(env, "SLURM_NTASKS")
+    in_step = step_tasks is not None or "SLURM_STEP_ID" in env or "SLURM_STEPID" in env
+    if ntasks is None or ntasks <= 1 or not (in_step or procid > 0):
+        return None
+    if procid >= ntasks:
+        raise ValueError(f"SLURM_PROCID={procid} is not below the number of tasks {ntasks}")
+    size_var = "SLURM_STEP_NUM_TASKS" if step_tasks is not None else "SLURM_NTASKS"
+    return procid, ntasks, f"SLURM_PROCID={procid}, {size_var}={ntasks}"
+
+
+# Other launchers of several tasks that leave no channel for the id: (variable, what it means).
+_TASK_COUNTS = (
+    ("FLUX_JOB_SIZE", "a Flux job of {n} tasks (FLUX_JOB_SIZE)"),
+    ("JSM_NAMESPACE_SIZE", "jsrun with {n} tasks (JSM_NAMESPACE_SIZE)"),
+    ("OMPI_COMM_WORLD_SIZE", "Open MPI with {n} ranks (OMPI_COMM_WORLD_SIZE, without OMPI_COMM_WORLD_RANK)"),
+    ("PMI_SIZE", "a PMI launch of {n} ranks (PMI_SIZE, without PMI_RANK)"),
+    ("MPI_LOCALNRANKS", "an MPI launch with {n} local ranks (MPI_LOCALNRANKS, without a rank variable)"),
+    ("LOCAL_WORLD_SIZE", "a launch of {n} local ranks (LOCAL_WORLD_SIZE, without RANK and WORLD_SIZE)"),
+)
+
+
+def _refuse_other_launches(env):
+    """Raises when the environment shows a launch of several tasks that from_env cannot serve:
+    each task would otherwise run a 1-rank job of its own, silently."""
+    for var, what in _TASK_COUNTS:
+        n = _int_or_none(env, var)
+        if n is not None and n > 1:
+            raise ValueError(f"this process looks like one of {what.format(n=n)}, but there is no channel for the "
+                             "unique id: launch with python -m nccl.run, mpirun (with mpi4py), or torchrun; or set "
+                             "RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT")
+
+
+def local_rank(environ=None):
+    """This process's rank among the ranks on its machine, as its launcher says: LOCAL_RANK under
+    nccl.run and torchrun, the MPI launcher's own variable under mpirun/srun (see ``detect``); 0
+    when the launcher does not say or there is none. On GPUs the device to make current before
+    ``Communicator.from_env`` is usually ``local_rank() % device count``. Raises ValueError where
+    ``detect`` does."""
+    info = detect(environ)
+    return 0 if info.local_rank is None else info.local_rank
 
 
 def _new_id_bytes():
@@ -140,89 +208,17 @@ def _new_id_bytes():
     return bytes(b.get_unique_id())
 
 
-def _recv_exact(sock, n, deadline):
-    data = b""
-    while len(data) < n:
-        sock.settimeout(max(0.05, deadline - time.monotonic()))
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("the peer closed the connection early")
-        data += chunk
-    return data
-
-
-def exchange_over_tcp(rank, nranks, addr, port, uid=None, timeout=DEFAULT_TIMEOUT_S):
-    """Hands rank 0's id to every rank over TCP; returns the 128 bytes on every rank.
-
-    Rank 0 listens on (addr, port) and answers each of the nranks - 1 other ranks once: a rank
-    sends a hello (magic, its rank, nranks), and rank 0 replies with the id, or closes the
-    connection when the hello is malformed, repeats a rank, or disagrees on nranks. The others
-    connect with retries (rank 0 may not be listening yet) until the deadline.
-    """
-    deadline = time.monotonic() + timeout
-    if rank == 0:
-        uid = _new_id_bytes() if uid is None else bytes(uid)
-        if len(uid) != ID_BYTES:
-            raise ValueError(f"the unique id must be {ID_BYTES} bytes")
-        if nranks == 1:
-            return uid
-        _serve_id(uid, nranks, addr, port, deadline, timeout)
+def _exchange(rank, nranks, master, env, timeout):
+    """The id for a torchrun-style launch: made by rank 0, handed over TCP (see _id_exchange)."""
+    uid = _new_id_bytes() if rank == 0 else None
+    if nranks == 1:
         return uid
-    return _fetch_id(rank, nranks, addr, port, deadline, timeout)
-
-
-def _serve_id(uid, nranks, addr, port, deadline, timeout):
-    served = set()
-    with socket.create_server((addr, port), family=_family(addr)) as srv:
-        while len(served) < nranks - 1:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                missing = sorted(set(range(1, nranks)) - served)
-                raise TimeoutError(f"unique id exchange on {addr}:{port}: rank(s) {missing} did not connect "
-                                   f"within {timeout:g} s")
-            srv.settimeout(left)
-            try:
-                conn, _ = srv.accept()
-            except socket.timeout:
-                continue
-            with conn:
-                hello_deadline = min(deadline, time.monotonic() + _HELLO_WAIT_S)
-                try:
-                    magic, peer, peer_n = _HELLO.unpack(_recv_exact(conn, _HELLO.size, hello_deadline))
-                except (OSError, ConnectionError, struct.error):
-                    continue  # a stray or broken connection does not spoil the exchange
-                if magic != _MAGIC or peer_n != nranks or not 0 < peer < nranks or peer in served:
-                    continue
-                try:
-                    conn.sendall(uid)
-                except OSError:
-                    continue
-                served.add(peer)
-
-
-def _fetch_id(rank, nranks, addr, port, deadline, timeout):
-    delay, last = 0.05, None
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError(f"unique id exchange: rank {rank} could not get the id from rank 0 at {addr}:{port} "
-                               f"within {timeout:g} s (last error: {last})")
-        try:
-            with socket.create_connection((addr, port), timeout=min(left, 10.0)) as s:
-                s.sendall(_HELLO.pack(_MAGIC, rank, nranks))
-                return _recv_exact(s, ID_BYTES, deadline)
-        except (OSError, ConnectionError) as exc:
-            last = exc
-        time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
-        delay = min(delay * 2, 1.0)
-
-
-def _family(addr):
-    try:
-        socket.inet_pton(socket.AF_INET6, addr)
-        return socket.AF_INET6
-    except OSError:
-        return socket.AF_INET
+    addr, id_port = master
+    store = torch_store_class()
+    if store is not None:
+        return exchange_over_store(store, rank, nranks, uid, timeout, env, id_port)
+    return exchange_over_tcp(rank, nranks, addr, id_port, uid=uid, timeout=timeout,
+                             secret=env.get("NCCL4PY_ID_SECRET"))
 
 
 def _mpi_exchange(info, env, timeout):
@@ -234,8 +230,7 @@ def _mpi_exchange(info, env, timeout):
         MPI = None
     if MPI is None:
         if info.master is not None and info.nranks is not None:
-            uid = exchange_over_tcp(info.rank, info.nranks, *info.master, timeout=timeout)
-            return info.rank, info.nranks, uid
+            return info.rank, info.nranks, _exchange(info.rank, info.nranks, info.master, env, timeout)
         raise RuntimeError(f"running under MPI ({info.source} is set) but mpi4py is not importable, so the unique "
                            "id cannot be broadcast: pip install mpi4py, or launch with python -m nccl.run")
     world = MPI.COMM_WORLD
@@ -264,12 +259,9 @@ def from_env(cls, *, config=None, timeout=None, environ=None):
         rank, nranks, uid = info.rank, info.nranks, bytes.fromhex(info.uid_hex)
     elif info.kind == "mpi":
         rank, nranks, uid = _mpi_exchange(info, env, timeout)
-    elif info.kind == "torchrun":
+    elif info.kind in ("torchrun", "slurm"):
         rank, nranks = info.rank, info.nranks
-        if nranks == 1:
-            uid = _new_id_bytes()
-        else:
-            uid = exchange_over_tcp(rank, nranks, *info.master, timeout=timeout)
+        uid = _exchange(rank, nranks, info.master, env, timeout)
     else:
         rank, nranks, uid = 0, 1, _new_id_bytes()
     from nccl.core._unique_id import UniqueId

@@ -55,7 +55,7 @@ class _HostDeviceHooks:
                 return None
             lib = ctypes.CDLL(path)
             getter, setter = lib.ncclHostGetDevice, lib.ncclHostSetDevice
-        except (OSError, AttributeError, ImportError, RuntimeError):
+        except (OSError, AttributeError, RuntimeError):
             return None
         getter.argtypes, getter.restype = [ctypes.POINTER(ctypes.c_int)], ctypes.c_int
         setter.argtypes, setter.restype = [ctypes.c_int], ctypes.c_int
@@ -110,7 +110,7 @@ def _select_backend(load):
 
     try:
         flavour = _b.get_library_flavour()
-    except (ImportError, RuntimeError):
+    except RuntimeError:
         flavour = None  # no library: the HIP runtime (or its own error) stays
     if flavour == "host":
         _runtime.set_backend(_host_backend())

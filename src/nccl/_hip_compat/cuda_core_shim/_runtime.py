@@ -20,6 +20,8 @@ import sys
 import threading
 import time
 
+from nccl._errors import NotSupportedError
+
 __all__ = ["hip", "set_backend", "device_count", "host_memory", "HipError", "NotSupportedError",
            "HostBackend", "UnbackedCuda"]
 
@@ -64,24 +66,12 @@ def host_memory():
     return bool(getattr(hip(), "host_memory", False))
 
 
-def _not_supported_class():
-    try:
-        from nccl._errors import NotSupportedError as cls
-    except Exception:
-        from .. import _hip
-
-        cls = _hip.NotSupportedError
-    return cls
-
-
 def __getattr__(name):
-    # The exception classes come from the C module (or the bindings), on first use only.
+    # HipError comes from the C module, on first use only.
     if name == "HipError":
         from .. import _hip
 
         return _hip.HipError
-    if name == "NotSupportedError":
-        return _not_supported_class()
     raise AttributeError(f"module '{__name__}' has no attribute '{name}' (HIP shim)")
 
 
@@ -94,7 +84,7 @@ class UnbackedCuda:
             raise AttributeError(name)
 
         def unbacked(*args, **kwargs):
-            raise _not_supported_class()("the cuda.core shim has no CUDA backing; install cuda-core")
+            raise NotSupportedError("the cuda.core shim has no CUDA backing; install cuda-core")
 
         unbacked.__name__ = name
         return unbacked

@@ -1,15 +1,7 @@
-/* HIP runtime discovery for the cuda.core shim. Order (API.md section 6.5, issue 5):
- *
- *   1. NCCL4PY_HIP_LIBRARY, when set and non-empty: the only candidate, passed to dlopen verbatim
- *      (a path, or a SONAME for the dynamic loader). An explicit request never falls back.
- *   2. A libamdhip64 already mapped in the process (librccl's own runtime, or the one torch or
- *      hip-python loaded), so the process never holds two HIP runtimes.
- *   3. libamdhip64.so, libamdhip64.so.6, libamdhip64.so.5 through the dynamic loader's search.
- *   4. The same three names in $ROCM_PATH/lib (or /opt/rocm/lib when ROCM_PATH is unset), then in
- *      $HIP_PATH/lib.
- *
- * Every library is opened RTLD_NOW | RTLD_LOCAL and never closed once chosen. */
-#include "hip_loader.h"
+/* The GPU runtime/driver loader shared by nccl._ext and nccl._hip_compat._hip; the discovery order
+ * is documented in gpu_loader.h. Each module that links this file has its own copy of the state
+ * below; both open the same libraries (dlopen hands back one mapping per process). */
+#include "gpu_loader.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -21,30 +13,41 @@
 #include <string.h>
 #include <unistd.h>
 
-nh_hip_table nh_hip;
+gpu_hip_table gpu_hip;
 
-#define NH_SYMBOL_ROW(name, ret, params, need) {#name, need, offsetof(nh_hip_table, name)},
-const nh_symbol nh_symbols[] = {NH_HIP_API(NH_SYMBOL_ROW)};
-#undef NH_SYMBOL_ROW
-const size_t nh_nsymbols = sizeof(nh_symbols) / sizeof(nh_symbols[0]);
+#define GPU_SYMBOL_ROW(name, ret, params, need) {#name, need, offsetof(gpu_hip_table, name)},
+const gpu_symbol gpu_hip_symbols[] = {GPU_HIP_API(GPU_SYMBOL_ROW)};
+#undef GPU_SYMBOL_ROW
+const size_t gpu_hip_nsymbols = sizeof(gpu_hip_symbols) / sizeof(gpu_hip_symbols[0]);
 
-static const char *const sonames[] = {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"};
+/* Versioned SONAMEs first: they are what runtime packages install (ROCm 7, 6, 5); the bare name
+ * comes with development packages only. */
+static const char *const sonames[] = {"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"};
 #define NSONAMES (sizeof(sonames) / sizeof(sonames[0]))
 
 static pthread_mutex_t loader_lock = PTHREAD_MUTEX_INITIALIZER;
-static atomic_int loader_ready;  /* release-stored after nh_hip, loaded_path and runtime_version */
+static atomic_int loader_ready;  /* release-stored after gpu_hip, loaded_path and runtime_version */
 static char loaded_path[4096];   /* guarded by loader_lock until loader_ready */
 static int runtime_version = -1; /* likewise */
-static nh_attempt *attempts;     /* guarded by loader_lock; the latest discovery */
+static gpu_attempt *attempts;     /* guarded by loader_lock; the latest discovery */
 static size_t nattempts, cap_attempts;
 
-int nh_loader_ready(void) { return atomic_load_explicit(&loader_ready, memory_order_acquire); }
+int gpu_hip_ready(void) { return atomic_load_explicit(&loader_ready, memory_order_acquire); }
 
-const char *nh_loader_path(void) { return loaded_path; }
+const gpu_symbol *gpu_hip_symbol_at(const void *slot)
+{
+    size_t offset = (size_t)((const char *)slot - (const char *)&gpu_hip);
+    for (size_t i = 0; i < gpu_hip_nsymbols; i++)
+        if (gpu_hip_symbols[i].offset == offset)
+            return &gpu_hip_symbols[i];
+    return NULL;
+}
 
-int nh_loader_runtime_version(void) { return runtime_version; }
+const char *gpu_hip_path(void) { return loaded_path; }
 
-void nh_attempts_free(nh_attempt *list, size_t n)
+int gpu_hip_runtime_version(void) { return runtime_version; }
+
+void gpu_attempts_free(gpu_attempt *list, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         free(list[i].candidate);
@@ -55,7 +58,7 @@ void nh_attempts_free(nh_attempt *list, size_t n)
 
 static void clear_attempts(void)
 {
-    nh_attempts_free(attempts, nattempts);
+    gpu_attempts_free(attempts, nattempts);
     attempts = NULL;
     nattempts = cap_attempts = 0;
 }
@@ -65,7 +68,7 @@ static void record(const char *candidate, const char *outcome)
 {
     if (nattempts == cap_attempts) {
         size_t cap = cap_attempts ? 2 * cap_attempts : 8;
-        nh_attempt *grown = realloc(attempts, cap * sizeof *grown);
+        gpu_attempt *grown = realloc(attempts, cap * sizeof *grown);
         if (grown == NULL)
             return;
         attempts = grown;
@@ -83,20 +86,20 @@ static void record(const char *candidate, const char *outcome)
     nattempts++;
 }
 
-static int copy_attempts(nh_attempt **out, size_t *nout)
+static int copy_attempts(gpu_attempt **out, size_t *nout)
 {
     *out = NULL;
     *nout = 0;
     if (nattempts == 0)
         return 0;
-    nh_attempt *copy = calloc(nattempts, sizeof *copy);
+    gpu_attempt *copy = calloc(nattempts, sizeof *copy);
     if (copy == NULL)
         return -1;
     for (size_t i = 0; i < nattempts; i++) {
         copy[i].candidate = strdup(attempts[i].candidate);
         copy[i].outcome = attempts[i].outcome ? strdup(attempts[i].outcome) : NULL;
         if (copy[i].candidate == NULL || (attempts[i].outcome != NULL && copy[i].outcome == NULL)) {
-            nh_attempts_free(copy, i + 1);
+            gpu_attempts_free(copy, i + 1);
             return -1;
         }
     }
@@ -107,17 +110,17 @@ static int copy_attempts(nh_attempt **out, size_t *nout)
 
 /* Resolves the whole table from one handle. Returns the number of missing required symbols and
  * writes their names (comma separated) into missing. */
-static int resolve(void *handle, nh_hip_table *table, char *missing, size_t missing_len)
+static int resolve(void *handle, gpu_hip_table *table, char *missing, size_t missing_len)
 {
     int nmissing = 0;
     missing[0] = '\0';
-    for (size_t i = 0; i < nh_nsymbols; i++) {
-        void *sym = dlsym(handle, nh_symbols[i].name);
+    for (size_t i = 0; i < gpu_hip_nsymbols; i++) {
+        void *sym = dlsym(handle, gpu_hip_symbols[i].name);
         /* POSIX guarantees a data pointer from dlsym converts to a function pointer. */
-        memcpy((char *)table + nh_symbols[i].offset, &sym, sizeof sym);
-        if (sym == NULL && nh_symbols[i].required) {
+        memcpy((char *)table + gpu_hip_symbols[i].offset, &sym, sizeof sym);
+        if (sym == NULL && gpu_hip_symbols[i].required) {
             size_t used = strlen(missing);
-            snprintf(missing + used, missing_len - used, "%s%s", nmissing ? ", " : "", nh_symbols[i].name);
+            snprintf(missing + used, missing_len - used, "%s%s", nmissing ? ", " : "", gpu_hip_symbols[i].name);
             nmissing++;
         }
     }
@@ -134,7 +137,7 @@ static int is_not_found(const char *candidate, const char *err)
     return strncmp(err, candidate, n) == 0 && strstr(err + n, "No such file") != NULL;
 }
 
-/* Tries one candidate; on success fills nh_hip and loaded_path and returns 0. */
+/* Tries one candidate; on success fills gpu_hip and loaded_path and returns 0. */
 static int try_candidate(const char *label, const char *file, int flags)
 {
     char outcome[4096 + 256];
@@ -149,7 +152,7 @@ static int try_candidate(const char *label, const char *file, int flags)
         record(label, outcome);
         return -1;
     }
-    nh_hip_table table;
+    gpu_hip_table table;
     char missing[256];
     if (resolve(handle, &table, missing, sizeof missing) != 0) {
         snprintf(outcome, sizeof outcome, "loaded, but not a HIP runtime: it does not export %s", missing);
@@ -163,10 +166,10 @@ static int try_candidate(const char *label, const char *file, int flags)
     else
         snprintf(loaded_path, sizeof loaded_path, "%s", file);
     int version = -1;
-    if (table.hipRuntimeGetVersion != NULL && table.hipRuntimeGetVersion(&version) != NH_hipSuccess)
+    if (table.hipRuntimeGetVersion != NULL && table.hipRuntimeGetVersion(&version) != GPU_hipSuccess)
         version = -1;
     runtime_version = version;
-    nh_hip = table;
+    gpu_hip = table;
     record(label, NULL);
     return 0;
 }
@@ -230,7 +233,7 @@ static int discover(void)
     return -1;
 }
 
-int nh_loader_load(nh_attempt **out, size_t *nout)
+int gpu_hip_load(gpu_attempt **out, size_t *nout)
 {
     if (out != NULL) {
         *out = NULL;
@@ -252,10 +255,57 @@ int nh_loader_load(nh_attempt **out, size_t *nout)
     return rc;
 }
 
-int nh_loader_attempts(nh_attempt **out, size_t *nout)
+int gpu_hip_attempts(gpu_attempt **out, size_t *nout)
 {
     pthread_mutex_lock(&loader_lock);
     int rc = copy_attempts(out, nout);
+    pthread_mutex_unlock(&loader_lock);
+    return rc;
+}
+
+/* ---- the CUDA driver ---- */
+
+gpu_cuda_table gpu_cuda;
+
+#define GPU_CUDA_ROW(name, ret, params, need) {#name, need, offsetof(gpu_cuda_table, name)},
+static const gpu_symbol cuda_symbols[] = {GPU_CUDA_API(GPU_CUDA_ROW)};
+#undef GPU_CUDA_ROW
+
+static atomic_int cuda_ready; /* release-stored after gpu_cuda */
+
+int gpu_cuda_ready(void) { return atomic_load_explicit(&cuda_ready, memory_order_acquire); }
+
+int gpu_cuda_load(char *why, size_t whylen)
+{
+    static const char soname[] = "libcuda.so.1";
+    int rc = 0;
+    pthread_mutex_lock(&loader_lock);
+    if (!atomic_load_explicit(&cuda_ready, memory_order_relaxed)) {
+        dlerror();
+        void *handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+        gpu_cuda_table table;
+        rc = -1;
+        if (handle == NULL) {
+            const char *err = dlerror();
+            snprintf(why, whylen, "%s", err != NULL ? err : "libcuda.so.1: unknown dlopen error");
+        } else {
+            rc = 0;
+            for (size_t i = 0; i < sizeof cuda_symbols / sizeof cuda_symbols[0]; i++) {
+                void *sym = dlsym(handle, cuda_symbols[i].name);
+                memcpy((char *)&table + cuda_symbols[i].offset, &sym, sizeof sym);
+                if (sym == NULL && cuda_symbols[i].required && rc == 0) {
+                    snprintf(why, whylen, "%s does not export %s", soname, cuda_symbols[i].name);
+                    rc = -1;
+                }
+            }
+            if (rc == 0) {
+                gpu_cuda = table;
+                atomic_store_explicit(&cuda_ready, 1, memory_order_release);
+            } else {
+                dlclose(handle);
+            }
+        }
+    }
     pthread_mutex_unlock(&loader_lock);
     return rc;
 }

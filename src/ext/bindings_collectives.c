@@ -1,0 +1,450 @@
+/* nccl.bindings.nccl: collectives and point-to-point (they return once enqueued on stream), custom
+ * reduction operators, and groups (bindings.h says how a binding is written). */
+#include "bindings.h"
+
+#include "structs.h"
+
+/* ---- reductions ---- */
+
+static const nx_sig all_reduce_sig =
+    NX_SIGNATURE("all_reduce", "sendbuff", "recvbuff", "count", "datatype", "op", "comm", "stream");
+PyDoc_STRVAR(all_reduce__doc__, "all_reduce(sendbuff, recvbuff, count, datatype, op, comm, stream)\n--\n\n"
+"ncclAllReduce: reduce over all ranks into every recvbuff. Collective; enqueued on stream.");
+static PyObject *all_reduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const nx_sig *sig = &all_reduce_sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclAllReduce) < 0)
+        return NULL;
+    void *send, *recv;
+    size_t count;
+    ncclDataType_t dt;
+    ncclRedOp_t op;
+    ncclComm_t comm;
+    cudaStream_t stream;
+    if (nx_arg_addr(sig, a, 0, &send) < 0 || nx_arg_addr(sig, a, 1, &recv) < 0 || nx_arg_size(sig, a, 2, &count) < 0 ||
+        nx_arg_dtype(sig, a, 3, &dt) < 0 || nx_arg_redop(sig, a, 4, &op) < 0 || nx_arg_comm(sig, a, 5, &comm) < 0 ||
+        nx_arg_stream(sig, a, 6, &stream) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclAllReduce(send, recv, count, dt, op, comm, stream));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static const nx_sig reduce_scatter_sig =
+    NX_SIGNATURE("reduce_scatter", "sendbuff", "recvbuff", "recvcount", "datatype", "op", "comm", "stream");
+PyDoc_STRVAR(reduce_scatter__doc__, "reduce_scatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream)\n--\n\n"
+"ncclReduceScatter: reduce, then scatter recvcount elements per rank. Collective.");
+static PyObject *reduce_scatter(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const nx_sig *sig = &reduce_scatter_sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclReduceScatter) < 0)
+        return NULL;
+    void *send, *recv;
+    size_t count;
+    ncclDataType_t dt;
+    ncclRedOp_t op;
+    ncclComm_t comm;
+    cudaStream_t stream;
+    if (nx_arg_addr(sig, a, 0, &send) < 0 || nx_arg_addr(sig, a, 1, &recv) < 0 || nx_arg_size(sig, a, 2, &count) < 0 ||
+        nx_arg_dtype(sig, a, 3, &dt) < 0 || nx_arg_redop(sig, a, 4, &op) < 0 || nx_arg_comm(sig, a, 5, &comm) < 0 ||
+        nx_arg_stream(sig, a, 6, &stream) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclReduceScatter(send, recv, count, dt, op, comm, stream));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static const nx_sig reduce_sig =
+    NX_SIGNATURE("reduce", "sendbuff", "recvbuff", "count", "datatype", "op", "root", "comm", "stream");
+PyDoc_STRVAR(reduce__doc__, "reduce(sendbuff, recvbuff, count, datatype, op, root, comm, stream)\n--\n\n"
+"ncclReduce: reduce onto root. Collective; enqueued on stream.");
+static PyObject *reduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const nx_sig *sig = &reduce_sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclReduce) < 0)
+        return NULL;
+    void *send, *recv;
+    size_t count;
+    ncclDataType_t dt;
+    ncclRedOp_t op;
+    int root;
+    ncclComm_t comm;
+    cudaStream_t stream;
+    if (nx_arg_addr(sig, a, 0, &send) < 0 || nx_arg_addr(sig, a, 1, &recv) < 0 || nx_arg_size(sig, a, 2, &count) < 0 ||
+        nx_arg_dtype(sig, a, 3, &dt) < 0 || nx_arg_redop(sig, a, 4, &op) < 0 || nx_arg_int(sig, a, 5, &root) < 0 ||
+        nx_arg_comm(sig, a, 6, &comm) < 0 || nx_arg_stream(sig, a, 7, &stream) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclReduce(send, recv, count, dt, op, root, comm, stream));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ---- rooted data movement: broadcast, gather, scatter share one C signature ---- */
+
+typedef ncclResult_t (*rooted_fn)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+
+/* (sendbuff, recvbuff, count, datatype, root, comm, stream); slot is the entry point's table slot. */
+static PyObject *rooted(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, const nx_sig *sig,
+                        const rooted_fn *slot)
+{
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, slot) < 0)
+        return NULL;
+    void *send, *recv;
+    size_t count;
+    ncclDataType_t dt;
+    int root;
+    ncclComm_t comm;
+    cudaStream_t stream;
+    if (nx_arg_addr(sig, a, 0, &send) < 0 || nx_arg_addr(sig, a, 1, &recv) < 0 || nx_arg_size(sig, a, 2, &count) < 0 ||
+        nx_arg_dtype(sig, a, 3, &dt) < 0 || nx_arg_int(sig, a, 4, &root) < 0 || nx_arg_comm(sig, a, 5, &comm) < 0 ||
+        nx_arg_stream(sig, a, 6, &stream) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, (*slot)(send, recv, count, dt, root, comm, stream));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static const nx_sig broadcast_sig =
+    NX_SIGNATURE("broadcast", "sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream");
+PyDoc_STRVAR(broadcast__doc__, "broadcast(sendbuff, recvbuff, count, datatype, root, comm, stream)\n--\n\n"
+"ncclBroadcast: copy root's sendbuff to every recvbuff. Collective; enqueued on stream.");
+static PyObject *broadcast(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return rooted(m, args, nargs, kwnames, &broadcast_sig, &nx_api.ncclBroadcast);
+}
+
+static const nx_sig gather_sig =
+    NX_SIGNATURE("gather", "sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream");
+PyDoc_STRVAR(gather__doc__, "gather(sendbuff, recvbuff, count, datatype, root, comm, stream)\n--\n\n"
+"ncclGather: gather count elements from every rank onto root. Collective.");
+static PyObject *gather(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return rooted(m, args, nargs, kwnames, &gather_sig, &nx_api.ncclGather);
+}
+
+static const nx_sig scatter_sig =
+    NX_SIGNATURE("scatter", "sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream");
+PyDoc_STRVAR(scatter__doc__, "scatter(sendbuff, recvbuff, count, datatype, root, comm, stream)\n--\n\n"
+"ncclScatter: scatter count elements per rank from root. Collective.");
+static PyObject *scatter(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return rooted(m, args, nargs, kwnames, &scatter_sig, &nx_api.ncclScatter);
+}
+
+static const nx_sig bcast_sig = NX_SIGNATURE("bcast", "buff", "count", "datatype", "root", "comm", "stream");
+PyDoc_STRVAR(bcast__doc__, "bcast(buff, count, datatype, root, comm, stream)\n--\n\n"
+"ncclBcast (deprecated, in place): broadcast from root. Collective; enqueued on stream.");
+static PyObject *bcast(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const nx_sig *sig = &bcast_sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclBcast) < 0)
+        return NULL;
+    void *buff;
+    size_t count;
+    ncclDataType_t dt;
+    int root;
+    ncclComm_t comm;
+    cudaStream_t stream;
+    if (nx_arg_addr(sig, a, 0, &buff) < 0 || nx_arg_size(sig, a, 1, &count) < 0 || nx_arg_dtype(sig, a, 2, &dt) < 0 ||
+        nx_arg_int(sig, a, 3, &root) < 0 || nx_arg_comm(sig, a, 4, &comm) < 0 || nx_arg_stream(sig, a, 5, &stream) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclBcast(buff, count, dt, root, comm, stream));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ---- all-to-all data movement ---- */
+
+static const nx_sig all_gather_sig =
+    NX_SIGNATURE("all_gather", "sendbuff", "recvbuff", "sendcount", "datatype", "comm", "stream");
+PyDoc_STRVAR(all_gather__doc__, "all_gather(sendbuff, recvbuff, sendcount, datatype, comm, stream)\n--\n\n"
+"ncclAllGather: gather sendcount elements from every rank everywhere. Collective.");
+static PyObject *all_gather(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const nx_sig *sig = &all_gather_sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclAllGather) < 0)
+        return NULL;
+    void *send, *recv;
+    size_t count;
+    ncclDataType_t dt;
+    ncclComm_t comm;
+    cudaStream_t stream;
+    if (nx_arg_addr(sig, a, 0, &send) < 0 || nx_arg_addr(sig, a, 1, &recv) < 0 || nx_arg_size(sig, a, 2, &count) < 0 ||
+        nx_arg_dtype(sig, a, 3, &dt) < 0 || nx_arg_comm(sig, a, 4, &comm) < 0 || nx_arg_stream(sig, a, 5, &stream) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclAllGather(send, recv, count, dt, comm, stream));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static const nx_sig allto_all_sig =
+    NX_SIGNATURE("allto_all", "sendbuff", "recvbuff", "count", "datatype", "comm", "stream");
+PyDoc_STRVAR(allto_all__doc__, "allto_all(sendbuff, recvbuff, count, datatype, comm, stream)\n--\n\n"
+"ncclAlltoAll (RCCL's older ncclAllToAll when that is all the library has): count elements to and\n"
+"from every rank. Collective; enqueued on stream.");
+static PyObject *allto_all(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const nx_sig *sig = &allto_all_sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_loaded(st) < 0)
+        return NULL;
+    /* RCCL before 2.20 spells it ncclAllToAll, with the same signature. */
+    __typeof__(nx_api.ncclAlltoAll) fn = nx_api.ncclAlltoAll;
+    if (fn == NULL && nx_loader_info()->flavour == NX_FLAVOUR_RCCL)
+        fn = nx_api.ncclAllToAll;
+    if (fn == NULL)
+        return nx_raise_function_not_found(st, "ncclAlltoAll", NULL);
+    void *send, *recv;
+    size_t count;
+    ncclDataType_t dt;
+    ncclComm_t comm;
+    cudaStream_t stream;
+    if (nx_arg_addr(sig, a, 0, &send) < 0 || nx_arg_addr(sig, a, 1, &recv) < 0 || nx_arg_size(sig, a, 2, &count) < 0 ||
+        nx_arg_dtype(sig, a, 3, &dt) < 0 || nx_arg_comm(sig, a, 4, &comm) < 0 || nx_arg_stream(sig, a, 5, &stream) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, fn(send, recv, count, dt, comm, stream));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ---- point-to-point ---- */
+
+/* send and recv: (buff, count, datatype, peer, comm, stream). */
+static PyObject *p2p(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, const nx_sig *sig,
+                     int is_send)
+{
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, is_send ? (const void *)&nx_api.ncclSend : (const void *)&nx_api.ncclRecv) < 0)
+        return NULL;
+    void *buff;
+    size_t count;
+    ncclDataType_t dt;
+    int peer;
+    ncclComm_t comm;
+    cudaStream_t stream;
+    if (nx_arg_addr(sig, a, 0, &buff) < 0 || nx_arg_size(sig, a, 1, &count) < 0 || nx_arg_dtype(sig, a, 2, &dt) < 0 ||
+        nx_arg_int(sig, a, 3, &peer) < 0 || nx_arg_comm(sig, a, 4, &comm) < 0 || nx_arg_stream(sig, a, 5, &stream) < 0)
+        return NULL;
+    ncclResult_t rc;
+    if (is_send)
+        NX_RUN(rc, nx_api.ncclSend(buff, count, dt, peer, comm, stream));
+    else
+        NX_RUN(rc, nx_api.ncclRecv(buff, count, dt, peer, comm, stream));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static const nx_sig send_sig = NX_SIGNATURE("send", "sendbuff", "count", "datatype", "peer", "comm", "stream");
+PyDoc_STRVAR(send__doc__, "send(sendbuff, count, datatype, peer, comm, stream)\n--\n\n"
+"ncclSend: send count elements to peer. Enqueued on stream; pair with recv.");
+static PyObject *send(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return p2p(m, args, nargs, kwnames, &send_sig, 1);
+}
+
+static const nx_sig recv_sig = NX_SIGNATURE("recv", "recvbuff", "count", "datatype", "peer", "comm", "stream");
+PyDoc_STRVAR(recv__doc__, "recv(recvbuff, count, datatype, peer, comm, stream)\n--\n\n"
+"ncclRecv: receive count elements from peer. Enqueued on stream.");
+static PyObject *recv(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return p2p(m, args, nargs, kwnames, &recv_sig, 0);
+}
+
+/* ---- custom reduction operators ---- */
+
+static const nx_sig red_op_create_pre_mul_sum_sig =
+    NX_SIGNATURE("red_op_create_pre_mul_sum", "scalar", "datatype", "residence", "comm");
+PyDoc_STRVAR(red_op_create_pre_mul_sum__doc__, "red_op_create_pre_mul_sum(scalar, datatype, residence, comm)\n--\n\n"
+"ncclRedOpCreatePreMulSum: a new reduction op (returned as an int). scalar is an address.");
+static PyObject *red_op_create_pre_mul_sum(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const nx_sig *sig = &red_op_create_pre_mul_sum_sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclRedOpCreatePreMulSum) < 0)
+        return NULL;
+    void *scalar;
+    ncclDataType_t dt;
+    int residence;
+    ncclComm_t comm;
+    if (nx_arg_addr(sig, a, 0, &scalar) < 0 || nx_arg_dtype(sig, a, 1, &dt) < 0 ||
+        nx_enum(a[2], sig->fname, sig->names[2], 0, 1, "ScalarResidence", &residence) < 0 ||
+        nx_arg_comm(sig, a, 3, &comm) < 0)
+        return NULL;
+    ncclRedOp_t op = ncclSum;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclRedOpCreatePreMulSum(&op, scalar, dt, (ncclScalarResidence_t)residence, comm));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
+    return PyLong_FromLong((long)op);
+}
+
+static const nx_sig red_op_destroy_sig = NX_SIGNATURE("red_op_destroy", "op", "comm");
+PyDoc_STRVAR(red_op_destroy__doc__, "red_op_destroy(op, comm)\n--\n\nncclRedOpDestroy.");
+static PyObject *red_op_destroy(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const nx_sig *sig = &red_op_destroy_sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclRedOpDestroy) < 0)
+        return NULL;
+    ncclRedOp_t op;
+    ncclComm_t comm;
+    if (nx_arg_redop(sig, a, 0, &op) < 0 || nx_arg_comm(sig, a, 1, &comm) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclRedOpDestroy(op, comm));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ---- groups ---- */
+
+/* Open groups on this thread (nccl.core's register_window asks). Counted here, where every group
+ * call of both APIs passes: incremented by a successful ncclGroupStart, decremented by every
+ * ncclGroupEnd/ncclGroupSimulateEnd that ran, failed or not (the library closes the group). */
+static _Thread_local int group_depth;
+
+int nx_group_depth(void) { return group_depth; }
+
+static void group_depth_leave(void)
+{
+    if (group_depth > 0)
+        group_depth--;
+    if (group_depth == 0)
+        nx_group_release(); /* the group's work has run: its buffers may go */
+}
+
+PyDoc_STRVAR(group_depth_py__doc__, "_group_depth()\n--\n\nNumber of groups open on this thread.");
+static PyObject *group_depth_py(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    return PyLong_FromLong(group_depth);
+}
+
+PyDoc_STRVAR(group_start__doc__, "group_start()\n--\n\nncclGroupStart: defer calls until the matching group_end().");
+static PyObject *group_start(PyObject *m, PyObject *unused)
+{
+    (void)unused;
+    nx_state *st = nx_get_state(m);
+    if (nx_require(st, &nx_api.ncclGroupStart) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclGroupStart());
+    if (nx_check(st, rc, NULL) < 0)
+        return NULL;
+    group_depth++;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(group_end__doc__, "group_end()\n--\n\nncclGroupEnd: the outermost one executes the group.");
+static PyObject *group_end(PyObject *m, PyObject *unused)
+{
+    (void)unused;
+    nx_state *st = nx_get_state(m);
+    if (nx_require(st, &nx_api.ncclGroupEnd) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclGroupEnd());
+    group_depth_leave();
+    if (nx_check(st, rc, NULL) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static const nx_sig group_simulate_end_sig = {"group_simulate_end", (const char *const[]){NULL}, 0};
+static const nx_sig group_simulate_end_sig_02 = NX_SIGNATURE("group_simulate_end", "sim_info");
+PyDoc_STRVAR(group_simulate_end__doc__, "group_simulate_end()\n--\n\n"
+"ncclGroupSimulateEnd: end the group without communicating; returns a SimInfo with the estimate.\n"
+"0.2.0 form group_simulate_end(sim_info) fills the struct at that address.");
+static PyObject *group_simulate_end(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    int legacy;
+    const nx_sig *sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_dual_args(&group_simulate_end_sig, &group_simulate_end_sig_02, args, nargs, kwnames, buf,
+                                      &legacy, &sig);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclGroupSimulateEnd) < 0)
+        return NULL;
+    ncclResult_t rc;
+    if (legacy) {
+        void *out;
+        if (nx_arg_addr(sig, a, 0, &out) < 0)
+            return NULL;
+        NX_RUN(rc, nx_api.ncclGroupSimulateEnd((ncclSimInfo_t *)out));
+        group_depth_leave();
+        if (nx_check(st, rc, NULL) < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *obj = nx_struct_new(st, NX_STRUCT_SIM_INFO);
+    if (obj == NULL)
+        return NULL;
+    ncclSimInfo_t *info = nx_struct_storage(st, obj, NX_STRUCT_SIM_INFO);
+    NX_RUN(rc, nx_api.ncclGroupSimulateEnd(info));
+    group_depth_leave();
+    return nx_struct_result(st, obj, rc, NULL);
+}
+
+PyMethodDef nx_bindings_collective_methods[] = {
+    NX_FASTCALL_DEF(all_reduce),
+    NX_FASTCALL_DEF(reduce_scatter),
+    NX_FASTCALL_DEF(reduce),
+    NX_FASTCALL_DEF(broadcast),
+    NX_FASTCALL_DEF(gather),
+    NX_FASTCALL_DEF(scatter),
+    NX_FASTCALL_DEF(bcast),
+    NX_FASTCALL_DEF(all_gather),
+    NX_FASTCALL_DEF(allto_all),
+    NX_FASTCALL_DEF(send),
+    NX_FASTCALL_DEF(recv),
+    NX_FASTCALL_DEF(red_op_create_pre_mul_sum),
+    NX_FASTCALL_DEF(red_op_destroy),
+    {"group_start", group_start, METH_NOARGS, group_start__doc__},
+    {"group_end", group_end, METH_NOARGS, group_end__doc__},
+    {"_group_depth", group_depth_py, METH_NOARGS, group_depth_py__doc__},
+    NX_FASTCALL_DEF(group_simulate_end),
+    {NULL, NULL, 0, NULL},
+};

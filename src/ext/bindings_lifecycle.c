@@ -1,0 +1,419 @@
+/* nccl.bindings.nccl: communicator creation (init, split, shrink, grow), teardown (finalize,
+ * destroy, abort) and revoke/suspend/resume (bindings.h says how a binding is written).
+ *
+ * Creation functions have two forms: 0.3.1 takes the address of the slot to fill (a PointerBox
+ * address) and returns the status (0, or 7 while a nonblocking creation is in progress); 0.2.0
+ * has no slot argument and returns the new handle. */
+#include "bindings.h"
+
+#include <string.h>
+
+#include "structs.h"
+
+/* The slot a creation call fills: the caller's (0.3.1) or our local (0.2.0). */
+static ncclComm_t *creation_slot(int legacy, void *slot, ncclComm_t *local)
+{
+    return legacy ? local : (ncclComm_t *)slot;
+}
+
+static const nx_sig comm_init_rank_config_sig =
+    NX_SIGNATURE("comm_init_rank_config", "comm", "nranks", "comm_id", "rank", "config");
+static const nx_sig comm_init_rank_config_sig_02 =
+    NX_SIGNATURE("comm_init_rank_config", "nranks", "comm_id", "rank", "config");
+PyDoc_STRVAR(comm_init_rank_config__doc__, "comm_init_rank_config(comm, nranks, comm_id, rank, config)\n--\n\n"
+"ncclCommInitRankConfig into the slot at address comm; returns the status (0, or 7 in progress).\n"
+"0.2.0 form comm_init_rank_config(nranks, comm_id, rank, config) returns the new comm.");
+static PyObject *comm_init_rank_config(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    int legacy;
+    const nx_sig *sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_dual_args(&comm_init_rank_config_sig, &comm_init_rank_config_sig_02, args, nargs, kwnames,
+                                      buf, &legacy, &sig);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclCommInitRankConfig) < 0)
+        return NULL;
+    int o = legacy ? -1 : 0; /* the 0.2.0 form has no slot argument */
+    void *slot = NULL, *config;
+    int nranks, rank;
+    ncclUniqueId id;
+    if ((!legacy && nx_arg_slot(sig, a, 0, &slot) < 0) || nx_arg_int(sig, a, o + 1, &nranks) < 0 ||
+        nx_read_bytes_arg(a[o + 2], sig->fname, sig->names[o + 2], &id, sizeof id) < 0 ||
+        nx_arg_int(sig, a, o + 3, &rank) < 0 || nx_arg_addr(sig, a, o + 4, &config) < 0)
+        return NULL;
+    ncclComm_t newcomm = NULL, *out = creation_slot(legacy, slot, &newcomm);
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclCommInitRankConfig(out, nranks, id, rank, (ncclConfig_t *)config));
+    return nx_creation_result(st, rc, legacy, newcomm, NULL);
+}
+
+static const nx_sig comm_init_rank_sig = NX_SIGNATURE("comm_init_rank", "comm", "nranks", "comm_id", "rank");
+static const nx_sig comm_init_rank_sig_02 = NX_SIGNATURE("comm_init_rank", "nranks", "comm_id", "rank");
+PyDoc_STRVAR(comm_init_rank__doc__, "comm_init_rank(comm, nranks, comm_id, rank)\n--\n\n"
+"ncclCommInitRank into the slot at address comm; returns the status. Collective, blocking.\n"
+"0.2.0 form comm_init_rank(nranks, comm_id, rank) returns the new comm.");
+static PyObject *comm_init_rank(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    int legacy;
+    const nx_sig *sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a =
+        nx_dual_args(&comm_init_rank_sig, &comm_init_rank_sig_02, args, nargs, kwnames, buf, &legacy, &sig);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclCommInitRank) < 0)
+        return NULL;
+    int o = legacy ? -1 : 0;
+    void *slot = NULL;
+    int nranks, rank;
+    ncclUniqueId id;
+    if ((!legacy && nx_arg_slot(sig, a, 0, &slot) < 0) || nx_arg_int(sig, a, o + 1, &nranks) < 0 ||
+        nx_read_bytes_arg(a[o + 2], sig->fname, sig->names[o + 2], &id, sizeof id) < 0 ||
+        nx_arg_int(sig, a, o + 3, &rank) < 0)
+        return NULL;
+    ncclComm_t newcomm = NULL, *out = creation_slot(legacy, slot, &newcomm);
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclCommInitRank(out, nranks, id, rank));
+    return nx_creation_result(st, rc, legacy, newcomm, NULL);
+}
+
+static const nx_sig comm_init_all_sig = NX_SIGNATURE("comm_init_all", "ndev", "devlist");
+PyDoc_STRVAR(comm_init_all__doc__, "comm_init_all(ndev, devlist)\n--\n\n"
+"ncclCommInitAll: ndev communicators in this process; returns array('q') of their handles.\n"
+"devlist: a sequence of ints, an int address, or None (devices 0..ndev-1).");
+static PyObject *comm_init_all(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const nx_sig *sig = &comm_init_all_sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclCommInitAll) < 0)
+        return NULL;
+    int ndev, *devlist = NULL, *devcopy = NULL;
+    if (nx_arg_int(sig, a, 0, &ndev) < 0)
+        return NULL;
+    if (ndev < 0) {
+        PyErr_Format(PyExc_ValueError, "comm_init_all() argument 'ndev' must be non-negative, got %d", ndev);
+        return NULL;
+    }
+    if (nx_int_array_arg(a[1], sig->fname, sig->names[1], ndev, 1, &devlist, &devcopy) < 0)
+        return NULL;
+    /* The result array exists before the call and the library writes into it, so nothing can
+     * fail once the communicators exist (they would be leaked). */
+    PyObject *zeros = NULL, *result = NULL, *array_mod = PyImport_ImportModule("array");
+    if (array_mod == NULL ||
+        (zeros = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)ndev * (Py_ssize_t)sizeof(ncclComm_t))) == NULL)
+        goto done;
+    memset(PyBytes_AS_STRING(zeros), 0, (size_t)ndev * sizeof(ncclComm_t));
+    if ((result = PyObject_CallMethod(array_mod, "array", "sO", "q", zeros)) == NULL || ndev == 0)
+        goto done;
+    Py_buffer view;
+    if (PyObject_GetBuffer(result, &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        Py_CLEAR(result);
+        goto done;
+    }
+    ncclComm_t *comms = view.buf;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclCommInitAll(comms, ndev, devlist));
+    PyBuffer_Release(&view);
+    if (nx_check(st, rc, NULL) < 0)
+        Py_CLEAR(result);
+done:
+    Py_XDECREF(zeros);
+    Py_XDECREF(array_mod);
+    PyMem_Free(devcopy);
+    return result;
+}
+
+static const nx_sig comm_init_rank_scalable_sig =
+    NX_SIGNATURE("comm_init_rank_scalable", "newcomm", "nranks", "myrank", "n_id", "comm_ids", "config");
+static const nx_sig comm_init_rank_scalable_sig_02 =
+    NX_SIGNATURE("comm_init_rank_scalable", "nranks", "myrank", "n_id", "comm_ids", "config");
+PyDoc_STRVAR(comm_init_rank_scalable__doc__,
+"comm_init_rank_scalable(newcomm, nranks, myrank, n_id, comm_ids, config)\n--\n\n"
+"ncclCommInitRankScalable into the slot at address newcomm; returns the status. comm_ids: an address\n"
+"or a buffer of n_id * 128 bytes. 0.2.0 form (without newcomm) returns the new comm.");
+static PyObject *comm_init_rank_scalable(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    int legacy;
+    const nx_sig *sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_dual_args(&comm_init_rank_scalable_sig, &comm_init_rank_scalable_sig_02, args, nargs,
+                                      kwnames, buf, &legacy, &sig);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclCommInitRankScalable) < 0)
+        return NULL;
+    int o = legacy ? -1 : 0;
+    void *slot = NULL, *config;
+    int nranks, myrank, n_id;
+    if ((!legacy && nx_arg_slot(sig, a, 0, &slot) < 0) || nx_arg_int(sig, a, o + 1, &nranks) < 0 ||
+        nx_arg_int(sig, a, o + 2, &myrank) < 0 || nx_arg_int(sig, a, o + 3, &n_id) < 0 ||
+        nx_arg_addr(sig, a, o + 5, &config) < 0)
+        return NULL;
+    if (n_id < 1) {
+        PyErr_Format(PyExc_ValueError, "comm_init_rank_scalable() argument 'n_id' must be at least 1, got %d", n_id);
+        return NULL;
+    }
+    ncclUniqueId *ids;
+    if (nx_read_bytes_alloc(a[o + 4], sig->fname, sig->names[o + 4], (size_t)n_id * sizeof *ids, (void **)&ids) < 0)
+        return NULL;
+    ncclComm_t newcomm = NULL, *out = creation_slot(legacy, slot, &newcomm);
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclCommInitRankScalable(out, nranks, myrank, n_id, ids, (ncclConfig_t *)config));
+    PyMem_Free(ids);
+    return nx_creation_result(st, rc, legacy, newcomm, NULL);
+}
+
+static const nx_sig comm_split_sig = NX_SIGNATURE("comm_split", "comm", "color", "key", "newcomm", "config");
+static const nx_sig comm_split_sig_02 = NX_SIGNATURE("comm_split", "comm", "color", "key", "config");
+PyDoc_STRVAR(comm_split__doc__, "comm_split(comm, color, key, newcomm, config)\n--\n\n"
+"ncclCommSplit into the slot at address newcomm; returns the status. Collective over comm.\n"
+"0.2.0 form comm_split(comm, color, key, config) returns the new comm.");
+static PyObject *comm_split(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    int legacy;
+    const nx_sig *sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_dual_args(&comm_split_sig, &comm_split_sig_02, args, nargs, kwnames, buf, &legacy, &sig);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclCommSplit) < 0)
+        return NULL;
+    ncclComm_t comm;
+    void *slot = NULL, *config;
+    int color, key;
+    if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_int(sig, a, 1, &color) < 0 || nx_arg_int(sig, a, 2, &key) < 0 ||
+        (!legacy && nx_arg_slot(sig, a, 3, &slot) < 0) || nx_arg_addr(sig, a, legacy ? 3 : 4, &config) < 0)
+        return NULL;
+    ncclComm_t newcomm = NULL, *out = creation_slot(legacy, slot, &newcomm);
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclCommSplit(comm, color, key, out, (ncclConfig_t *)config));
+    return nx_creation_result(st, rc, legacy, newcomm, comm);
+}
+
+static const nx_sig comm_shrink_sig = NX_SIGNATURE("comm_shrink", "comm", "exclude_ranks_list", "exclude_ranks_count",
+                                                    "newcomm", "config", "shrink_flags");
+static const nx_sig comm_shrink_sig_02 =
+    NX_SIGNATURE("comm_shrink", "comm", "exclude_ranks_list", "exclude_ranks_count", "config", "shrink_flags");
+PyDoc_STRVAR(comm_shrink__doc__,
+"comm_shrink(comm, exclude_ranks_list, exclude_ranks_count, newcomm, config, shrink_flags)\n--\n\n"
+"ncclCommShrink into the slot at address newcomm; returns the status. Called by the survivors.\n"
+"exclude_ranks_list: a sequence of ints (copied) or an int address. 0.2.0 form (without newcomm)\n"
+"returns the new comm.");
+static PyObject *comm_shrink(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    int legacy;
+    const nx_sig *sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_dual_args(&comm_shrink_sig, &comm_shrink_sig_02, args, nargs, kwnames, buf, &legacy, &sig);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclCommShrink) < 0)
+        return NULL;
+    int o = legacy ? -1 : 0;
+    ncclComm_t comm;
+    void *slot = NULL, *config;
+    int count, flags, *list = NULL, *copy = NULL;
+    if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_int(sig, a, 2, &count) < 0 ||
+        (!legacy && nx_arg_slot(sig, a, 3, &slot) < 0) || nx_arg_addr(sig, a, o + 4, &config) < 0 ||
+        nx_arg_int(sig, a, o + 5, &flags) < 0)
+        return NULL;
+    if (nx_int_array_arg(a[1], sig->fname, sig->names[1], count > 0 ? count : 0, 0, &list, &copy) < 0)
+        return NULL;
+    ncclComm_t newcomm = NULL, *out = creation_slot(legacy, slot, &newcomm);
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclCommShrink(comm, list, count, out, (ncclConfig_t *)config, flags));
+    PyMem_Free(copy);
+    return nx_creation_result(st, rc, legacy, newcomm, comm);
+}
+
+static const nx_sig comm_grow_sig =
+    NX_SIGNATURE("comm_grow", "comm", "n_ranks", "unique_id", "rank", "newcomm", "config");
+static const nx_sig comm_grow_sig_02 = NX_SIGNATURE("comm_grow", "comm", "n_ranks", "unique_id", "rank", "config");
+PyDoc_STRVAR(comm_grow__doc__, "comm_grow(comm, n_ranks, unique_id, rank, newcomm, config)\n--\n\n"
+"ncclCommGrow into the slot at address newcomm; returns the status. unique_id is an address or 0.\n"
+"comm is 0 on a rank that joins. 0.2.0 form (without newcomm) returns the new comm.");
+static PyObject *comm_grow(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    int legacy;
+    const nx_sig *sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_dual_args(&comm_grow_sig, &comm_grow_sig_02, args, nargs, kwnames, buf, &legacy, &sig);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclCommGrow) < 0)
+        return NULL;
+    ncclComm_t comm;
+    void *uid, *slot = NULL, *config;
+    int n_ranks, rank;
+    /* NULL comm: a new rank joining (NCCL's API); existing ranks pass their communicator. */
+    if (nx_arg_nullable_comm(sig, a, 0, &comm) < 0 || nx_arg_int(sig, a, 1, &n_ranks) < 0 ||
+        nx_arg_addr(sig, a, 2, &uid) < 0 || nx_arg_int(sig, a, 3, &rank) < 0 ||
+        (!legacy && nx_arg_slot(sig, a, 4, &slot) < 0) || nx_arg_addr(sig, a, legacy ? 4 : 5, &config) < 0)
+        return NULL;
+    ncclComm_t newcomm = NULL, *out = creation_slot(legacy, slot, &newcomm);
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclCommGrow(comm, n_ranks, (const ncclUniqueId *)uid, rank, out, (ncclConfig_t *)config));
+    return nx_creation_result(st, rc, legacy, newcomm, comm);
+}
+
+static const nx_sig comm_get_unique_id_sig = NX_SIGNATURE("comm_get_unique_id", "comm");
+static const nx_sig comm_get_unique_id_sig_02 = NX_SIGNATURE("comm_get_unique_id", "comm", "unique_id");
+PyDoc_STRVAR(comm_get_unique_id__doc__, "comm_get_unique_id(comm)\n--\n\n"
+"ncclCommGetUniqueId: a UniqueId for growing comm. 0.2.0 form (comm, unique_id) writes to that address.");
+static PyObject *comm_get_unique_id(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    int legacy;
+    const nx_sig *sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_dual_args(&comm_get_unique_id_sig, &comm_get_unique_id_sig_02, args, nargs, kwnames, buf,
+                                      &legacy, &sig);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclCommGetUniqueId) < 0)
+        return NULL;
+    ncclComm_t comm;
+    void *out = NULL;
+    if (nx_arg_comm(sig, a, 0, &comm) < 0 || (legacy && nx_arg_addr(sig, a, 1, &out) < 0))
+        return NULL;
+    ncclResult_t rc;
+    if (legacy) {
+        NX_RUN(rc, nx_api.ncclCommGetUniqueId(comm, (ncclUniqueId *)out));
+        if (nx_check(st, rc, comm) < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *obj = nx_struct_new(st, NX_STRUCT_UNIQUE_ID);
+    if (obj == NULL)
+        return NULL;
+    ncclUniqueId *id = nx_struct_storage(st, obj, NX_STRUCT_UNIQUE_ID);
+    NX_RUN(rc, nx_api.ncclCommGetUniqueId(comm, id));
+    return nx_struct_result(st, obj, rc, comm);
+}
+
+/* ---- teardown: finalize, destroy, abort ----
+ * NCCL makes them no-ops on a null communicator; the binding refuses it here as everywhere (RCCL
+ * does not promise the same, docs/compatibility.md#argument-conventions). */
+
+/* The teardown calls taking only the communicator. `slot` is the entry point's table slot. */
+static PyObject *teardown_call(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                               const nx_sig *sig, ncclResult_t (*const *slot)(ncclComm_t))
+{
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, slot) < 0)
+        return NULL;
+    ncclComm_t comm;
+    if (nx_arg_comm(sig, a, 0, &comm) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, (*slot)(comm));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static const nx_sig comm_finalize_sig = NX_SIGNATURE("comm_finalize", "comm");
+PyDoc_STRVAR(comm_finalize__doc__, "comm_finalize(comm)\n--\n\n"
+"ncclCommFinalize: flush this rank's work. Collective. A null comm (0) is refused (ValueError).");
+static PyObject *comm_finalize(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return teardown_call(m, args, nargs, kwnames, &comm_finalize_sig, &nx_api.ncclCommFinalize);
+}
+
+static const nx_sig comm_destroy_sig = NX_SIGNATURE("comm_destroy", "comm");
+PyDoc_STRVAR(comm_destroy__doc__, "comm_destroy(comm)\n--\n\n"
+"ncclCommDestroy: free the communicator. A null comm (0) is refused (ValueError).");
+static PyObject *comm_destroy(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return teardown_call(m, args, nargs, kwnames, &comm_destroy_sig, &nx_api.ncclCommDestroy);
+}
+
+static const nx_sig comm_abort_sig = NX_SIGNATURE("comm_abort", "comm");
+PyDoc_STRVAR(comm_abort__doc__, "comm_abort(comm)\n--\n\n"
+"ncclCommAbort: abort in-flight operations and free the communicator. A null comm (0) is refused\n"
+"(ValueError).");
+static PyObject *comm_abort(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return teardown_call(m, args, nargs, kwnames, &comm_abort_sig, &nx_api.ncclCommAbort);
+}
+
+/* ---- revoke, suspend, resume ---- */
+
+static const nx_sig comm_revoke_sig = NX_SIGNATURE("comm_revoke", "comm", "revoke_flags");
+PyDoc_STRVAR(comm_revoke__doc__, "comm_revoke(comm, revoke_flags)\n--\n\n"
+"ncclCommRevoke: stop in-flight work, keep resources.");
+static PyObject *comm_revoke(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const nx_sig *sig = &comm_revoke_sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclCommRevoke) < 0)
+        return NULL;
+    ncclComm_t comm;
+    int flags;
+    if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_int(sig, a, 1, &flags) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclCommRevoke(comm, flags));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static const nx_sig comm_suspend_sig = NX_SIGNATURE("comm_suspend", "comm", "flags");
+PyDoc_STRVAR(comm_suspend__doc__, "comm_suspend(comm, flags)\n--\n\n"
+"ncclCommSuspend: release resources (NCCL_SUSPEND_MEM).");
+static PyObject *comm_suspend(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const nx_sig *sig = &comm_suspend_sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclCommSuspend) < 0)
+        return NULL;
+    ncclComm_t comm;
+    int flags;
+    if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_int(sig, a, 1, &flags) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclCommSuspend(comm, flags));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static const nx_sig comm_resume_sig = NX_SIGNATURE("comm_resume", "comm");
+PyDoc_STRVAR(comm_resume__doc__, "comm_resume(comm)\n--\n\nncclCommResume: resume a suspended communicator.");
+static PyObject *comm_resume(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const nx_sig *sig = &comm_resume_sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclCommResume) < 0)
+        return NULL;
+    ncclComm_t comm;
+    if (nx_arg_comm(sig, a, 0, &comm) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclCommResume(comm));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+PyMethodDef nx_bindings_lifecycle_methods[] = {
+    NX_FASTCALL_DEF(comm_init_rank_config),
+    NX_FASTCALL_DEF(comm_init_rank),
+    NX_FASTCALL_DEF(comm_init_all),
+    NX_FASTCALL_DEF(comm_init_rank_scalable),
+    NX_FASTCALL_DEF(comm_split),
+    NX_FASTCALL_DEF(comm_shrink),
+    NX_FASTCALL_DEF(comm_grow),
+    NX_FASTCALL_DEF(comm_get_unique_id),
+    NX_FASTCALL_DEF(comm_finalize),
+    NX_FASTCALL_DEF(comm_destroy),
+    NX_FASTCALL_DEF(comm_abort),
+    NX_FASTCALL_DEF(comm_revoke),
+    NX_FASTCALL_DEF(comm_suspend),
+    NX_FASTCALL_DEF(comm_resume),
+    {NULL, NULL, 0, NULL},
+};

@@ -1,0 +1,357 @@
+/* nccl.bindings.nccl: buffer and window registration, one-sided signals, window device pointers
+ * and device communicators (bindings.h says how a binding is written). */
+#include "bindings.h"
+
+/* ---- buffer registration ---- */
+
+static const nx_sig comm_register_sig = NX_SIGNATURE("comm_register", "comm", "buff", "size");
+PyDoc_STRVAR(comm_register__doc__, "comm_register(comm, buff, size)\n--\n\nncclCommRegister: returns the handle.");
+static PyObject *comm_register(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const nx_sig *sig = &comm_register_sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclCommRegister) < 0)
+        return NULL;
+    ncclComm_t comm;
+    void *buff;
+    size_t size;
+    if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_addr(sig, a, 1, &buff) < 0 || nx_arg_size(sig, a, 2, &size) < 0)
+        return NULL;
+    void *handle = NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclCommRegister(comm, buff, size, &handle));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
+    return PyLong_FromVoidPtr(handle);
+}
+
+static const nx_sig comm_deregister_sig = NX_SIGNATURE("comm_deregister", "comm", "handle");
+PyDoc_STRVAR(comm_deregister__doc__, "comm_deregister(comm, handle)\n--\n\nncclCommDeregister.");
+static PyObject *comm_deregister(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const nx_sig *sig = &comm_deregister_sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclCommDeregister) < 0)
+        return NULL;
+    ncclComm_t comm;
+    void *handle;
+    if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_addr(sig, a, 1, &handle) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclCommDeregister(comm, handle));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ---- windows ---- */
+
+static const nx_sig comm_window_register_sig =
+    NX_SIGNATURE("comm_window_register", "comm", "buff", "size", "win", "win_flags");
+static const nx_sig comm_window_register_sig_02 =
+    NX_SIGNATURE("comm_window_register", "comm", "buff", "size", "win_flags");
+PyDoc_STRVAR(comm_window_register__doc__, "comm_window_register(comm, buff, size, win, win_flags)\n--\n\n"
+"ncclCommWindowRegister into the slot at address win; returns the status. Collective.\n"
+"0.2.0 form (without win) returns the window.");
+static PyObject *comm_window_register(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    int legacy;
+    const nx_sig *sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_dual_args(&comm_window_register_sig, &comm_window_register_sig_02, args, nargs, kwnames,
+                                      buf, &legacy, &sig);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclCommWindowRegister) < 0)
+        return NULL;
+    ncclComm_t comm;
+    void *buff, *slot = NULL;
+    size_t size;
+    int flags;
+    if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_addr(sig, a, 1, &buff) < 0 || nx_arg_size(sig, a, 2, &size) < 0 ||
+        (!legacy && nx_arg_slot(sig, a, 3, &slot) < 0) || nx_arg_int(sig, a, legacy ? 3 : 4, &flags) < 0)
+        return NULL;
+    ncclWindow_t win = NULL, *out = legacy ? &win : (ncclWindow_t *)slot;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclCommWindowRegister(comm, buff, size, out, flags));
+    return nx_creation_result(st, rc, legacy, win, comm);
+}
+
+static const nx_sig comm_window_deregister_sig = NX_SIGNATURE("comm_window_deregister", "comm", "win");
+PyDoc_STRVAR(comm_window_deregister__doc__, "comm_window_deregister(comm, win)\n--\n\nncclCommWindowDeregister.");
+static PyObject *comm_window_deregister(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const nx_sig *sig = &comm_window_deregister_sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclCommWindowDeregister) < 0)
+        return NULL;
+    ncclComm_t comm;
+    ncclWindow_t win;
+    if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_window(sig, a, 1, &win) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclCommWindowDeregister(comm, win));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static const nx_sig win_get_user_ptr_sig = NX_SIGNATURE("win_get_user_ptr", "comm", "win");
+PyDoc_STRVAR(win_get_user_ptr__doc__, "win_get_user_ptr(comm, win)\n--\n\nncclWinGetUserPtr: the window's user pointer.");
+static PyObject *win_get_user_ptr(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const nx_sig *sig = &win_get_user_ptr_sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclWinGetUserPtr) < 0)
+        return NULL;
+    ncclComm_t comm;
+    ncclWindow_t win;
+    if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_window(sig, a, 1, &win) < 0)
+        return NULL;
+    void *p = NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclWinGetUserPtr(comm, win, &p));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
+    return PyLong_FromVoidPtr(p);
+}
+
+/* ---- one-sided signals ---- */
+
+static const nx_sig put_signal_sig = NX_SIGNATURE("put_signal", "localbuff", "count", "datatype", "peer", "peer_win",
+                                                   "peer_win_offset", "sig_idx", "ctx", "flags", "comm", "stream");
+PyDoc_STRVAR(put_signal__doc__, "put_signal(localbuff, count, datatype, peer, peer_win, peer_win_offset, sig_idx, "
+"ctx, flags, comm, stream)\n--\n\nncclPutSignal: one-sided write into peer's window (offset in bytes), then signal.");
+static PyObject *put_signal(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const nx_sig *sig = &put_signal_sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclPutSignal) < 0)
+        return NULL;
+    void *local;
+    size_t count, offset;
+    ncclDataType_t dt;
+    int peer, sig_idx, ctx;
+    ncclWindow_t win;
+    unsigned int flags;
+    ncclComm_t comm;
+    cudaStream_t stream;
+    if (nx_arg_addr(sig, a, 0, &local) < 0 || nx_arg_size(sig, a, 1, &count) < 0 || nx_arg_dtype(sig, a, 2, &dt) < 0 ||
+        nx_arg_int(sig, a, 3, &peer) < 0 || nx_arg_window(sig, a, 4, &win) < 0 ||
+        nx_arg_size(sig, a, 5, &offset) < 0 || nx_arg_int(sig, a, 6, &sig_idx) < 0 || nx_arg_int(sig, a, 7, &ctx) < 0 ||
+        nx_arg_uint(sig, a, 8, &flags) < 0 || nx_arg_comm(sig, a, 9, &comm) < 0 || nx_arg_stream(sig, a, 10, &stream) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclPutSignal(local, count, dt, peer, win, offset, sig_idx, ctx, flags, comm, stream));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static const nx_sig signal_sig = NX_SIGNATURE("signal", "peer", "sig_idx", "ctx", "flags", "comm", "stream");
+PyDoc_STRVAR(signal__doc__, "signal(peer, sig_idx, ctx, flags, comm, stream)\n--\n\nncclSignal: signal peer without data.");
+/* Named signal_ in C: <signal.h>'s signal() may be declared through Python.h. */
+static PyObject *signal_(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const nx_sig *sig = &signal_sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclSignal) < 0)
+        return NULL;
+    int peer, sig_idx, ctx;
+    unsigned int flags;
+    ncclComm_t comm;
+    cudaStream_t stream;
+    if (nx_arg_int(sig, a, 0, &peer) < 0 || nx_arg_int(sig, a, 1, &sig_idx) < 0 || nx_arg_int(sig, a, 2, &ctx) < 0 ||
+        nx_arg_uint(sig, a, 3, &flags) < 0 || nx_arg_comm(sig, a, 4, &comm) < 0 || nx_arg_stream(sig, a, 5, &stream) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclSignal(peer, sig_idx, ctx, flags, comm, stream));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static const nx_sig wait_signal_sig = NX_SIGNATURE("wait_signal", "n_desc", "signal_descs", "comm", "stream");
+PyDoc_STRVAR(wait_signal__doc__, "wait_signal(n_desc, signal_descs, comm, stream)\n--\n\n"
+"ncclWaitSignal: wait for the signals described by n_desc WaitSignalDesc entries (an address or a buffer).");
+static PyObject *wait_signal(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const nx_sig *sig = &wait_signal_sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclWaitSignal) < 0)
+        return NULL;
+    int n;
+    ncclComm_t comm;
+    cudaStream_t stream;
+    if (nx_arg_int(sig, a, 0, &n) < 0 || nx_arg_comm(sig, a, 2, &comm) < 0 || nx_arg_stream(sig, a, 3, &stream) < 0)
+        return NULL;
+    if (n < 0) {
+        PyErr_Format(PyExc_ValueError, "wait_signal() argument 'n_desc' must be non-negative, got %d", n);
+        return NULL;
+    }
+    /* an address is used in place; a buffer is copied (and freed below) */
+    ncclWaitSignalDesc_t *descs = NULL, *copy = NULL;
+    if (nx_is_address(a[1])) {
+        void *addr;
+        if (nx_arg_addr(sig, a, 1, &addr) < 0)
+            return NULL;
+        descs = addr;
+    } else if (nx_read_bytes_alloc(a[1], sig->fname, sig->names[1], (size_t)n * sizeof *copy, (void **)&copy) < 0) {
+        return NULL;
+    } else {
+        descs = copy;
+    }
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclWaitSignal(n, descs, comm, stream));
+    PyMem_Free(copy);
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ---- device pointers of a window ---- */
+
+static const nx_sig get_lsa_multimem_device_pointer_sig =
+    NX_SIGNATURE("get_lsa_multimem_device_pointer", "window", "offset");
+PyDoc_STRVAR(get_lsa_multimem_device_pointer__doc__, "get_lsa_multimem_device_pointer(window, offset)\n--\n\n"
+"ncclGetLsaMultimemDevicePointer: the multimem pointer at offset.");
+static PyObject *get_lsa_multimem_device_pointer(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+                                                 PyObject *kwnames)
+{
+    const nx_sig *sig = &get_lsa_multimem_device_pointer_sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclGetLsaMultimemDevicePointer) < 0)
+        return NULL;
+    ncclWindow_t win;
+    size_t offset;
+    if (nx_arg_window(sig, a, 0, &win) < 0 || nx_arg_size(sig, a, 1, &offset) < 0)
+        return NULL;
+    void *p = NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclGetLsaMultimemDevicePointer(win, offset, &p));
+    if (nx_check(st, rc, NULL) < 0)
+        return NULL;
+    return PyLong_FromVoidPtr(p);
+}
+
+/* (window, offset, rank) -> pointer lookups; is_peer picks ncclGetPeerDevicePointer over
+ * ncclGetLsaDevicePointer (same C signature). */
+static PyObject *window_rank_pointer(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                                     const nx_sig *sig, int is_peer)
+{
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, is_peer ? (const void *)&nx_api.ncclGetPeerDevicePointer
+                                            : (const void *)&nx_api.ncclGetLsaDevicePointer) < 0)
+        return NULL;
+    ncclWindow_t win;
+    size_t offset;
+    int r;
+    if (nx_arg_window(sig, a, 0, &win) < 0 || nx_arg_size(sig, a, 1, &offset) < 0 || nx_arg_int(sig, a, 2, &r) < 0)
+        return NULL;
+    void *p = NULL;
+    ncclResult_t rc;
+    if (is_peer)
+        NX_RUN(rc, nx_api.ncclGetPeerDevicePointer(win, offset, r, &p));
+    else
+        NX_RUN(rc, nx_api.ncclGetLsaDevicePointer(win, offset, r, &p));
+    if (nx_check(st, rc, NULL) < 0)
+        return NULL;
+    return PyLong_FromVoidPtr(p);
+}
+
+static const nx_sig get_lsa_device_pointer_sig = NX_SIGNATURE("get_lsa_device_pointer", "window", "offset", "lsa_rank");
+PyDoc_STRVAR(get_lsa_device_pointer__doc__, "get_lsa_device_pointer(window, offset, lsa_rank)\n--\n\n"
+"ncclGetLsaDevicePointer: the pointer of lsa_rank's window at offset.");
+static PyObject *get_lsa_device_pointer(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return window_rank_pointer(m, args, nargs, kwnames, &get_lsa_device_pointer_sig, 0);
+}
+
+static const nx_sig get_peer_device_pointer_sig = NX_SIGNATURE("get_peer_device_pointer", "window", "offset", "peer");
+PyDoc_STRVAR(get_peer_device_pointer__doc__, "get_peer_device_pointer(window, offset, peer)\n--\n\n"
+"ncclGetPeerDevicePointer: the pointer of peer's window at offset.");
+static PyObject *get_peer_device_pointer(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return window_rank_pointer(m, args, nargs, kwnames, &get_peer_device_pointer_sig, 1);
+}
+
+/* ---- device communicators ---- */
+
+static const nx_sig dev_comm_create_sig = NX_SIGNATURE("dev_comm_create", "comm", "reqs", "out_dev_comm");
+PyDoc_STRVAR(dev_comm_create__doc__, "dev_comm_create(comm, reqs, out_dev_comm)\n--\n\n"
+"ncclDevCommCreate: fill the device communicator at address out_dev_comm from the requirements at\n"
+"address reqs. (The 0.3.1 form returning a DevComm wrapper is not provided: the device API is out\n"
+"of scope.)");
+static PyObject *dev_comm_create(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const nx_sig *sig = &dev_comm_create_sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclDevCommCreate) < 0)
+        return NULL;
+    ncclComm_t comm;
+    void *reqs, *out;
+    if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_addr(sig, a, 1, &reqs) < 0 || nx_arg_addr(sig, a, 2, &out) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclDevCommCreate(comm, (const ncclDevCommRequirements_t *)reqs, (ncclDevComm_t *)out));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static const nx_sig dev_comm_destroy_sig = NX_SIGNATURE("dev_comm_destroy", "comm", "dev_comm");
+PyDoc_STRVAR(dev_comm_destroy__doc__, "dev_comm_destroy(comm, dev_comm)\n--\n\nncclDevCommDestroy.");
+static PyObject *dev_comm_destroy(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const nx_sig *sig = &dev_comm_destroy_sig;
+    PyObject *buf[NX_MAX_PARAMS];
+    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
+    nx_state *st = nx_get_state(m);
+    if (a == NULL || nx_require(st, &nx_api.ncclDevCommDestroy) < 0)
+        return NULL;
+    ncclComm_t comm;
+    void *dev;
+    if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_addr(sig, a, 1, &dev) < 0)
+        return NULL;
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclDevCommDestroy(comm, (const ncclDevComm_t *)dev));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+PyMethodDef nx_bindings_window_methods[] = {
+    NX_FASTCALL_DEF(comm_register),
+    NX_FASTCALL_DEF(comm_deregister),
+    NX_FASTCALL_DEF(comm_window_register),
+    NX_FASTCALL_DEF(comm_window_deregister),
+    NX_FASTCALL_DEF(win_get_user_ptr),
+    NX_FASTCALL_DEF(put_signal),
+    {"signal", (PyCFunction)(void (*)(void))signal_, METH_FASTCALL | METH_KEYWORDS, signal__doc__},
+    NX_FASTCALL_DEF(wait_signal),
+    NX_FASTCALL_DEF(get_lsa_multimem_device_pointer),
+    NX_FASTCALL_DEF(get_lsa_device_pointer),
+    NX_FASTCALL_DEF(get_peer_device_pointer),
+    NX_FASTCALL_DEF(dev_comm_create),
+    NX_FASTCALL_DEF(dev_comm_destroy),
+    {NULL, NULL, 0, NULL},
+};

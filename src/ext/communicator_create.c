@@ -1,0 +1,543 @@
+/* Communicator construction (API.md section 5.9.1): init, initialize, init_all, split, shrink,
+ * grow, get_unique_id and from_env, with the argument pieces they share (config, unique ids). The
+ * type itself is in communicator.c. */
+#include "core.h"
+
+#include <string.h>
+
+#include "structs.h"
+
+/* ---- argument pieces of the creation calls ---- */
+
+/* A config argument: None (NULL: NCCL's defaults, or the parent's for split/shrink) or an
+ * NCCLConfig, whose C struct is rebuilt from its current fields (`_lowpp`) for this call.
+ * *keep receives the Config wrapper that owns the struct (and its strings) until the call ends. */
+static int config_arg(nx_state *st, PyObject *o, const char *fname, ncclConfig_t **out, PyObject **keep)
+{
+    *out = NULL;
+    *keep = NULL;
+    if (o == NULL || o == Py_None)
+        return 0;
+    PyObject *cls = nx_lazy(st, NX_LAZY_NCCL_CONFIG);
+    if (cls == NULL)
+        return -1;
+    int ok = PyObject_IsInstance(o, cls);
+    if (ok < 0)
+        return -1;
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "%s() argument 'config' must be an NCCLConfig or None, not %.200s", fname,
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    if ((*keep = PyObject_GetAttrString(o, "_lowpp")) == NULL)
+        return -1;
+    if ((*out = nx_struct_storage(st, *keep, NX_STRUCT_CONFIG)) == NULL) {
+        Py_CLEAR(*keep);
+        PyErr_SetString(PyExc_TypeError, "NCCLConfig._lowpp did not return a nccl.bindings.nccl.Config");
+        return -1;
+    }
+    return 0;
+}
+
+/* Copies the 128 bytes of one nccl.core UniqueId into *out; 0, 1 when o is not one, -1 on error. */
+static int read_unique_id(nx_state *st, PyObject *o, ncclUniqueId *out)
+{
+    PyObject *cls = nx_lazy(st, NX_LAZY_UNIQUE_ID);
+    if (cls == NULL)
+        return -1;
+    int ok = PyObject_IsInstance(o, cls);
+    if (ok <= 0)
+        return ok < 0 ? -1 : 1;
+    PyObject *internal = PyObject_GetAttrString(o, "_internal");
+    if (internal == NULL)
+        return -1;
+    const ncclUniqueId *p = nx_struct_storage(st, internal, NX_STRUCT_UNIQUE_ID);
+    if (p != NULL)
+        memcpy(out, p, sizeof *out);
+    Py_DECREF(internal);
+    if (p == NULL) {
+        PyErr_SetString(PyExc_TypeError, "UniqueId._internal is not a nccl.bindings.nccl.UniqueId");
+        return -1;
+    }
+    return 0;
+}
+
+/* unique_id: a UniqueId or a non-empty list/tuple of them, into a PyMem array (*ids, freed by the
+ * caller) of *nid entries. */
+static int unique_ids_arg(nx_state *st, PyObject *o, ncclUniqueId **ids, int *nid)
+{
+    *ids = NULL;
+    Py_ssize_t n = 1;
+    int seq = PyList_Check(o) || PyTuple_Check(o);
+    if (seq && (n = PySequence_Fast_GET_SIZE(o)) == 0) {
+        nx_invalid(st, "unique_id sequence must not be empty");
+        return -1;
+    }
+    if (n > INT_MAX) {
+        nx_invalid(st, "unique_id sequence is too long");
+        return -1;
+    }
+    if ((*ids = PyMem_Calloc((size_t)n, sizeof(ncclUniqueId))) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int r = read_unique_id(st, seq ? PySequence_Fast_GET_ITEM(o, i) : o, &(*ids)[i]);
+        if (r != 0) {
+            if (r > 0)
+                nx_invalid(st, "unique_id must be a UniqueId or a sequence of UniqueIds");
+            PyMem_Free(*ids);
+            *ids = NULL;
+            return -1;
+        }
+    }
+    *nid = (int)n;
+    return 0;
+}
+
+/* A core UniqueId holding the given bytes. */
+static PyObject *new_unique_id(nx_state *st, const ncclUniqueId *id)
+{
+    PyObject *cls = nx_lazy(st, NX_LAZY_UNIQUE_ID);
+    if (cls == NULL)
+        return NULL;
+    PyObject *bytes = PyBytes_FromStringAndSize(id->internal, sizeof id->internal);
+    if (bytes == NULL)
+        return NULL;
+    PyObject *r = PyObject_CallMethod(cls, "from_bytes", "O", bytes);
+    Py_DECREF(bytes);
+    return r;
+}
+
+/* ---- construction ---- */
+
+static PyObject *comm_initialize(nx_state *st, nx_Communicator *c, PyObject *const *a)
+{
+    /* a: nranks, rank, unique_id, config */
+    PyObject *keep = NULL, *result = NULL;
+    ncclUniqueId *ids = NULL;
+    int nranks, rank, nid;
+    ncclConfig_t *cfg;
+    if (nx_comm_handle(c) != NULL)
+        return nx_invalid(st, "Communicator is already initialized");
+    if (nx_int(a[0], "initialize", "nranks", &nranks) < 0 || nx_int(a[1], "initialize", "rank", &rank) < 0 ||
+        unique_ids_arg(st, a[2], &ids, &nid) < 0 || config_arg(st, a[3], "initialize", &cfg, &keep) < 0)
+        goto done;
+    if (nx_loaded(st) < 0)
+        goto done;
+    ncclResult_t rc;
+    ncclComm_t *slot = (ncclComm_t *)c->slot;
+    /* The newest call the library has: several ids need ncclCommInitRankScalable (2.23.4); one id
+     * also works with ncclCommInitRankConfig (2.14.3, RCCL 2.22 among the libraries without the
+     * scalable call), and without a config with ncclCommInitRank (every release: RCCL 2.13). */
+    if (nx_api.ncclCommInitRankScalable != NULL) {
+        NX_RUN(rc, nx_api.ncclCommInitRankScalable(slot, nranks, rank, nid, ids, cfg));
+    } else if (nid > 1) {
+        nx_raise_function_not_found(st, "ncclCommInitRankScalable", NULL);
+        goto done;
+    } else if (nx_api.ncclCommInitRankConfig != NULL) {
+        NX_RUN(rc, nx_api.ncclCommInitRankConfig(slot, nranks, ids[0], rank, cfg));
+    } else if (cfg == NULL && nx_api.ncclCommInitRank != NULL) {
+        NX_RUN(rc, nx_api.ncclCommInitRank(slot, nranks, ids[0], rank));
+    } else {
+        nx_raise_function_not_found(st, cfg != NULL ? "ncclCommInitRankConfig" : "ncclCommInitRank", NULL);
+        goto done;
+    }
+    nx_comm_reset_caches(c);
+    if (nx_check(st, rc, NULL) < 0) {
+        *c->slot = NULL;
+        goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(ids);
+    Py_XDECREF(keep);
+    return result;
+}
+
+NX_MSIG(initialize, 4, 3, "nranks", "rank", "unique_id", "config");
+PyDoc_STRVAR(initialize__doc__, "initialize(nranks, rank, unique_id, config=None)\n--\n\n"
+"Create the communicator in place: ncclCommInitRankScalable with every id given; for one id on\n"
+"libraries without it, ncclCommInitRankConfig, or ncclCommInitRank when config is None. Collective.");
+static PyObject *Communicator_initialize(NX_COMM_METHOD_ARGS)
+{
+    PyObject *a[4];
+    if (nx_margs(&M_initialize, args, nargs, kwnames, a) < 0)
+        return NULL;
+    return comm_initialize(NX_COMM_STATE(cls), (nx_Communicator *)self, a);
+}
+
+NX_MSIG(init, 4, 3, "nranks", "rank", "unique_id", "config");
+PyDoc_STRVAR(init__doc__, "init(nranks, rank, unique_id, config=None)\n--\n\n"
+"Create a communicator: cls() then initialize(...). Collective over the nranks ranks.");
+static PyObject *Communicator_init(PyObject *type, PyTypeObject *cls, PyObject *const *args, Py_ssize_t nargs,
+                                   PyObject *kwnames)
+{
+    PyObject *a[4];
+    if (nx_margs(&M_init, args, nargs, kwnames, a) < 0)
+        return NULL;
+    nx_state *st = NX_COMM_STATE(cls);
+    PyObject *c = PyObject_CallNoArgs(type);
+    if (c == NULL)
+        return NULL;
+    if (!nx_is_communicator(st, c)) {
+        Py_DECREF(c);
+        PyErr_SetString(PyExc_TypeError, "init() needs a Communicator class");
+        return NULL;
+    }
+    PyObject *r = comm_initialize(st, (nx_Communicator *)c, a);
+    if (r == NULL) {
+        Py_DECREF(c);
+        return NULL;
+    }
+    Py_DECREF(r);
+    return c;
+}
+
+/* init_all's devices argument as a PyMem int array; *n = 0 for an empty list. */
+static int devices_arg(nx_state *st, PyObject *o, int **devs, Py_ssize_t *n)
+{
+    PyObject *seq = NULL;
+    *devs = NULL;
+    if (o == NULL || o == Py_None) {
+        PyObject *fn = nx_lazy(st, NX_LAZY_NUM_DEVICES);
+        PyObject *num = fn ? PyObject_CallNoArgs(fn) : NULL;
+        if (num == NULL)
+            return -1;
+        Py_ssize_t k = PyNumber_AsSsize_t(num, PyExc_OverflowError);
+        Py_DECREF(num);
+        if (k < 0)
+            return k == -1 && PyErr_Occurred() ? -1 : 0;
+        *n = k;
+    } else if (PyLong_Check(o) && !PyBool_Check(o)) {
+        Py_ssize_t k = PyLong_AsSsize_t(o);
+        if (k == -1 && PyErr_Occurred())
+            return -1;
+        *n = k < 0 ? 0 : k;
+    } else if (PyList_Check(o) || PyTuple_Check(o) || PyRange_Check(o)) {
+        if ((seq = PySequence_Fast(o, "devices")) == NULL)
+            return -1;
+        *n = PySequence_Fast_GET_SIZE(seq);
+    } else {
+        PyErr_Format(PyExc_TypeError, "devices must be an integer, sequence of integers, or None, got %.200s",
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    if (*n > INT_MAX) {
+        Py_XDECREF(seq);
+        PyErr_SetString(PyExc_OverflowError, "init_all(): too many devices");
+        return -1;
+    }
+    if ((*devs = PyMem_Calloc(*n > 0 ? (size_t)*n : 1, sizeof(int))) == NULL) {
+        Py_XDECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < *n; i++) {
+        if (seq == NULL) {
+            (*devs)[i] = (int)i;
+            continue;
+        }
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyLong_Check(item) || PyBool_Check(item)) {
+            PyErr_Format(PyExc_TypeError, "devices must be an integer, sequence of integers, or None, got %.200s "
+                         "in the sequence", Py_TYPE(item)->tp_name);
+            goto error;
+        }
+        if (nx_int(item, "init_all", "devices", &(*devs)[i]) < 0)
+            goto error;
+    }
+    Py_XDECREF(seq);
+    return 0;
+error:
+    Py_XDECREF(seq);
+    PyMem_Free(*devs);
+    *devs = NULL;
+    return -1;
+}
+
+NX_MSIG(init_all, 1, 0, "devices");
+PyDoc_STRVAR(init_all__doc__, "init_all(devices=None)\n--\n\n"
+"One communicator per device in this process (ncclCommInitAll); rank i uses devices[i]. None means\n"
+"every visible device, an int n means range(n). Each must be destroyed separately.");
+static PyObject *Communicator_init_all(PyObject *type, PyTypeObject *cls, PyObject *const *args, Py_ssize_t nargs,
+                                       PyObject *kwnames)
+{
+    PyObject *a[1];
+    if (nx_margs(&M_init_all, args, nargs, kwnames, a) < 0)
+        return NULL;
+    nx_state *st = NX_COMM_STATE(cls);
+    int *devs = NULL;
+    ncclComm_t *comms = NULL;
+    PyObject *list = NULL;
+    Py_ssize_t n = 0;
+    if (devices_arg(st, a[0], &devs, &n) < 0)
+        return NULL;
+    if ((list = PyList_New(n)) == NULL || n == 0)
+        goto done;
+    if (nx_require(st, &nx_api.ncclCommInitAll) < 0)
+        goto error;
+    /* Every wrapper exists before the library call: a class that fails to make one (it runs Python
+     * code) then leaves no communicator behind to destroy. Null ones are dropped silently. */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *c = PyObject_CallNoArgs(type);
+        if (c == NULL)
+            goto error;
+        PyList_SET_ITEM(list, i, c);
+        if (!nx_is_communicator(st, c)) {
+            PyErr_SetString(PyExc_TypeError, "init_all() needs a Communicator class");
+            goto error;
+        }
+    }
+    if ((comms = PyMem_Calloc((size_t)n, sizeof *comms)) == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclCommInitAll(comms, (int)n, devs));
+    if (nx_check(st, rc, NULL) < 0)
+        goto error;
+    for (Py_ssize_t i = 0; i < n; i++)
+        *((nx_Communicator *)PyList_GET_ITEM(list, i))->slot = comms[i];
+    goto done;
+error:
+    Py_CLEAR(list);
+done:
+    PyMem_Free(devs);
+    PyMem_Free(comms);
+    return list;
+}
+
+/* A child created by split/shrink/grow: kept referenced while its creation is in progress, so a
+ * nonblocking library can still write its slot (API.md 5.9.1). */
+static PyObject *child_result(nx_state *st, nx_Communicator *parent, nx_Communicator *child, ncclResult_t rc,
+                              ncclComm_t comm)
+{
+    if (nx_check(st, rc, comm) < 0) {
+        Py_DECREF(child);
+        return NULL;
+    }
+    if (rc == ncclInProgress) {
+        if (parent->children == NULL && (parent->children = PyList_New(0)) == NULL)
+            goto error;
+        if (PyList_Append(parent->children, (PyObject *)child) < 0)
+            goto error;
+    }
+    return (PyObject *)child;
+error:
+    Py_DECREF(child);
+    return NULL;
+}
+
+NX_MSIG(split, 3, 0, "color", "key", "config");
+PyDoc_STRVAR(split__doc__, "split(color=None, key=0, config=None)\n--\n\n"
+"ncclCommSplit. Collective. color=None (NCCL_SPLIT_NOCOLOR) gives this rank a null communicator;\n"
+"config=None inherits the parent's.");
+static PyObject *Communicator_split(NX_COMM_METHOD_ARGS)
+{
+    PyObject *a[3];
+    if (nx_margs(&M_split, args, nargs, kwnames, a) < 0)
+        return NULL;
+    nx_state *st = NX_COMM_STATE(cls);
+    nx_Communicator *c = (nx_Communicator *)self;
+    ncclComm_t comm = nx_comm_require(st, c, "split");
+    if (comm == NULL)
+        return NULL;
+    int color = NCCL_SPLIT_NOCOLOR, key = 0;
+    ncclConfig_t *cfg;
+    PyObject *keep;
+    if ((a[0] != NULL && a[0] != Py_None && nx_int(a[0], "split", "color", &color) < 0) ||
+        (a[1] != NULL && nx_int(a[1], "split", "key", &key) < 0))
+        return NULL;
+    if (nx_require(st, &nx_api.ncclCommSplit) < 0)
+        return NULL;
+    if (config_arg(st, a[2], "split", &cfg, &keep) < 0)
+        return NULL;
+    nx_Communicator *child = nx_comm_new(st, Py_TYPE(self));
+    if (child == NULL) {
+        Py_XDECREF(keep);
+        return NULL;
+    }
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclCommSplit(comm, color, key, (ncclComm_t *)child->slot, cfg));
+    Py_XDECREF(keep);
+    return child_result(st, c, child, rc, comm);
+}
+
+/* exclude_ranks: None or a sequence of ints, into a PyMem array. */
+static int ranks_arg(PyObject *o, int **out, int *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (o == NULL || o == Py_None)
+        return 0;
+    PyObject *seq = PySequence_Fast(o, "shrink() argument 'exclude_ranks' must be a sequence of ints or None");
+    if (seq == NULL)
+        return -1;
+    Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
+    if (k > INT_MAX || (*out = PyMem_Calloc(k > 0 ? (size_t)k : 1, sizeof(int))) == NULL) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < k; i++)
+        if (nx_int(PySequence_Fast_GET_ITEM(seq, i), "shrink", "exclude_ranks", &(*out)[i]) < 0) {
+            Py_DECREF(seq);
+            PyMem_Free(*out);
+            *out = NULL;
+            return -1;
+        }
+    Py_DECREF(seq);
+    *n = (int)k;
+    return 0;
+}
+
+NX_MSIG(shrink, 3, 0, "exclude_ranks", "config", "flag");
+PyDoc_STRVAR(shrink__doc__, "shrink(exclude_ranks=None, config=None, flag=CommShrinkFlag.DEFAULT)\n--\n\n"
+"ncclCommShrink: a communicator without the excluded ranks, called by the surviving ranks only.\n"
+"flag=ABORT aborts outstanding operations first.");
+static PyObject *Communicator_shrink(NX_COMM_METHOD_ARGS)
+{
+    PyObject *a[3];
+    if (nx_margs(&M_shrink, args, nargs, kwnames, a) < 0)
+        return NULL;
+    nx_state *st = NX_COMM_STATE(cls);
+    nx_Communicator *c = (nx_Communicator *)self;
+    ncclComm_t comm = nx_comm_require(st, c, "shrink");
+    if (comm == NULL)
+        return NULL;
+    int flag = NCCL_SHRINK_DEFAULT, nex;
+    if (a[2] != NULL && nx_int(a[2], "shrink", "flag", &flag) < 0)
+        return NULL;
+    if (nx_require(st, &nx_api.ncclCommShrink) < 0)
+        return NULL;
+    int *ex;
+    ncclConfig_t *cfg;
+    PyObject *keep;
+    if (ranks_arg(a[0], &ex, &nex) < 0)
+        return NULL;
+    if (config_arg(st, a[1], "shrink", &cfg, &keep) < 0) {
+        PyMem_Free(ex);
+        return NULL;
+    }
+    nx_Communicator *child = nx_comm_new(st, Py_TYPE(self));
+    PyObject *r = NULL;
+    if (child != NULL) {
+        ncclResult_t rc;
+        NX_RUN(rc, nx_api.ncclCommShrink(comm, ex, nex, (ncclComm_t *)child->slot, cfg, flag));
+        r = child_result(st, c, child, rc, comm);
+    }
+    PyMem_Free(ex);
+    Py_XDECREF(keep);
+    return r;
+}
+
+NX_MSIG(grow, 4, 1, "nranks", "unique_id", "rank", "config");
+PyDoc_STRVAR(grow__doc__, "grow(nranks, unique_id=None, rank=None, config=None)\n--\n\n"
+"ncclCommGrow. Existing root: comm.grow(n, uid); existing non-root: comm.grow(n); a new rank:\n"
+"Communicator().grow(n, uid, rank=r).");
+static PyObject *Communicator_grow(NX_COMM_METHOD_ARGS)
+{
+    PyObject *a[4];
+    if (nx_margs(&M_grow, args, nargs, kwnames, a) < 0)
+        return NULL;
+    nx_state *st = NX_COMM_STATE(cls);
+    nx_Communicator *c = (nx_Communicator *)self;
+    int nranks, rank = -1, is_new = a[2] != NULL && a[2] != Py_None;
+    ncclComm_t comm = nx_comm_handle(c);
+    if (is_new && comm != NULL)
+        return nx_invalid(st, "New ranks must use a null communicator (Communicator())");
+    if (!is_new && comm == NULL)
+        return nx_invalid(st, "Existing ranks must use an initialized communicator");
+    if (nx_int(a[0], "grow", "nranks", &nranks) < 0 || (is_new && nx_int(a[2], "grow", "rank", &rank) < 0))
+        return NULL;
+    ncclUniqueId id, *idp = NULL;
+    if (a[1] != NULL && a[1] != Py_None) {
+        int r = read_unique_id(st, a[1], &id);
+        if (r != 0)
+            return r > 0 ? nx_invalid(st, "unique_id must be a UniqueId or None") : NULL;
+        idp = &id;
+    }
+    if (nx_require(st, &nx_api.ncclCommGrow) < 0)
+        return NULL;
+    ncclConfig_t *cfg;
+    PyObject *keep;
+    if (config_arg(st, a[3], "grow", &cfg, &keep) < 0)
+        return NULL;
+    nx_Communicator *child = nx_comm_new(st, Py_TYPE(self));
+    PyObject *r = NULL;
+    if (child != NULL) {
+        ncclResult_t rc;
+        NX_RUN(rc, nx_api.ncclCommGrow(comm, nranks, idp, rank, (ncclComm_t *)child->slot, cfg));
+        r = child_result(st, c, child, rc, comm);
+    }
+    Py_XDECREF(keep);
+    return r;
+}
+
+PyDoc_STRVAR(get_unique_id__doc__, "get_unique_id()\n--\n\n"
+"ncclCommGetUniqueId: a single-use id for grow(), called by the grow root only.");
+static PyObject *Communicator_get_unique_id(NX_COMM_METHOD_ARGS)
+{
+    (void)args;
+    nx_state *st = NX_COMM_STATE(cls);
+    if (nx_no_args("get_unique_id", nargs, kwnames) < 0)
+        return NULL;
+    ncclComm_t comm = nx_comm_require(st, (nx_Communicator *)self, "get_unique_id");
+    if (comm == NULL)
+        return NULL;
+    if (nx_require(st, &nx_api.ncclCommGetUniqueId) < 0)
+        return NULL;
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    ncclResult_t rc;
+    NX_RUN(rc, nx_api.ncclCommGetUniqueId(comm, &id));
+    if (nx_check(st, rc, comm) < 0)
+        return NULL;
+    return new_unique_id(st, &id);
+}
+
+PyDoc_STRVAR(from_env__doc__, "from_env(**kwargs)\n--\n\n"
+"A communicator from the launcher's environment: python -m nccl.run, torchrun or mpirun\n"
+"(see nccl.core._env).");
+static PyObject *Communicator_from_env(PyObject *type, PyTypeObject *cls, PyObject *const *args, Py_ssize_t nargs,
+                                       PyObject *kwnames)
+{
+    if (nargs != 0) {
+        PyErr_SetString(PyExc_TypeError, "from_env() takes keyword arguments only");
+        return NULL;
+    }
+    PyObject *fn = nx_lazy(NX_COMM_STATE(cls), NX_LAZY_FROM_ENV);
+    if (fn == NULL)
+        return NULL;
+    /* from_env(cls, **kwargs): the vectorcall array needs cls in front of the keyword values. */
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    PyObject *small[8], **argv = nkw + 1 <= 8 ? small : PyMem_Malloc((size_t)(nkw + 1) * sizeof(PyObject *));
+    if (argv == NULL)
+        return PyErr_NoMemory();
+    argv[0] = type;
+    for (Py_ssize_t i = 0; i < nkw; i++)
+        argv[1 + i] = args[i];
+    PyObject *r = PyObject_Vectorcall(fn, argv, 1, kwnames);
+    if (argv != small)
+        PyMem_Free(argv);
+    return r;
+}
+
+
+#define METHOD(name) NX_COMM_METHOD_DEF(#name, Communicator_##name, name##__doc__)
+#define CLASS_METHOD(name)                                                                                \
+    {#name, (PyCFunction)(void (*)(void))Communicator_##name, METH_METHOD | METH_FASTCALL | METH_KEYWORDS | \
+     METH_CLASS, name##__doc__}
+
+PyMethodDef nx_comm_create_methods[] = {
+    CLASS_METHOD(init),
+    CLASS_METHOD(init_all),
+    CLASS_METHOD(from_env),
+    METHOD(initialize),
+    METHOD(split),
+    METHOD(shrink),
+    METHOD(grow),
+    METHOD(get_unique_id),
+    {NULL, NULL, 0, NULL},
+};

@@ -1,0 +1,43 @@
+/* Python-level objects the C core of nccl.core uses, imported on first use (lazy.c); also the
+ * NcclInvalid raiser and the datatype table, which every nccl.core file needs. */
+#ifndef NCCL4PY_LAZY_H
+#define NCCL4PY_LAZY_H
+
+#include "common.h"
+
+/* They live in Python modules (enums, dataclasses, cuda.core) that import nccl._ext themselves, so
+ * they cannot be fetched at exec time. */
+typedef enum {
+    NX_LAZY_DATATYPE,      /* nccl.core._types.NcclDataType */
+    NX_LAZY_RESULT,        /* nccl._enums.Result */
+    NX_LAZY_UNIQUE_ID,     /* nccl.core._unique_id.UniqueId */
+    NX_LAZY_NCCL_CONFIG,   /* nccl.core._config.NCCLConfig */
+    NX_LAZY_GET_DEVICE,    /* nccl.core.cuda.get_cuda_device(device_id) -> cuda.core Device */
+    NX_LAZY_NUM_DEVICES,   /* nccl.core.cuda.get_num_devices() -> int */
+    NX_LAZY_WAIT_SIGNAL,   /* nccl.core._config.WaitSignalDesc */
+    NX_LAZY_FROM_ENV,      /* nccl.core._env.from_env(cls, **kwargs) -> Communicator */
+    NX_LAZY_GIN_TYPE,      /* nccl.core._types.NcclGinType */
+    NX_LAZY_NUMPY,         /* the numpy module itself (CustomRedOp's host scalars) */
+    NX_NLAZY
+} nx_lazy_kind;
+
+/* This file's part of the module state: the objects, NULL until first needed (owned). */
+typedef struct {
+    PyObject *obj[NX_NLAZY];
+} nx_lazy_cache;
+
+int nx_lazy_cache_traverse(nx_lazy_cache *c, visitproc visit, void *arg);
+void nx_lazy_cache_clear(nx_lazy_cache *c);
+
+/* A borrowed reference to the object, importing its module on first use; NULL with an exception. */
+PyObject *nx_lazy(nx_state *st, nx_lazy_kind kind);
+
+/* Raises nccl.core.NcclInvalid with a printf-style message (PyUnicode_FromFormat). Returns NULL. */
+NX_COLD PyObject *nx_invalid(nx_state *st, const char *fmt, ...);
+
+/* Element size in bytes of a valid ncclDataType_t; 0 for anything else. */
+size_t nx_dtype_size(ncclDataType_t dt);
+/* The NcclDataType member name ("FLOAT32"), for messages; "<invalid>" for anything else. */
+const char *nx_dtype_name(ncclDataType_t dt);
+
+#endif

@@ -1,0 +1,339 @@
+"""Handing rank 0's unique id to the other ranks over TCP (Communicator.from_env, torchrun-style
+launches): through torch.distributed.TCPStore when torch is importable, else through our own
+authenticated exchange.
+
+With torch (always so under torchrun), the store is torchrun's own when its agent runs one
+(TORCHELASTIC_USE_AGENT_STORE=True: MASTER_ADDR:MASTER_PORT), otherwise one that rank 0 opens on
+the id port (MASTER_PORT + 1, or NCCL4PY_ID_PORT) for the exchange. Rank 0 sets a key, the others
+read it.
+
+Without torch, rank 0 serves the id itself, to ranks that prove they belong to the job:
+
+* NCCL4PY_ID_SECRET set (the same value on every rank): both sides prove knowledge of it with
+  HMAC-SHA256 over fresh nonces, and the id travels encrypted with a key derived from it;
+* otherwise the exchange must stay on this machine (a loopback address): rank 0 serves only
+  connections owned by its own user, and a rank takes the id only from a server of that user
+  (both read from /proc/net/tcp). Anything else is an error that says what to set.
+
+Rank 0 serves connections concurrently: a connection that does not complete its handshake within
+HANDSHAKE_S is dropped, at most MAX_PENDING wait at once (the oldest is dropped first), and none
+of them delays another.
+"""
+
+import hashlib
+import hmac
+import ipaddress
+import os
+import selectors
+import socket
+import struct
+import time
+
+ID_BYTES = 128
+MAGIC = b"N4PYID2\0"
+HELLO = struct.Struct("<8sii16s")  # magic, rank, nranks, client nonce
+SERVER_PROOF = struct.Struct("<16s32s")  # server nonce, HMAC
+CLIENT_PROOF = struct.Struct("<32s")
+HANDSHAKE_S = 2.0
+MAX_PENDING = 64
+SECRET_VARIABLE = "NCCL4PY_ID_SECRET"
+
+
+class ExchangeError(RuntimeError):
+    """The id exchange cannot be done safely as configured."""
+
+
+# ---- through torch.distributed.TCPStore ----
+
+def torch_store_class():
+    """torch.distributed.TCPStore, or None when torch (or its distributed package) is missing."""
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        return None
+    if not dist.is_available():
+        return None
+    return dist.TCPStore
+
+
+def exchange_over_store(store_class, rank, nranks, uid, timeout, env, id_port):
+    """The id through a TCPStore: torchrun's agent store when it runs one, else one rank 0 opens."""
+    import datetime
+
+    addr, master_port = env["MASTER_ADDR"], int(env["MASTER_PORT"])
+    agent = env.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
+    prefix = "/".join(["nccl4py", "unique_id", env.get("TORCHELASTIC_RUN_ID", "-"),
+                       env.get("TORCHELASTIC_RESTART_COUNT", "0")])
+    wait = datetime.timedelta(seconds=timeout)
+    if agent:
+        store = store_class(addr, master_port, is_master=False, timeout=wait)
+    else:
+        store = store_class(addr, id_port, world_size=nranks, is_master=rank == 0, timeout=wait,
+                            wait_for_workers=False)
+    # The k-th exchange of each rank uses the k-th key: the agent's store outlives one exchange.
+    key = f"{prefix}/{store.add(f'{prefix}/calls/{rank}', 1)}"
+    if rank == 0:
+        store.set(key, uid)
+        if not agent:
+            # our store dies with this object: keep it until every rank has the id
+            deadline = time.monotonic() + timeout
+            while store.add(key + "/fetched", 0) < nranks - 1:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"unique id exchange through the TCPStore on {addr}:{id_port}: not every "
+                                       f"rank fetched the id within {timeout:g} s")
+                time.sleep(0.01)
+        return uid
+    got = bytes(store.get(key))
+    if not agent:
+        store.add(key + "/fetched", 1)
+    if len(got) != ID_BYTES:
+        raise ExchangeError(f"the unique id from the TCPStore has {len(got)} bytes, not {ID_BYTES}")
+    return got
+
+
+# ---- our own exchange ----
+
+def _is_loopback(addr):
+    try:
+        infos = socket.getaddrinfo(addr, None, proto=socket.IPPROTO_TCP)
+    except socket.gaierror:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(i[4][0].split("%")[0]).is_loopback for i in infos)
+
+
+def _proc_addr(text):
+    """An address column of /proc/net/tcp[6] ("0100007F:1F90") as (ip_address, port)."""
+    host, port = text.split(":")
+    raw = bytes.fromhex(host)
+    # the kernel prints each 32-bit word in host (little-endian) order
+    raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+    ip = ipaddress.ip_address(raw)
+    if ip.version == 6 and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip, int(port, 16)
+
+
+def _norm(sockaddr):
+    ip = ipaddress.ip_address(sockaddr[0].split("%")[0])
+    if ip.version == 6 and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip, sockaddr[1]
+
+
+def tcp_owners():
+    """{(local, remote): uid} of every TCP socket of this network namespace (/proc/net/tcp[6])."""
+    owners = {}
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(path) as f:
+                lines = f.readlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            cols = line.split()
+            if len(cols) > 7:
+                owners[(_proc_addr(cols[1]), _proc_addr(cols[2]))] = int(cols[7])
+    return owners
+
+
+def peer_uid(sock, owners=None):
+    """The uid owning the other end of a connection on this machine; None when it is not found."""
+    try:
+        me, peer = _norm(sock.getsockname()), _norm(sock.getpeername())
+    except OSError:
+        return None
+    return (tcp_owners() if owners is None else owners).get((peer, me))
+
+
+def _mac(key, *parts):
+    return hmac.new(key, b"|".join(parts), hashlib.sha256).digest()
+
+
+def _keystream(key, cnonce, snonce, n):
+    out = b""
+    for i in range((n + 31) // 32):
+        out += _mac(key, b"id", cnonce, snonce, i.to_bytes(4, "little"))
+    return out[:n]
+
+
+def _xor(a, b):
+    return bytes(x ^ y for x, y in zip(a, b))
+
+
+def _auth(addr, secret):
+    """(key, check_uid) for the exchange, or ExchangeError when it cannot be made safe."""
+    if secret:
+        return secret.encode(), False
+    if _is_loopback(addr):
+        return b"", True
+    raise ExchangeError(f"the unique id exchange over TCP on {addr} would not be authenticated: set "
+                        f"{SECRET_VARIABLE} to the same secret on every rank, install torch (the exchange then uses "
+                        "torch.distributed.TCPStore), or launch with python -m nccl.run or mpirun")
+
+
+def exchange_over_tcp(rank, nranks, addr, port, uid=None, timeout=300.0, secret=None):
+    """Hands rank 0's id to every rank over TCP; returns the 128 bytes on every rank.
+
+    Rank 0 listens on (addr, port) and serves each of the nranks - 1 other ranks once, after the
+    handshake described in the module documentation; the others connect, with retries (rank 0
+    may not listen yet), until the deadline."""
+    key, check_uid = _auth(addr, secret)
+    deadline = time.monotonic() + timeout
+    if rank == 0:
+        uid = bytes(uid)
+        if len(uid) != ID_BYTES:
+            raise ValueError(f"the unique id must be {ID_BYTES} bytes")
+        if nranks > 1:
+            _serve(uid, nranks, addr, port, key, check_uid, deadline, timeout)
+        return uid
+    return _fetch(rank, nranks, addr, port, key, check_uid, deadline, timeout)
+
+
+class _Conn:
+    __slots__ = ("sock", "deadline", "buf", "stage", "rank", "cnonce", "snonce", "out")
+
+    def __init__(self, sock, deadline):
+        self.sock, self.deadline = sock, deadline
+        self.buf, self.stage, self.rank, self.cnonce, self.snonce, self.out = b"", 0, -1, b"", b"", b""
+
+
+def _serve(uid, nranks, addr, port, key, check_uid, deadline, timeout):
+    served = set()
+    sel = selectors.DefaultSelector()
+    pending = {}
+    me = os.geteuid()
+    with socket.create_server((addr, port), family=_family(addr), backlog=128) as srv:
+        srv.setblocking(False)
+        sel.register(srv, selectors.EVENT_READ)
+
+        def drop(c):
+            pending.pop(c.sock.fileno(), None)
+            sel.unregister(c.sock)
+            c.sock.close()
+
+        try:
+            while len(served) < nranks - 1:
+                now = time.monotonic()
+                if now >= deadline:
+                    missing = sorted(set(range(1, nranks)) - served)
+                    raise TimeoutError(f"unique id exchange on {addr}:{port}: rank(s) {missing} did not connect "
+                                       f"within {timeout:g} s")
+                for c in [c for c in pending.values() if c.deadline <= now]:
+                    drop(c)
+                wake = min([deadline] + [c.deadline for c in pending.values()])
+                for sk, _ in sel.select(max(0.0, wake - now)):
+                    if sk.fileobj is srv:
+                        fresh = []
+                        for _ in range(256):
+                            try:
+                                fresh.append(srv.accept()[0])
+                            except OSError:  # nothing more waiting, or no descriptor left
+                                break
+                        owners = tcp_owners() if check_uid and fresh else None
+                        for s in fresh:
+                            if check_uid and peer_uid(s, owners) != me:
+                                s.close()  # another user's connection: not even read
+                                continue
+                            if len(pending) >= MAX_PENDING:
+                                drop(min(pending.values(), key=lambda c: c.deadline))
+                            s.setblocking(False)
+                            c = _Conn(s, time.monotonic() + HANDSHAKE_S)
+                            pending[s.fileno()] = c
+                            sel.register(s, selectors.EVENT_READ, c)
+                        continue
+                    c = sk.data
+                    if c.sock.fileno() not in pending:
+                        continue
+                    if _step(c, uid, nranks, key, served):
+                        served.add(c.rank)
+                        drop(c)
+                    elif c.stage < 0:
+                        drop(c)
+        finally:
+            for c in list(pending.values()):
+                drop(c)
+            sel.close()
+
+
+def _step(c, uid, nranks, key, served):
+    """Advances one connection's handshake; True once it has the id, stage -1 when it failed."""
+    try:
+        data = c.sock.recv(256)
+    except (BlockingIOError, InterruptedError):
+        return False
+    except OSError:
+        c.stage = -1
+        return False
+    if not data:
+        c.stage = -1
+        return False
+    c.buf += data
+    try:
+        if c.stage == 0 and len(c.buf) >= HELLO.size:
+            magic, rank, n, c.cnonce = HELLO.unpack(c.buf[:HELLO.size])
+            c.buf = c.buf[HELLO.size:]
+            if magic != MAGIC or n != nranks or not 0 < rank < nranks or rank in served:
+                c.stage = -1
+                return False
+            c.rank, c.snonce = rank, os.urandom(16)
+            c.sock.sendall(SERVER_PROOF.pack(c.snonce, _mac(key, b"server", c.cnonce, c.snonce, _ranks(rank, n))))
+            c.stage = 1
+        if c.stage == 1 and len(c.buf) >= CLIENT_PROOF.size:
+            (proof,) = CLIENT_PROOF.unpack(c.buf[:CLIENT_PROOF.size])
+            want = _mac(key, b"client", c.snonce, c.cnonce, _ranks(c.rank, nranks))
+            if not hmac.compare_digest(proof, want):
+                c.stage = -1
+                return False
+            c.sock.sendall(_xor(uid, _keystream(key, c.cnonce, c.snonce, ID_BYTES)))
+            return True
+    except OSError:  # a full send buffer on a 48-byte reply, or a reset: not one of ours
+        c.stage = -1
+    return False
+
+
+def _ranks(rank, nranks):
+    return struct.pack("<ii", rank, nranks)
+
+
+def _recv_exact(sock, n, deadline):
+    data = b""
+    while len(data) < n:
+        sock.settimeout(max(0.05, deadline - time.monotonic()))
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("the peer closed the connection early")
+        data += chunk
+    return data
+
+
+def _fetch(rank, nranks, addr, port, key, check_uid, deadline, timeout):
+    delay, last = 0.05, None
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"unique id exchange: rank {rank} could not get the id from rank 0 at {addr}:{port} "
+                               f"within {timeout:g} s (last error: {last})")
+        try:
+            with socket.create_connection((addr, port), timeout=min(left, 10.0)) as s:
+                if check_uid and peer_uid(s) != os.geteuid():
+                    raise ConnectionError(f"{addr}:{port} is served by another user's process")
+                hs = min(deadline, time.monotonic() + 10.0)
+                cnonce = os.urandom(16)
+                s.sendall(HELLO.pack(MAGIC, rank, nranks, cnonce))
+                snonce, proof = SERVER_PROOF.unpack(_recv_exact(s, SERVER_PROOF.size, hs))
+                if not hmac.compare_digest(proof, _mac(key, b"server", cnonce, snonce, _ranks(rank, nranks))):
+                    raise ConnectionError(f"{addr}:{port} does not know this job's {SECRET_VARIABLE}")
+                s.sendall(CLIENT_PROOF.pack(_mac(key, b"client", snonce, cnonce, _ranks(rank, nranks))))
+                return _xor(_recv_exact(s, ID_BYTES, hs), _keystream(key, cnonce, snonce, ID_BYTES))
+        except (OSError, ConnectionError) as exc:
+            last = exc
+        time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+        delay = min(delay * 2, 1.0)
+
+
+def _family(addr):
+    try:
+        socket.inet_pton(socket.AF_INET6, addr)
+        return socket.AF_INET6
+    except OSError:
+        return socket.AF_INET
