@@ -16,9 +16,11 @@
  * is seen by every rank, and each step doubles as a barrier. Inputs are staged in shared memory
  * before any output is written, which makes every in-place form correct by construction; user
  * memory is touched only inside the write ranges of section 6.1. A rank's own block does not
- * take the detour: the sub-block an AlltoAll or Scatter root keeps is not staged, and the own
- * block of a Broadcast root, AllGather or Gather root goes straight from sendbuff to recvbuff
- * (no copy at all in place), since no peer writes it.
+ * take the detour: the sub-block an AlltoAll or Scatter root keeps is not staged (its step buffer
+ * holds only the n-1 others, each a larger share), and the own block of a Broadcast root,
+ * AllGather or Gather root goes straight from sendbuff to recvbuff (no copy at all in place),
+ * since no peer writes it. Outputs too large for the cache are written with non-temporal stores
+ * (copy_out).
  *
  * Large collectives on a communicator with single-copy reads take another form with the same
  * steps (coll_direct.c): descriptors carry buffer addresses instead of data, peers read the
@@ -26,6 +28,9 @@
  * final step, since until then a peer may still be reading this rank's buffers. */
 #include <stdio.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #include "nccl_host.h"
 
@@ -39,13 +44,78 @@ static int uses_subblocks(host_kind k)
     return k == HOST_K_REDUCESCATTER || k == HOST_K_ALLTOALL || k == HOST_K_SCATTER || k == HOST_K_ALLTOALLV;
 }
 
+/* AlltoAll and Scatter never stage the sender's own sub-block, so their step buffer holds only
+ * the n-1 others: position of destination d in sender j's buffer. */
+static int packed(host_kind k)
+{
+    return k == HOST_K_ALLTOALL || k == HOST_K_SCATTER;
+}
+
+static size_t subpos(int d, int j)
+{
+    return (size_t)(d < j ? d : d - 1);
+}
+
+/* Bytes of output a collective writes on this rank, summed over the whole operation. */
+static size_t out_bytes(const host_comm *c, const host_opd *op)
+{
+    size_t b = op->count * host_type_size(op->datatype);
+    switch (op->kind) {
+    case HOST_K_ALLGATHER:
+    case HOST_K_GATHER:
+    case HOST_K_ALLTOALL:
+        return b * (size_t)c->nranks;
+    default:
+        return b;
+    }
+}
+
+/* Copies a step's share of the output. For outputs larger than half the shared cache the
+ * stores bypass the cache (x86-64 non-temporal stores): the output cannot stay cached anyway,
+ * streaming it skips reading every destination line before writing it, and it does not evict
+ * the step buffers the peers read next. The fence orders the stores before the `done` that
+ * follows. glibc's memcpy switches to such stores only far above these sizes. */
+static void copy_out(const host_coll_run *run, void *dst, const void *src, size_t bytes)
+{
+#if defined(__x86_64__)
+    if (run->stream && bytes >= 4096) {
+        unsigned char *d = dst;
+        const unsigned char *s = src;
+        size_t head = (16 - ((uintptr_t)d & 15)) & 15, body;
+        memcpy(d, s, head);
+        d += head;
+        s += head;
+        bytes -= head;
+        body = bytes & ~(size_t)63;
+        for (size_t i = 0; i < body; i += 64) {
+            __m128i a = _mm_loadu_si128((const __m128i *)(s + i));
+            __m128i b = _mm_loadu_si128((const __m128i *)(s + i + 16));
+            __m128i e = _mm_loadu_si128((const __m128i *)(s + i + 32));
+            __m128i f = _mm_loadu_si128((const __m128i *)(s + i + 48));
+            _mm_stream_si128((__m128i *)(d + i), a);
+            _mm_stream_si128((__m128i *)(d + i + 16), b);
+            _mm_stream_si128((__m128i *)(d + i + 32), e);
+            _mm_stream_si128((__m128i *)(d + i + 48), f);
+        }
+        memcpy(d + body, s + body, bytes - body);
+        _mm_sfence();
+        return;
+    }
+#endif
+    memcpy(dst, src, bytes);
+}
+
 ncclResult_t host_coll_begin(host_comm *c, host_coll_run *run, host_opd *op)
 {
     size_t es = host_type_size(op->datatype);
     size_t chunk = c->seg.buf_bytes;
     memset(run, 0, sizeof *run);
     run->op = op;
-    run->elems = uses_subblocks(op->kind) ? chunk / (es * (size_t)c->nranks) : chunk / es;
+    if (packed(op->kind) && c->nranks > 1)
+        run->elems = chunk / (es * (size_t)(c->nranks - 1));
+    else
+        run->elems = uses_subblocks(op->kind) ? chunk / (es * (size_t)c->nranks) : chunk / es;
+    run->stream = out_bytes(c, op) >= HOST_STREAM_MIN;
     if (run->elems == 0)
         return host_fail(ncclInternalError, "%s: segment chunk of %zu bytes is too small for %d ranks", op->name, chunk,
                          c->nranks);
@@ -113,7 +183,7 @@ static void publish_data(host_comm *c, host_coll_run *run, unsigned char *slot)
             return;
         for (int d = 0; d < n; d++) /* not our own sub-block: consume takes it from sendbuff */
             if (d != me)
-                memcpy(slot + (size_t)d * E * es, send + ((size_t)d * op->count + o) * es, len * es);
+                memcpy(slot + subpos(d, me) * E * es, send + ((size_t)d * op->count + o) * es, len * es);
         return;
     case HOST_K_REDUCESCATTER:
         for (int d = 0; d < n; d++)
@@ -155,9 +225,11 @@ static void reduce_into(host_comm *c, host_coll_run *run, unsigned char *acc, si
 }
 
 /* This rank's own block, from its sendbuff straight to its recvbuff: nothing to do in place. */
-static void own_copy(unsigned char *dst, const unsigned char *src, size_t bytes)
+static void own_copy(const host_coll_run *run, unsigned char *dst, const unsigned char *src, size_t bytes)
 {
-    if (dst != src)
+    if (dst + bytes <= src || src + bytes <= dst)
+        copy_out(run, dst, src, bytes);
+    else if (dst != src)
         memmove(dst, src, bytes);
 }
 
@@ -218,9 +290,9 @@ static ncclResult_t consume(host_comm *c, host_coll_run *run)
         break;
     case HOST_K_BROADCAST:
         if (me == op->root)
-            own_copy(recv + o * es, send + o * es, len * es);
+            own_copy(run, recv + o * es, send + o * es, len * es);
         else
-            memcpy(recv + o * es, host_seg_slot_data(&c->seg, op->root, run->s), len * es);
+            copy_out(run, recv + o * es, host_seg_slot_data(&c->seg, op->root, run->s), len * es);
         break;
     case HOST_K_ALLGATHER:
     case HOST_K_GATHER:
@@ -228,25 +300,27 @@ static ncclResult_t consume(host_comm *c, host_coll_run *run)
             break;
         for (int j = 0; j < n; j++) {
             if (j == me)
-                own_copy(recv + ((size_t)j * op->count + o) * es, send + o * es, len * es);
+                own_copy(run, recv + ((size_t)j * op->count + o) * es, send + o * es, len * es);
             else
-                memcpy(recv + ((size_t)j * op->count + o) * es, host_seg_slot_data(&c->seg, j, run->s), len * es);
+                copy_out(run, recv + ((size_t)j * op->count + o) * es, host_seg_slot_data(&c->seg, j, run->s),
+                         len * es);
         }
         break;
     case HOST_K_ALLTOALL:
         for (int j = 0; j < n; j++) {
             unsigned char *dst = recv + ((size_t)j * op->count + o) * es;
             if (j == me)
-                own_copy(dst, send + ((size_t)me * op->count + o) * es, len * es);
+                own_copy(run, dst, send + ((size_t)me * op->count + o) * es, len * es);
             else
-                memcpy(dst, host_seg_slot_data(&c->seg, j, run->s) + (size_t)me * E * es, len * es);
+                copy_out(run, dst, host_seg_slot_data(&c->seg, j, run->s) + subpos(me, j) * E * es, len * es);
         }
         break;
     case HOST_K_SCATTER:
         if (me == op->root)
-            own_copy(recv + o * es, send + ((size_t)me * op->count + o) * es, len * es);
+            own_copy(run, recv + o * es, send + ((size_t)me * op->count + o) * es, len * es);
         else
-            memcpy(recv + o * es, host_seg_slot_data(&c->seg, op->root, run->s) + (size_t)me * E * es, len * es);
+            copy_out(run, recv + o * es,
+                     host_seg_slot_data(&c->seg, op->root, run->s) + subpos(me, op->root) * E * es, len * es);
         break;
     default:
         break;

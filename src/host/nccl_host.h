@@ -113,6 +113,9 @@ enum { HOST_DIRECT_AUTO = 0, HOST_DIRECT_OFF = 1, HOST_DIRECT_ON = 2 };
 /* Single-copy reductions combine peers' inputs piece by piece through per-communicator scratch
  * (three pieces): small enough to stay in cache, large enough to amortise a read's syscall. */
 #define HOST_DIRECT_PIECE ((size_t)131072)
+/* Collectives whose output on a rank is at least this large write it with non-temporal stores
+ * on the segment path (coll.c copy_out): half the 32 MiB shared cache of the machine measured. */
+#define HOST_STREAM_MIN ((size_t)16 << 20)
 
 /* Loads the tunables on first use (pthread_once) and returns them. Never NULL. */
 const host_params_t *host_params(void);
@@ -796,6 +799,7 @@ typedef struct {
     int phase;           /* 0: waiting to publish, 1: waiting for peers, 2: single copy: waiting
                           * until every peer is done reading our buffers */
     int direct;          /* single-copy form (coll_direct.c) */
+    int stream;          /* output copies bypass the cache (the output is >= HOST_STREAM_MIN) */
     uint64_t s_first;    /* the first step this rank published, 0 before */
     size_t elems;        /* elements per slot (or per sub-block) */
     uint64_t maxv;       /* AllToAllv: largest pair count */
