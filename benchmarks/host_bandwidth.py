@@ -1,18 +1,51 @@
-"""Host-backend allreduce/allgather latency and bus bandwidth at 2 ranks, side by side with MPI's
-shared-memory path (mpi4py Allreduce/Allgather on numpy, under mpiexec) and, when torch is
-installed, torch.distributed's gloo backend on CPU tensors. Not a test.
+"""The host backend against MPI and gloo, nccl-tests style: allreduce, allgather, broadcast,
+reduce_scatter and alltoall, at 2 ranks and at 4 ranks (on a 2-core machine: oversubscribed), all
+backends in the same run. Not a test: speed lives here, as ratios taken side by side.
 
-    python benchmarks/host_bandwidth.py [--max-bytes 67108864] [--json out.json]
+    python benchmarks/host_bandwidth.py                      # the full table (about 3 minutes)
+    python benchmarks/host_bandwidth.py --runs 7 --json t.json   # steadier medians, raw times kept
+    python benchmarks/host_bandwidth.py -c allreduce,allgather -r 2 --sizes 8,64K,16M
+    python benchmarks/host_bandwidth.py --baseline-lib /path/to/old/libnccl-host.so   # before/after
+    python benchmarks/host_bandwidth.py -b base --base-env NCCL_HOST_DIRECT=0     # one switch's effect
 
-Each backend runs in its own pair of processes; rank 0 reports the median time per call for each
-size (float32 elements, 8 B to --max-bytes in x4 steps, then --max-bytes itself). Bus bandwidth follows nccl-tests:
-allreduce busbw = bytes/t * 2(n-1)/n, allgather busbw = (n * bytes)/t * (n-1)/n with bytes the
-per-rank contribution.
+Backends (each in its own ranks, started fresh for every run):
+  nccl4py  this package's nccl.core on the bundled host backend (numpy buffers)
+  base     the same, on the library given by --baseline-lib (an older build: "before") and/or
+           with the environment of --base-env
+  mpi      mpi4py on numpy under the mpich wheel's mpiexec (Allreduce, Allgather, Bcast,
+           Reduce_scatter_block, Alltoall)
+  gloo     torch.distributed's gloo backend on CPU tensors (all_reduce, all_gather_into_tensor,
+           broadcast, reduce_scatter_tensor, all_to_all_single); a collective gloo lacks shows n/a
+A backend that is not installed is left out with a note. `python -m nccl.run -n 4 -m nccl.bench
+-c allreduce,allgather,broadcast,reduce_scatter,alltoall` measures the library alone, nccl-tests
+style, checking every result.
+
+Method. "size" is the bytes of the whole operation as nccl-tests counts them (float32): the
+buffer of allreduce and broadcast, the gathered, reduced or exchanged total of allgather,
+reduce_scatter and alltoall (each rank's block is size / nranks). For every cell the ranks warm
+up, time a few calls, agree on the largest of those times, and size the timed loop so that it
+lasts about --cell-time seconds (at least two calls); the loop follows a barrier, runs back to back, and its time per
+call is taken on every rank; the cell's time is the slowest rank's (nccl-tests' convention).
+Broadcast is in place for every backend (MPI and gloo only have that form); the others are out
+of place.
+Each run starts every backend afresh, in a rotated order, so slow phases of a shared machine
+spread over all of them. On a machine shared with other work, even the medians of a few runs
+move by tens of percent; take ratios, not absolute times, and more runs for a table to keep. A cell shows the median over --runs runs and, after "±", half the
+range (max - min) as a percentage of that median. A ratio column (ours/mpi, ours/gloo,
+ours/base) is the median of the per-run ratios, each taken between the two backends' times of
+the same run: below 1 means nccl4py is faster. busbw follows nccl-tests: allreduce
+size/t * 2(n-1)/n; allgather, reduce_scatter, alltoall size/t * (n-1)/n; broadcast size/t.
+
+The host backend's own switches apply to its ranks as usual (NCCL_HOST_SPIN_US,
+NCCL_HOST_DIRECT, ...); --env KEY=VALUE sets one for the nccl4py and base ranks, --base-env for
+the base ranks only (after --env). Each table's header says what the library chose for that rank
+count (spin, single-copy transport), as its NCCL_DEBUG=INFO line does.
 """
 
 import argparse
 import json
 import os
+import platform
 import shutil
 import statistics
 import subprocess
@@ -22,184 +55,441 @@ import time
 
 import numpy as np
 
-NRANKS = 2
+COLLECTIVES = ("allreduce", "allgather", "broadcast", "reduce_scatter", "alltoall")
+BLOCKED = {"allgather", "reduce_scatter", "alltoall"}
+DEFAULT_SIZES = "8,64,512,4K,32K,64K,256K,1M,4M,16M,64M"
+BACKENDS = ("nccl4py", "base", "mpi", "gloo")
+JOB_TIMEOUT_S = 900
 
 
-def sizes(max_bytes):
-    s, out = 8, []
-    while s < max_bytes:
-        out.append(s)
-        s *= 4
-    return out + [max_bytes]
+def parse_size(text):
+    from nccl.bench import parse_size as ps
+
+    return ps(text)
 
 
-def iters_for(nbytes):
-    return max(5, min(200, (1 << 24) // max(nbytes, 1)))
+def bus_factor(coll, n):
+    if coll == "allreduce":
+        return 2 * (n - 1) / n
+    if coll in BLOCKED:
+        return (n - 1) / n
+    return 1.0
 
 
-def timed(fn, nbytes, barrier):
-    for _ in range(3):
-        fn()
-    samples = []
-    for _ in range(iters_for(nbytes)):
-        barrier()
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
+# ---------------------------------------------------------------------------------------------
+# Rank side: one job runs every (collective, size) cell and writes {coll: {size: seconds}}.
+# ---------------------------------------------------------------------------------------------
+
+class Ops:
+    """One backend's calls on numpy-sized buffers: setup(coll, count) -> call, plus barrier and
+    agree_max (the largest of a float over the ranks)."""
 
 
-def worker_nccl4py(rank, uid_hex, max_bytes):
-    import nccl.bindings.nccl as b
+class NcclOps(Ops):
+    def __init__(self, rank, nranks, uid_hex):
+        import nccl.core as nccl
 
-    box = b.PointerBox()
-    b.comm_init_rank(box.address, NRANKS, bytes.fromhex(uid_hex), rank)
-    comm = box.ptr
-    one = np.zeros(1, dtype=np.float32)
+        self.nccl = nccl
+        self.comm = nccl.Communicator.init(nranks=nranks, rank=rank,
+                                           unique_id=nccl.UniqueId.from_bytes(bytes.fromhex(uid_hex)))
+        self.one = np.zeros(1, np.float32)
+        self.f = np.zeros(1, np.float64)
+        self.g = np.zeros(1, np.float64)
 
-    def barrier():
-        b.all_reduce(one.ctypes.data, one.ctypes.data, 1, b.DataType.Float32, b.RedOp.Sum, comm, 0)
+    def barrier(self):
+        self.comm.allreduce(self.one, self.one, self.nccl.SUM)
 
-    out = {}
-    for nbytes in sizes(max_bytes):
-        n = nbytes // 4
-        x, y, g = np.ones(n, np.float32), np.empty(n, np.float32), np.empty(n * NRANKS, np.float32)
-        ar = timed(lambda: b.all_reduce(x.ctypes.data, y.ctypes.data, n, b.DataType.Float32, b.RedOp.Sum, comm, 0),
-                   nbytes, barrier)
-        ag = timed(lambda: b.all_gather(x.ctypes.data, g.ctypes.data, n, b.DataType.Float32, comm, 0), nbytes, barrier)
-        out[nbytes] = (ar, ag)
-    b.comm_destroy(comm)
-    return out
+    def agree_max(self, x):
+        self.f[0] = x
+        self.comm.allreduce(self.f, self.g, self.nccl.MAX)
+        return float(self.g[0])
 
+    def setup(self, coll, count, n):
+        c, nc = self.comm, self.nccl
+        if coll == "allreduce":
+            x, y = np.ones(count, np.float32), np.empty(count, np.float32)
+            return lambda: c.allreduce(x, y, nc.SUM)
+        if coll == "broadcast":
+            x = np.ones(count, np.float32)
+            return lambda: c.broadcast(x, x, root=0)
+        b = count // n
+        if coll == "allgather":
+            x, y = np.ones(b, np.float32), np.empty(b * n, np.float32)
+            return lambda: c.allgather(x, y)
+        if coll == "reduce_scatter":
+            x, y = np.ones(b * n, np.float32), np.empty(b, np.float32)
+            return lambda: c.reduce_scatter(x, y, nc.SUM)
+        x, y = np.ones(b * n, np.float32), np.empty(b * n, np.float32)
+        return lambda: c.alltoall(x, y)
 
-def worker_mpi(max_bytes):
-    from mpi4py import MPI
-
-    c = MPI.COMM_WORLD
-    out = {}
-    for nbytes in sizes(max_bytes):
-        n = nbytes // 4
-        x, y, g = np.ones(n, np.float32), np.empty(n, np.float32), np.empty(n * NRANKS, np.float32)
-        ar = timed(lambda: c.Allreduce(x, y, op=MPI.SUM), nbytes, c.Barrier)
-        ag = timed(lambda: c.Allgather(x, g), nbytes, c.Barrier)
-        out[nbytes] = (ar, ag)
-    return c.Get_rank(), out
-
-
-def worker_gloo(rank, init_file, max_bytes):
-    import torch
-    import torch.distributed as dist
-
-    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=NRANKS)
-    out = {}
-    for nbytes in sizes(max_bytes):
-        n = nbytes // 4
-        x = torch.ones(n, dtype=torch.float32)
-        parts = [torch.empty(n, dtype=torch.float32) for _ in range(NRANKS)]
-        ar = timed(lambda: dist.all_reduce(x), nbytes, dist.barrier)
-        ag = timed(lambda: dist.all_gather(parts, x), nbytes, dist.barrier)
-        out[nbytes] = (ar, ag)
-    dist.destroy_process_group()
-    return out
+    def close(self):
+        self.comm.destroy()
 
 
-def spawn_pair(mode, extra_env, max_bytes):
-    procs = []
-    with tempfile.TemporaryDirectory() as tmp:
-        outs = [os.path.join(tmp, f"r{r}.json") for r in range(NRANKS)]
-        for r in range(NRANKS):
-            env = dict(os.environ, BENCH_RANK=str(r), BENCH_OUT=outs[r], BENCH_TMP=tmp, **extra_env)
-            procs.append(subprocess.Popen([sys.executable, __file__, "--worker", mode, "--max-bytes", str(max_bytes)],
-                                          env=env))
-        if any(p.wait(timeout=900) != 0 for p in procs):
-            return None
-        with open(outs[0]) as f:
-            return {int(k): v for k, v in json.load(f).items()}
+class MpiOps(Ops):
+    def __init__(self):
+        from mpi4py import MPI
+
+        self.MPI = MPI
+        self.c = MPI.COMM_WORLD
+        self.rank, self.nranks = self.c.Get_rank(), self.c.Get_size()
+
+    def barrier(self):
+        self.c.Barrier()
+
+    def agree_max(self, x):
+        return self.c.allreduce(x, op=self.MPI.MAX)
+
+    def setup(self, coll, count, n):
+        c, MPI = self.c, self.MPI
+        if coll == "allreduce":
+            x, y = np.ones(count, np.float32), np.empty(count, np.float32)
+            return lambda: c.Allreduce(x, y, op=MPI.SUM)
+        if coll == "broadcast":
+            x = np.ones(count, np.float32)
+            return lambda: c.Bcast(x, root=0)
+        b = count // n
+        if coll == "allgather":
+            x, y = np.ones(b, np.float32), np.empty(b * n, np.float32)
+            return lambda: c.Allgather(x, y)
+        if coll == "reduce_scatter":
+            x, y = np.ones(b * n, np.float32), np.empty(b, np.float32)
+            return lambda: c.Reduce_scatter_block(x, y, op=MPI.SUM)
+        x, y = np.ones(b * n, np.float32), np.empty(b * n, np.float32)
+        return lambda: c.Alltoall(x, y)
+
+    def close(self):
+        pass
 
 
-def run_mpi(max_bytes):
-    mpiexec = shutil.which("mpiexec") or os.path.join(os.path.dirname(sys.executable), "mpiexec")
+class GlooOps(Ops):
+    def __init__(self, rank, nranks, init_file):
+        import torch
+        import torch.distributed as dist
+
+        torch.set_num_threads(1)
+        self.torch, self.dist = torch, dist
+        dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=nranks)
+        self.f = torch.zeros(1, dtype=torch.float64)
+
+    def barrier(self):
+        self.dist.barrier()
+
+    def agree_max(self, x):
+        self.f[0] = x
+        self.dist.all_reduce(self.f, op=self.dist.ReduceOp.MAX)
+        return float(self.f[0])
+
+    def setup(self, coll, count, n):
+        torch, dist = self.torch, self.dist
+        if coll == "allreduce":
+            x = torch.ones(count, dtype=torch.float32)
+            return lambda: dist.all_reduce(x)
+        if coll == "broadcast":
+            x = torch.ones(count, dtype=torch.float32)
+            return lambda: dist.broadcast(x, src=0)
+        b = count // n
+        if coll == "allgather":
+            x, y = torch.ones(b, dtype=torch.float32), torch.empty(b * n, dtype=torch.float32)
+            return lambda: dist.all_gather_into_tensor(y, x)
+        if coll == "reduce_scatter":
+            x, y = torch.ones(b * n, dtype=torch.float32), torch.empty(b, dtype=torch.float32)
+            return lambda: dist.reduce_scatter_tensor(y, x)
+        x, y = torch.ones(b * n, dtype=torch.float32), torch.empty(b * n, dtype=torch.float32)
+        return lambda: dist.all_to_all_single(y, x)
+
+    def close(self):
+        self.dist.destroy_process_group()
+
+
+def time_cell(ops, call, cell_time):
+    """Seconds per call, the slowest rank's; None when the backend cannot run the collective (the
+    same answer on every rank, so no rank is left waiting)."""
     try:
-        import mpi4py  # noqa: F401
-    except ImportError:
+        call()  # also the warm-up
+        ok = 0.0
+    except (RuntimeError, NotImplementedError, ValueError):
+        ok = 1.0
+    if ops.agree_max(ok) > 0:
         return None
-    if not os.path.exists(mpiexec):
+    t0 = time.perf_counter()
+    call()
+    probe = ops.agree_max(time.perf_counter() - t0)
+    iters = max(2, min(5000, int(cell_time / max(probe, 1e-7))))
+    ops.barrier()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        call()
+    return ops.agree_max((time.perf_counter() - t0) / iters)
+
+
+def rank_job(ops, nranks, plan):
+    out = {}
+    for coll in plan["collectives"]:
+        row = out.setdefault(coll, {})
+        for size in plan["sizes"]:
+            count = size // 4
+            if coll in BLOCKED:
+                count -= count % nranks
+            if count == 0:
+                continue
+            call = ops.setup(coll, count, nranks)
+            row[str(size)] = time_cell(ops, call, plan["cell_time"])
+    return out
+
+
+def worker_main(kind):
+    plan = json.loads(os.environ["BENCH_PLAN"])
+    if kind == "mpi":
+        ops = MpiOps()
+        rank, nranks = ops.rank, ops.nranks
+    else:
+        rank, nranks = int(os.environ["BENCH_RANK"]), int(os.environ["BENCH_NRANKS"])
+        if kind == "gloo":
+            ops = GlooOps(rank, nranks, os.path.join(os.environ["BENCH_TMP"], "gloo_init"))
+        else:
+            ops = NcclOps(rank, nranks, os.environ["BENCH_UID"])
+    res = rank_job(ops, nranks, plan)
+    ops.close()
+    if rank == 0:
+        with open(os.environ["BENCH_OUT"], "w") as f:
+            json.dump(res, f)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Driver side
+# ---------------------------------------------------------------------------------------------
+
+def mpiexec_path():
+    here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    return here if os.path.exists(here) else shutil.which("mpiexec")
+
+
+def available(backend, args):
+    """None when usable, else the reason it is left out."""
+    if backend == "base":
+        if not args.baseline_lib and not args.base_env:
+            return "neither --baseline-lib nor --base-env"
+        if args.baseline_lib and not os.path.exists(args.baseline_lib):
+            return f"{args.baseline_lib} does not exist"
         return None
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "mpi.json")
-        cmd = [mpiexec, "-n", str(NRANKS), sys.executable, __file__, "--worker", "mpi", "--max-bytes", str(max_bytes)]
-        if subprocess.run(cmd, env=dict(os.environ, BENCH_OUT=out), timeout=900).returncode != 0:
+    if backend == "mpi":
+        try:
+            import mpi4py  # noqa: F401
+        except ImportError:
+            return "mpi4py is not installed"
+        return None if mpiexec_path() else "no mpiexec"
+    if backend == "gloo":
+        try:
+            import torch.distributed  # noqa: F401
+        except ImportError:
+            return "torch is not installed"
+    return None
+
+
+def run_job(backend, nranks, plan, args, log):
+    """{coll: {size: seconds or None}} from rank 0, or None when the job failed."""
+    with tempfile.TemporaryDirectory(prefix="nccl-bench-") as tmp:
+        out = os.path.join(tmp, "r0.json")
+        env = dict(os.environ, BENCH_PLAN=json.dumps(plan), BENCH_OUT=out, BENCH_TMP=tmp, OMP_NUM_THREADS="1")
+        me = [sys.executable, os.path.abspath(__file__), "--worker", "mpi" if backend == "mpi" else backend]
+        if backend == "mpi":
+            procs = [subprocess.Popen([mpiexec_path(), "-n", str(nranks), *me], env=env, stdout=log, stderr=log)]
+        else:
+            if backend in ("nccl4py", "base"):
+                import nccl.bindings.nccl as b
+
+                env.update(args.host_env)
+                if backend == "base":
+                    env.update(args.base_env)
+                env["NCCL_LIBRARY"] = args.baseline_lib if backend == "base" and args.baseline_lib else "host"
+                env["BENCH_UID"] = bytes(b.get_unique_id()).hex()
+            procs = []
+            for r in range(nranks):
+                e = dict(env, BENCH_RANK=str(r), BENCH_NRANKS=str(nranks))
+                procs.append(subprocess.Popen(me, env=e, stdout=log, stderr=log))
+        deadline = time.monotonic() + JOB_TIMEOUT_S
+        ok = True
+        for p in procs:
+            try:
+                ok &= p.wait(timeout=max(1.0, deadline - time.monotonic())) == 0
+            except subprocess.TimeoutExpired:
+                ok = False
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if not ok or not os.path.exists(out):
             return None
         with open(out) as f:
-            return {int(k): v for k, v in json.load(f).items()}
+            return json.load(f)
 
 
-def busbw(kind, nbytes, t):
-    if kind == "ar":
-        return nbytes / t * 2 * (NRANKS - 1) / NRANKS / 1e9
-    return NRANKS * nbytes / t * (NRANKS - 1) / NRANKS / 1e9
+def library_choice(args, nranks):
+    """What the host backend chose for a communicator of nranks (its INFO line), or ''."""
+    code = ("import nccl.core as n, os\n"
+            "c = n.Communicator.init(nranks=int(os.environ['N']), rank=int(os.environ['R']),"
+            " unique_id=n.UniqueId.from_bytes(bytes.fromhex(os.environ['U'])))\n"
+            "c.destroy()\n")
+    import nccl.bindings.nccl as b
+
+    env = dict(os.environ, NCCL_LIBRARY="host", NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT", N=str(nranks),
+               U=bytes(b.get_unique_id()).hex(), **args.host_env)
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=dict(env, R=str(r)), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for r in range(nranks)]
+    text = procs[0].communicate(timeout=120)[0]
+    for p in procs[1:]:
+        p.communicate(timeout=120)
+    lines = [ln.split("NCCL-HOST INFO ", 1)[1] for ln in text.splitlines() if "transport:" in ln]
+    return lines[0] if lines else ""
+
+
+def spread_pct(xs):
+    m = statistics.median(xs)
+    return 100.0 * (max(xs) - min(xs)) / 2 / m if m > 0 else 0.0
+
+
+def fmt_time(xs):
+    if not xs:
+        return f"{'n/a':>14}"
+    med = statistics.median(xs) * 1e6
+    txt = f"{med:.1f}" if med < 1000 else f"{med:.0f}"
+    return f"{txt + ' ±' + format(spread_pct(xs), '.0f') + '%':>14}"
+
+
+def paired_ratio(mine, other):
+    pairs = [a / b for a, b in zip(mine, other) if a is not None and b is not None and b > 0]
+    return statistics.median(pairs) if pairs else None
+
+
+def report(results, args, nranks, plan, notes):
+    """results[backend] = list over runs of {coll: {size: t}}; prints one table per collective."""
+    present = [b for b in BACKENDS if b in results and any(results[b])]
+    others = [b for b in present if b != "nccl4py"]
+    print(f"\n=== {nranks} ranks on {len(os.sched_getaffinity(0))} CPU(s)"
+          f"{' (oversubscribed)' if nranks > len(os.sched_getaffinity(0)) else ''}, {args.runs} runs ===")
+    if notes:
+        print(f"host backend: {notes}")
+    for coll in plan["collectives"]:
+        print(f"\n{coll}: time per call in us (median ±half-range %), busbw GB/s; ratios < 1: nccl4py faster")
+        head = f"{'size':>9} {'nccl4py us':>14} {'busbw':>6}"
+        for b in others:
+            head += f" {b + ' us':>14} {'ours/' + b:>10}"
+        print(head)
+        for size in plan["sizes"]:
+            key = str(size)
+
+            def series(b):
+                return [run.get(coll, {}).get(key) if run else None for run in results[b]]
+
+            mine = series("nccl4py")
+            good = [t for t in mine if t is not None]
+            if not good and all(not [t for t in series(b) if t is not None] for b in others):
+                continue
+            bw = size / statistics.median(good) * bus_factor(coll, nranks) / 1e9 if good else 0.0
+            row = f"{human(size):>9} {fmt_time(good)} {bw:>6.2f}"
+            for b in others:
+                theirs = series(b)
+                r = paired_ratio(mine, theirs)
+                row += f" {fmt_time([t for t in theirs if t is not None])} {(f'{r:.2f}' if r else 'n/a'):>10}"
+            print(row)
+
+
+def human(n):
+    for unit, k in (("M", 1 << 20), ("K", 1 << 10)):
+        if n >= k and n % k == 0:
+            return f"{n // k}{unit}"
+    return str(n)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--max-bytes", type=int, default=64 << 20)
-    ap.add_argument("--json")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n\n", 1)[1])
+    ap.add_argument("-c", "--collectives", default=",".join(COLLECTIVES),
+                    help="comma-separated subset of " + ", ".join(COLLECTIVES))
+    ap.add_argument("-r", "--ranks", default="2,4", help="comma-separated rank counts (default 2,4)")
+    ap.add_argument("--sizes", default=DEFAULT_SIZES, help=f"comma-separated sizes, K/M suffixes (default {DEFAULT_SIZES})")
+    ap.add_argument("--runs", type=int, default=3, help="fresh runs per backend; cells show the median (default 3)")
+    ap.add_argument("--cell-time", type=float, default=0.03,
+                    help="seconds each timed loop aims for (default 0.03; at least 2 calls)")
+    ap.add_argument("-b", "--backends", default="nccl4py,base,mpi,gloo", help="comma-separated subset of " +
+                    ", ".join(BACKENDS) + " (nccl4py is always run)")
+    ap.add_argument("--baseline-lib", help="another libnccl-host.so to run as backend 'base' (e.g. before a change)")
+    ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                    help="environment for the nccl4py and base ranks only (repeatable)")
+    ap.add_argument("--base-env", action="append", default=[], metavar="KEY=VALUE",
+                    help="environment for the base ranks only (repeatable; runs base on the bundled library "
+                         "unless --baseline-lib is given)")
+    ap.add_argument("--json", help="write every run's raw times here")
+    ap.add_argument("--log", help="file for the ranks' output (default: discarded)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.worker:
+        return worker_main(args.worker)
 
-    if args.worker == "nccl4py":
-        res = worker_nccl4py(int(os.environ["BENCH_RANK"]), os.environ["BENCH_UID"], args.max_bytes)
-        with open(os.environ["BENCH_OUT"], "w") as f:
-            json.dump(res, f)
-        return 0
-    if args.worker == "gloo":
-        res = worker_gloo(int(os.environ["BENCH_RANK"]), os.path.join(os.environ["BENCH_TMP"], "gloo_init"),
-                          args.max_bytes)
-        with open(os.environ["BENCH_OUT"], "w") as f:
-            json.dump(res, f)
-        return 0
-    if args.worker == "mpi":
-        rank, res = worker_mpi(args.max_bytes)
-        if rank == 0:
-            with open(os.environ["BENCH_OUT"], "w") as f:
-                json.dump(res, f)
-        return 0
+    colls = [c.strip() for c in args.collectives.split(",") if c.strip()]
+    bad = [c for c in colls if c not in COLLECTIVES]
+    if bad:
+        ap.error(f"unknown collective {bad[0]!r}; choose from {', '.join(COLLECTIVES)}")
+    sizes = sorted({parse_size(s) for s in args.sizes.split(",") if s.strip()})
+    ranks = [int(x) for x in args.ranks.split(",") if x.strip()]
+    if not ranks or min(ranks) < 2 or args.runs < 1:
+        ap.error("--ranks needs counts >= 2 and --runs at least 1")
+    for name in ("env", "base_env"):
+        parsed = {}
+        for kv in getattr(args, name):
+            k, eq, v = kv.partition("=")
+            if not eq:
+                ap.error(f"--{name.replace('_', '-')} wants KEY=VALUE, got {kv!r}")
+            parsed[k] = v
+        setattr(args, "host_env" if name == "env" else name, parsed)
+    wanted = ["nccl4py"] + [b.strip() for b in args.backends.split(",") if b.strip() and b.strip() != "nccl4py"]
+    backends = []
+    for b in wanted:
+        if b not in BACKENDS:
+            ap.error(f"unknown backend {b!r}; choose from {', '.join(BACKENDS)}")
+        why = available(b, args)
+        if why is None:
+            backends.append(b)
+        elif b != "base" or args.baseline_lib or args.base_env:
+            print(f"note: {b} left out: {why}")
 
+    os.environ.setdefault("NCCL_LIBRARY", "host")  # the driver makes the ids: the bundled host backend
     import nccl.bindings.nccl as b
 
-    uid = bytes(b.get_unique_id()).hex()
-    results = {"nccl4py-host": spawn_pair("nccl4py", {"BENCH_UID": uid, "NCCL_LIBRARY": b.get_library_path()},
-                                          args.max_bytes)}
-    results["mpi"] = run_mpi(args.max_bytes)
+    print(f"# host_bandwidth: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs "
+          f"({len(os.sched_getaffinity(0))} usable), load average {os.getloadavg()[0]:.2f}")
+    print(f"# library {b.get_library_path()}; backends {', '.join(backends)}; {args.runs} runs; "
+          f"cell time {args.cell_time}s; host env {args.host_env or '{}'}"
+          + (f"; base: {args.baseline_lib or 'bundled library'} {args.base_env or ''}" if "base" in backends else ""))
+    plan = {"collectives": colls, "sizes": sizes, "cell_time": args.cell_time}
+    log = open(args.log, "w") if args.log else subprocess.DEVNULL
+    everything = {"argv": sys.argv[1:], "sizes": sizes, "collectives": colls, "runs": {}}
+    t_start = time.monotonic()
     try:
-        import torch  # noqa: F401
-        results["gloo"] = spawn_pair("gloo", {}, args.max_bytes)
-    except ImportError:
-        results["gloo"] = None
-    ours = results["nccl4py-host"]
-    if ours is None:
-        print("the nccl4py ranks failed", file=sys.stderr)
-        return 1
-    for kind, label in (("ar", "allreduce"), ("ag", "allgather")):
-        k = 0 if kind == "ar" else 1
-        print(f"\n{label} at {NRANKS} ranks (time in us, busbw in GB/s)")
-        head = f"{'bytes':>10} {'ours us':>9} {'busbw':>7}"
-        for other in ("mpi", "gloo"):
-            if results[other]:
-                head += f" {other + ' us':>9} {'busbw':>7} {'ours/' + other:>9}"
-        print(head)
-        for nbytes in sizes(args.max_bytes):
-            t = ours[nbytes][k]
-            row = f"{nbytes:>10} {t * 1e6:>9.1f} {busbw(kind, nbytes, t):>7.2f}"
-            for other in ("mpi", "gloo"):
-                if results[other]:
-                    to = results[other][nbytes][k]
-                    row += f" {to * 1e6:>9.1f} {busbw(kind, nbytes, to):>7.2f} {t / to:>9.2f}"
-            print(row)
+        for nranks in ranks:
+            notes = library_choice(args, nranks)
+            results = {bk: [] for bk in backends}
+            for run in range(args.runs):
+                order = backends[run % len(backends):] + backends[:run % len(backends)]
+                for bk in order:
+                    res = run_job(bk, nranks, plan, args, log)
+                    if res is None:
+                        print(f"note: {bk} at {nranks} ranks failed in run {run + 1}" +
+                              ("" if args.log else " (--log FILE keeps the ranks' output)"))
+                    results[bk].append(res)
+            everything["runs"][str(nranks)] = results
+            report(results, args, nranks, plan, notes)
+    finally:
+        if args.log:
+            log.close()
+    print(f"\n# {time.monotonic() - t_start:.0f} s, load average now {os.getloadavg()[0]:.2f}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
-    return 0
+            json.dump(everything, f, indent=1)
+    return 0 if everything["runs"] else 1
 
 
 if __name__ == "__main__":

@@ -15,9 +15,22 @@
  * Every rank publishes a descriptor at every step (even a Broadcast non-root), so every mismatch
  * is seen by every rank, and each step doubles as a barrier. Inputs are staged in shared memory
  * before any output is written, which makes every in-place form correct by construction; user
- * memory is touched only inside the write ranges of section 6.1. */
+ * memory is touched only inside the write ranges of section 6.1. A rank's own block does not
+ * take the detour: the sub-block an AlltoAll or Scatter root keeps is not staged (its step buffer
+ * holds only the n-1 others, each a larger share), and the own block of a Broadcast root,
+ * AllGather or Gather root goes straight from sendbuff to recvbuff (no copy at all in place),
+ * since no peer writes it. Outputs too large for the cache are written with non-temporal stores
+ * (copy_out).
+ *
+ * Large collectives on a communicator with single-copy reads take another form with the same
+ * steps (coll_direct.c): descriptors carry buffer addresses instead of data, peers read the
+ * buffers directly, and a last phase (2) waits until every peer has published `done` for the
+ * final step, since until then a peer may still be reading this rank's buffers. */
 #include <stdio.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #include "nccl_host.h"
 
@@ -31,17 +44,85 @@ static int uses_subblocks(host_kind k)
     return k == HOST_K_REDUCESCATTER || k == HOST_K_ALLTOALL || k == HOST_K_SCATTER || k == HOST_K_ALLTOALLV;
 }
 
+/* AlltoAll and Scatter never stage the sender's own sub-block, so their step buffer holds only
+ * the n-1 others: position of destination d in sender j's buffer. */
+static int packed(host_kind k)
+{
+    return k == HOST_K_ALLTOALL || k == HOST_K_SCATTER;
+}
+
+static size_t subpos(int d, int j)
+{
+    return (size_t)(d < j ? d : d - 1);
+}
+
+/* Bytes of output a collective writes on this rank, summed over the whole operation. */
+static size_t out_bytes(const host_comm *c, const host_opd *op)
+{
+    size_t b = op->count * host_type_size(op->datatype);
+    switch (op->kind) {
+    case HOST_K_ALLGATHER:
+    case HOST_K_GATHER:
+    case HOST_K_ALLTOALL:
+        return b * (size_t)c->nranks;
+    default:
+        return b;
+    }
+}
+
+/* Copies a step's share of the output. For outputs larger than half the shared cache the
+ * stores bypass the cache (x86-64 non-temporal stores): the output cannot stay cached anyway,
+ * streaming it skips reading every destination line before writing it, and it does not evict
+ * the step buffers the peers read next. The fence orders the stores before the `done` that
+ * follows. glibc's memcpy switches to such stores only far above these sizes. */
+static void copy_out(const host_coll_run *run, void *dst, const void *src, size_t bytes)
+{
+#if defined(__x86_64__)
+    if (run->stream && bytes >= 4096) {
+        unsigned char *d = dst;
+        const unsigned char *s = src;
+        size_t head = (16 - ((uintptr_t)d & 15)) & 15, body;
+        memcpy(d, s, head);
+        d += head;
+        s += head;
+        bytes -= head;
+        body = bytes & ~(size_t)63;
+        for (size_t i = 0; i < body; i += 64) {
+            __m128i a = _mm_loadu_si128((const __m128i *)(s + i));
+            __m128i b = _mm_loadu_si128((const __m128i *)(s + i + 16));
+            __m128i e = _mm_loadu_si128((const __m128i *)(s + i + 32));
+            __m128i f = _mm_loadu_si128((const __m128i *)(s + i + 48));
+            _mm_stream_si128((__m128i *)(d + i), a);
+            _mm_stream_si128((__m128i *)(d + i + 16), b);
+            _mm_stream_si128((__m128i *)(d + i + 32), e);
+            _mm_stream_si128((__m128i *)(d + i + 48), f);
+        }
+        memcpy(d + body, s + body, bytes - body);
+        _mm_sfence();
+        return;
+    }
+#endif
+    memcpy(dst, src, bytes);
+}
+
 ncclResult_t host_coll_begin(host_comm *c, host_coll_run *run, host_opd *op)
 {
     size_t es = host_type_size(op->datatype);
     size_t chunk = c->seg.buf_bytes;
     memset(run, 0, sizeof *run);
     run->op = op;
-    run->elems = uses_subblocks(op->kind) ? chunk / (es * (size_t)c->nranks) : chunk / es;
+    if (packed(op->kind) && c->nranks > 1)
+        run->elems = chunk / (es * (size_t)(c->nranks - 1));
+    else
+        run->elems = uses_subblocks(op->kind) ? chunk / (es * (size_t)c->nranks) : chunk / es;
+    run->stream = out_bytes(c, op) >= HOST_STREAM_MIN;
     if (run->elems == 0)
         return host_fail(ncclInternalError, "%s: segment chunk of %zu bytes is too small for %d ranks", op->name, chunk,
                          c->nranks);
-    if (op->kind == HOST_K_ALLTOALLV)
+    run->direct = host_coll_direct_eligible(c, op);
+    if (run->direct)
+        run->nsteps = host_coll_direct_steps(op);
+    else if (op->kind == HOST_K_ALLTOALLV)
         run->nsteps = 1; /* the count exchange; data steps are added once counts are known */
     else if (op->count == 0)
         run->nsteps = 1; /* no data, but the descriptor takes part in the cross-rank checks */
@@ -97,11 +178,14 @@ static void publish_data(host_comm *c, host_coll_run *run, unsigned char *slot)
         memcpy(slot, send + o * es, len * es);
         return;
     case HOST_K_SCATTER:
-        if (me != op->root)
-            return;
-        /* fall through */
-    case HOST_K_REDUCESCATTER:
     case HOST_K_ALLTOALL:
+        if (op->kind == HOST_K_SCATTER && me != op->root)
+            return;
+        for (int d = 0; d < n; d++) /* not our own sub-block: consume takes it from sendbuff */
+            if (d != me)
+                memcpy(slot + subpos(d, me) * E * es, send + ((size_t)d * op->count + o) * es, len * es);
+        return;
+    case HOST_K_REDUCESCATTER:
         for (int d = 0; d < n; d++)
             memcpy(slot + (size_t)d * E * es, send + ((size_t)d * op->count + o) * es, len * es);
         return;
@@ -110,7 +194,7 @@ static void publish_data(host_comm *c, host_coll_run *run, unsigned char *slot)
     }
 }
 
-static void slot_op(host_comm *c, host_coll_run *run, int j, host_op *hop)
+void host_coll_slot_op(const host_comm *c, const host_coll_run *run, int j, host_op *hop)
 {
     hop->kind = (host_op_kind)run->op->opkind;
     memcpy(hop->scalar, host_seg_slot(&c->seg, j, run->s)->scalar, sizeof hop->scalar);
@@ -123,21 +207,30 @@ static void reduce_into(host_comm *c, host_coll_run *run, unsigned char *acc, si
     int n = c->nranks, j = 1;
     host_fp8_mode fp8 = host_params()->fp8;
     host_op hop, hop1;
-    slot_op(c, run, 0, &hop);
+    host_coll_slot_op(c, run, 0, &hop);
     if (n == 1) {
         host_reduce_prepare(acc, host_seg_slot_data(&c->seg, 0, run->s) + byte_off, len, op->datatype, &hop, fp8, n);
     } else {
-        slot_op(c, run, 1, &hop1);
+        host_coll_slot_op(c, run, 1, &hop1);
         host_reduce_pair(acc, host_seg_slot_data(&c->seg, 0, run->s) + byte_off,
                          host_seg_slot_data(&c->seg, 1, run->s) + byte_off, len, op->datatype, &hop, &hop1, fp8, n);
         hop = hop1;
         j = 2;
     }
     for (; j < n; j++) {
-        slot_op(c, run, j, &hop);
+        host_coll_slot_op(c, run, j, &hop);
         host_reduce_step(acc, host_seg_slot_data(&c->seg, j, run->s) + byte_off, len, op->datatype, &hop, fp8, n);
     }
     host_reduce_finish(acc, len, op->datatype, &hop, n);
+}
+
+/* This rank's own block, from its sendbuff straight to its recvbuff: nothing to do in place. */
+static void own_copy(const host_coll_run *run, unsigned char *dst, const unsigned char *src, size_t bytes)
+{
+    if (dst + bytes <= src || src + bytes <= dst)
+        copy_out(run, dst, src, bytes);
+    else if (dst != src)
+        memmove(dst, src, bytes);
 }
 
 /* Reads every slot of step stepi and writes this rank's output. */
@@ -148,6 +241,7 @@ static ncclResult_t consume(host_comm *c, host_coll_run *run)
     size_t es = host_type_size(op->datatype);
     size_t E = run->elems;
     unsigned char *recv = op->recvbuff;
+    const unsigned char *send = op->sendbuff;
     if (op->kind == HOST_K_ALLTOALLV) {
         const size_t *rcount = op->v + 2 * n, *rdispl = op->v + 3 * n;
         if (run->stepi == 0) {
@@ -195,22 +289,38 @@ static ncclResult_t consume(host_comm *c, host_coll_run *run)
         reduce_into(c, run, recv + o * es, (size_t)me * E * es, len);
         break;
     case HOST_K_BROADCAST:
-        memcpy(recv + o * es, host_seg_slot_data(&c->seg, op->root, run->s), len * es);
+        if (me == op->root)
+            own_copy(run, recv + o * es, send + o * es, len * es);
+        else
+            copy_out(run, recv + o * es, host_seg_slot_data(&c->seg, op->root, run->s), len * es);
         break;
     case HOST_K_ALLGATHER:
     case HOST_K_GATHER:
         if (op->kind == HOST_K_GATHER && me != op->root)
             break;
-        for (int j = 0; j < n; j++)
-            memcpy(recv + ((size_t)j * op->count + o) * es, host_seg_slot_data(&c->seg, j, run->s), len * es);
+        for (int j = 0; j < n; j++) {
+            if (j == me)
+                own_copy(run, recv + ((size_t)j * op->count + o) * es, send + o * es, len * es);
+            else
+                copy_out(run, recv + ((size_t)j * op->count + o) * es, host_seg_slot_data(&c->seg, j, run->s),
+                         len * es);
+        }
         break;
     case HOST_K_ALLTOALL:
-        for (int j = 0; j < n; j++)
-            memcpy(recv + ((size_t)j * op->count + o) * es,
-                   host_seg_slot_data(&c->seg, j, run->s) + (size_t)me * E * es, len * es);
+        for (int j = 0; j < n; j++) {
+            unsigned char *dst = recv + ((size_t)j * op->count + o) * es;
+            if (j == me)
+                own_copy(run, dst, send + ((size_t)me * op->count + o) * es, len * es);
+            else
+                copy_out(run, dst, host_seg_slot_data(&c->seg, j, run->s) + subpos(me, j) * E * es, len * es);
+        }
         break;
     case HOST_K_SCATTER:
-        memcpy(recv + o * es, host_seg_slot_data(&c->seg, op->root, run->s) + (size_t)me * E * es, len * es);
+        if (me == op->root)
+            own_copy(run, recv + o * es, send + ((size_t)me * op->count + o) * es, len * es);
+        else
+            copy_out(run, recv + o * es,
+                     host_seg_slot_data(&c->seg, op->root, run->s) + subpos(me, op->root) * E * es, len * es);
         break;
     default:
         break;
@@ -252,6 +362,8 @@ static ncclResult_t check_descriptors(host_comm *c, host_coll_run *run)
             field = "root", a = mine->root, b = o->root;
         else if (o->coll_seq != mine->coll_seq || o->stepi != mine->stepi)
             field = "collective sequence", a = (long long)mine->coll_seq, b = (long long)o->coll_seq;
+        else if (o->direct != mine->direct) /* agreed at setup: only a library mix-up gets here */
+            field = "single-copy form", a = mine->direct, b = o->direct;
         if (field != NULL) {
             char text[256];
             if (o->kind != mine->kind)
@@ -283,6 +395,18 @@ ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress,
     host_opd *op = run->op;
     b->opname = op->name;
     for (;;) {
+        if (run->phase == 2) {
+            /* Single copy: our buffers are free once every peer has finished reading them. */
+            for (int r = 0; r < n; r++) {
+                if (atomic_load_explicit(&host_seg_rankp(&c->seg, r)->done, memory_order_acquire) < run->s) {
+                    b->peer = r;
+                    b->what = "peers to finish reading this rank's buffers";
+                    return ncclSuccess;
+                }
+            }
+            *done = 1;
+            return ncclSuccess;
+        }
         if (run->phase == 0) {
             uint64_t s = c->step + 1;
             host_slot_hdr *sh = host_seg_slot(&c->seg, me, s);
@@ -295,7 +419,8 @@ ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress,
                     return ncclSuccess;
                 }
             }
-            publish_data(c, run, host_seg_slot_data(&c->seg, me, s));
+            if (!run->direct)
+                publish_data(c, run, host_seg_slot_data(&c->seg, me, s));
             sh->coll_seq = run->coll_seq;
             sh->kind = (int32_t)op->kind;
             sh->datatype = (int32_t)op->datatype;
@@ -305,9 +430,14 @@ ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress,
             sh->stepi = run->stepi;
             sh->nsteps = run->nsteps;
             memcpy(sh->scalar, run->scalar, sizeof sh->scalar);
+            sh->src = (uint64_t)(uintptr_t)op->sendbuff;
+            sh->dst = (uint64_t)(uintptr_t)op->recvbuff;
+            sh->direct = run->direct;
             atomic_store_explicit(&sh->seq, s, memory_order_release);
             c->step = s;
             run->s = s;
+            if (run->s_first == 0)
+                run->s_first = s;
             run->phase = 1;
             *progress = 1;
             for (int r = 0; r < n; r++)
@@ -323,20 +453,26 @@ ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress,
         }
         if (HOST_FAILED(rc = check_descriptors(c, run)))
             return rc;
-        rc = consume(c, run);
+        rc = run->direct ? host_coll_direct_consume(c, run) : consume(c, run);
         if (rc != ncclSuccess) {
             host_seg_error(c, rc, host_last_error());
             return rc;
         }
-        /* No ring: nobody waits for `done` (see phase 0), and a ring would only wake a peer that
-         * sleeps until our next step is published. */
+        /* No ring on the segment path: nobody waits for `done` (see phase 0), and a ring would
+         * only wake a peer that sleeps until our next step is published. */
         atomic_store_explicit(&host_seg_rankp(&c->seg, me)->done, run->s, memory_order_release);
         *progress = 1;
         run->stepi++;
         run->phase = 0;
         if (run->stepi >= run->nsteps) {
-            *done = 1;
-            return ncclSuccess;
+            if (!run->direct) {
+                *done = 1;
+                return ncclSuccess;
+            }
+            for (int r = 0; r < n; r++)
+                if (r != me)
+                    host_bell_ring(&host_seg_rankp(&c->seg, r)->bell);
+            run->phase = 2;
         }
     }
 }

@@ -102,6 +102,7 @@ void host_comm_free(host_comm *c)
     }
     host_sock_close(&c->listen_fd);
     host_sock_close(&c->wake_fd);
+    host_transport_free(c);
     host_seg_unmap(&c->seg);
     free(c->peers);
     free(c->send_pos);
@@ -153,6 +154,8 @@ ncclResult_t host_run_init(host_comm *c)
         return rc;
     rc = host_bootstrap(c);
     host_sock_close(&c->listen_fd);
+    if (rc == ncclSuccess)
+        rc = host_transport_setup(c);
     return rc;
 }
 
@@ -174,11 +177,13 @@ ncclResult_t host_comm_wait_init(host_comm *c)
 {
     ncclResult_t rc;
     pthread_mutex_lock(&c->lock);
-    /* The INIT task ends by itself (its waits have the deadline; abort wakes them). */
-    while (c->phase == HOST_PHASE_INIT && atomic_load(&c->error) == 0)
+    /* The INIT task ends by itself (its waits have the deadline; abort wakes them). An error
+     * while it runs (a peer that finished its init and died at once, seen by the monitor) does
+     * not decide the outcome: the task does, and a later failure stays for the next call. */
+    while (c->phase == HOST_PHASE_INIT && (atomic_load(&c->error) == 0 || c->worker_busy))
         pthread_cond_wait(&c->cv, &c->lock);
+    rc = c->phase == HOST_PHASE_READY ? ncclSuccess : host_comm_error(c);
     pthread_mutex_unlock(&c->lock);
-    rc = host_comm_error(c);
     return rc;
 }
 
@@ -569,6 +574,8 @@ ncclResult_t host_run_split(host_comm *parent, host_task *t)
         if (rc == ncclSuccess && atomic_load(&parent->aborted))
             rc = host_fail(ncclInvalidUsage, "%s: parent communicator aborted", fn);
     }
+    if (rc == ncclSuccess)
+        rc = host_transport_setup(child);
     if (rc == ncclSuccess)
         rc = host_worker_start(child);
     if (rc != ncclSuccess) {

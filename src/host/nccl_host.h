@@ -17,8 +17,10 @@
  *   shm.c        the per-communicator shared segment: layout, create (memfd), attach
  *   comm.c       communicator lifecycle: init, finalize, destroy, abort, split, shrink, queries
  *   worker.c     per-communicator worker thread and its task FIFO; the op-task progress loop
+ *   transport.c  per-communicator choices (spin, single copy) and the single-copy reads
  *   coll.c       collectives as non-blocking state machines over the segment's slots
- *   p2p.c        send/recv over per-pair rings in the segment
+ *   coll_direct.c  the single-copy form of the large collectives (reads of peers' buffers)
+ *   p2p.c        send/recv over per-pair rings in the segment (large messages: single copy)
  *   group.c      thread-local group state and the entry path of every communication call
  *   redop.c      ncclRedOpCreatePreMulSum / ncclRedOpDestroy
  *   mem.c        ncclMemAlloc/Free, ncclCommRegister/Deregister
@@ -63,7 +65,7 @@ ncclResult_t host_refuse(const char *fn);
 #define HOST_LIB_VERSION_NUM 100      /* compared in the bootstrap handshake */
 #define HOST_PROTO_VERSION 2          /* wire protocol of the bootstrap and the mesh */
 #define HOST_ID_LAYOUT 1              /* unique id layout version (section 3) */
-#define HOST_SEG_LAYOUT 2             /* shared segment layout version (2: double-buffered slots) */
+#define HOST_SEG_LAYOUT 3             /* shared segment layout version (3: single-copy descriptors) */
 #define HOST_TOKEN_BYTES 16
 #define HOST_SECRET_BYTES 16
 #define HOST_MAX_RANKS 4096
@@ -94,7 +96,26 @@ typedef struct {
     int comm_blocking;        /* NCCL_COMM_BLOCKING: -1 unset, 0, 1 */
     int multi_rank_gpu;       /* NCCL_MULTI_RANK_GPU_ENABLE */
     const char *comm_id;      /* NCCL_COMM_ID (not supported: reported at GetUniqueId) */
+    int spin_us;              /* NCCL_HOST_SPIN_US: -1 unset (HOST_SPIN_DEFAULT_US), 0 never spin */
+    int direct;               /* NCCL_HOST_DIRECT: HOST_DIRECT_* */
+    size_t direct_min;        /* NCCL_HOST_DIRECT_MIN; 1 under NCCL_HOST_DIRECT=1 */
 } host_params_t;
+
+enum { HOST_DIRECT_AUTO = 0, HOST_DIRECT_OFF = 1, HOST_DIRECT_ON = 2 };
+/* Longest spin before sleeping when NCCL_HOST_SPIN_US is unset (worker.c adapts below it). */
+#define HOST_SPIN_DEFAULT_US 50
+/* Single-copy threshold when NCCL_HOST_DIRECT_MIN is unset: bytes per rank of a collective, or
+ * of a p2p message (measured with benchmarks/host_bandwidth.py, see params.c). */
+#define HOST_DIRECT_MIN_DEFAULT ((size_t)65536)
+/* Under NCCL_HOST_DIRECT=auto, single copy needs process_vm_readv at this fraction of memcpy's
+ * throughput at least: one copy at half speed is as fast as two (transport.c). */
+#define HOST_DIRECT_MIN_SPEED 0.5f
+/* Single-copy reductions combine peers' inputs piece by piece through per-communicator scratch
+ * (three pieces): small enough to stay in cache, large enough to amortise a read's syscall. */
+#define HOST_DIRECT_PIECE ((size_t)131072)
+/* Collectives whose output on a rank is at least this large write it with non-temporal stores
+ * on the segment path (coll.c copy_out): half the 32 MiB shared cache of the machine measured. */
+#define HOST_STREAM_MIN ((size_t)16 << 20)
 
 /* Loads the tunables on first use (pthread_once) and returns them. Never NULL. */
 const host_params_t *host_params(void);
@@ -214,6 +235,16 @@ uint32_t host_bell_prepare(host_bell *b);                  /* waiters++, returns
 int host_bell_wait(host_bell *b, uint32_t snap, int64_t deadline_ns); /* sleeps; waiters-- */
 void host_bell_cancel(host_bell *b);                       /* waiters-- without sleeping */
 void host_bell_ring(host_bell *b);
+
+/* One polite iteration of a spin: lets a hyperthread sibling run and saves power. */
+static inline void host_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
 
 ncclResult_t host_random_bytes(void *buf, size_t len);
 uint32_t host_crc32(const void *buf, size_t len);
@@ -373,7 +404,8 @@ typedef struct {
     _Atomic uint32_t state;         /* HOST_RANK_* written by the rank itself */
     uint32_t pid;
     _Atomic uint64_t done;          /* last collective step this rank finished reading */
-    char pad[HOST_CACHELINE - 24];
+    _Atomic int32_t cpu;            /* the CPU this rank ran on when it last began to wait */
+    char pad[HOST_CACHELINE - 28];
 } host_seg_rank;
 
 typedef struct {
@@ -402,8 +434,11 @@ typedef struct {
     uint64_t stepi, nsteps;
     uint64_t total;        /* AllToAllv: max pair count seen by this rank; others: 0 */
     uint8_t scalar[8];     /* PreMulSum scalar of this rank */
-    char pad[128 - 80];
+    uint64_t src, dst;     /* single copy: this rank's sendbuff and recvbuff, read by peers */
+    int32_t direct;        /* 1: this step is a single-copy step (no data in the slot) */
+    char pad[128 - 96];
 } host_slot_hdr;
+_Static_assert(sizeof(host_slot_hdr) == 128, "slot descriptor is two cache lines");
 
 typedef struct {
     _Atomic uint64_t head; /* bytes written by the sender */
@@ -416,9 +451,12 @@ typedef struct {
 typedef struct {
     uint64_t count;
     uint32_t datatype;
-    uint32_t magic;
+    uint32_t magic;        /* HOST_P2P_MSG_MAGIC: payload follows; HOST_P2P_DIRECT_MAGIC: none */
+    uint64_t addr;         /* single copy: the sender's buffer, read by the receiver */
+    uint64_t pad;
 } host_p2p_msg;
 #define HOST_P2P_MSG_MAGIC 0x50325021u
+#define HOST_P2P_DIRECT_MAGIC 0x50325044u
 
 typedef struct {
     void *base;
@@ -619,6 +657,16 @@ typedef struct host_comm {
     uint64_t *send_pos;          /* per peer: bytes I wrote into my ring to it */
     uint64_t *recv_pos;          /* per peer: bytes I consumed from its ring to me */
 
+    /* transport (transport.c): agreed by every rank at setup, then read-only */
+    int direct;                  /* single-copy reads between the ranks are possible and on */
+    size_t direct_min;           /* bytes per rank from which an operation goes single-copy */
+    int *pidfd;                  /* per peer in another process: pidfd (liveness); -1 otherwise */
+    int ptracer_ref;             /* holds a reference on the process's Yama ptracer declaration */
+    uint64_t probe_cookie;       /* read by the peers at setup, proving the reads work */
+    unsigned char *scratch;      /* single-copy reductions: 3 x HOST_DIRECT_PIECE, on first use */
+    int64_t spin_max_ns;         /* longest spin before sleeping; 0: never spin */
+    int64_t spin_ns;             /* the current, adaptive, spin window (worker.c) */
+
     /* worker */
     pthread_t worker;
     int worker_started;
@@ -748,7 +796,11 @@ typedef struct {
     host_opd *op;
     uint64_t nsteps, stepi;
     uint64_t s;          /* global step number of the current step */
-    int phase;           /* 0: waiting to publish, 1: waiting for peers */
+    int phase;           /* 0: waiting to publish, 1: waiting for peers, 2: single copy: waiting
+                          * until every peer is done reading our buffers */
+    int direct;          /* single-copy form (coll_direct.c) */
+    int stream;          /* output copies bypass the cache (the output is >= HOST_STREAM_MIN) */
+    uint64_t s_first;    /* the first step this rank published, 0 before */
     size_t elems;        /* elements per slot (or per sub-block) */
     uint64_t maxv;       /* AllToAllv: largest pair count */
     uint64_t coll_seq;   /* collective number on this comm */
@@ -763,6 +815,32 @@ ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress,
  * ranks waiting elsewhere fail with it too. */
 void host_seg_error(host_comm *c, ncclResult_t rc, const char *text);
 
+/* The op of rank j's contribution at the current step: the kind, and j's PreMulSum scalar. */
+void host_coll_slot_op(const host_comm *c, const host_coll_run *run, int j, host_op *hop);
+
+/* coll_direct.c: the single-copy collectives */
+/* Whether op runs in single-copy form on c: the same answer on every rank whose arguments match. */
+int host_coll_direct_eligible(const host_comm *c, const host_opd *op);
+/* Whether a peer may be reading this rank's buffers for the single-copy collective run: some
+ * step of it that every rank published, that some peer has not finished. */
+int host_coll_direct_exposed(const host_comm *c, const host_coll_run *run);
+/* Steps of the single-copy form of op (AllReduce: 2, the others: 1). */
+uint64_t host_coll_direct_steps(const host_opd *op);
+/* Step run->stepi after every rank published it: reads the peers' buffers (addresses in their
+ * step descriptors) and writes this rank's output. */
+ncclResult_t host_coll_direct_consume(host_comm *c, host_coll_run *run);
+
+/* transport.c */
+/* After the bootstrap, on every rank: chooses spin and single copy for c (two exchanges). */
+ncclResult_t host_transport_setup(host_comm *c);
+void host_transport_free(host_comm *c);
+/* Reads len bytes at src in peer's address space into dst (process_vm_readv), then checks that
+ * the peer's process still lives. Failures are recorded in the segment (every rank fails):
+ * ncclRemoteError for a dead peer, ncclInvalidArgument for a bad address. */
+ncclResult_t host_direct_read(host_comm *c, int peer, void *dst, uint64_t src, size_t len);
+/* The communicator's scratch for single-copy reductions (allocated on first use), or NULL. */
+unsigned char *host_direct_scratch(host_comm *c);
+
 /* p2p.c */
 typedef struct {
     host_opd *op;
@@ -772,6 +850,8 @@ typedef struct {
     host_p2p_msg hdr;     /* the message header (built by the sender, read by the receiver) */
 } host_p2p_run;
 ncclResult_t host_p2p_progress(host_comm *c, host_p2p_run *run, int *progress, int *done, host_blocked *b);
+/* Whether the receiver of the single-copy send run may be reading its buffer right now. */
+int host_p2p_direct_exposed(const host_comm *c, const host_p2p_run *run);
 
 /* group.c */
 int host_group_depth(void);

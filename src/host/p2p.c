@@ -6,7 +6,15 @@
  * receiver checks count and datatype before it copies any payload; a difference is recorded in
  * the segment (ncclInvalidUsage on both ranks). With NCCL_HOST_P2P_EAGER = 0 (default) a send
  * completes only once the receiver has consumed its last byte, which exposes programs that work on
- * NCCL only because of buffering. */
+ * NCCL only because of buffering.
+ *
+ * Single copy: on a communicator with single-copy reads (transport.c), a message of at least
+ * direct_min bytes (and above the eager limit) puts only its header in the ring, marked
+ * HOST_P2P_DIRECT_MAGIC and carrying the sender's buffer address. The receiver checks count and
+ * datatype as usual, sets `tail` one byte into the header (a claim: "reading now"), reads the
+ * payload straight from the sender's buffer, and only then moves `tail` past the header, which
+ * is what completes the send: the sender's buffer is never released while the receiver may
+ * still read it, and a sender that fails meanwhile knows whether to say so (worker.c). */
 #include <stdio.h>
 #include <string.h>
 
@@ -45,11 +53,13 @@ static ncclResult_t send_progress(host_comm *c, host_p2p_run *run, int *progress
     uint64_t bytes = (uint64_t)op->count * host_type_size(op->datatype);
     int moved = 0;
     if (!run->started) {
+        int direct = c->direct && bytes >= c->direct_min && bytes > host_params()->p2p_eager;
         run->hdr.count = op->count;
         run->hdr.datatype = (uint32_t)op->datatype;
-        run->hdr.magic = HOST_P2P_MSG_MAGIC;
+        run->hdr.magic = direct ? HOST_P2P_DIRECT_MAGIC : HOST_P2P_MSG_MAGIC;
+        run->hdr.addr = direct ? (uint64_t)(uintptr_t)op->sendbuff : 0;
         run->start = run->pos = c->send_pos[peer];
-        run->end = run->start + HDR + bytes;
+        run->end = run->start + HDR + (direct ? 0 : bytes);
         c->send_pos[peer] = run->end;
         run->started = 1;
     }
@@ -86,6 +96,7 @@ static ncclResult_t send_progress(host_comm *c, host_p2p_run *run, int *progress
 
 static ncclResult_t recv_progress(host_comm *c, host_p2p_run *run, int *progress, int *done, host_blocked *b)
 {
+    ncclResult_t rc;
     host_opd *op = run->op;
     int peer = op->root;
     size_t R = c->seg.p2p_bytes;
@@ -108,7 +119,7 @@ static ncclResult_t recv_progress(host_comm *c, host_p2p_run *run, int *progress
             run->pos += len;
             if (run->pos - run->start == HDR) {
                 char text[256];
-                if (run->hdr.magic != HOST_P2P_MSG_MAGIC) {
+                if (run->hdr.magic != HOST_P2P_MSG_MAGIC && run->hdr.magic != HOST_P2P_DIRECT_MAGIC) {
                     snprintf(text, sizeof text, "corrupt p2p stream from rank %d to rank %d", peer, c->rank);
                     host_seg_error(c, ncclInternalError, text);
                     return host_fail(ncclInternalError, "%s rank %d: %s", c->name, c->rank, text);
@@ -120,7 +131,16 @@ static ncclResult_t recv_progress(host_comm *c, host_p2p_run *run, int *progress
                     host_seg_error(c, ncclInvalidUsage, text);
                     return host_fail(ncclInvalidUsage, "%s rank %d: %s", c->name, c->rank, text);
                 }
-                run->end = run->start + HDR + (uint64_t)op->count * host_type_size(op->datatype);
+                if (run->hdr.magic == HOST_P2P_DIRECT_MAGIC) {
+                    /* claim, read, and only then let `tail` pass the header (releases the sender) */
+                    if (atomic_load_explicit(&ring->tail, memory_order_relaxed) <= run->start)
+                        atomic_store_explicit(&ring->tail, run->start + 1, memory_order_release);
+                    if (HOST_FAILED(rc = host_direct_read(c, peer, op->recvbuff, run->hdr.addr,
+                                         op->count * host_type_size(op->datatype))))
+                        return rc;
+                } else {
+                    run->end = run->start + HDR + (uint64_t)op->count * host_type_size(op->datatype);
+                }
             }
         } else {
             len = min_sz((size_t)(run->end - run->pos), (size_t)avail);
@@ -142,6 +162,15 @@ static ncclResult_t recv_progress(host_comm *c, host_p2p_run *run, int *progress
     b->peer = peer;
     b->what = "data from the sender (no matching ncclSend yet?)";
     return ncclSuccess;
+}
+
+int host_p2p_direct_exposed(const host_comm *c, const host_p2p_run *run)
+{
+    uint64_t tail;
+    if (!run->started || run->hdr.magic != HOST_P2P_DIRECT_MAGIC)
+        return 0;
+    tail = atomic_load_explicit(&host_seg_ring(&c->seg, c->rank, run->op->root)->tail, memory_order_acquire);
+    return tail > run->start && tail < run->end;
 }
 
 ncclResult_t host_p2p_progress(host_comm *c, host_p2p_run *run, int *progress, int *done, host_blocked *b)

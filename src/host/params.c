@@ -10,7 +10,21 @@
  *   NCCL_HOST_FP8                 ocp/fnuz    fp8 encoding (default by flavour)
  *   NCCL_HOST_TIMEOUT             180         seconds for every wait, fractions allowed; 0 = infinite
  *   NCCL_HOST_ROOT_IDLE_TIMEOUT   = timeout   lifetime of a root listener that never completes
- *   NCCL_HOST_SPIN_US             0           accepted; spinning is never enabled (no benchmark shows a gain)
+ *   NCCL_HOST_SPIN_US             adaptive    longest spin before a wait sleeps, in microseconds; unset:
+ *                                             HOST_SPIN_DEFAULT_US (50), adapted per communicator below
+ *                                             it (worker.c); 0 = never spin. Only communicators whose
+ *                                             ranks are no more than their CPUs spin (transport.c)
+ *   NCCL_HOST_DIRECT              auto        single-copy transfers (the receiver reads the sender's
+ *                                             buffer with process_vm_readv, transport.c). auto: used
+ *                                             from NCCL_HOST_DIRECT_MIN bytes when the kernel allows
+ *                                             it (probed at init) and its copy is fast enough to beat
+ *                                             two memcpys (measured at init); 0: never (no probe, no
+ *                                             prctl); 1: whenever the kernel allows it, from every
+ *                                             size unless NCCL_HOST_DIRECT_MIN is set (WARN when not
+ *                                             possible)
+ *   NCCL_HOST_DIRECT_MIN          65536       bytes per rank from which a collective, or a p2p
+ *                                             message, goes single-copy (rank 0's value applies to
+ *                                             the whole communicator)
  *   NCCL_HOST_CHUNK_BYTES         auto        per-rank slot size; unset: 4 MiB / nranks, at least
  *                                             262144 (host_chunk_bytes)
  *   NCCL_HOST_P2P_BYTES           65536       per-pair ring size
@@ -132,7 +146,19 @@ static void params_load(void)
         HOST_WARN("NCCL_HOST_TIMEOUT=0: waits have no deadline (for interactive debugging only)");
     p->root_idle_ns = seconds_to_ns(parse_seconds("NCCL_HOST_ROOT_IDLE_TIMEOUT", p->timeout_s));
 
-    (void)parse_long("NCCL_HOST_SPIN_US", 0, 1000000, 0); /* validated; we never spin */
+    p->spin_us = parse_long("NCCL_HOST_SPIN_US", 0, 1000000, -1);
+    p->direct = HOST_DIRECT_AUTO;
+    s = getenv("NCCL_HOST_DIRECT");
+    if (s != NULL && *s != '\0') {
+        if (strcmp(s, "0") == 0)
+            p->direct = HOST_DIRECT_OFF;
+        else if (strcmp(s, "1") == 0)
+            p->direct = HOST_DIRECT_ON;
+        else if (strcasecmp(s, "auto") != 0)
+            HOST_WARN("NCCL_HOST_DIRECT=%s is not 0, 1 or auto; using auto", s);
+    }
+    p->direct_min = parse_size("NCCL_HOST_DIRECT_MIN", 1, (size_t)1 << 40,
+                               p->direct == HOST_DIRECT_ON ? 1 : HOST_DIRECT_MIN_DEFAULT);
     {
         const char *cb = getenv("NCCL_HOST_CHUNK_BYTES");
         p->chunk_auto = cb == NULL || *cb == '\0';
@@ -179,8 +205,9 @@ static void params_load(void)
     host_log(HOST_LOG_VERSION, HOST_SUB_ALL, "NCCL version %d.%d.%d+host (libnccl-host %s, flavour %s, fp8 %s)",
              p->version_code / 10000, (p->version_code / 100) % 100, p->version_code % 100, HOST_LIB_VERSION,
              p->flavor == HOST_FLAVOR_RCCL ? "rccl" : "nccl", p->fp8 == HOST_FP8_FNUZ ? "fnuz" : "ocp");
-    HOST_INFO(HOST_SUB_ENV, "params: timeout %gs chunk %zu p2p %zu eager %zu checks %d", p->timeout_s,
-              p->chunk_bytes, p->p2p_bytes, p->p2p_eager, p->checks);
+    HOST_INFO(HOST_SUB_ENV, "params: timeout %gs chunk %zu p2p %zu eager %zu checks %d spin %d us direct %s from %zu",
+              p->timeout_s, p->chunk_bytes, p->p2p_bytes, p->p2p_eager, p->checks, p->spin_us,
+              p->direct == HOST_DIRECT_OFF ? "off" : p->direct == HOST_DIRECT_ON ? "on" : "auto", p->direct_min);
     host_fork_setup();
 }
 

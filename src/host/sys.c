@@ -1,7 +1,8 @@
 /* Operating-system helpers: clocks and deadlines, futexes and event counts, random bytes, CRC-32,
  * and socket operations that all take an absolute CLOCK_MONOTONIC deadline plus an optional
  * "wake" file descriptor whose readability means "abort now" (section 10: a deadline on every
- * wait, EINTR retried with the remaining time, no busy waiting). */
+ * wait, EINTR retried with the remaining time; nothing here busy-waits: the bounded spin before
+ * a futex sleep is worker.c's). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -113,12 +114,15 @@ void host_bell_cancel(host_bell *b)
 
 void host_bell_ring(host_bell *b)
 {
-    /* seq_cst: the condition the ringer published is ordered before the increment, and the
-     * waiters load after it; a waiter that registered too late for us to see re-checks its
-     * conditions after our increment and finds the condition. */
-    atomic_fetch_add(&b->seq, 1);
-    if (atomic_load(&b->waiters) != 0)
+    /* The fence orders the condition the ringer published before its load of `waiters`; a
+     * waiter increments `waiters` (seq_cst) before it re-checks its conditions. So either we see
+     * the waiter, or it sees the condition and does not sleep. Only then is `seq` touched: a
+     * ring of a rank that is busy or spinning costs no write to its cache line and no syscall. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load(&b->waiters) != 0) {
+        atomic_fetch_add(&b->seq, 1);
         host_futex_wake(&b->seq);
+    }
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -10,9 +10,29 @@
  * An OPS task is driven by host_run_ops: every p2p op and the current collective are advanced in
  * non-blocking steps; when none can move, the thread sleeps on its rank's doorbell in the segment
  * (an event count rung by peers, the monitor and abort), with a deadline that restarts whenever
- * something moves. No spinning, and no lock is held while waiting for a peer. */
+ * something moves. No lock is held while waiting for a peer.
+ *
+ * Before it sleeps, a thread may spin: poll the same non-blocking steps for a short window, since
+ * a futex sleep and wakeup cost more than a whole small collective, and a spinning rank is not a
+ * registered sleeper, so its peers also skip the wake syscall. Only communicators whose ranks do
+ * not outnumber their CPUs spin (transport.c decides, once); oversubscribed, a spinning rank would
+ * take the CPU from the peer it waits for, so there the wait goes straight to the futex.
+ *
+ * A rank does not spin either while the peer it waits for last ran on its own CPU (each rank
+ * records its CPU in the segment when it begins to wait): on a machine loaded by other work the
+ * scheduler often queues the two on one CPU, and there a spin only delays the peer.
+ *
+ * The window adapts per communicator (spin_adapt), by how a wait ends: one that a spin ended, or
+ * that ended soon after the window (a near miss: within twice the longest window), doubles it up
+ * to NCCL_HOST_SPIN_US (default HOST_SPIN_DEFAULT_US); one much longer than that halves it down
+ * to HOST_SPIN_FLOOR_NS. Ranks calling collectives back to back meet within microseconds, so
+ * there the window stays long and waits end without a sleep; a rank whose peers are busy
+ * elsewhere for long stretches soon spins only briefly before each sleep. A spin ends at once on
+ * abort; a rank waiting longer than the window sleeps and uses no CPU. */
 #include <errno.h>
 #include <fenv.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,6 +166,31 @@ ncclResult_t host_task_wait(host_comm *c, host_task *t)
     return rc;
 }
 
+/* Runs an OPS task in the default floating-point environment (section 7.3), then gives the
+ * calling thread its own back, exception flags included. On x86-64 the engine's arithmetic is
+ * SSE only (no long double), so when MXCSR already holds the defaults (round to nearest, every
+ * exception masked, no flush-to-zero, no denormals-are-zero) saving and restoring MXCSR is the
+ * whole job: fegetenv/fesetenv also store and load the x87 environment, which on some virtual
+ * machines costs more than the rest of a small call. */
+static ncclResult_t run_ops_default_fenv(host_comm *c, host_task *t)
+{
+    fenv_t env;
+    ncclResult_t rc;
+#if defined(__x86_64__)
+    unsigned int mxcsr = __builtin_ia32_stmxcsr();
+    if ((mxcsr & ~0x3fu) == 0x1f80u) { /* the low six bits are the exception flags */
+        rc = host_run_ops(c, t);
+        __builtin_ia32_ldmxcsr(mxcsr);
+        return rc;
+    }
+#endif
+    fegetenv(&env);
+    fesetenv(FE_DFL_ENV);
+    rc = host_run_ops(c, t);
+    fesetenv(&env);
+    return rc;
+}
+
 /* The handoff to the worker costs two thread wakeups per blocking call (the worker's, then the
  * caller's), which dominated small-message latency; a blocking call with an idle worker gains
  * nothing from it. So the calling thread runs the task itself, through the same host_run_ops.
@@ -156,7 +201,6 @@ ncclResult_t host_task_wait(host_comm *c, host_task *t)
  * leave. Nonblocking comms and groups over several comms always use the workers (section 8). */
 int host_task_try_inline(host_comm *c, host_task *t, ncclResult_t *rc)
 {
-    fenv_t env;
     int log_rank;
     pthread_mutex_lock(&c->lock);
     if (!c->blocking || t->kind != HOST_TASK_OPS || c->worker_started != 1 || c->q_head != NULL ||
@@ -171,13 +215,10 @@ int host_task_try_inline(host_comm *c, host_task *t, ncclResult_t *rc)
     t->done = 0;
     t->epoch = atomic_load(&c->cancel_epoch);
 
-    fegetenv(&env);
-    fesetenv(FE_DFL_ENV);
     log_rank = host_log_get_rank();
     host_log_set_rank(c->rank);
-    *rc = host_run_ops(c, t);
+    *rc = run_ops_default_fenv(c, t);
     host_log_set_rank(log_rank);
-    fesetenv(&env);
     task_outcome(c, t, *rc);
 
     pthread_mutex_lock(&c->lock);
@@ -185,7 +226,11 @@ int host_task_try_inline(host_comm *c, host_task *t, ncclResult_t *rc)
     t->done = 1;
     c->inflight--;
     c->inline_busy = 0;
-    pthread_cond_broadcast(&c->cv); /* a task queued meanwhile (finalize from another thread) */
+    /* Only the worker waits for inline_busy to clear, and only with a task queued (finalize from
+     * another thread, say): waking it otherwise costs a futex wake and two context switches per
+     * call for nothing. */
+    if (c->q_head != NULL)
+        pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->lock);
     return 1;
 }
@@ -290,6 +335,37 @@ typedef struct {
     int next;        /* next op with the same (peer, direction), -1 at the end */
 } p2p_slot;
 
+/* Shortest adaptive spin window: longer than the jitter of a peer's call path. */
+#define HOST_SPIN_FLOOR_NS 4000
+
+/* The wait that began at *wait_start (0: none) has ended: adapt the spin window (see the file
+ * comment) and reset the wait. */
+static void spin_adapt(host_comm *c, int64_t *wait_start, int *slept)
+{
+    int64_t waited = host_now_ns() - *wait_start, floor, w;
+    int was_asleep = *slept;
+    if (*wait_start == 0)
+        return;
+    *wait_start = 0;
+    *slept = 0;
+    if (c->spin_max_ns == 0)
+        return;
+    floor = c->spin_max_ns < HOST_SPIN_FLOOR_NS ? c->spin_max_ns : HOST_SPIN_FLOOR_NS;
+    w = !was_asleep || waited <= 2 * c->spin_max_ns ? 2 * c->spin_ns : c->spin_ns / 2;
+    c->spin_ns = w < floor ? floor : w > c->spin_max_ns ? c->spin_max_ns : w;
+}
+
+/* Whether to spin now: allowed, and the peer we wait for did not last run on our CPU. Records
+ * our CPU for the peers' same question. */
+static int spin_now(host_comm *c, const host_blocked *b)
+{
+    int cpu = sched_getcpu();
+    atomic_store_explicit(&host_seg_rankp(&c->seg, c->rank)->cpu, cpu, memory_order_relaxed);
+    if (b->peer < 0 || b->peer == c->rank || cpu < 0)
+        return 1;
+    return atomic_load_explicit(&host_seg_rankp(&c->seg, b->peer)->cpu, memory_order_relaxed) != cpu;
+}
+
 static ncclResult_t self_p2p(host_comm *c, host_opd *ops)
 {
     /* Self send/recv: the k-th self send of the task matches its k-th self recv (section 5). */
@@ -372,6 +448,31 @@ static ncclResult_t ops_pass(host_comm *c, ops_state *st, int *progress, int *pe
     return ncclSuccess;
 }
 
+/* A task that fails while peers may be reading its buffers (a single-copy collective whose step
+ * every rank published and some peer has not finished, or a single-copy send whose receiver has
+ * begun) hands them back to a caller that may free them at once; the peer's read would then
+ * fail with EFAULT and blame a bad address. So the failure is recorded in the segment before we
+ * return, and such a read reports it instead (host_direct_read). An abort reaches the peers as
+ * ncclRemoteError, as an abort notice does. A failure while nobody can be reading (a rank that
+ * never arrived, a receive never posted) records nothing: every rank reports its own. */
+static void release_exposed(host_comm *c, ops_state *st, ncclResult_t rc)
+{
+    const char *what = NULL;
+    char text[256];
+    if (st->coll != NULL && host_coll_direct_exposed(c, &st->crun))
+        what = st->coll->name;
+    for (int i = 0; i < st->np && what == NULL; i++) {
+        host_p2p_run *run = &st->ps[i].run;
+        if (run->op->kind == HOST_K_SEND && host_p2p_direct_exposed(c, run))
+            what = run->op->name;
+    }
+    if (what == NULL)
+        return;
+    snprintf(text, sizeof text, "rank %d left a single-copy %s its peers may still be reading: %s", c->rank, what,
+             host_error_string(rc));
+    host_seg_error(c, rc == ncclInvalidUsage && atomic_load(&c->aborted) ? ncclRemoteError : rc, text);
+}
+
 ncclResult_t host_run_ops(host_comm *c, host_task *t)
 {
     const host_params_t *p = host_params();
@@ -380,6 +481,8 @@ ncclResult_t host_run_ops(host_comm *c, host_task *t)
     ops_state st;
     host_bell *bell = &host_seg_rankp(&c->seg, c->rank)->bell;
     int64_t deadline = host_deadline_after(p->timeout_ns), last = host_now_ns();
+    int64_t wait_start = 0; /* when the current wait began, 0: not waiting */
+    int slept = 0;          /* the current wait has slept */
     ncclResult_t rc = ncclSuccess;
 
     memset(&st, 0, sizeof st);
@@ -445,12 +548,36 @@ ncclResult_t host_run_ops(host_comm *c, host_task *t)
         }
         if (HOST_FAILED(rc = ops_pass(c, &st, &progress, &pending, &b)))
             goto exit;
+        if (progress || !pending)
+            spin_adapt(c, &wait_start, &slept);
         if (!pending)
             break;
         if (progress) {
             last = host_now_ns();
             deadline = host_deadline_after(p->timeout_ns);
             continue;
+        }
+        if (wait_start == 0)
+            wait_start = host_now_ns();
+        if (c->spin_ns > 0 && !slept && spin_now(c, &b)) {
+            int64_t until = wait_start + c->spin_ns;
+            do {
+                host_cpu_relax();
+                progress = pending = 0;
+                b = (host_blocked){-1, NULL, NULL, 0};
+                if (HOST_FAILED(rc = ops_pass(c, &st, &progress, &pending, &b)))
+                    goto exit;
+            } while (!progress && pending && !atomic_load(&c->aborted) && host_now_ns() < until);
+            if (progress || !pending) {
+                spin_adapt(c, &wait_start, &slept);
+                if (!pending)
+                    break;
+                last = host_now_ns();
+                deadline = host_deadline_after(p->timeout_ns);
+                continue;
+            }
+            if (atomic_load(&c->aborted))
+                continue; /* reported at the top of the loop */
         }
         /* Nothing moved: register as a sleeper only now, then look once more before sleeping,
          * so peers skip the wake syscall whenever this rank is busy rather than asleep. */
@@ -462,6 +589,7 @@ ncclResult_t host_run_ops(host_comm *c, host_task *t)
             host_bell_cancel(bell);
             if (rc != ncclSuccess)
                 goto exit;
+            spin_adapt(c, &wait_start, &slept);
             if (!pending)
                 break;
             last = host_now_ns();
@@ -473,6 +601,7 @@ ncclResult_t host_run_ops(host_comm *c, host_task *t)
             host_bell_cancel(bell);
             goto exit;
         }
+        slept = 1;
         if (host_bell_wait(bell, snap, deadline) == ETIMEDOUT) {
             rc = host_fail(host_timeout_code(),
                            "%s rank %d: %s timed out after %.1f s without progress, waiting for rank %d (%s)", c->name,
@@ -482,6 +611,8 @@ ncclResult_t host_run_ops(host_comm *c, host_task *t)
         }
     }
 exit:
+    if (rc != ncclSuccess)
+        release_exposed(c, &st, rc);
     free(st.ps);
     free(st.head);
     return rc;

@@ -6,7 +6,9 @@ nccl`` prints); ``main(mode)`` prints one of them, or the facts as JSON, and ret
 library loads.
 
 Sections: package and Python versions; the library (version, path, flavour, the host backend's
-own description, every load attempt); every libnccl/librccl mapped in the process, flagging two
+own description, every load attempt); for the host backend, the transport its communicators
+choose here (single-copy reads or not, spinning or not, and why: a 2-rank probe); every
+libnccl/librccl mapped in the process, flagging two
 different copies; the NCCL_* (and NCCL4PY_*) environment and the other variables that steer
 discovery; ABI symbols the loaded library lacks, each with the NCCL version that introduced it,
 the entry points it serves under an older spelling (RCCL's ncclAllToAll for ncclAlltoAll) and,
@@ -113,6 +115,56 @@ def _mapped(ext, lib):
             "loaded_is_mapped": loaded in real if loaded else False}
 
 
+PROBE_RANK = """
+import os
+import nccl.bindings.nccl as b
+box = b.PointerBox()
+b.comm_init_rank(box.address, 2, bytes.fromhex(os.environ["NCCL4PY_DOCTOR_UID"]), int(os.environ["NCCL4PY_DOCTOR_RANK"]))
+b.comm_destroy(box.ptr)
+"""
+PROBE_TIMEOUT_S = 30
+
+
+def _yama_scope():
+    try:
+        with open("/proc/sys/kernel/yama/ptrace_scope") as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _host_transport(lib):
+    """What a 2-rank communicator of the host backend chooses on this machine, with this
+    environment: two sibling processes (as a launcher starts ranks) create one and the library's
+    INFO line says which transport and why. None for other libraries."""
+    if not lib.get("loaded") or lib.get("flavour") != "host":
+        return None
+    import subprocess
+
+    from nccl.bindings import nccl as b
+
+    facts = {"cpus": len(os.sched_getaffinity(0)), "yama_ptrace_scope": _yama_scope(), "choice": None, "error": None}
+    env = {k: v for k, v in os.environ.items() if k not in ("NCCL_DEBUG_FILE", "NCCL_DEBUG_SUBSYS")}
+    env.update(NCCL_LIBRARY=lib["path"], NCCL_HOST_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT",
+               NCCL_HOST_TIMEOUT=str(PROBE_TIMEOUT_S - 5), NCCL4PY_DOCTOR_UID=bytes(b.get_unique_id()).hex())
+    procs = [subprocess.Popen([sys.executable, "-c", PROBE_RANK], env=dict(env, NCCL4PY_DOCTOR_RANK=str(r)),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in range(2)]
+    outs = []
+    for p in procs:
+        try:
+            outs.append(p.communicate(timeout=PROBE_TIMEOUT_S)[0])
+        except subprocess.TimeoutExpired:
+            p.kill()
+            outs.append(p.communicate()[0])
+    lines = [ln.split("transport: ", 1)[1] for ln in outs[0].splitlines() if "transport: " in ln]
+    if lines and all(p.returncode == 0 for p in procs):
+        facts["choice"] = lines[0]
+    else:
+        tail = [ln for ln in (outs[0] + outs[1]).splitlines() if ln.strip()][-3:]
+        facts["error"] = "the 2-rank probe failed: " + (" | ".join(tail) or f"exit status {procs[0].returncode}")
+    return facts
+
+
 def _environment():
     nccl = {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "NCCL4PY_"))}
     other = {k: os.environ[k] for k in DISCOVERY_VARIABLES if k in os.environ}
@@ -159,6 +211,7 @@ def collect():
         "python": f"{platform.python_implementation()} {platform.python_version()} ({sys.executable})",
         "platform": platform.platform(),
         "library": lib,
+        "host_transport": _host_transport(lib),
         "mapped": _mapped(_ext, lib),
         "environment": _environment(),
         "missing_symbols": missing,
@@ -193,6 +246,25 @@ def _library_lines(f):
     add("load attempts:")
     for candidate, error in lib["attempts"]:
         add(f"  {candidate}: {'loaded' if error is None else error}")
+    return out
+
+
+def _host_transport_lines(f):
+    t = f.get("host_transport")
+    if t is None:
+        return []
+    out = _title("Host transport")
+    add = out.append
+    add(f"usable CPUs  : {t['cpus']} (sched_getaffinity)")
+    scope = t["yama_ptrace_scope"]
+    add("ptrace scope : " + ("no Yama: the classic same-user rule" if scope is None
+                             else f"{scope} (kernel.yama.ptrace_scope)"))
+    if t["choice"] is not None:
+        add(f"2 ranks      : {t['choice']}")
+        if "single copy off" in t["choice"] and "NCCL_HOST_DIRECT=0" not in t["choice"]:
+            add("note: large messages take two copies through shared memory here (see the reason above)")
+    else:
+        add(f"WARNING: {t['error']}")
     return out
 
 
@@ -297,14 +369,16 @@ def _lines(f, title, sections):
     out = [title, "=" * len(title), f"nccl4py      : {f['nccl4py']}", f"python       : {f['python']}",
            f"platform     : {f['platform']}"]
     for section in sections:
-        out += ["", *section(f)]
+        lines = section(f)
+        if lines:
+            out += ["", *lines]
     return out
 
 
 def report(f):
     """The report as text lines; a line starting with 'WARNING:' marks a problem."""
-    return _lines(f, "nccl4py doctor", (_library_lines, _mapped_lines, _environment_lines, _missing_symbol_lines,
-                                        _unwrapped_lines, _device_lines, _shim_lines))
+    return _lines(f, "nccl4py doctor", (_library_lines, _host_transport_lines, _mapped_lines, _environment_lines,
+                                        _missing_symbol_lines, _unwrapped_lines, _device_lines, _shim_lines))
 
 
 def summary(f):

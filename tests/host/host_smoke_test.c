@@ -1317,7 +1317,7 @@ static void scen_hammer(int n)
 }
 
 /* A rank blocked for a while in a collective (and an idle communicator) must not burn CPU:
- * waits block on futexes, condvars and poll, never spin (section 10). */
+ * waits block on futexes, condvars and poll, after at most a short bounded spin (section 10). */
 static double cpu_s(void)
 {
     struct rusage ru;

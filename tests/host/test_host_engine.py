@@ -64,6 +64,13 @@ def run_scenario(build, scenario, nranks=None, limit=90, **env):
     return r
 
 
+@pytest.fixture(params=["1", "0"], ids=["direct", "segment"])
+def direct(request):
+    """NCCL_HOST_DIRECT for a scenario that moves data: single-copy reads forced on for every size
+    (where the kernel allows them; the engine falls back otherwise), or forced off."""
+    return request.param
+
+
 # ---------------------------------------------------------------------------------------------
 # Build hygiene and exports
 # ---------------------------------------------------------------------------------------------
@@ -137,46 +144,46 @@ def test_argument_checks(build):
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("nranks", [1, 2, 3, 4])
-def test_collectives_threads(build, nranks):
+def test_collectives_threads(build, nranks, direct):
     """Every collective, in and out of place, multi-step chunks, p2p rings, split; ranks as threads."""
-    run_scenario(build, "threads", nranks)
+    run_scenario(build, "threads", nranks, NCCL_HOST_DIRECT=direct)
 
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("nranks", [1, 2, 3, 4])
-def test_collectives_processes(build, nranks):
+def test_collectives_processes(build, nranks, direct):
     """The same suite with every rank a separate process (fork + exec, id on the command line)."""
-    run_scenario(build, "procs", nranks)
+    run_scenario(build, "procs", nranks, NCCL_HOST_DIRECT=direct)
 
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("nranks", [1, 2, 4])
-def test_one_thread_drives_all_ranks(build, nranks):
+def test_one_thread_drives_all_ranks(build, nranks, direct):
     """Groups over several communicators from one thread: collectives, p2p, split, grouped inits."""
-    run_scenario(build, "onethread", nranks)
+    run_scenario(build, "onethread", nranks, NCCL_HOST_DIRECT=direct)
 
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("nranks", [1, 3])
-def test_nonblocking(build, nranks):
-    run_scenario(build, "nonblocking", nranks)
+def test_nonblocking(build, nranks, direct):
+    run_scenario(build, "nonblocking", nranks, NCCL_HOST_DIRECT=direct)
 
 
 @pytest.mark.timeout(60)
-def test_deadlines(build):
+def test_deadlines(build, direct):
     """A rank that never arrives and a send/send deadlock end with ncclTimeout, not a hang."""
-    run_scenario(build, "timeout", NCCL_HOST_TIMEOUT="2")
+    run_scenario(build, "timeout", NCCL_HOST_TIMEOUT="2", NCCL_HOST_DIRECT=direct)
 
 
 @pytest.mark.timeout(60)
-def test_mismatches(build):
+def test_mismatches(build, direct):
     """count, datatype, op, root, collective kind and send/recv size mismatches -> IU on both ranks."""
-    run_scenario(build, "mismatch")
+    run_scenario(build, "mismatch", NCCL_HOST_DIRECT=direct)
 
 
 @pytest.mark.timeout(60)
-def test_abort_from_another_thread(build):
-    run_scenario(build, "abort")
+def test_abort_from_another_thread(build, direct):
+    run_scenario(build, "abort", NCCL_HOST_DIRECT=direct)
 
 
 @pytest.mark.timeout(60)
@@ -187,10 +194,10 @@ def test_bootstrap_faults(build):
 
 
 @pytest.mark.timeout(90)
-def test_killed_peer(build):
+def test_killed_peer(build, direct):
     """kill -9 mid-collective, mid-p2p and mid-bootstrap: survivors get ncclRemoteError in < 1.5 s
     (the driver checks the latency), then shrink the dead rank away."""
-    run_scenario(build, "kill", 3, NCCL_HOST_TIMEOUT="30")
+    run_scenario(build, "kill", 3, NCCL_HOST_TIMEOUT="30", NCCL_HOST_DIRECT=direct)
 
 
 @pytest.mark.timeout(60)
@@ -200,15 +207,15 @@ def test_fork_child_cannot_use_parent_comms(build):
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("nranks", [1, 2, 3])
-def test_rccl_flavour(build, nranks):
+def test_rccl_flavour(build, nranks, direct):
     """AllToAllv (multi-step), ncclAllToAll and AllReduceWithBias in the rccl flavour."""
-    run_scenario(build, "rccl", nranks, NCCL_HOST_FLAVOR="rccl")
+    run_scenario(build, "rccl", nranks, NCCL_HOST_FLAVOR="rccl", NCCL_HOST_DIRECT=direct)
 
 
 @pytest.mark.timeout(60)
-def test_thread_hammer(build):
+def test_thread_hammer(build, direct):
     """Four threads, each creating and driving its own pair of communicators concurrently."""
-    run_scenario(build, "hammer", 4)
+    run_scenario(build, "hammer", 4, NCCL_HOST_DIRECT=direct)
 
 
 def test_caller_fenv_is_isolated_and_kept(build):
@@ -222,10 +229,10 @@ def test_waiting_ranks_do_not_spin(build):
 
 
 @pytest.mark.timeout(60)
-def test_large_chunks_and_eager(build):
+def test_large_chunks_and_eager(build, direct):
     """Default chunk and ring sizes, and an eager p2p limit, through the same suite."""
     run_scenario(build, "threads", 2, NCCL_HOST_CHUNK_BYTES="262144", NCCL_HOST_P2P_BYTES="65536",
-                 NCCL_HOST_P2P_EAGER="1024")
+                 NCCL_HOST_P2P_EAGER="1024", NCCL_HOST_DIRECT=direct)
 
 
 @pytest.mark.timeout(60)

@@ -23,6 +23,9 @@ import pytest
 HERE = Path(__file__).resolve().parent
 RANK_MAIN = HERE / "rank_main.py"
 STDERR_TAIL = 3000
+# NCCL_HOST_DIRECT of each transport a multi-rank test runs under (conftest.py); "auto" leaves
+# the library's default
+TRANSPORTS = {"auto": None, "direct": "1", "segment": "0"}
 FAIL_GRACE_S = 5.0  # once a rank has failed, the others get this long before they are killed
 
 

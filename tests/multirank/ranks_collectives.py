@@ -276,6 +276,45 @@ def large(ctx):
     return c.result()
 
 
+def streamed(ctx):
+    """Outputs of at least 16 MiB per rank, which the segment path writes with non-temporal
+    stores (src/host/coll.c copy_out): AllGather, AlltoAll, Gather, Broadcast (in and out of
+    place) and Scatter of uint8 at an odd count, so the receive buffers sit at offsets that are
+    not multiples of 16 and the copies have ragged heads and tails (the guards must survive)."""
+    c = Checker(ctx)
+    n, r = c.size, c.rank
+    dt = R.DT.Uint8
+    block = (16 << 20) // n + 5  # n * block >= 16 MiB
+    whole = (16 << 20) + 7
+    xs = c.inputs(dt, block, 301)
+    s, d = Guarded(dt, block, xs[r]), Guarded(dt, n * block)
+    c.call(b.all_gather, s.at(), d.at(), block, dt)
+    c.expect("AllGather streamed", d.body, np.concatenate(xs), d)
+    c.digest.update(d.body.tobytes())
+    big = c.inputs(dt, n * block, 302)
+    s, d = Guarded(dt, n * block, big[r]), Guarded(dt, n * block)
+    c.call(b.allto_all, s.at(), d.at(), block, dt)
+    c.expect("AlltoAll streamed", d.body, np.concatenate([big[i][r * block:(r + 1) * block] for i in range(n)]), d)
+    s, d = Guarded(dt, block, xs[r]), Guarded(dt, n * block)
+    c.call(b.gather, s.at(), d.at(), block, dt, 0)
+    if r == 0:
+        c.expect("Gather root=0 streamed", d.body, np.concatenate(xs), d)
+    ws = c.inputs(dt, whole, 303)
+    s, d = Guarded(dt, whole, ws[r]), Guarded(dt, whole)
+    c.call(b.broadcast, s.at(), d.at(), whole, dt, n - 1)
+    c.expect(f"Broadcast root={n - 1} streamed", d.body, ws[n - 1], d)
+    c.digest.update(d.body.tobytes())
+    ip = Guarded(dt, whole, ws[r])
+    c.call(b.broadcast, ip.at(), ip.at(), whole, dt, 0)
+    c.expect("Broadcast in place root=0 streamed", ip.body, ws[0], ip)
+    root = n - 1
+    sc = R.make_input(dt, n * whole, root, 304)
+    s, d = Guarded(dt, n * whole, sc if r == root else None), Guarded(dt, whole)
+    c.call(b.scatter, s.at(), d.at(), whole, dt, root)
+    c.expect(f"Scatter root={root} streamed", d.body, sc[r * whole:(r + 1) * whole], d)
+    return c.result()
+
+
 def spec_examples(ctx):
     """The worked cases of HOST_BACKEND.md section 7, computed from the rank count: fp8 Avg
     (three 7.0s in e4m3 average to 7.5), fp8 saturation, fp16 overflow to Inf, NaN-suppressing

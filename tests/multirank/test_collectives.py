@@ -41,6 +41,14 @@ def test_large_counts(run_ranks, nranks):
     _check(run_ranks(nranks, "ranks_collectives:large", timeout=90))
 
 
+
+@pytest.mark.timeout(120)
+def test_large_outputs_streamed(run_ranks):
+    """Outputs of 16 MiB and more (written with non-temporal stores on the segment path), at 3
+    ranks, where an AlltoAll's packed sub-blocks sit both before and after the skipped own one."""
+    nranks = 3
+    _check(run_ranks(nranks, "ranks_collectives:streamed", timeout=90))
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("nranks", RANKS)
 def test_numerics_worked_examples(run_ranks, nranks):

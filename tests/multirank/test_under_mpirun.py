@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import harness  # tests/multirank is on sys.path (conftest.py)
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -19,12 +21,12 @@ def _mpirun():
 
 
 @pytest.mark.timeout(300)
-def test_mpi_checks_at_two_ranks():
+def test_mpi_checks_at_two_ranks(transport):
     pytest.importorskip("mpi4py", reason="mpi4py is not installed")
     mpirun = _mpirun()
     if mpirun is None:
         pytest.skip("no mpirun (install the mpich wheel)")
-    env = dict(os.environ, NCCL_LIBRARY="host", NCCL_HOST_TIMEOUT="30")
+    env = dict(os.environ, NCCL_LIBRARY="host", NCCL_HOST_TIMEOUT="30", NCCL_HOST_DIRECT=harness.TRANSPORTS[transport])
     cmd = [mpirun, "-n", "2", sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "mpi",
            str(HERE / "test_mpi.py")]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=280, cwd=HERE.parent.parent)

@@ -134,6 +134,30 @@ def test_host_library_without_gpu(fresh_python, tmp_path):
     assert section(text, "Devices")[0].startswith(f"no GPU device node in {tmp_path}")
 
 
+@pytest.mark.parametrize("direct", ["auto", "0"])
+def test_host_transport_probe(fresh_python, direct):
+    """The host backend's section shows what a 2-rank communicator chooses here, and why."""
+    env = {"NCCL_LIBRARY": "host", "NCCL_HOST_DIRECT": direct, "NCCL_HOST_SPIN_US": "0"}
+    rc, text, f = doctor(fresh_python, env=env)
+    t = f["host_transport"]
+    assert t["error"] is None and t["cpus"] == len(os.sched_getaffinity(0)), t
+    body = section(text, "Host transport")
+    assert body[0] == f"usable CPUs  : {t['cpus']} (sched_getaffinity)"
+    # the report and the facts come from two probes: a measured speed in the text may differ
+    assert body[2].split("(")[0] == f"2 ranks      : {t['choice']}".split("(")[0], (body, t)
+    assert t["choice"].endswith("; no spin (NCCL_HOST_SPIN_US=0)"), t
+    if direct == "0":
+        assert t["choice"].startswith("shared segment only (single copy off: NCCL_HOST_DIRECT=0)"), t
+    else:
+        assert t["choice"].startswith(("single-copy reads (process_vm_readv) from 65536 bytes",
+                                       "shared segment only (single copy off: ")), t
+
+
+def test_no_host_transport_section_for_other_libraries(fresh_python, stub_libs):
+    rc, text, f = doctor(fresh_python, "nccl")
+    assert f["host_transport"] is None and "Host transport" not in text
+
+
 def test_device_nodes_and_visibility(fresh_python, tmp_path):
     for name in ("kfd", "nvidia0", "nvidiactl"):
         (tmp_path / name).write_text("")
