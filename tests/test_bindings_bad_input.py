@@ -1,4 +1,5 @@
-"""Bad input to the bindings (issue 2, "Bad input"; API.md sections 2.3 and 3.1): wrong types,
+"""Bad input to the bindings (issue 2, "Bad input"; docs/compatibility.md#argument-conventions,
+docs/compatibility.md#missing-symbols): wrong types,
 negative sizes, values that overflow size_t / int / unsigned int / intptr_t, unknown enum values,
 bad unique ids, arrays of the wrong length. Each raises the documented exception with a message
 naming the argument, and the library is never called; nothing crashes.

@@ -1,9 +1,10 @@
 """Failures of the binding layer: every result code as its NCCLError subclass (status, message,
 the library's last-error text, pickling), check_status, construction without a library, and the
-missing-symbol and load-failure exceptions (API.md sections 2.2, 2.3, 3.8, 3.9 and 4).
+missing-symbol and load-failure exceptions (docs/architecture.md#loading-the-library, docs/architecture.md#errors,
+docs/compatibility.md#missing-symbols, docs/compatibility.md#rccl-only-collectives).
 
 Library-backed checks run in child interpreters against the stub NCCL; the expected texts are the
-stub's documented ones (stub_nccl.c) or API.md's.
+stub's documented ones (stub_nccl.c) or those of docs/architecture.md#errors.
 """
 
 import os

@@ -3,7 +3,8 @@ recorded on the C side: pointers keep all 64 bits, sizes are not narrowed, enums
 passed, unique ids by value, copied int and size_t arrays, out-parameters and the two return
 conventions (0.3.1: the status, 0 or 7; 0.2.0 forms, chosen by argument count: the new handle).
 
-The expected values come from API.md (names, parameter names, argument counts, minimum versions)
+The expected values come from docs/compatibility.md#functions-and-minimum-versions (names, parameter names,
+argument counts, minimum versions)
 and from the stub's documented behaviour, never from the code under test. The calls run in child
 interpreters (the stub_python fixture); this process loads no library.
 """

@@ -1,4 +1,4 @@
-"""Cheap checks on the C sources, written as tests (STYLE.md section 4), over every C part:
+"""Cheap checks on the C sources, written as tests (docs/developing.md#how-we-test), over every C part:
 src/ext (nccl._ext), src/hip (the cuda.core shim's nccl._hip_compat._hip), src/common (compiled
 into both) and src/host (libnccl-host, plain C without Python).
 

@@ -1,4 +1,4 @@
-"""The GIL is released around library calls (STYLE.md section 4): a call blocked inside the stub
+"""The GIL is released around library calls (docs/developing.md#how-we-test): a call blocked inside the stub
 on a worker thread must leave the main thread running Python. The stub's blocked call has its own
 deadline (then it returns ncclTimeout), so a binding that kept the GIL fails here instead of
 hanging. A control run through ctypes.PyDLL, which keeps the GIL on purpose, shows that the check

@@ -1,5 +1,7 @@
-"""The struct wrappers of nccl.bindings.nccl (API.md sections 3.6, 3.7 and 8.1): layouts against
-ctypes references and the offsets API.md lists, initializer values, the buffer protocol,
+"""The struct wrappers of nccl.bindings.nccl (docs/compatibility.md#struct-wrappers-and-pointerbox,
+docs/compatibility.md#the-rccl-forks-test-files): layouts against
+ctypes references and the offsets docs/compatibility.md#struct-wrappers-and-pointerbox lists, initializer values,
+the buffer protocol,
 from_buffer / from_data / from_ptr, read-only rules, equality, __int__/__index__, string
 keep-alive, PointerBox, and reference-count loops.
 

@@ -1,5 +1,5 @@
 /* nccl.bindings.nccl and nccl.bindings.rocm_extensions: one C function per NCCL/RCCL host entry
- * point (API.md sections 3 and 4), upstream 0.3.1's names and argument conventions, plus the
+ * point (docs/compatibility.md#low-level-bindings), upstream 0.3.1's names and argument conventions, plus the
  * 0.2.0 forms chosen by argument count. The functions live by concern:
  *
  *   bindings.c              argument helpers shared by every binding, and the setup

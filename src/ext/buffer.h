@@ -1,4 +1,4 @@
-/* Array object -> nx_buffer resolution (API.md section 5.5), one file per concern:
+/* Array object -> nx_buffer resolution (docs/architecture.md#buffer-resolution), one file per concern:
  *
  *   buffer.c         the resolver: dispatch, the numpy/torch fast paths, cupy, cuda.core Buffer,
  *                    the buffer protocol, and the layout checks every producer shares
@@ -26,14 +26,14 @@ typedef struct {
     int readonly;         /* the producer marked the memory read-only */
 } nx_buffer;
 
-/* Resolves an array object to a dense buffer per API.md section 5.5: fast paths (numpy, torch and
+/* Resolves an array object to a dense buffer per docs/architecture.md#buffer-resolution: fast paths (numpy, torch and
  * cupy when already imported), cuda.core Buffer, DLPack, __cuda_array_interface__, then (host
  * flavour only) the buffer protocol. `name` is the parameter name used in every message
  * ("sendbuf", ...). Checks layout and dtype; not the device (the communicator does that) and not
  * writability (the caller asks for it with nx_buffer_writable). 0, or -1 with NcclInvalid set. */
 int nx_resolve_buffer(nx_state *st, PyObject *obj, const char *name, nx_buffer *out);
 
-/* A numpy-style dtype (name, kind, itemsize) as a datatype per API.md section 5.3: the ml_dtypes
+/* A numpy-style dtype (name, kind, itemsize) as a datatype per docs/compatibility.md#names-and-types: the ml_dtypes
  * names first, then kind and itemsize (bool is UINT8); -1 if it has no NCCL equivalent. */
 int nx_numpy_kind_dtype(const char *dname, int kind, Py_ssize_t itemsize);
 

@@ -1,4 +1,4 @@
-/* Collective and point-to-point methods of Communicator (API.md sections 5.9.3, 5.9.4), plus the
+/* Collective and point-to-point methods of Communicator (docs/compatibility.md#collectives), plus the
  * RCCL-only allreduce_with_bias and alltoallv.
  *
  * Every method: the communicator handle first ("Cannot <op>: Communicator not initialized"), then

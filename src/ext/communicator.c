@@ -1,4 +1,4 @@
-/* nccl.core.Communicator (API.md section 5.9): the type, lifecycle, cached queries, properties,
+/* nccl.core.Communicator (docs/compatibility.md#communicator): the type, lifecycle, cached queries, properties,
  * status, resource tracking and the context-manager protocol. Its other methods live by concern:
  * construction in communicator_create.c, collectives and point-to-point in collectives.c,
  * resources in resources.c and redop.c; all share this type's method table.

@@ -1,4 +1,4 @@
-/* Communicator construction (API.md section 5.9.1): init, initialize, init_all, split, shrink,
+/* Communicator construction (docs/compatibility.md#communicator): init, initialize, init_all, split, shrink,
  * grow, get_unique_id and from_env, with the argument pieces they share (config, unique ids). The
  * type itself is in communicator.c. */
 #include "core.h"
@@ -309,7 +309,7 @@ done:
 }
 
 /* A child created by split/shrink/grow: kept referenced while its creation is in progress, so a
- * nonblocking library can still write its slot (API.md 5.9.1). */
+ * nonblocking library can still write its slot (docs/compatibility.md#communicator). */
 static PyObject *child_result(nx_state *st, nx_Communicator *parent, nx_Communicator *child, ncclResult_t rc,
                               ncclComm_t comm)
 {

@@ -1,4 +1,4 @@
-/* The C side of nccl.core (API.md section 5): the Communicator type and the declarations its files
+/* The C side of nccl.core (docs/compatibility.md#ncclcore): the Communicator type and the declarations its files
  * share (communicator.c, communicator_create.c, collectives.c, resources.c, redop.c). Buffer and
  * stream resolution (buffer.h, stream.h) and the lazy Python objects (lazy.h) come in through the
  * includes below. */
@@ -41,7 +41,7 @@ int nx_comm_nranks(nx_state *st, nx_Communicator *c, const char *op, int *out);
 int nx_comm_rank(nx_state *st, nx_Communicator *c, const char *op, int *out);
 /* Checks that b lives where the communicator computes: on the host flavour host memory always
  * matches (and device memory never does); on a GPU flavour b.device must equal the
- * communicator's device. 0, or -1 with the NcclInvalid of API.md section 5.5. */
+ * communicator's device. 0, or -1 with the NcclInvalid of docs/architecture.md#buffer-resolution. */
 int nx_comm_check_device(nx_state *st, nx_Communicator *c, const nx_buffer *b, const char *name);
 /* Adds a resource to the communicator's tracked list (closed by destroy/abort/close_all_resources). */
 int nx_comm_track(nx_Communicator *c, PyObject *resource);

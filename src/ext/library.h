@@ -1,5 +1,6 @@
 /* The Python side of loading: builds the discovery request, raises NotSupportedError, emits the
- * one-time notices, and provides the reporting functions of API.md section 2.4. Also the guard
+ * one-time notices, and provides the reporting functions of docs/architecture.md#what-the-loader-reports. Also
+ * the guard
  * every call into the library goes through first. */
 #ifndef NCCL4PY_LIBRARY_H
 #define NCCL4PY_LIBRARY_H

@@ -1,4 +1,4 @@
-/* Library discovery (ARCHITECTURE.md "Library discovery", API.md section 2.2). Pure C: the
+/* Library discovery (docs/architecture.md#loading-the-library, docs/architecture.md#discovery-order). Pure C: the
  * Python side (library.c) builds the candidate lists, which need sys.path and ctypes, and calls
  * nx_loader_load() with the GIL released. */
 #include "loader.h"

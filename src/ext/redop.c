@@ -1,4 +1,4 @@
-/* CustomRedOp, the PreMulSum reduction operator of nccl.core (API.md section 5.10): its type,
+/* CustomRedOp, the PreMulSum reduction operator of nccl.core (docs/compatibility.md#resources): its type,
  * Communicator.create_pre_mul_sum that makes one, and the op check every collective runs on a
  * CustomRedOp argument. A CommResource (resources.h): tracked by its communicator, released by
  * close() (ncclRedOpDestroy). */

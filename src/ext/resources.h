@@ -1,4 +1,4 @@
-/* Communicator-owned resources of nccl.core (API.md sections 5.9.5 and 5.10): the CommResource
+/* Communicator-owned resources of nccl.core (docs/compatibility.md#resources): the CommResource
  * base (resources.c), RegisteredBufferHandle and RegisteredWindowHandle (resources.c), and
  * CustomRedOp (redop.c).
  *

@@ -1,4 +1,5 @@
-/* nccl.bindings.rocm_extensions: the RCCL-only collectives (API.md section 4). They come from the
+/* nccl.bindings.rocm_extensions: the RCCL-only collectives (docs/compatibility.md#rccl-only-collectives). They
+ * come from the
  * same handle as every other symbol; there is no second loader (bindings.h says how a binding is
  * written). */
 #include "bindings.h"

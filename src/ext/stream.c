@@ -1,4 +1,4 @@
-/* Stream spec -> library stream handle (API.md section 5.6), and get_stream_ptr(). */
+/* Stream spec -> library stream handle (docs/architecture.md#stream-resolution), and get_stream_ptr(). */
 #include "stream.h"
 
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* Stream spec -> library stream handle (API.md section 5.6): stream.c. */
+/* Stream spec -> library stream handle (docs/architecture.md#stream-resolution): stream.c. */
 #ifndef NCCL4PY_STREAM_H
 #define NCCL4PY_STREAM_H
 
@@ -20,7 +20,7 @@ typedef struct {
 int nx_stream_cache_traverse(nx_stream_cache *c, visitproc visit, void *arg);
 void nx_stream_cache_clear(nx_stream_cache *c);
 
-/* A stream spec (API.md section 5.6) to the handle passed to the library. 0, or -1 with
+/* A stream spec (docs/architecture.md#stream-resolution) to the handle passed to the library. 0, or -1 with
  * NcclInvalid. */
 int nx_resolve_stream(nx_state *st, PyObject *obj, cudaStream_t *out);
 

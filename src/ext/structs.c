@@ -307,7 +307,8 @@ static PyObject *Struct_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
     return nx_struct_new(st, kind);
 }
 
-/* Borrows the memory of any buffer: read-only exactly when the source is (API.md D23). */
+/* Borrows the memory of any buffer: read-only exactly when the source is
+ * (docs/compatibility.md#where-we-differ-from-the-peers). */
 static PyObject *wrap_buffer(PyTypeObject *tp, const nx_struct_desc *d, PyObject *buffer, PyObject *owner)
 {
     nx_Struct *self = NULL;

@@ -1,4 +1,5 @@
-/* Struct wrappers of nccl.bindings.nccl (API.md section 3.6): UniqueId, Config, SimInfo,
+/* Struct wrappers of nccl.bindings.nccl (docs/compatibility.md#struct-wrappers-and-pointerbox): UniqueId, Config,
+ * SimInfo,
  * WaitSignalDesc, CommProperties and the NCCL 2.32 / device-API structs (listed below).
  * One implementation serves every class; a descriptor per class (struct_layouts.c) lists its
  * size, initializer and fields. */

@@ -9,7 +9,7 @@
 #include "nccl_host.h"
 
 /* Entry points the host backend does not implement: a clear ncclInvalidUsage, never a silent
- * success (HOST_BACKEND.md marks them optional). Each one is in host_refused below, which
+ * success (listed in docs/host-backend.md#entry-points-it-does-not-implement). Each one is in host_refused below, which
  * ncclHostRefusedEntryPoints exports so that `python -m nccl doctor` lists them apart from
  * symbols a library lacks; tests/host/test_host_api.py keeps the list and the calls in step. */
 static const char host_refused[] =
@@ -101,7 +101,7 @@ const char *ncclGetErrorString(ncclResult_t result)
 
 const char *ncclGetLastError(ncclComm_t comm)
 {
-    (void)comm; /* process-global, as in NCCL 2.30 (section 9.2) */
+    (void)comm; /* process-global, as in NCCL 2.30 (docs/host-backend.md#errors-and-logging) */
     return host_last_error();
 }
 

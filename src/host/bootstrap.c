@@ -1,4 +1,4 @@
-/* Bootstrap, rank side (HOST_BACKEND.md sections 3 and 11.2); the root is root.c.
+/* Bootstrap, rank side (docs/host-backend.md#unique-ids-and-bootstrap); the root is root.c.
  *
  * 1. Each rank opens its own mesh listener, connects to the id's root and sends a HELLO with the
  *    secret and what must agree across ranks; the root answers with the peer table and a fresh

@@ -1,5 +1,5 @@
-/* Collectives as non-blocking state machines over the segment's per-rank slots (HOST_BACKEND.md
- * sections 6, 7 and 11.4).
+/* Collectives as non-blocking state machines over the segment's per-rank slots
+ * (docs/host-backend.md#collectives-slots-and-steps).
  *
  * Every collective is cut into steps; step s of the communicator is the same on every rank
  * because chunk boundaries derive from counts that are verified equal. Each rank's slot holds two
@@ -15,7 +15,8 @@
  * Every rank publishes a descriptor at every step (even a Broadcast non-root), so every mismatch
  * is seen by every rank, and each step doubles as a barrier. Inputs are staged in shared memory
  * before any output is written, which makes every in-place form correct by construction; user
- * memory is touched only inside the write ranges of section 6.1. A rank's own block does not
+ * memory is touched only inside the write ranges of docs/host-backend.md#which-bytes-each-call-reads-and-writes.
+ * A rank's own block does not
  * take the detour: the sub-block an AlltoAll or Scatter root keeps is not staged (its step buffer
  * holds only the n-1 others, each a larger share), and the own block of a Broadcast root,
  * AllGather or Gather root goes straight from sendbuff to recvbuff (no copy at all in place),
@@ -128,7 +129,7 @@ ncclResult_t host_coll_begin(host_comm *c, host_coll_run *run, host_opd *op)
         run->nsteps = 1; /* no data, but the descriptor takes part in the cross-rank checks */
     else
         run->nsteps = (op->count + run->elems - 1) / run->elems;
-    /* ncclScalarDevice: the scalar is read when the collective executes (section 7.5). */
+    /* ncclScalarDevice: the scalar is read when the collective executes (docs/host-backend.md#premulsum-operators). */
     if (op->scalar_ptr != NULL)
         memcpy(run->scalar, op->scalar_ptr, es);
     else

@@ -1,9 +1,10 @@
-/* Communicator lifecycle (HOST_BACKEND.md section 4): create, init (blocking, nonblocking,
+/* Communicator lifecycle (docs/host-backend.md#communicator-lifecycle): create, init (blocking, nonblocking,
  * grouped, scalable, InitAll), finalize, destroy, abort, split, shrink, queries.
  *
  * Every communicator has its own worker thread; the bootstrap itself runs there as the first
  * task, so blocking init, nonblocking init and inits grouped from one thread share one path.
- * Finalize and destroy are local (Differs from NCCL, section 4.6): peers learn through a LEAVE
+ * Finalize and destroy are local (Differs from NCCL, docs/host-backend.md#communicator-lifecycle): peers learn
+ * through a LEAVE
  * notice and the rank's state word in the segment; data this rank delivered stays receivable. */
 #include <errno.h>
 #include <stdio.h>
@@ -233,7 +234,7 @@ ncclResult_t host_init_rank(ncclComm_t *comm, int nranks, const ncclUniqueId *id
         host_comm_free(c);
         return rc;
     }
-    *comm = h; /* a valid handle before any rank talks to any other (section 4.2) */
+    *comm = h; /* a valid handle before any rank talks to any other (docs/host-backend.md#communicator-lifecycle) */
     if (HOST_FAILED(rc = host_comm_enter(h, fn, &pinned)))
         return rc;
     if (host_group_depth() > 0) {
@@ -565,7 +566,7 @@ ncclResult_t host_run_split(host_comm *parent, host_task *t)
         goto exit;
     }
     /* While the child is built it listens to the parent's wake fd: aborting the parent cancels
-     * the child under construction (section 4.6). Nobody else holds the child yet. */
+     * the child under construction (docs/host-backend.md#communicator-lifecycle). Nobody else holds the child yet. */
     {
         int own = child->wake_fd;
         child->wake_fd = parent->wake_fd;
@@ -744,7 +745,8 @@ ncclResult_t host_shrink(ncclComm_t comm, int *exclude, int nexclude, ncclComm_t
         goto exit;
     }
     if (flags == NCCL_SHRINK_ABORT) {
-        /* Cancel queued and running work: it completes with the parent's error (section 4.5). */
+        /* Cancel queued and running work: it completes with the parent's error
+         * (docs/host-backend.md#communicator-lifecycle). */
         atomic_fetch_add(&c->cancel_epoch, 1);
         host_comm_wake(c);
     }

@@ -1,4 +1,4 @@
-/* ncclConfig_t parsing (HOST_BACKEND.md section 2.3), following NCCL's parser: read `size`
+/* ncclConfig_t parsing (docs/host-backend.md#config-parsing), following NCCL's parser: read `size`
  * first and copy only that many bytes, so a caller built against older or newer headers (or
  * RCCL's shorter layout ending at nvlsCTAs) keeps working; reset fields newer than the caller's
  * `version` to their defaults; then range-check. On the CPU only `blocking` and `commName` matter;

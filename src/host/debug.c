@@ -1,4 +1,4 @@
-/* Logging and the last-error text (HOST_BACKEND.md sections 9.2 and 12).
+/* Logging and the last-error text (docs/host-backend.md#errors-and-logging).
  *
  *   NCCL_DEBUG / NCCL_HOST_DEBUG   VERSION, WARN, INFO, TRACE (the latter wins for this library)
  *   NCCL_DEBUG_SUBSYS             INIT,BOOTSTRAP,ENV by default; comma list, leading ^ negates;

@@ -1,4 +1,5 @@
-/* Groups and the entry path of every communication call (HOST_BACKEND.md sections 5, 6.2, 6.3).
+/* Groups and the entry path of every communication call (docs/host-backend.md#groups,
+ * docs/host-backend.md#argument-checks).
  *
  * A call validates its arguments on the calling thread, then either runs at once (one task on
  * the communicator's worker; a blocking call waits for it) or, inside ncclGroupStart/End, is
@@ -107,7 +108,8 @@ static int is_init_job(int job)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Argument checks (section 6.3)                                                                */
+/* Argument checks (docs/host-backend.md#argument-checks)
+ * */
 /* ------------------------------------------------------------------------------------------ */
 
 static int overlaps(const void *a, size_t al, const void *b, size_t bl)
@@ -168,7 +170,7 @@ static ncclResult_t validate_alltoallv(host_comm *c, host_opd *op)
     return ncclSuccess;
 }
 
-/* Validates op on c (section 6.3). */
+/* Validates op on c (docs/host-backend.md#argument-checks). */
 static ncclResult_t validate(host_comm *c, host_opd *op)
 {
     ncclResult_t rc;

@@ -1,4 +1,5 @@
-/* The process-wide handle table and the state checks every call makes (sections 4.1, 6.3).
+/* The process-wide handle table and the state checks every call makes
+ * (docs/host-backend.md#communicator-lifecycle, docs/host-backend.md#argument-checks).
  *
  * A handle (ncclComm_t) points to a small header that is never freed and never reused, kept in
  * a hash set. So a destroyed, foreign or garbage handle is recognised without dereferencing it:
@@ -136,7 +137,7 @@ ncclResult_t host_handle_kill(host_comm *c, int64_t deadline)
 }
 
 /* fork: the child has none of our threads; every communicator created before the fork answers
- * IU there (section 10). The handle lock is taken across fork so the child never inherits it
+ * IU there (docs/host-backend.md#robustness). The handle lock is taken across fork so the child never inherits it
  * locked. */
 static void fork_prepare(void)
 {

@@ -1,4 +1,4 @@
-/* ncclMemAlloc/ncclMemFree and buffer registration (HOST_BACKEND.md section 2.4).
+/* ncclMemAlloc/ncclMemFree and buffer registration (docs/host-backend.md#memory-and-registration).
  *
  * ncclMemAlloc hands out page-aligned host memory rounded up to a page; the blocks are kept in a
  * process-wide list so ncclMemFree can reject pointers it never returned. Registration has no

@@ -1,5 +1,5 @@
 /* The monitor: one thread per process that reads every control socket of every READY
- * communicator (HOST_BACKEND.md section 9.4).
+ * communicator (docs/host-backend.md#peer-death-and-abort).
  *
  * EOF or a reset on a peer's socket, without a LEAVE notice first, means the peer died: its
  * communicators go to ERROR(ncclRemoteError) and their waiters wake within milliseconds, not at

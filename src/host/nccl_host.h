@@ -1,6 +1,6 @@
 /* Internal declarations of libnccl-host, the host-memory implementation of the NCCL C ABI.
  *
- * Semantics: shared/reference/HOST_BACKEND.md (section numbers in comments refer to it).
+ * Semantics: docs/host-backend.md.
  * Everything here is internal: host_/HOST_ names, hidden visibility. The exported nccl* functions
  * live in api.c as thin shells over the host_* functions declared below.
  *
@@ -64,7 +64,7 @@ ncclResult_t host_refuse(const char *fn);
 #define HOST_LIB_VERSION "0.1.0"
 #define HOST_LIB_VERSION_NUM 100      /* compared in the bootstrap handshake */
 #define HOST_PROTO_VERSION 2          /* wire protocol of the bootstrap and the mesh */
-#define HOST_ID_LAYOUT 1              /* unique id layout version (section 3) */
+#define HOST_ID_LAYOUT 1              /* unique id layout version (docs/host-backend.md#unique-ids-and-bootstrap) */
 #define HOST_SEG_LAYOUT 3             /* shared segment layout version (3: single-copy descriptors) */
 #define HOST_TOKEN_BYTES 16
 #define HOST_SECRET_BYTES 16
@@ -72,7 +72,7 @@ ncclResult_t host_refuse(const char *fn);
 #define HOST_CACHELINE 64
 
 /* ------------------------------------------------------------------------------------------ */
-/* params.c: tunables (section 12). Read once; const afterwards.                              */
+/* params.c: tunables (docs/host-backend.md#tunables). Read once; const afterwards.                              */
 /* ------------------------------------------------------------------------------------------ */
 
 enum { HOST_FLAVOR_NCCL = 0, HOST_FLAVOR_RCCL = 1 };
@@ -120,11 +120,11 @@ enum { HOST_DIRECT_AUTO = 0, HOST_DIRECT_OFF = 1, HOST_DIRECT_ON = 2 };
 /* Loads the tunables on first use (pthread_once) and returns them. Never NULL. */
 const host_params_t *host_params(void);
 /* Per-rank slot size of a communicator of nranks: NCCL_HOST_CHUNK_BYTES, or when it is unset
- * HOST_CHUNK_AUTO_BUDGET / nranks, at least HOST_CHUNK_MIN_AUTO (section 11.3's default). */
+ * HOST_CHUNK_AUTO_BUDGET / nranks, at least HOST_CHUNK_MIN_AUTO (docs/host-backend.md#the-shared-segment's default). */
 #define HOST_CHUNK_AUTO_BUDGET ((size_t)4 << 20)
 #define HOST_CHUNK_MIN_AUTO ((size_t)262144)
 size_t host_chunk_bytes(int nranks);
-/* ncclTimeout, or ncclRemoteError when mimicking a release without it (section 2.1). */
+/* ncclTimeout, or ncclRemoteError when mimicking a release without it (docs/host-backend.md#tunables). */
 ncclResult_t host_timeout_code(void);
 const char *host_info_text(void);
 /* The parameter API (ncclParam*) over the tunables above, by their variable names. */
@@ -138,7 +138,7 @@ ncclResult_t host_param_keys(const char ***table, int *tableLen);
 void host_param_dump(void);
 
 /* ------------------------------------------------------------------------------------------ */
-/* debug.c: logging and the last-error text (sections 9.2, 12)                                */
+/* debug.c: logging and the last-error text (docs/host-backend.md#errors-and-logging)                           */
 /* ------------------------------------------------------------------------------------------ */
 
 enum { HOST_LOG_NONE = 0, HOST_LOG_VERSION = 1, HOST_LOG_WARN = 2, HOST_LOG_INFO = 3, HOST_LOG_TRACE = 5 };
@@ -164,7 +164,7 @@ void host_log_set_rank(int rank);
 int host_log_get_rank(void);
 /* A copy of the last WARN text, in a thread-local buffer. */
 const char *host_last_error(void);
-/* NCCL 2.30's fixed strings (section 9.1), flavour-aware. */
+/* NCCL 2.30's fixed strings (docs/host-backend.md#errors-and-logging), flavour-aware. */
 const char *host_error_string(ncclResult_t rc);
 /* WARN (sets the last-error text) and return rc. */
 ncclResult_t host_fail(ncclResult_t rc, const char *fmt, ...) HOST_PRINTF(2, 3) HOST_COLD;
@@ -182,7 +182,7 @@ ncclResult_t host_fail(ncclResult_t rc, const char *fmt, ...) HOST_PRINTF(2, 3) 
     } while (0)
 
 /* Error propagation leaves a file:line breadcrumb at TRACE, so NCCL_DEBUG=TRACE reads like a
- * backtrace (STYLE.md section 3). HOST_FAILED only adds the location; the return or goto stays at
+ * backtrace (docs/developing.md#code-habits). HOST_FAILED only adds the location; the return or goto stays at
  * the call site:
  *     if (HOST_FAILED(rc = host_comm_enter(comm, fn, &c)))
  *         return rc;
@@ -271,7 +271,7 @@ const char *host_io_str(host_io io);
 /* Turns an I/O failure into a result code: EOF -> RE, TIMEOUT -> TO, ABORT -> IU, ERROR -> SE. */
 ncclResult_t host_io_result(host_io io);
 
-/* Creating internal threads: all blockable signals blocked, as section 10 requires. */
+/* Creating internal threads: all blockable signals blocked, as docs/host-backend.md#robustness requires. */
 ncclResult_t host_thread_create(pthread_t *t, void *(*fn)(void *), void *arg, int detached);
 /* "socket() failed: Too many open files (this process may open 1024 files: RLIMIT_NOFILE)":
  * errno's text, naming the limit when it is the one that was reached. */
@@ -394,7 +394,8 @@ typedef struct {
 #define HOST_MSG_MAX_PAYLOAD (1u << 20)
 
 /* ------------------------------------------------------------------------------------------ */
-/* The shared segment (shm.c; section 11.3)                                                   */
+/* The shared segment (shm.c; docs/host-backend.md#the-shared-segment)
+ * */
 /* ------------------------------------------------------------------------------------------ */
 
 enum { HOST_RANK_ALIVE = 0, HOST_RANK_LEFT = 1, HOST_RANK_ABORTED = 2 };
@@ -425,7 +426,7 @@ typedef struct {
     char error_text[256];
 } host_seg_header;
 
-/* Descriptor a rank publishes with every collective step (section 6.4). */
+/* Descriptor a rank publishes with every collective step (docs/host-backend.md#cross-rank-mismatch-detection). */
 typedef struct {
     _Atomic uint64_t seq;  /* step number; written last (release) */
     uint64_t coll_seq;     /* collective number on this comm */
@@ -621,7 +622,7 @@ typedef struct host_comm {
     ncclConfig_t config;         /* parsed copy (for split/shrink inheritance) */
     uint64_t fork_gen;
 
-    /* state (section 4.1) */
+    /* state (docs/host-backend.md#communicator-lifecycle) */
     int phase;                   /* HOST_PHASE_*; guarded by lock */
     _Atomic int error;           /* first asynchronous/fatal error, 0 = none */
     char error_why[200];         /* what caused it, when known ("" otherwise); guarded by lock */
@@ -690,7 +691,7 @@ extern _Atomic uint64_t host_fork_gen;
 void host_fork_setup(void);
 void host_monitor_atfork_child(void);
 
-/* State checks for an operation (section 6.3): IA for INIT/BUSY, the error for ERROR, IU for
+/* State checks for an operation (docs/host-backend.md#argument-checks): IA for INIT/BUSY, the error for ERROR, IU for
  * FINALIZED/suspended/forked. */
 ncclResult_t host_comm_usable(host_comm *c, const char *fn);
 /* The same, but a revoked communicator passes (split, shrink). */
@@ -735,7 +736,7 @@ ncclResult_t host_mem_stats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t *v
 ncclResult_t host_run_split(host_comm *parent, host_task *t);
 ncclResult_t host_run_init(host_comm *c);
 ncclResult_t host_run_finalize(host_comm *c);
-/* Thread-local "current device" (section 2.5). */
+/* Thread-local "current device" (docs/host-backend.md#communicator-lifecycle). */
 ncclResult_t host_set_device(int dev);
 ncclResult_t host_get_device(int *dev);
 int host_current_device(void);

@@ -1,4 +1,4 @@
-/* Point-to-point over per-pair rings in the segment (HOST_BACKEND.md sections 5 and 11.5).
+/* Point-to-point over per-pair rings in the segment (docs/host-backend.md#point-to-point).
  *
  * The ring src -> dst is a byte stream: each message is a 16-byte header {count, datatype} and
  * its payload. Only the sender writes `head` and only the receiver writes `tail`, both cumulative

@@ -1,4 +1,4 @@
-/* Tunables of the host backend (HOST_BACKEND.md section 12).
+/* Tunables of the host backend (docs/host-backend.md#tunables).
  *
  * Every variable is read exactly once, by a pthread_once routine run at the first API call that
  * needs one, into host_params_store; from then on the struct is read-only, so no getenv runs on a
@@ -29,7 +29,8 @@
  *                                             262144 (host_chunk_bytes)
  *   NCCL_HOST_P2P_BYTES           65536       per-pair ring size
  *   NCCL_HOST_P2P_EAGER           0           sends up to this size complete without the receiver
- *   NCCL_HOST_CHECKS              1           0 NCCL-like (no overlap checks), 1 section 6.3/6.4 checks;
+ *   NCCL_HOST_CHECKS              1           0 NCCL-like (no overlap checks), 1
+ * docs/host-backend.md#argument-checks/6.4 checks;
  *                                             2 is accepted and behaves as 1 (strict extras not implemented)
  *   NCCL_HOST_SHM                 memfd       the only kind (anything else: WARN and ignored)
  *   NCCL_HOST_SHUFFLE                         not implemented: WARN and ignored
@@ -221,7 +222,7 @@ const host_params_t *host_params(void)
  * of microseconds (a sleep and a wakeup), so large operations want few, large steps: measured at
  * 2 ranks (benchmarks/host_bandwidth.py), 1-4 MiB slots cut 2-8 MiB AllReduce/AllGather times by
  * 20-45% against 256 KiB. The slots of a communicator share a budget of 4 MiB, so small
- * communicators get large slots and from 16 ranks on the section 11.3 default remains. */
+ * communicators get large slots and from 16 ranks on the docs/host-backend.md#the-shared-segment default remains. */
 size_t host_chunk_bytes(int nranks)
 {
     const host_params_t *p = host_params();

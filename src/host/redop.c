@@ -1,4 +1,4 @@
-/* User reduction ops: ncclRedOpCreatePreMulSum / ncclRedOpDestroy (HOST_BACKEND.md section 7.5).
+/* User reduction ops: ncclRedOpCreatePreMulSum / ncclRedOpDestroy (docs/host-backend.md#premulsum-operators).
  *
  * Handle values come from a process-wide counter that starts at ncclNumOps and is never reused,
  * so an op destroyed or created on another communicator is always recognised. Each op lives in

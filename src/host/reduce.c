@@ -1,4 +1,4 @@
-/* Reduction kernels and element conversions of the host backend (HOST_BACKEND.md section 7).
+/* Reduction kernels and element conversions of the host backend (docs/host-backend.md#reductions-and-numerics).
  *
  * Layout of this file:
  *   1. conversions between float and the narrow formats (half, bf16, four fp8 encodings), done on
@@ -114,7 +114,7 @@ uint16_t host_float_to_half(float f)
         return sign | 0x7C00u;
     uint32_t code = round_to_code(a, 10, -14);
     if (code > 0x7BFFu)
-        code = 0x7C00u; /* IEEE overflow: Inf, no saturation (section 7.2) */
+        code = 0x7C00u; /* IEEE overflow: Inf, no saturation (docs/host-backend.md#reductions-and-numerics) */
     return (uint16_t)(sign | code);
 }
 
@@ -344,7 +344,8 @@ DEFINE_NATIVE_KERNEL(f64, double, ld_f64, st_f64, fmax, fmin)
 
 /* Narrow floats (half, bf16, fp8) are all sign-magnitude. Excluding NaNs, mapping a code to
  * "sign set: ~code without the sign; sign clear: code with the sign" orders the codes like their
- * values, with -0 just below +0, which is the tie rule section 7.3 asks for. Max and Min pick an
+ * values, with -0 just below +0, which is the tie rule docs/host-backend.md#reductions-and-numerics asks for. Max
+ * and Min pick an
  * operand by that order; the kernel then still converts the pick back through ENC(DEC()), which
  * is the identity except for OCP e5m2's Inf: NCCL converts the __hmax/__hmin result to fp8 with
  * satfinite, so Inf becomes +-max there as in every other OCP step. */
@@ -365,7 +366,8 @@ static inline unsigned narrow_pick(unsigned a, unsigned b, int a_nan, int b_nan,
 }
 
 /* Per-type codecs: DEC widens exactly to float, ENC rounds one arithmetic result back with the
- * rules of section 7.3. OCP fp8 computes in half (NCCL converts both operands to __half and uses
+ * rules of docs/host-backend.md#reductions-and-numerics. OCP fp8 computes in half (NCCL converts both operands to
+ * __half and uses
  * half arithmetic): the float result, rounded once to half, is exactly the half operation's
  * result (float has 24 >= 2*11+2 significand bits), and then goes to fp8 with saturation, so a
  * half Inf becomes +-max. FNUZ fp8 goes from float straight to fp8 with clipping (RCCL). */
@@ -397,7 +399,8 @@ static inline uint8_t enc_e5m2_fnuz(float f) { return host_float_to_fp8(f, 1, HO
 static inline int nan_fnuz(unsigned v) { return v == 0x80u; }
 
 /* Every step: widen both operands, one float operation (exact products, correctly rounded
- * sums), one rounding back (double rounding through float is harmless, section 7.3). */
+ * sums), one rounding back (double rounding through float is harmless,
+ * docs/host-backend.md#reductions-and-numerics). */
 #define DEFINE_NARROW_KERNEL(name, U, LD, ST, DEC, ENC, ISNAN, SIGN)                         \
     static void kernel_##name(unsigned char *acc, const unsigned char *a,                   \
                               const unsigned char *in, size_t count, kernel_op k,           \
@@ -467,7 +470,7 @@ static int is_integer(ncclDataType_t dt)
            dt == ncclInt64 || dt == ncclUint64;
 }
 
-/* Float Avg pre-multiplies every input by 1/n rounded to the element type (section 7.4):
+/* Float Avg pre-multiplies every input by 1/n rounded to the element type (docs/host-backend.md#avg):
  * (float)(1.0/n) for float and the narrow types, 1.0/n for double. The fp8 scale is converted
  * from float directly (with saturation or clipping), not through half. */
 static void avg_scale(ncclDataType_t dt, host_fp8_mode fp8, int nranks, unsigned char out[8])

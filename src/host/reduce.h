@@ -1,4 +1,4 @@
-/* Reduction kernels and element conversions of the host backend (HOST_BACKEND.md section 7).
+/* Reduction kernels and element conversions of the host backend (docs/host-backend.md#reductions-and-numerics).
  *
  * Plain C, no state: every function is safe to call from any thread. The collective engine
  * combines inputs in rank order 0..n-1 with these calls, so every rank computes bit-identical
@@ -41,22 +41,25 @@ typedef struct {
 size_t host_type_size(ncclDataType_t dt);
 
 /* acc[i] = pre(in[i]): a copy for Sum/Prod/Max/Min and integer Avg; the input multiplied by
- * 1/n (floating Avg, rounding rules of section 7.4) or by op->scalar (PreMulSum, section 7.5). */
+ * 1/n (floating Avg, rounding rules of docs/host-backend.md#avg) or by op->scalar (PreMulSum,
+ * docs/host-backend.md#premulsum-operators). */
 void host_reduce_prepare(void *acc, const void *in, size_t count, ncclDataType_t dt, const host_op *op,
                          host_fp8_mode fp8, int nranks);
-/* acc[i] = acc[i] (+) pre(in[i]) with the per-step rounding of section 7.3. acc == in is allowed. */
+/* acc[i] = acc[i] (+) pre(in[i]) with the per-step rounding of docs/host-backend.md#reductions-and-numerics. acc
+ * == in is allowed. */
 void host_reduce_step(void *acc, const void *in, size_t count, ncclDataType_t dt, const host_op *op,
                       host_fp8_mode fp8, int nranks);
 /* host_reduce_prepare(acc, in0, op0) followed by host_reduce_step(acc, in1, op1), bit for bit,
  * in one pass over memory when the first input needs no scaling. acc may alias in0, not in1. */
 void host_reduce_pair(void *acc, const void *in0, const void *in1, size_t count, ncclDataType_t dt,
                       const host_op *op0, const host_op *op1, host_fp8_mode fp8, int nranks);
-/* Integer Avg: divide the wrapped sum by n rounding toward zero (section 7.4); otherwise nothing. */
+/* Integer Avg: divide the wrapped sum by n rounding toward zero (docs/host-backend.md#avg); otherwise nothing. */
 void host_reduce_finish(void *acc, size_t count, ncclDataType_t dt, const host_op *op, int nranks);
-/* RCCL AllReduceWithBias: acc[i] = round(acc[i] + bias[i]), one rounding (section 7.7). */
+/* RCCL AllReduceWithBias: acc[i] = round(acc[i] + bias[i]), one rounding (docs/host-backend.md#allreducewithbias). */
 void host_reduce_add_bias(void *acc, const void *bias, size_t count, ncclDataType_t dt, host_fp8_mode fp8);
 
-/* Conversions (round to nearest even; saturation as in section 7.2). Exposed for tests. */
+/* Conversions (round to nearest even; saturation as in docs/host-backend.md#reductions-and-numerics). Exposed for
+ * tests. */
 float host_half_to_float(uint16_t h);
 uint16_t host_float_to_half(float f);
 float host_bf16_to_float(uint16_t b);

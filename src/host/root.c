@@ -1,4 +1,4 @@
-/* Unique ids and the bootstrap root (HOST_BACKEND.md sections 3 and 11.2).
+/* Unique ids and the bootstrap root (docs/host-backend.md#unique-ids-and-bootstrap).
  *
  * A process serves every unique id it made from one root: one listener on bind_addr:0 and one
  * thread, started by the first ncclGetUniqueId and gone once no id of the process is left. An
@@ -29,7 +29,7 @@
 
 #include "nccl_host.h"
 
-/* Byte offsets inside ncclUniqueId (section 3). */
+/* Byte offsets inside ncclUniqueId (docs/host-backend.md#unique-ids-and-bootstrap). */
 #define ID_MAGIC 0
 #define ID_LAYOUT 40
 #define ID_FLAVOR 42

@@ -1,4 +1,4 @@
-/* The per-communicator shared segment (HOST_BACKEND.md sections 10 and 11.3).
+/* The per-communicator shared segment (docs/host-backend.md#the-shared-segment).
  *
  * Rank 0 creates it as an anonymous memory file (memfd_create), sizes it with posix_fallocate,
  * so that running out of memory fails now with ncclSystemError instead of a later SIGBUS, and

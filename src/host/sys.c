@@ -1,6 +1,6 @@
 /* Operating-system helpers: clocks and deadlines, futexes and event counts, random bytes, CRC-32,
  * and socket operations that all take an absolute CLOCK_MONOTONIC deadline plus an optional
- * "wake" file descriptor whose readability means "abort now" (section 10: a deadline on every
+ * "wake" file descriptor whose readability means "abort now" (docs/host-backend.md#robustness: a deadline on every
  * wait, EINTR retried with the remaining time; nothing here busy-waits: the bounded spin before
  * a futex sleep is worker.c's). */
 #include <arpa/inet.h>

@@ -1,4 +1,4 @@
-/* The per-communicator worker thread and its task FIFO (HOST_BACKEND.md sections 8, 11.1).
+/* The per-communicator worker thread and its task FIFO (docs/host-backend.md#execution-worker-thread-or-inline).
  *
  * The tasks of a communicator run in submission order: the bootstrap (INIT), groups of
  * communication ops (OPS), split/shrink jobs, finalize. Why a worker: one thread's group may hold
@@ -66,7 +66,7 @@ static void *worker_main(void *arg)
     host_comm *c = arg;
     int exiting = 0;
     /* A process may run with flush-to-zero or another rounding mode set by a fast-math library;
-     * reductions must not depend on it (section 7.3). */
+     * reductions must not depend on it (docs/host-backend.md#reductions-and-numerics). */
     fesetenv(FE_DFL_ENV);
     host_log_set_rank(c->rank);
     while (!exiting) {
@@ -166,7 +166,8 @@ ncclResult_t host_task_wait(host_comm *c, host_task *t)
     return rc;
 }
 
-/* Runs an OPS task in the default floating-point environment (section 7.3), then gives the
+/* Runs an OPS task in the default floating-point environment (docs/host-backend.md#reductions-and-numerics), then
+ * gives the
  * calling thread its own back, exception flags included. On x86-64 the engine's arithmetic is
  * SSE only (no long double), so when MXCSR already holds the defaults (round to nearest, every
  * exception masked, no flush-to-zero, no denormals-are-zero) saving and restoring MXCSR is the
@@ -195,10 +196,12 @@ static ncclResult_t run_ops_default_fenv(host_comm *c, host_task *t)
  * caller's), which dominated small-message latency; a blocking call with an idle worker gains
  * nothing from it. So the calling thread runs the task itself, through the same host_run_ops.
  * What the worker thread provides is reproduced here: the default floating-point environment
- * (section 7.3) and the log prefix rank, both restored afterwards. Abort, revoke, peer death and
+ * (docs/host-backend.md#reductions-and-numerics) and the log prefix rank, both restored afterwards. Abort,
+ * revoke, peer death and
  * errors reach this thread as they reach the worker: by the comm's flags and its rank's doorbell,
  * which host_comm_wake rings; the caller is pinned (in-API count), so abort waits for it to
- * leave. Nonblocking comms and groups over several comms always use the workers (section 8). */
+ * leave. Nonblocking comms and groups over several comms always use the workers
+ * (docs/host-backend.md#execution-worker-thread-or-inline). */
 int host_task_try_inline(host_comm *c, host_task *t, ncclResult_t *rc)
 {
     int log_rank;
@@ -368,7 +371,7 @@ static int spin_now(host_comm *c, const host_blocked *b)
 
 static ncclResult_t self_p2p(host_comm *c, host_opd *ops)
 {
-    /* Self send/recv: the k-th self send of the task matches its k-th self recv (section 5). */
+    /* Self send/recv: the k-th self send of the task matches its k-th self recv (docs/host-backend.md#groups). */
     host_opd *s = ops, *r = ops;
     for (;;) {
         while (s != NULL && !(s->kind == HOST_K_SEND && s->root == c->rank))

@@ -1,4 +1,4 @@
-"""nx_resolve_buffer through nccl._ext.NcclBuffer (API.md section 5.5).
+"""nx_resolve_buffer through nccl._ext.NcclBuffer (docs/architecture.md#buffer-resolution).
 
 The pytest process never loads a library: _buffer_probe.py runs in a child interpreter per
 flavour (the host backend, and the stub NCCL, which reports itself as NCCL so host memory is

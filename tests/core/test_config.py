@@ -1,4 +1,4 @@
-"""NCCLConfig, NCCLDevCommRequirements and WaitSignalDesc (API.md sections 5.7, 5.8).
+"""NCCLConfig, NCCLDevCommRequirements and WaitSignalDesc (docs/compatibility.md#configuration).
 
 Construction and type checks run here (no library). ``_lowpp`` looks up the loaded library's
 version, so it runs in child interpreters: the host backend for the round trip, the stub NCCL

@@ -1,4 +1,4 @@
-"""The public surface of nccl.core (API.md sections 1.2, 5.1, 5.6, 5.10) and its use of cuda.core:
+"""The public surface of nccl.core (docs/compatibility.md#names-and-types) and its use of cuda.core:
 the shim over the host backend's virtual devices when NCCL_LIBRARY=host."""
 
 import ast
@@ -165,7 +165,8 @@ def test_dev_comm_resource_is_made_by_create_dev_comm_only():
 
 
 def test_cuda_core_import_statement():
-    # API.md 5.1 / 8.2: a module outside _hip_compat imports from cuda.core, and every name it
+    # docs/compatibility.md#names-and-types, docs/compatibility.md#the-rccl-forks-test-files: a module outside
+    # _hip_compat imports from cuda.core, and every name it
     # imports is served (here: by the shim or the real package, whichever is cuda.core).
     path = pathlib.Path(core.__file__).parent / "cuda.py"
     found = [(node.module, alias.name) for node in ast.walk(ast.parse(path.read_text()))
@@ -244,7 +245,7 @@ result = (os.environ["NCCL_LIBRARY"] in maps, "torch" in sys.modules, "cupy" in 
 
 
 def test_every_cuda_core_import_is_served():
-    # The scan of API.md 8.2 over every nccl module outside _hip_compat.
+    # The scan of docs/compatibility.md#the-rccl-forks-test-files over every nccl module outside _hip_compat.
     import nccl
 
     root = pathlib.Path(nccl.__file__).parent

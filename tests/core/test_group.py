@@ -1,4 +1,4 @@
-"""Groups (API.md section 5.11), against the stub NCCL in a child interpreter."""
+"""Groups (docs/compatibility.md#groups), against the stub NCCL in a child interpreter."""
 
 import dataclasses
 

@@ -1,4 +1,4 @@
-"""nccl.core.interop.{cupy,torch} (API.md section 5.15) without the frameworks: the messages of
+"""nccl.core.interop.{cupy,torch} (docs/compatibility.md#interop) without the frameworks: the messages of
 a missing framework, and argument checks against small stand-in modules. Neither torch nor CuPy
 is imported by importing these modules."""
 

@@ -1,4 +1,4 @@
-"""nccl.core memory (API.md section 5.14) on the host backend, where cuda.core is the shim over
+"""nccl.core memory (docs/compatibility.md#memory) on the host backend, where cuda.core is the shim over
 the host backend's virtual devices and ncclMemAlloc returns host memory."""
 
 SNIPPET = """

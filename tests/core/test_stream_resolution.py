@@ -1,4 +1,5 @@
-"""nx_resolve_stream through nccl._ext.get_stream_ptr (API.md section 5.6), in child interpreters."""
+"""nx_resolve_stream through nccl._ext.get_stream_ptr (docs/architecture.md#stream-resolution), in child
+interpreters."""
 
 import pytest
 

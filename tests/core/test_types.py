@@ -1,4 +1,4 @@
-"""nccl.core enums and constants (API.md section 5.3). Pure Python: nothing loads a library."""
+"""nccl.core enums and constants (docs/compatibility.md#names-and-types). Pure Python: nothing loads a library."""
 
 import enum
 import sys

@@ -1,4 +1,4 @@
-"""UniqueId and get_unique_id (API.md section 5.12). Building ids from bytes needs no library;
+"""UniqueId and get_unique_id (docs/compatibility.md#unique-ids). Building ids from bytes needs no library;
 get_unique_id() runs in a child interpreter against the host backend and the stub NCCL."""
 
 import copy

@@ -1,4 +1,4 @@
-"""nccl.core versions and error strings (API.md section 5.13), in child interpreters."""
+"""nccl.core versions and error strings (docs/compatibility.md#versions), in child interpreters."""
 
 import pytest
 from packaging.version import Version as PkgVersion

@@ -785,7 +785,7 @@ static void scen_abort(int n)
     }
 }
 
-/* Argument checks on one process (section 6.3) and the small API surface. */
+/* Argument checks on one process (docs/host-backend.md#argument-checks) and the small API surface. */
 static void scen_argcheck(int n)
 {
     ncclComm_t comms[2], dead;
@@ -1317,7 +1317,7 @@ static void scen_hammer(int n)
 }
 
 /* A rank blocked for a while in a collective (and an idle communicator) must not burn CPU:
- * waits block on futexes, condvars and poll, after at most a short bounded spin (section 10). */
+ * waits block on futexes, condvars and poll, after at most a short bounded spin (docs/host-backend.md#robustness). */
 static double cpu_s(void)
 {
     struct rusage ru;
@@ -1358,7 +1358,8 @@ static void scen_idle(int n)
 }
 
 /* A blocking call may run its reduction on the calling thread (worker.c): the caller's rounding
- * mode must neither reach the arithmetic (section 7.3: default environment) nor be lost. 1 + 2^-24
+ * mode must neither reach the arithmetic (docs/host-backend.md#reductions-and-numerics: default environment) nor
+ * be lost. 1 + 2^-24
  * is a tie: 1.0f to nearest-even, 1 + 2^-23 rounding upward. */
 typedef struct {
     ncclComm_t c;
@@ -1400,7 +1401,7 @@ static void scen_fenv(int n)
     OK(ncclCommDestroy(comms[1]));
 }
 
-/* Misuse that NCCL leaves undefined, turned into errors (section 5, 6.3, appendix 5). */
+/* Misuse that NCCL leaves undefined, turned into errors (docs/host-backend.md#groups, 6.3, appendix 5). */
 typedef struct {
     ncclComm_t c;
     int ex;

@@ -3,7 +3,7 @@
 tests/host/reduce_kernels_test.c is linked with src/host/reduce.c (compiled with the library's
 flags, and with UBSan where available: tests/host/meson.build) into a small driver that dumps
 conversion tables and reduction results; everything expected here comes from numpy and
-ml_dtypes (or from values worked out by hand), following HOST_BACKEND.md section 7:
+ml_dtypes (or from values worked out by hand), following docs/host-backend.md#reductions-and-numerics:
 
 * conversions: exhaustive over every half, bf16 and fp8 code, plus float inputs at every tie and
   boundary of each format, under all four rounding modes (the C code must not depend on them);
@@ -184,7 +184,7 @@ def to_fp8_fnuz(f, fmt):
 
 
 def convert(f, fmt):
-    """Reference float32 -> format conversion of section 7.2 (bits)."""
+    """Reference float32 -> format conversion of docs/host-backend.md#reductions-and-numerics (bits)."""
     f = _f32(f)
     with np.errstate(over="ignore", invalid="ignore"):
         if fmt == "half":
@@ -308,7 +308,8 @@ def test_encode_ties_boundaries_random(encoded, fmt):
 
 
 NAN = float("nan")
-# (float32 input, format, expected bits or None for "a NaN"), worked out by hand from section 7.
+# (float32 input, format, expected bits or None for "a NaN"), worked out by hand from
+# docs/host-backend.md#reductions-and-numerics.
 HAND_CONVERSIONS = [
     (65504.0, "half", 0x7BFF),
     (np.nextafter(np.float32(65520.0), np.float32(0)), "half", 0x7BFF),
@@ -424,7 +425,8 @@ def values(t, bits):
 
 
 def round_step(t, f):
-    """One arithmetic result (float32 for narrow types) back to the element type, section 7.3:
+    """One arithmetic result (float32 for narrow types) back to the element type,
+    docs/host-backend.md#reductions-and-numerics:
     fp16/bf16 from float; OCP fp8 rounded to half first (the operation runs in half), then
     saturated; FNUZ fp8 from float with clipping."""
     if t.value in ("half", "bf16") or t.value[1] == FNUZ:

@@ -1,4 +1,4 @@
-"""Library discovery order (API.md section 2.2), with tiny stand-in libraries and, where it is
+"""Library discovery order (docs/architecture.md#discovery-order), with tiny stand-in libraries and, where it is
 installed, the real libnccl.so.2 of the nvidia-nccl-cu12 wheel."""
 
 import os

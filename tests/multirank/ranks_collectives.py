@@ -2,7 +2,8 @@
 
 Each rank derives every rank's input from (datatype, count, rank, salt), so it can compute the
 expected result of any collective locally.  Buffers carry guard elements on both sides that must
-come back untouched (the backend writes only inside the ranges of HOST_BACKEND.md section 6.1).
+come back untouched (the backend writes only inside the ranges of
+docs/host-backend.md#which-bytes-each-call-reads-and-writes).
 A check returns {"failures": [...], "digest": ...}; the digest covers outputs that must be
 bit-identical on every rank (AllReduce, Broadcast, AllGather).
 """
@@ -316,7 +317,7 @@ def streamed(ctx):
 
 
 def spec_examples(ctx):
-    """The worked cases of HOST_BACKEND.md section 7, computed from the rank count: fp8 Avg
+    """The worked cases of docs/host-backend.md#reductions-and-numerics, computed from the rank count: fp8 Avg
     (three 7.0s in e4m3 average to 7.5), fp8 saturation, fp16 overflow to Inf, NaN-suppressing
     Max/Min, -0 < +0 for fp16/bf16, signed integer Avg truncating toward zero."""
     c = Checker(ctx)

@@ -411,7 +411,7 @@ def registration(ctx):
 
 
 def bad_input(ctx):
-    """Every NcclInvalid of API.md 5.9.4 with its exact message, on every rank (no library call is
+    """Every NcclInvalid of docs/compatibility.md#collectives with its exact message, on every rank (no library call is
     made, so the ranks need not agree), then what the library says about roots and peers."""
     k = Checker(ctx)
     c, rank, n = k.comm, k.rank, k.size

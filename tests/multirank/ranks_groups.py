@@ -454,7 +454,7 @@ def nonblocking_init(ctx):
 
 
 def bad_arguments(ctx):
-    """Argument errors raise the HOST_BACKEND.md section 6.3 code on the calling rank, touch no
+    """Argument errors raise the docs/host-backend.md#argument-checks code on the calling rank, touch no
     buffer and consume no sequence number: a good AllReduce afterwards still lines up."""
     n, r = ctx.size, ctx.rank
     comm = ctx.comm

@@ -1,4 +1,4 @@
-"""Independent numpy references for the host backend's reductions (HOST_BACKEND.md section 7).
+"""Independent numpy references for the host backend's reductions (docs/host-backend.md#reductions-and-numerics).
 
 Every reduction combines two values at a time in rank order 0..n-1 and rounds to the element type
 after each step.  fp16/bf16 operate in float32 and round; fp8 operates in half (float32, rounded to

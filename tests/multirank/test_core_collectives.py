@@ -49,7 +49,7 @@ def test_registration(run_ranks, nranks):
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("nranks", [1, 2, 3])
 def test_bad_input(run_ranks, nranks):
-    """Every NcclInvalid of API.md 5.9.4 with its exact message, and roots/peers out of range
+    """Every NcclInvalid of docs/compatibility.md#collectives with its exact message, and roots/peers out of range
     named before any library call."""
     _check(run_ranks(nranks, "ranks_core:bad_input", timeout=90))
 

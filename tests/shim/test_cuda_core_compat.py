@@ -1,5 +1,6 @@
 """The cuda.core surface the shim serves: our equivalent of the RCCL fork's
-test_cuda_core_compat.py (API.md 8.2) and of its shim surface test (API.md 8.6), minus what
+test_cuda_core_compat.py (docs/compatibility.md#the-rccl-forks-test-files) and of its shim surface test
+(docs/compatibility.md#the-rccl-forks-test-files), minus what
 needs nccl.core, torch or CuPy.
 
 The shim is registered in this process for the module and sys.modules is restored afterwards.
@@ -15,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# What nccl.core is specified to import from cuda.core (API.md sections 5 and 6.3).
+# What nccl.core is specified to import from cuda.core (docs/architecture.md#names-the-shim-serves).
 SPECIFIED_IMPORTS = {
     "cuda.core": {"Device", "Stream", "Buffer", "MemoryResource", "Event", "EventOptions", "StreamOptions",
                   "system", "utils", "typing", "IsStreamType", "IsStreamT", "DevicePointerType", "DevicePointerT"},
@@ -203,7 +204,8 @@ class TestNameMap:
 
 
 class TestShimSurface:
-    """API.md 8.6, on the stub runtime (2 devices) instead of hip-python and a GPU."""
+    """docs/compatibility.md#the-rccl-forks-test-files, on the stub runtime (2 devices) instead of hip-python and
+    a GPU."""
 
     def test_private_paths(self):
         from nccl._hip_compat.cuda_core_shim._dlpack import parse_capsule  # noqa: F401

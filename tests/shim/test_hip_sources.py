@@ -1,4 +1,4 @@
-"""Cheap checks on src/hip/ written as tests (STYLE.md section 4): the build, exports, sources and stubs."""
+"""Cheap checks on src/hip/ written as tests (docs/developing.md#how-we-test): the build, exports, sources and stubs."""
 
 import re
 import subprocess

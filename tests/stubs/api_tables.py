@@ -1,8 +1,10 @@
-"""Reference data from API.md (sections 3.3, 3.4 and 4) that the binding tests compare the code
+"""Reference data from docs/compatibility.md#functions-and-minimum-versions and
+docs/compatibility.md#rccl-only-collectives that the binding tests compare the code
 against. Written down here by hand, from the specification, and deliberately not derived from the
 ABI table or the extension: the tests check those against it."""
 
-# The C symbol behind every Python function (API.md sections 3.3 and 4): the independent list the
+# The C symbol behind every Python function (docs/compatibility.md#functions-and-minimum-versions,
+# docs/compatibility.md#rccl-only-collectives): the independent list the
 # ABI table is checked against. Fallback spellings map to the function that falls back to them.
 C_TO_PY = {
     "ncclMemAlloc": "mem_alloc", "ncclMemFree": "mem_free", "ncclGetVersion": "get_version",
@@ -66,7 +68,7 @@ NOT_WRAPPED = {
 ALIASES = {"lla2a_calc_slots": "ll_a2a_calc_slots", "RedOp_dummy": "RedOpDummy",
            "ResourceWindow_vidmem": "ResourceWindowVidmem"}
 
-# Minimum NCCL versions of API.md section 3.3 ("<=2.3" is 2.3.0, the table's "always").
+# Minimum NCCL versions of docs/compatibility.md#low-level-bindings ("<=2.3" is 2.3.0, the table's "always").
 API_MIN_VERSION = {
     "ncclMemAlloc": "2.19.1", "ncclMemFree": "2.19.1", "ncclGetVersion": "2.3.0", "ncclGetUniqueId": "2.3.0",
     "ncclCommInitRankConfig": "2.14.3", "ncclCommInitRank": "2.3.0", "ncclCommInitAll": "2.3.0",
@@ -100,7 +102,8 @@ API_MIN_VERSION = {
     "ncclParamGetParameter": "2.30.4", "ncclParamGetAllParameterKeys": "2.30.4", "ncclParamDumpAll": "2.30.4",
 }
 
-# The dual-form functions of API.md section 3.4: (0.3.1 argument count, 0.2.0 argument count).
+# The dual-form functions of docs/compatibility.md#functions-and-minimum-versions: (0.3.1 argument count, 0.2.0
+# argument count).
 DUAL_FORMS = {
     "get_unique_id": (0, 1), "comm_init_rank_config": (5, 4), "comm_init_rank": (4, 3), "comm_split": (5, 4),
     "comm_shrink": (6, 5), "comm_get_unique_id": (1, 2), "comm_grow": (6, 5), "comm_init_rank_scalable": (6, 5),
@@ -115,7 +118,8 @@ def version_code(text):
     x, y, z = (int(p) for p in text.split("."))
     return x * 1000 + y * 100 + z if x <= 2 and y <= 8 else x * 10000 + y * 100 + z
 
-# Argument count of every function's 0.3.1 form (API.md sections 3.3 and 4).
+# Argument count of every function's 0.3.1 form (docs/compatibility.md#functions-and-minimum-versions,
+# docs/compatibility.md#rccl-only-collectives).
 ARITY = {
     "mem_alloc": 1, "mem_free": 1, "get_version": 0, "get_unique_id": 0, "comm_init_rank_config": 5,
     "comm_init_rank": 4, "comm_init_all": 2, "comm_finalize": 1, "comm_destroy": 1, "comm_abort": 1,
@@ -139,7 +143,8 @@ ARITY = {
     "rocm_extensions.all_reduce_with_bias": 8, "rocm_extensions.all_to_all_v": 9,
 }
 
-# NCCL 2.30's ncclGetErrorString texts (API.md section 3.8), used when no library is loaded.
+# NCCL 2.30's ncclGetErrorString texts (docs/compatibility.md#binding-enums-and-constants), used when no library
+# is loaded.
 BUILTIN_ERROR_TEXT = {
     0: "no error",
     1: "unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
@@ -153,7 +158,8 @@ BUILTIN_ERROR_TEXT = {
 }
 UNKNOWN_ERROR_TEXT = "unknown result code"
 
-# Result names (API.md section 3.5) and the NCCLError subclass of each code (section 3.8).
+# Result names (docs/compatibility.md#binding-enums-and-constants) and the NCCLError subclass of each code
+# (docs/architecture.md#errors).
 RESULT_NAMES = {0: "Success", 1: "UnhandledCudaError", 2: "SystemError", 3: "InternalError",
                 4: "InvalidArgument", 5: "InvalidUsage", 6: "RemoteError", 7: "InProgress", 8: "Timeout",
                 9: "NumResults"}

@@ -2,7 +2,8 @@
 
 ``register_cuda_core_shim()`` installs ``nccl._hip_compat.cuda_core_shim`` under the names
 ``cuda.core``, ``cuda.core.experimental`` and their submodules in ``sys.modules`` when no real
-``cuda.core`` should be used (API.md section 6.1). ``import nccl`` calls it once. It imports only
+``cuda.core`` should be used (docs/architecture.md#when-the-shim-is-registered). ``import nccl`` calls it once. It
+imports only
 the standard library and never opens the HIP runtime; the runtime (``libamdhip64``) is opened by
 the first shim call that needs a device.
 """

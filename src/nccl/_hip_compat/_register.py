@@ -1,4 +1,4 @@
-"""Registration of the cuda.core shim in ``sys.modules`` (API.md sections 6.1 and 6.2).
+"""Registration of the cuda.core shim in ``sys.modules`` (docs/architecture.md#the-cudacore-shim).
 
 Only the standard library is imported here, and nothing HIP-related is touched: every name of
 the registered modules is resolved on first access, from ``nccl._hip_compat.cuda_core_shim``.

@@ -1,4 +1,4 @@
-"""nccl.core: the Pythonic API over NCCL/RCCL (API.md section 5), with NVIDIA nccl4py 0.6.0's names
+"""nccl.core: the Pythonic API over NCCL/RCCL (docs/compatibility.md#ncclcore), with NVIDIA nccl4py 0.6.0's names
 and signatures; nccl4py 0.2.0/0.3.1's and the RCCL fork's forms keep working beside them
 (docs/compatibility.md).
 

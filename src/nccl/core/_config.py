@@ -1,5 +1,6 @@
-"""NCCLConfig, NCCLCollConfig, VendorOption, NCCLDevCommRequirements and WaitSignalDesc (API.md
-sections 5.7 and 5.8; nccl4py 0.6.0's fields).
+"""NCCLConfig, NCCLCollConfig, VendorOption, NCCLDevCommRequirements and WaitSignalDesc
+(docs/compatibility.md#configuration;
+nccl4py 0.6.0's fields).
 
 The C core reads ``NCCLConfig`` (through ``_lowpp``), ``NCCLCollConfig`` (its fields, in
 src/ext/coll_config.c) and ``WaitSignalDesc`` from here (src/ext/lazy.c), so the module path and
@@ -68,7 +69,7 @@ _warned = set()  # (field, library version code) already warned about in this pr
 
 
 def _warn_too_new(owner, names, stacklevel):
-    """The one-time RuntimeWarning of API.md section 5.7 for each set field (name, min version
+    """The one-time RuntimeWarning of docs/compatibility.md#configuration for each set field (name, min version
     code) that the loaded library predates."""
     from nccl import _ext
     from nccl.bindings import nccl as _b
@@ -180,7 +181,7 @@ def _check_count(owner, name, value):
 @dataclass(kw_only=True)
 class NCCLDevCommRequirements:
     """Device-communicator requirements (ncclDevCommRequirements_t). ``None`` keeps the
-    initializer's value. The device API itself is out of scope (API.md section 1.1)."""
+    initializer's value. The device API itself is out of scope (docs/compatibility.md#what-we-refuse)."""
 
     lsa_multimem: "bool | None" = None
     barrier_count: "int | None" = None

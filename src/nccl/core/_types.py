@@ -1,4 +1,4 @@
-"""The enums and constants of nccl.core (API.md section 5.3). Pure Python; loads nothing.
+"""The enums and constants of nccl.core (docs/compatibility.md#names-and-types). Pure Python; loads nothing.
 
 The C core reads ``NcclDataType`` from here (src/ext/lazy.c), so its module path is a contract.
 """
@@ -92,7 +92,7 @@ class NcclDataType(IntEnum):
         return _np.dtype(getattr(ml_dtypes, name))
 
     def __str__(self):
-        # Member names on every Python version (API.md section 5.2, D22).
+        # Member names on every Python version (docs/compatibility.md#exceptions-and-messages).
         return self.name
 
     def __format__(self, spec):

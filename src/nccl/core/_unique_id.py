@@ -1,4 +1,4 @@
-"""UniqueId and get_unique_id (API.md section 5.12).
+"""UniqueId and get_unique_id (docs/compatibility.md#unique-ids).
 
 The C core reads ``UniqueId`` from here and uses its ``_internal`` attribute (a
 ``nccl.bindings.nccl.UniqueId`` struct wrapper holding the 128 bytes), so both are a contract.

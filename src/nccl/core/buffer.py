@@ -1,4 +1,4 @@
-"""Buffer resolution (API.md section 5.5): ``NcclBuffer(buffer, stream=None)`` gives ``ptr``,
+"""Buffer resolution (docs/architecture.md#buffer-resolution): ``NcclBuffer(buffer, stream=None)`` gives ``ptr``,
 ``count``, ``dtype`` and ``device_id`` of any supported array object. Implemented in C."""
 
 from nccl._ext import NcclBuffer  # implemented in C

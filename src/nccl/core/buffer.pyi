@@ -1,4 +1,4 @@
-# Stub of nccl.core.buffer: NcclBuffer is C (nccl._ext); API.md section 5.5.
+# Stub of nccl.core.buffer: NcclBuffer is C (nccl._ext); docs/architecture.md#buffer-resolution.
 from nccl.core._types import NcclDataType
 from nccl.core.typing import NcclBufferSpec, NcclStreamSpec
 

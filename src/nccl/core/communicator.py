@@ -1,4 +1,4 @@
-"""The Communicator (API.md section 5.9), implemented in C, with the option classes it takes."""
+"""The Communicator (docs/compatibility.md#communicator), implemented in C, with the option classes it takes."""
 
 from nccl._ext import Communicator  # implemented in C
 from nccl.core._config import NCCLCollConfig, NCCLConfig, NCCLDevCommRequirements, VendorOption, WaitSignalDesc

@@ -1,4 +1,4 @@
-# Stub of nccl.core.communicator: Communicator is C (nccl._ext); API.md section 5.9.
+# Stub of nccl.core.communicator: Communicator is C (nccl._ext); docs/compatibility.md#communicator.
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any

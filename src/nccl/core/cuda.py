@@ -1,7 +1,7 @@
-"""Streams and devices of nccl.core (API.md section 5.6), over ``cuda.core``.
+"""Streams and devices of nccl.core (docs/architecture.md#stream-resolution), over ``cuda.core``.
 
 ``cuda.core`` is NVIDIA's real package on CUDA hosts, or the shim ``import nccl`` registers under
-that name (API.md section 6). With the shim, the runtime behind it follows the loaded library's
+that name (docs/architecture.md#the-cudacore-shim). With the shim, the runtime behind it follows the loaded library's
 flavour: the host backend's virtual devices for ``host``, the HIP runtime for ``rccl``, and "no
 CUDA backing" for ``nccl`` (a real cuda.core is needed there). ``NCCL_LIBRARY=host`` is acted on
 when this module is imported; otherwise the choice is made by the first device call here, which

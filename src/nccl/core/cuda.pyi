@@ -1,4 +1,4 @@
-# Stub of nccl.core.cuda (API.md section 5.6). Device and Stream are cuda.core's (real or the shim).
+# Stub of nccl.core.cuda (docs/architecture.md#stream-resolution). Device and Stream are cuda.core's (real or the shim).
 from types import TracebackType
 from typing import Any
 

@@ -1,4 +1,4 @@
-"""Groups (API.md section 5.11): group_start, group_end, the group() context manager.
+"""Groups (docs/compatibility.md#groups): group_start, group_end, the group() context manager.
 
 The per-thread group depth that register_window consults is kept in C, inside the binding
 functions ``nccl.bindings.nccl.group_start``/``group_end``/``group_simulate_end``, so direct binding

@@ -1,4 +1,4 @@
-"""Memory from ncclMemAlloc (API.md section 5.14): ``mem_alloc``/``mem_free`` and the
+"""Memory from ncclMemAlloc (docs/compatibility.md#memory): ``mem_alloc``/``mem_free`` and the
 ``NcclMemoryResource`` behind them, a ``cuda.core`` MemoryResource per thread and device."""
 
 import threading

@@ -1,4 +1,4 @@
-"""Communicator-owned resources (API.md section 5.10). The classes are implemented in C and are
+"""Communicator-owned resources (docs/compatibility.md#resources). The classes are implemented in C and are
 created by Communicator methods only; ``close()`` releases them, as do the communicator's
 ``destroy()``, ``abort()`` and ``close_all_resources()``."""
 

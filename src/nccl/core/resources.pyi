@@ -1,4 +1,4 @@
-# Stub of nccl.core.resources: the resource classes are C (nccl._ext); API.md section 5.10.
+# Stub of nccl.core.resources: the resource classes are C (nccl._ext); docs/compatibility.md#resources.
 from typing import Any
 
 from nccl.core._team import CftLeInfo, GinBarrierHandle, LLA2AHandle, LsaBarrierHandle, MultimemHandle, NCCLTeam

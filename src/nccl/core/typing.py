@@ -1,4 +1,4 @@
-"""Type aliases of nccl.core (API.md section 5.4)."""
+"""Type aliases of nccl.core (docs/compatibility.md#names-and-types)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Versions and error strings of nccl.core (API.md section 5.13), and the unique id helpers.
+"""Versions and error strings of nccl.core (docs/compatibility.md#versions), and the unique id helpers.
 
 ``get_version``, ``VersionInfo``, ``LibraryInfo`` and ``show_versions`` are nccl4py 0.6.0's
 (one implementation: nccl/_show_versions.py); ``Version``, ``get_lib_version`` and

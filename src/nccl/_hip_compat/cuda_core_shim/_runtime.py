@@ -3,7 +3,7 @@
 By default that is ``nccl._hip_compat._hip``, the C module over ``libamdhip64``, which opens the
 HIP runtime on its first call. ``set_backend()`` swaps in another object exposing the same
 functions (``get_device_count``, ``get_device``, ``set_device``, ``stream_create``, ``malloc``,
-...) for the flavours without a HIP runtime (API.md section 6.5):
+...) for the flavours without a HIP runtime (docs/architecture.md#what-backs-the-shim):
 
 * ``HostBackend``: the host flavour's virtual devices, host memory, streams and events that
   complete at once; buffers are host-only, so they export DLPack kDLCPU;

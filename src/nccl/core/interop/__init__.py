@@ -1,4 +1,4 @@
-"""Framework helpers (API.md section 5.15): ``nccl.core.interop.cupy`` and
+"""Framework helpers (docs/compatibility.md#interop): ``nccl.core.interop.cupy`` and
 ``nccl.core.interop.torch``, also reachable as ``nccl.core.cupy`` / ``nccl.core.torch``.
 
 Importing them never imports the framework; their functions do, on first use, and raise
