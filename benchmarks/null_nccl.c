@@ -25,3 +25,26 @@ int ncclAllReduceConfig(const void *sendbuff, void *recvbuff, size_t count, int 
     (void)sendbuff, (void)recvbuff, (void)count, (void)datatype, (void)op, (void)comm, (void)stream, (void)config;
     return 0;
 }
+
+/* Asked once per communicator by NVIDIA's nccl4py (benchmarks/upstream_overhead.py) to check
+ * that buffers live on the communicator's device. */
+int ncclCommCuDevice(const void *comm, int *device)
+{
+    (void)comm;
+    *device = 0;
+    return 0;
+}
+
+int ncclCommCount(const void *comm, int *count)
+{
+    (void)comm;
+    *count = 1;
+    return 0;
+}
+
+int ncclCommUserRank(const void *comm, int *rank)
+{
+    (void)comm;
+    *rank = 0;
+    return 0;
+}

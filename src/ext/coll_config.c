@@ -3,10 +3,21 @@
  * entry point. Only the calls that pass a config come here; the plain calls in collectives.c keep
  * their straight line. docs/compatibility.md lists the rule for libraries without the entry points:
  * a default config (every field None, no vendor options) runs as the plain call, any other config
- * raises FunctionNotFoundError, never silently dropped. */
+ * raises FunctionNotFoundError, never silently dropped.
+ *
+ * Reading the ten fields costs more than the call itself, so the struct built from an
+ * NCCLCollConfig is kept in the config's __dict__ (a capsule under "_nx_coll_config", which
+ * NCCLCollConfig.__getstate__ leaves out) with the field values it was built from; the next call
+ * reuses it when every field is still the very same object. The capsule holds those values, so
+ * their addresses cannot be reused while it lives: an assignment to any field, even of an equal
+ * value, is seen, and the config is rebuilt from its current values as before. Only configs made
+ * of immutable values are kept (vendor_options a tuple, launch_completion_event None or an int):
+ * a list could change in place, an event object's handle is asked for at each use. */
 #include "coll_config.h"
 
 #include <string.h>
+
+#include "core.h"
 
 #include "struct_layouts.h"
 #include "structs.h"
@@ -19,8 +30,30 @@ typedef struct {
     int is_default;                  /* nothing differs from the initializer */
     ncclConfigExt_t small[SMALL_EXT];
     ncclConfigExt_t *ext;            /* small, or PyMem memory */
-    PyObject *keep;                  /* a list holding what the pointers in cfg point into */
+    Py_ssize_t n_ext;                /* vendor options in ext */
+    PyObject *keep;                  /* a list holding what the pointers in cfg point into, or the
+                                        capsule of a cached struct */
+    const ncclCollConfig_t *use;     /* what the call gets: &cfg, or the cached struct */
 } coll_config;
+
+/* The fields of NCCLCollConfig whose current values a cached struct was built from. */
+#define NFIELDS (NX_NCSTR - NX_CSTR_FIELD0)
+static const char *const field_names[NFIELDS] = {
+    "min_ctas",         "max_ctas",          "nvls_ctas",  "cga_cluster_size",        "alg_selection",
+    "force_alg_selection", "cta_policy", "user_profiler_tag", "launch_completion_event", "vendor_options",
+};
+enum { F_EVENT = 8, F_VENDOR = 9 };
+
+static const char capsule_name[] = "nccl._ext.coll_config";
+
+/* A struct built from an NCCLCollConfig, owned by its capsule. */
+typedef struct {
+    ncclCollConfig_t cfg;
+    int is_default;
+    PyObject *values[NFIELDS];  /* the field values it was built from (owned) */
+    PyObject *keep;             /* what the pointers in cfg point into (owned) */
+    ncclConfigExt_t ext[];      /* cfg.ext points here when there are vendor options */
+} built_config;
 
 static NX_COLD PyObject *wrong_type(nx_state *st, const char *fname, PyObject *o)
 {
@@ -168,8 +201,70 @@ static int from_dataclass(nx_state *st, PyObject *o, const char *fname, coll_con
         c->ext = out->ext;
         set = 1;
     }
+    out->n_ext = n;
     out->is_default = !set;
     return 0;
+}
+
+static void built_free(built_config *b)
+{
+    for (int i = 0; i < NFIELDS; i++)
+        Py_XDECREF(b->values[i]);
+    Py_XDECREF(b->keep);
+    PyMem_Free(b);
+}
+
+static void capsule_free(PyObject *cap) { built_free(PyCapsule_GetPointer(cap, capsule_name)); }
+
+/* The capsule of the struct built from dict's current field values (borrowed), or NULL: none, a
+ * field assigned since, or an error (set). */
+static PyObject *cached(nx_state *st, PyObject *dict)
+{
+    PyObject *cap = PyDict_GetItemWithError(dict, st->coll_config.str[NX_CSTR_CACHE_KEY]);
+    if (cap == NULL || !PyCapsule_IsValid(cap, capsule_name))
+        return NULL;
+    const built_config *b = PyCapsule_GetPointer(cap, capsule_name);
+    for (int i = 0; i < NFIELDS; i++)
+        if (PyDict_GetItemWithError(dict, st->coll_config.str[NX_CSTR_FIELD0 + i]) != b->values[i])
+            return NULL;
+    return cap;
+}
+
+/* Keeps the struct just built in out in dict, for the next calls, when every field is an
+ * immutable value held in dict. 0, or -1 with an exception. */
+static int store(nx_state *st, PyObject *dict, const coll_config *out)
+{
+    PyObject *values[NFIELDS];
+    for (int i = 0; i < NFIELDS; i++)
+        if ((values[i] = PyDict_GetItemWithError(dict, st->coll_config.str[NX_CSTR_FIELD0 + i])) == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+    if (!PyTuple_CheckExact(values[F_VENDOR]) || !(values[F_EVENT] == Py_None || PyLong_CheckExact(values[F_EVENT])))
+        return 0;
+    Py_ssize_t n = out->n_ext;
+    built_config *b = PyMem_Calloc(1, sizeof *b + (size_t)n * sizeof(ncclConfigExt_t));
+    if (b == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->cfg = out->cfg;
+    b->is_default = out->is_default;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        b->ext[i] = out->ext[i];
+        b->ext[i].next = i + 1 < n ? &b->ext[i + 1] : NULL;
+    }
+    if (n > 0)
+        b->cfg.ext = b->ext;
+    for (int i = 0; i < NFIELDS; i++)
+        b->values[i] = Py_NewRef(values[i]);
+    b->keep = Py_NewRef(out->keep);
+    PyObject *cap = PyCapsule_New(b, capsule_name, capsule_free);
+    if (cap == NULL) {
+        built_free(b);
+        return -1;
+    }
+    int r = PyDict_SetItem(dict, st->coll_config.str[NX_CSTR_CACHE_KEY], cap);
+    Py_DECREF(cap);
+    return r;
 }
 
 /* Fills out from the config argument o (not None). 0, or -1 with TypeError/NcclInvalid. */
@@ -178,6 +273,7 @@ static int config_arg(nx_state *st, PyObject *o, const char *fname, coll_config 
     nx_struct_descs[NX_STRUCT_COLL_CONFIG].init(&out->cfg);
     out->ext = out->small;
     out->is_default = 1;
+    out->use = &out->cfg;
     const ncclCollConfig_t *raw = nx_struct_storage(st, o, NX_STRUCT_COLL_CONFIG);
     if (raw != NULL) { /* a bindings CollConfig: used as the caller filled it */
         ncclCollConfig_t init = out->cfg;
@@ -194,9 +290,28 @@ static int config_arg(nx_state *st, PyObject *o, const char *fname, coll_config 
             wrong_type(st, fname, o);
         return -1;
     }
-    if ((out->keep = PyList_New(0)) == NULL)
+    if (Py_TYPE(o) != (PyTypeObject *)cls) { /* a subclass may compute its fields: read them each time */
+        if ((out->keep = PyList_New(0)) == NULL)
+            return -1;
+        return from_dataclass(st, o, fname, out);
+    }
+    PyObject *dict = PyObject_GenericGetDict(o, NULL);
+    if (dict == NULL)
         return -1;
-    return from_dataclass(st, o, fname, out);
+    int r = -1;
+    PyObject *cap = cached(st, dict);
+    if (cap != NULL) {
+        const built_config *b = PyCapsule_GetPointer(cap, capsule_name);
+        out->use = &b->cfg;
+        out->is_default = b->is_default;
+        out->keep = Py_NewRef(cap);
+        r = 0;
+    } else if (!PyErr_Occurred() && (out->keep = PyList_New(0)) != NULL &&
+               from_dataclass(st, o, fname, out) == 0) {
+        r = store(st, dict, out);
+    }
+    Py_DECREF(dict);
+    return r;
 }
 
 static void config_release(coll_config *c)
@@ -341,11 +456,35 @@ PyObject *nx_coll_with_config(nx_state *st, nx_coll_call *a, PyObject *config, c
     } else if (fn == NULL && nx_require(st, plain_slot(a->kind)) < 0) {
         goto done;
     }
-    ncclResult_t rc = run(a, fn, &c.cfg);
+    ncclResult_t rc = run(a, fn, c.use);
     if (nx_check(st, rc, a->comm) < 0)
         goto done;
     result = Py_NewRef(Py_None);
 done:
     config_release(&c);
     return result;
+}
+
+int nx_coll_config_cache_traverse(nx_coll_config_cache *c, visitproc visit, void *arg)
+{
+    for (int i = 0; i < NX_NCSTR; i++)
+        Py_VISIT(c->str[i]);
+    return 0;
+}
+
+void nx_coll_config_cache_clear(nx_coll_config_cache *c)
+{
+    for (int i = 0; i < NX_NCSTR; i++)
+        Py_CLEAR(c->str[i]);
+}
+
+int nx_coll_config_setup(PyObject *module, nx_state *st)
+{
+    (void)module;
+    if ((st->coll_config.str[NX_CSTR_CACHE_KEY] = PyUnicode_InternFromString("_nx_coll_config")) == NULL)
+        return -1;
+    for (int i = 0; i < NFIELDS; i++)
+        if ((st->coll_config.str[NX_CSTR_FIELD0 + i] = PyUnicode_InternFromString(field_names[i])) == NULL)
+            return -1;
+    return 0;
 }

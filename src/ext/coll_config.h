@@ -3,7 +3,20 @@
 #ifndef NCCL4PY_COLL_CONFIG_H
 #define NCCL4PY_COLL_CONFIG_H
 
-#include "core.h"
+#include "common.h"
+
+/* Interned names: the key of the built struct in an NCCLCollConfig's __dict__, then the fields
+ * whose values it was built from (nx_coll_config_cache.str). */
+enum { NX_CSTR_CACHE_KEY, NX_CSTR_FIELD0, NX_NCSTR = NX_CSTR_FIELD0 + 10 };
+
+/* This file's part of the module state (owned references). */
+typedef struct {
+    PyObject *str[NX_NCSTR];
+} nx_coll_config_cache;
+
+int nx_coll_config_cache_traverse(nx_coll_config_cache *c, visitproc visit, void *arg);
+void nx_coll_config_cache_clear(nx_coll_config_cache *c);
+int nx_coll_config_setup(PyObject *module, nx_state *st);
 
 typedef enum {
     NX_COLL_ALLREDUCE,

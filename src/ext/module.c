@@ -8,6 +8,7 @@ static int nx_exec(PyObject *module)
         nx_pointer_box_setup(module, st) < 0 || nx_handles_setup(module, st) < 0 ||
         nx_bindings_setup(module, st) < 0 || nx_buffer_setup(module, st) < 0 ||
         nx_ncclbuffer_setup(module, st) < 0 || nx_stream_setup(module, st) < 0 ||
+        nx_coll_config_setup(module, st) < 0 ||
         nx_resources_setup(module, st) < 0 || nx_redop_setup(module, st) < 0 ||
         nx_devcomm_setup(module, st) < 0 ||
         nx_communicator_setup(module, st) < 0 || nx_params_setup(module, st) < 0)
@@ -27,7 +28,8 @@ static int nx_traverse(PyObject *module, visitproc visit, void *arg)
         (rc = nx_lazy_cache_traverse(&st->lazy, visit, arg)) != 0 ||
         (rc = nx_structs_cache_traverse(&st->structs, visit, arg)) != 0 ||
         (rc = nx_buffer_cache_traverse(&st->buffer, visit, arg)) != 0 ||
-        (rc = nx_stream_cache_traverse(&st->stream, visit, arg)) != 0)
+        (rc = nx_stream_cache_traverse(&st->stream, visit, arg)) != 0 ||
+        (rc = nx_coll_config_cache_traverse(&st->coll_config, visit, arg)) != 0)
         return rc;
     return 0;
 }
@@ -44,6 +46,7 @@ static int nx_clear(PyObject *module)
     nx_structs_cache_clear(&st->structs);
     nx_buffer_cache_clear(&st->buffer);
     nx_stream_cache_clear(&st->stream);
+    nx_coll_config_cache_clear(&st->coll_config);
     return 0;
 }
 

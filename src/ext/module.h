@@ -10,6 +10,7 @@
 #include "common.h"
 
 #include "buffer.h"
+#include "coll_config.h"
 #include "errors.h"
 #include "handles.h"
 #include "lazy.h"
@@ -38,6 +39,7 @@ struct nx_state {
     nx_structs_cache structs;                 /* structs.c */
     nx_buffer_cache buffer;                   /* buffer.c */
     nx_stream_cache stream;                   /* stream.c */
+    nx_coll_config_cache coll_config;         /* coll_config.c */
 };
 
 static inline nx_state *nx_get_state(PyObject *module) { return (nx_state *)PyModule_GetState(module); }

@@ -249,3 +249,45 @@ result = out, calls
     assert out[4] == ("TypeError", "get_multimem_device_pointer: multimem must be a MultimemHandle, got int")
     assert [c[0] for c in calls] == ["ncclGetMultimemDeviceLeInfo", "ncclGetPeerDeviceLeInfo", "ncclGetCftDeviceLeInfo"]
     assert tuple(calls[0][1][:2]) == (0xABC0, 8) and tuple(calls[1][1][:3]) == (0xABC0, 16, 1)
+
+
+def test_changes_after_use_are_honoured(stub_python):
+    """The struct built from a config is reused only while its fields are unchanged (see
+    src/ext/coll_config.c): on NCCL 2.29 a default config runs the plain call and any other is
+    refused, so every assignment after a use shows in which of the two happens."""
+    r = stub_python("nccl_2_29").run(CALLS + """
+import copy, pickle
+fn = calls["allreduce"]
+cfg = nc.NCCLCollConfig()
+out = [reached(fn, config=cfg), reached(fn, config=cfg)]
+cfg.min_ctas = 1
+out.append(reached(fn, config=cfg))
+cfg.min_ctas = None
+out.append(reached(fn, config=cfg))
+cfg.alg_selection = "".join(["ri", "ng"])
+out.append(reached(fn, config=cfg))
+del cfg.alg_selection  # the class default (None) shows again
+out.append(reached(fn, config=cfg))
+cfg.alg_selection = None
+cfg.min_ctas = "2"  # assigned, so unchecked until used: the same error as a config never used
+fresh = nc.NCCLCollConfig()
+fresh.min_ctas = "2"
+out += [reached(fn, config=cfg), reached(fn, config=fresh)]
+vendor = []
+listed = nc.NCCLCollConfig(vendor_options=vendor)
+out.append(reached(fn, config=listed))
+vendor.append(nc.VendorOption(1, 1, int_value=1))  # a list can change in place
+out.append(reached(fn, config=listed))
+cfg.min_ctas = 3
+used = [copy.copy(cfg), copy.deepcopy(cfg), pickle.loads(pickle.dumps(cfg))]
+result = out, [(c == cfg, "_nx_coll_config" in vars(c)) for c in used]
+""" + FORGET)
+    out, copies = r
+    plain = (None, ["ncclAllReduce"])
+    assert out[0] == out[1] == out[3] == out[5] == plain
+    for i in (2, 4, 9):
+        assert out[i][0][0] == "FunctionNotFoundError" and out[i][1] == [], (i, out[i])
+    assert out[6] == out[7] and out[6][0][0] == "TypeError" and "min_ctas" in out[6][0][1], out[6]
+    assert out[6][1] == []
+    assert out[8] == plain
+    assert copies == [(True, False)] * 3

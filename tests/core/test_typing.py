@@ -62,7 +62,7 @@ def test_misuse_is_reported(tmp_path):
 
 
 def test_bindings_stub(tmp_path):
-    """nccl.bindings.nccl's stub: handles, both creation conventions, the rest as Any."""
+    """nccl.bindings.nccl's stub: handles, both creation conventions, functions, structs, enums."""
     good = tmp_path / "bindings_ok.py"
     good.write_text(
         "import nccl.bindings as nb\n"
@@ -80,6 +80,15 @@ def test_bindings_stub(tmp_path):
         "text: str = f'{comm:#x}' + hex(win) + b.__version__\n"
         "b.all_reduce(1, 2, 3, b.DataType.Float32, b.RedOp.Sum, comm, 0)\n"
         "ok: bool = bool(child) and comm == address\n"
+        "cfg = b.CollConfig()\n"
+        "cfg.min_ctas = 2\n"
+        "b.all_reduce_config(1, 2, 3, b.DataType.Float32, b.RedOp.Sum, comm, 0, cfg)\n"
+        "props: b.CommProperties = b.comm_query_properties(comm)\n"
+        "rank: int = props.rank + b.comm_user_rank(comm) + b.team_rank_to_world(comm, b.team_lsa(comm), 0)\n"
+        "b.get_unique_id(b.UniqueId().ptr)\n"
+        "keys: list[str] = b.param_get_all_keys()\n"
+        "old: b.RedOpDummy = b.RedOp_dummy.NumOps_dummy\n"
+        "try:\n    b.check_status(b.Result.Success)\nexcept b.NCCLError:\n    pass\n"
     )
     r = _mypy(tmp_path, good)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -91,8 +100,36 @@ def test_bindings_stub(tmp_path):
         "b.Comm('x')\n"                                  # handle: an int or a Comm
         "w: b.Window = b.comm_split(1, 0, 0, 0)\n"       # a Comm, not a Window
         "b.comm_init_all(2, None)[0].handle = 5\n"       # handle is read-only
+        "b.all_reduce(1, 2, 3, 7, 0, b.Window(1), 0)\n"  # a Window where a communicator goes
+        "b.all_reduce(b.Comm(1), 2, 3, 7, 0, 1, 0)\n"    # a Comm is not a buffer address
+        "b.comm_count(b.Comm(1), 0)\n"                   # one argument
+        "b.CollConfig().min_ctas = 'x'\n"               # an int field
+        "s: str = b.comm_cu_device(1)\n"                # an int
+        "b.no_such_function()\n"                        # nothing resolves as Any any more
     )
     r = _mypy(tmp_path, bad)
     assert r.returncode == 1
     lines = [line for line in r.stdout.splitlines() if "error:" in line]
-    assert {line.split(":")[1] for line in lines} == {"2", "3", "4", "5", "6"}, r.stdout
+    assert {line.split(":")[1] for line in lines} == {str(i) for i in range(2, 13)}, r.stdout
+
+
+def test_bindings_stub_declares_every_public_name():
+    """Every name of nccl.bindings.nccl.__all__ has its own declaration in nccl.pyi (no
+    __getattr__ fallback typing the rest as Any)."""
+    import ast
+
+    import nccl.bindings.nccl as b
+
+    tree = ast.parse((pathlib.Path(b.__file__).parent / "nccl.pyi").read_text())
+    declared = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            declared.add(node.name)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            declared.add(node.target.id)
+        elif isinstance(node, ast.Assign):
+            declared.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.ImportFrom):
+            declared.update(a.asname for a in node.names if a.asname == a.name)  # explicit re-exports
+    assert "__getattr__" not in declared
+    assert sorted(set(b.__all__) - declared) == []

@@ -5,7 +5,9 @@ nccl4py 0.6.0's fields).
 The C core reads ``NCCLConfig`` (through ``_lowpp``), ``NCCLCollConfig`` (its fields, in
 src/ext/coll_config.c) and ``WaitSignalDesc`` from here (src/ext/lazy.c), so the module path and
 those names are a contract. The C structs are rebuilt
-from the current field values every time, so mutating a config after construction takes effect.
+from the current field values every time, so mutating a config after construction takes effect
+(an NCCLCollConfig's struct is reused only while every field holds the same object as when it
+was built: src/ext/coll_config.c).
 """
 
 import threading
@@ -300,6 +302,13 @@ class NCCLCollConfig:
     user_profiler_tag: "int | None" = None
     launch_completion_event: "object | None" = None
     vendor_options: "tuple[VendorOption, ...]" = ()
+
+    def __getstate__(self):
+        # The C core keeps the struct it built from this config in __dict__ (src/ext/coll_config.c,
+        # checked against the current field values at each use); a copy or a pickle leaves it out.
+        state = dict(self.__dict__)
+        state.pop("_nx_coll_config", None)
+        return state
 
     def __post_init__(self):
         for name, kind, extra in _COLL_FIELDS:
