@@ -200,12 +200,6 @@ static inline int pair_intake(const coll_in *in, PyObject *sendo, PyObject *recv
     return 0;
 }
 
-/* A method's result from the library's status: None, or NULL with the library's error raised. */
-static inline PyObject *call_result(nx_state *st, ncclResult_t rc, ncclComm_t comm)
-{
-    return NX_LIKELY(nx_check(st, rc, comm) == 0) ? Py_NewRef(Py_None) : NULL;
-}
-
 /* ---- reductions ---- */
 
 /* allreduce and reduce; rooto NULL/None means allreduce. */
@@ -250,7 +244,7 @@ static PyObject *reduce_impl(PyObject *self, PyTypeObject *cls, const char *fnam
             return NULL;
         NX_RUN(rc, nx_api.ncclAllReduce(s.ptr, r.ptr, s.count, s.dtype, op, comm, stream));
     }
-    return call_result(st, rc, comm);
+    return nx_none_or_error(st, rc, comm);
 }
 
 NX_MSIG(allreduce, 3, 3, "sendbuf", "recvbuf", "op", "stream", "config");
@@ -329,7 +323,7 @@ static PyObject *Communicator_reduce_scatter(NX_COMM_METHOD_ARGS)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclReduceScatter(s.ptr, r.ptr, count, s.dtype, op, comm, stream));
-    return call_result(st, rc, comm);
+    return nx_none_or_error(st, rc, comm);
 }
 
 /* ---- data movement ---- */
@@ -372,7 +366,7 @@ static PyObject *Communicator_broadcast(NX_COMM_METHOD_ARGS)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclBroadcast(s.ptr, r.ptr, r.count, r.dtype, root, comm, stream));
-    return call_result(st, rc, comm);
+    return nx_none_or_error(st, rc, comm);
 }
 
 /* allgather and gather; rooto NULL/None means allgather. */
@@ -416,7 +410,7 @@ static PyObject *gather_impl(PyObject *self, PyTypeObject *cls, const char *fnam
             return NULL;
         NX_RUN(rc, nx_api.ncclAllGather(s.ptr, r.ptr, count, s.dtype, comm, stream));
     }
-    return call_result(st, rc, comm);
+    return nx_none_or_error(st, rc, comm);
 }
 
 NX_MSIG(allgather, 2, 2, "sendbuf", "recvbuf", "stream", "config");
@@ -487,7 +481,7 @@ static PyObject *Communicator_scatter(NX_COMM_METHOD_ARGS)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclScatter(s.ptr, r.ptr, r.count, r.dtype, root, comm, stream));
-    return call_result(st, rc, comm);
+    return nx_none_or_error(st, rc, comm);
 }
 
 NX_MSIG(alltoall, 2, 2, "sendbuf", "recvbuf", "stream", "config");
@@ -532,7 +526,7 @@ static PyObject *Communicator_alltoall(NX_COMM_METHOD_ARGS)
         return nx_raise_function_not_found(st, "ncclAlltoAll", "ncclAllToAll");
     ncclResult_t rc;
     NX_RUN(rc, fn(s.ptr, r.ptr, count, s.dtype, comm, stream));
-    return call_result(st, rc, comm);
+    return nx_none_or_error(st, rc, comm);
 }
 
 /* ---- point-to-point and one-sided ---- */
@@ -562,7 +556,7 @@ static PyObject *p2p(PyObject *self, PyTypeObject *cls, PyObject *const *args, P
             return NULL;
         NX_RUN(rc, nx_api.ncclSend(b.ptr, b.count, b.dtype, peer, comm, stream));
     }
-    return call_result(st, rc, comm);
+    return nx_none_or_error(st, rc, comm);
 }
 
 NX_MSIG(send, 2, 2, "sendbuf", "peer", "stream");
@@ -598,7 +592,7 @@ static PyObject *Communicator_signal(NX_COMM_METHOD_ARGS)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclSignal(peer, idx, ctx, flags, in.comm, stream));
-    return call_result(in.st, rc, in.comm);
+    return nx_none_or_error(in.st, rc, in.comm);
 }
 
 /* One descriptor: a bindings WaitSignalDesc struct, or anything with the core dataclass's fields
@@ -665,7 +659,7 @@ static PyObject *Communicator_wait_signal(NX_COMM_METHOD_ARGS)
         goto done;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclWaitSignal((int)n, descs, comm, stream));
-    result = call_result(st, rc, comm);
+    result = nx_none_or_error(st, rc, comm);
 done:
     PyMem_Free(descs);
     return result;
@@ -718,7 +712,7 @@ static PyObject *Communicator_put_signal(NX_COMM_METHOD_ARGS)
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclPutSignal(b.ptr, b.count, b.dtype, peer, (ncclWindow_t)win, bytes, idx, ctx, flags,
                                            comm, stream));
-    return call_result(st, rc, comm);
+    return nx_none_or_error(st, rc, comm);
 }
 
 /* ---- RCCL-only ---- */
@@ -761,7 +755,7 @@ static PyObject *Communicator_allreduce_with_bias(NX_COMM_METHOD_ARGS)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclAllReduceWithBias(s.ptr, r.ptr, s.count, s.dtype, op, comm, stream, bias.ptr));
-    return call_result(st, rc, comm);
+    return nx_none_or_error(st, rc, comm);
 }
 
 /* One per-peer sequence of alltoallv into out[nranks]: a list/tuple (or other sequence) of ints. */
@@ -855,7 +849,7 @@ static PyObject *Communicator_alltoallv(NX_COMM_METHOD_ARGS)
     }
     ncclResult_t rc;
     NX_RUN(rc, fn(s.ptr, sc, sd, r.ptr, rc_, rd, s.dtype, comm, stream));
-    result = call_result(st, rc, comm);
+    result = nx_none_or_error(st, rc, comm);
 done:
     PyMem_Free(arr);
     return result;
