@@ -325,10 +325,10 @@ static PyObject *group_simulate_end(PyObject *m, PyObject *const *args, Py_ssize
     int legacy;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_dual_args(&group_simulate_end_sig, &group_simulate_end_sig_02, args, nargs, kwnames, buf,
-                                      &legacy, &sig);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclGroupSimulateEnd) < 0)
+    nx_state *st;
+    PyObject *const *a = nx_dual_intake(m, &group_simulate_end_sig, &group_simulate_end_sig_02, args, nargs, kwnames,
+                                        &nx_api.ncclGroupSimulateEnd, buf, &legacy, &sig, &st);
+    if (a == NULL)
         return NULL;
     ncclResult_t rc;
     if (legacy) {

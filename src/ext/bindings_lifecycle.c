@@ -36,10 +36,10 @@ static PyObject *comm_init_rank_config(PyObject *m, PyObject *const *args, Py_ss
     int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_dual_args(&comm_init_rank_config_sig, &comm_init_rank_config_sig_short, args, nargs,
-                                      kwnames, buf, &short_form, &sig);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommInitRankConfig) < 0)
+    nx_state *st;
+    PyObject *const *a = nx_dual_intake(m, &comm_init_rank_config_sig, &comm_init_rank_config_sig_short, args, nargs,
+                                        kwnames, &nx_api.ncclCommInitRankConfig, buf, &short_form, &sig, &st);
+    if (a == NULL)
         return NULL;
     int o = short_form ? -1 : 0; /* the short form has no slot argument */
     void *slot = NULL, *config;
@@ -68,10 +68,10 @@ static PyObject *comm_init_rank(PyObject *m, PyObject *const *args, Py_ssize_t n
     int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a =
-        nx_dual_args(&comm_init_rank_sig, &comm_init_rank_sig_short, args, nargs, kwnames, buf, &short_form, &sig);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommInitRank) < 0)
+    nx_state *st;
+    PyObject *const *a = nx_dual_intake(m, &comm_init_rank_sig, &comm_init_rank_sig_short, args, nargs, kwnames,
+                                        &nx_api.ncclCommInitRank, buf, &short_form, &sig, &st);
+    if (a == NULL)
         return NULL;
     int o = short_form ? -1 : 0;
     void *slot = NULL;
@@ -163,10 +163,10 @@ static PyObject *comm_init_rank_scalable(PyObject *m, PyObject *const *args, Py_
     int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_dual_args(&comm_init_rank_scalable_sig, &comm_init_rank_scalable_sig_short, args, nargs,
-                                      kwnames, buf, &short_form, &sig);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommInitRankScalable) < 0)
+    nx_state *st;
+    PyObject *const *a = nx_dual_intake(m, &comm_init_rank_scalable_sig, &comm_init_rank_scalable_sig_short, args,
+                                        nargs, kwnames, &nx_api.ncclCommInitRankScalable, buf, &short_form, &sig, &st);
+    if (a == NULL)
         return NULL;
     int o = short_form ? -1 : 0;
     void *slot = NULL, *config;
@@ -204,10 +204,10 @@ static PyObject *comm_split(PyObject *m, PyObject *const *args, Py_ssize_t nargs
     int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a =
-        nx_dual_args(&comm_split_sig, &comm_split_sig_short, args, nargs, kwnames, buf, &short_form, &sig);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommSplit) < 0)
+    nx_state *st;
+    PyObject *const *a = nx_dual_intake(m, &comm_split_sig, &comm_split_sig_short, args, nargs, kwnames,
+                                        &nx_api.ncclCommSplit, buf, &short_form, &sig, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     void *slot = NULL, *config;
@@ -238,10 +238,10 @@ static PyObject *comm_shrink(PyObject *m, PyObject *const *args, Py_ssize_t narg
     int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a =
-        nx_dual_args(&comm_shrink_sig, &comm_shrink_sig_short, args, nargs, kwnames, buf, &short_form, &sig);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommShrink) < 0)
+    nx_state *st;
+    PyObject *const *a = nx_dual_intake(m, &comm_shrink_sig, &comm_shrink_sig_short, args, nargs, kwnames,
+                                        &nx_api.ncclCommShrink, buf, &short_form, &sig, &st);
+    if (a == NULL)
         return NULL;
     int o = short_form ? -1 : 0;
     ncclComm_t comm;
@@ -276,10 +276,10 @@ static PyObject *comm_grow(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
     int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a =
-        nx_dual_args(&comm_grow_sig, &comm_grow_sig_short, args, nargs, kwnames, buf, &short_form, &sig);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommGrow) < 0)
+    nx_state *st;
+    PyObject *const *a = nx_dual_intake(m, &comm_grow_sig, &comm_grow_sig_short, args, nargs, kwnames,
+                                        &nx_api.ncclCommGrow, buf, &short_form, &sig, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     void *uid, *slot = NULL, *config;
@@ -307,10 +307,10 @@ static PyObject *comm_get_unique_id(PyObject *m, PyObject *const *args, Py_ssize
     int legacy;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_dual_args(&comm_get_unique_id_sig, &comm_get_unique_id_sig_02, args, nargs, kwnames, buf,
-                                      &legacy, &sig);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommGetUniqueId) < 0)
+    nx_state *st;
+    PyObject *const *a = nx_dual_intake(m, &comm_get_unique_id_sig, &comm_get_unique_id_sig_02, args, nargs, kwnames,
+                                        &nx_api.ncclCommGetUniqueId, buf, &legacy, &sig, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     void *out = NULL;

@@ -67,10 +67,10 @@ static PyObject *get_unique_id(PyObject *m, PyObject *const *args, Py_ssize_t na
     int legacy;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_dual_args(&get_unique_id_sig, &get_unique_id_sig_02, args, nargs, kwnames, buf, &legacy,
-                                      &sig);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclGetUniqueId) < 0)
+    nx_state *st;
+    PyObject *const *a = nx_dual_intake(m, &get_unique_id_sig, &get_unique_id_sig_02, args, nargs, kwnames,
+                                        &nx_api.ncclGetUniqueId, buf, &legacy, &sig, &st);
+    if (a == NULL)
         return NULL;
     ncclResult_t rc;
     if (legacy) {

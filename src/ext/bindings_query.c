@@ -97,10 +97,10 @@ static PyObject *comm_query_properties(PyObject *m, PyObject *const *args, Py_ss
     int legacy;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_dual_args(&comm_query_properties_sig, &comm_query_properties_sig_02, args, nargs, kwnames,
-                                      buf, &legacy, &sig);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommQueryProperties) < 0)
+    nx_state *st;
+    PyObject *const *a = nx_dual_intake(m, &comm_query_properties_sig, &comm_query_properties_sig_02, args, nargs,
+                                        kwnames, &nx_api.ncclCommQueryProperties, buf, &legacy, &sig, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     void *out = NULL;

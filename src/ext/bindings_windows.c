@@ -63,10 +63,10 @@ static PyObject *comm_window_register(PyObject *m, PyObject *const *args, Py_ssi
     int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_dual_args(&comm_window_register_sig, &comm_window_register_sig_short, args, nargs,
-                                      kwnames, buf, &short_form, &sig);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommWindowRegister) < 0)
+    nx_state *st;
+    PyObject *const *a = nx_dual_intake(m, &comm_window_register_sig, &comm_window_register_sig_short, args, nargs,
+                                        kwnames, &nx_api.ncclCommWindowRegister, buf, &short_form, &sig, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     void *buff, *slot = NULL;
@@ -300,10 +300,10 @@ static PyObject *dev_comm_create(PyObject *m, PyObject *const *args, Py_ssize_t 
     int legacy;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a =
-        nx_dual_args(&dev_comm_create_sig, &dev_comm_create_sig_02, args, nargs, kwnames, buf, &legacy, &sig);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclDevCommCreate) < 0)
+    nx_state *st;
+    PyObject *const *a = nx_dual_intake(m, &dev_comm_create_sig, &dev_comm_create_sig_02, args, nargs, kwnames,
+                                        &nx_api.ncclDevCommCreate, buf, &legacy, &sig, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     void *reqs, *out = NULL;

@@ -541,7 +541,8 @@ static PyObject *p2p(PyObject *self, PyTypeObject *cls, PyObject *const *args, P
     int peer;
     nx_buffer b;
     cudaStream_t stream;
-    if (comm_intake(&in, self, cls, sig->fname, NULL) < 0 || buffer_arg(in.st, in.c, a[0], sig->names[0], is_recv, &b) < 0 ||
+    if (comm_intake(&in, self, cls, sig->fname, NULL) < 0 ||
+        buffer_arg(in.st, in.c, a[0], sig->names[0], is_recv, &b) < 0 ||
         rank_arg(in.st, in.c, a[1], sig->fname, "peer", &peer) < 0 || stream_arg(in.st, a[2], &stream) < 0)
         return NULL;
     nx_state *st = in.st;
