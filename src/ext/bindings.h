@@ -26,10 +26,10 @@
  *        static PyObject *foo(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
  *        {
  *            const nx_sig *sig = &foo_sig;
+ *            nx_state *st;
  *            PyObject *buf[NX_MAX_PARAMS];
- *            PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
- *            nx_state *st = nx_get_state(m);
- *            if (a == NULL || nx_require(st, &nx_api.ncclFoo) < 0)
+ *            PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclFoo, buf, &st);
+ *            if (a == NULL)
  *                return NULL;
  *            ncclComm_t comm;
  *            size_t count;
@@ -37,14 +37,13 @@
  *                return NULL;
  *            ncclResult_t rc;
  *            NX_RUN(rc, nx_api.ncclFoo(comm, count));
- *            if (nx_check(st, rc, comm) < 0)
- *                return NULL;
- *            Py_RETURN_NONE;
+ *            return nx_none_or_error(st, rc, comm);
  *        }
  *
- *      Order of checks: arity and keywords, the library load and the symbol (nx_require), each
- *      argument in parameter order, then the one library call with the GIL released (NX_RUN),
- *      then its status (nx_check). Every comm parameter goes through nx_arg_comm and every
+ *      Order of checks: arity and keywords, the library load and the symbol (nx_intake, in
+ *      bindings_intake.h), each argument in parameter order, then the one library call with the
+ *      GIL released (NX_RUN), then its status (nx_check, or nx_none_or_error where the result is
+ *      None). Every comm parameter goes through nx_arg_comm and every
  *      window through nx_arg_window, which refuse a null handle before any library call (only
  *      where NCCL gives NULL a meaning does a binding pass NX_NULL_ACCEPTED, with a comment).
  *   3. Add NX_FASTCALL_DEF(foo) to the file's method table, and "foo" to _FUNCTIONS in

@@ -16,9 +16,7 @@ static PyObject *all_reduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclAllReduce(c.send, c.recv, c.count, c.dt, c.op, c.comm, c.stream));
-    if (nx_check(st, rc, c.comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, c.comm);
 }
 
 static const nx_sig reduce_scatter_sig =
@@ -34,9 +32,7 @@ static PyObject *reduce_scatter(PyObject *m, PyObject *const *args, Py_ssize_t n
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclReduceScatter(c.send, c.recv, c.count, c.dt, c.op, c.comm, c.stream));
-    if (nx_check(st, rc, c.comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, c.comm);
 }
 
 static const nx_sig reduce_sig =
@@ -52,9 +48,7 @@ static PyObject *reduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs, Py
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclReduce(c.send, c.recv, c.count, c.dt, c.op, c.root, c.comm, c.stream));
-    if (nx_check(st, rc, c.comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, c.comm);
 }
 
 /* ---- rooted data movement: broadcast, gather, scatter share one C signature ---- */
@@ -71,9 +65,7 @@ static PyObject *rooted(PyObject *m, PyObject *const *args, Py_ssize_t nargs, Py
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, (*slot)(c.send, c.recv, c.count, c.dt, c.root, c.comm, c.stream));
-    if (nx_check(st, rc, c.comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, c.comm);
 }
 
 static const nx_sig broadcast_sig =
@@ -109,10 +101,10 @@ PyDoc_STRVAR(bcast__doc__, "bcast(buff, count, datatype, root, comm, stream)\n--
 static PyObject *bcast(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &bcast_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclBcast) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclBcast, buf, &st);
+    if (a == NULL)
         return NULL;
     void *buff;
     size_t count;
@@ -125,9 +117,7 @@ static PyObject *bcast(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyO
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclBcast(buff, count, dt, root, comm, stream));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 /* ---- all-to-all data movement ---- */
@@ -144,9 +134,7 @@ static PyObject *all_gather(PyObject *m, PyObject *const *args, Py_ssize_t nargs
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclAllGather(c.send, c.recv, c.count, c.dt, c.comm, c.stream));
-    if (nx_check(st, rc, c.comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, c.comm);
 }
 
 static const nx_sig allto_all_sig =
@@ -178,9 +166,7 @@ static PyObject *allto_all(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, fn(send, recv, count, dt, comm, stream));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 /* ---- point-to-point ---- */
@@ -189,10 +175,10 @@ static PyObject *allto_all(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
 static PyObject *p2p(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, const nx_sig *sig,
                      int is_send)
 {
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, is_send ? (const void *)&nx_api.ncclSend : (const void *)&nx_api.ncclRecv) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, is_send ? (const void *)&nx_api.ncclSend : (const void *)&nx_api.ncclRecv, buf, &st);
+    if (a == NULL)
         return NULL;
     void *buff;
     size_t count;
@@ -208,9 +194,7 @@ static PyObject *p2p(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObj
         NX_RUN(rc, nx_api.ncclSend(buff, count, dt, peer, comm, stream));
     else
         NX_RUN(rc, nx_api.ncclRecv(buff, count, dt, peer, comm, stream));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 static const nx_sig send_sig = NX_SIGNATURE("send", "sendbuff", "count", "datatype", "peer", "comm", "stream");
@@ -238,10 +222,10 @@ PyDoc_STRVAR(red_op_create_pre_mul_sum__doc__, "red_op_create_pre_mul_sum(scalar
 static PyObject *red_op_create_pre_mul_sum(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &red_op_create_pre_mul_sum_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclRedOpCreatePreMulSum) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclRedOpCreatePreMulSum, buf, &st);
+    if (a == NULL)
         return NULL;
     void *scalar;
     ncclDataType_t dt;
@@ -264,10 +248,10 @@ PyDoc_STRVAR(red_op_destroy__doc__, "red_op_destroy(op, comm)\n--\n\nncclRedOpDe
 static PyObject *red_op_destroy(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &red_op_destroy_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclRedOpDestroy) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclRedOpDestroy, buf, &st);
+    if (a == NULL)
         return NULL;
     ncclRedOp_t op;
     ncclComm_t comm;
@@ -275,9 +259,7 @@ static PyObject *red_op_destroy(PyObject *m, PyObject *const *args, Py_ssize_t n
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclRedOpDestroy(op, comm));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 /* ---- groups ---- */
@@ -330,9 +312,7 @@ static PyObject *group_end(PyObject *m, PyObject *unused)
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclGroupEnd());
     group_depth_leave();
-    if (nx_check(st, rc, NULL) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, NULL);
 }
 
 static const nx_sig group_simulate_end_sig = {"group_simulate_end", (const char *const[]){NULL}, 0};
@@ -345,10 +325,10 @@ static PyObject *group_simulate_end(PyObject *m, PyObject *const *args, Py_ssize
     int legacy;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_dual_args(&group_simulate_end_sig, &group_simulate_end_sig_02, args, nargs, kwnames, buf,
-                                      &legacy, &sig);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclGroupSimulateEnd) < 0)
+    nx_state *st;
+    PyObject *const *a = nx_dual_intake(m, &group_simulate_end_sig, &group_simulate_end_sig_02, args, nargs, kwnames,
+                                        &nx_api.ncclGroupSimulateEnd, buf, &legacy, &sig, &st);
+    if (a == NULL)
         return NULL;
     ncclResult_t rc;
     if (legacy) {

@@ -18,9 +18,7 @@ static PyObject *all_reduce_config(PyObject *m, PyObject *const *args, Py_ssize_
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclAllReduceConfig(c.send, c.recv, c.count, c.dt, c.op, c.comm, c.stream, c.config));
-    if (nx_check(st, rc, c.comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, c.comm);
 }
 
 static const nx_sig reduce_config_sig =
@@ -38,9 +36,7 @@ static PyObject *reduce_config(PyObject *m, PyObject *const *args, Py_ssize_t na
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclReduceConfig(c.send, c.recv, c.count, c.dt, c.op, c.root, c.comm, c.stream, c.config));
-    if (nx_check(st, rc, c.comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, c.comm);
 }
 
 static const nx_sig reduce_scatter_config_sig =
@@ -58,9 +54,7 @@ static PyObject *reduce_scatter_config(PyObject *m, PyObject *const *args, Py_ss
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclReduceScatterConfig(c.send, c.recv, c.count, c.dt, c.op, c.comm, c.stream, c.config));
-    if (nx_check(st, rc, c.comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, c.comm);
 }
 
 static const nx_sig all_gather_config_sig =
@@ -77,9 +71,7 @@ static PyObject *all_gather_config(PyObject *m, PyObject *const *args, Py_ssize_
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclAllGatherConfig(c.send, c.recv, c.count, c.dt, c.comm, c.stream, c.config));
-    if (nx_check(st, rc, c.comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, c.comm);
 }
 
 static const nx_sig allto_all_config_sig =
@@ -96,9 +88,7 @@ static PyObject *allto_all_config(PyObject *m, PyObject *const *args, Py_ssize_t
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclAlltoAllConfig(c.send, c.recv, c.count, c.dt, c.comm, c.stream, c.config));
-    if (nx_check(st, rc, c.comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, c.comm);
 }
 
 /* ---- rooted data movement: broadcast, gather and scatter share one C signature ---- */
@@ -117,9 +107,7 @@ static PyObject *rooted_config(PyObject *m, PyObject *const *args, Py_ssize_t na
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, (*slot)(c.send, c.recv, c.count, c.dt, c.root, c.comm, c.stream, c.config));
-    if (nx_check(st, rc, c.comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, c.comm);
 }
 
 static const nx_sig broadcast_config_sig =

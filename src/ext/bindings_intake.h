@@ -27,6 +27,20 @@ static inline PyObject *const *nx_intake(PyObject *m, PyObject *const *args, Py_
     return a;
 }
 
+/* nx_intake for the entry points with two signatures (nx_dual_args, in bindings.h): *which is 1
+ * for the second one and *sig the one matched. */
+static inline PyObject *const *nx_dual_intake(PyObject *m, const nx_sig *first, const nx_sig *second,
+                                              PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                                              const void *slot, PyObject **buf, int *which, const nx_sig **sig,
+                                              nx_state **st)
+{
+    PyObject *const *a = nx_dual_args(first, second, args, nargs, kwnames, buf, which, sig);
+    *st = nx_get_state(m);
+    if (a == NULL || nx_require(*st, slot) < 0)
+        return NULL;
+    return a;
+}
+
 /* ---- collectives: (sendbuff, recvbuff, count, datatype, [op], [root], comm, stream, [config]) ---- */
 
 /* Which optional parameters a collective has, in this order after datatype (op, root) and after

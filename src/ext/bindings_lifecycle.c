@@ -6,7 +6,7 @@
  * or 7 while a nonblocking creation is in progress); the short form (0.2.0's argument counts,
  * which nccl4py 0.5+ went back to) has no slot argument and returns a Comm, whose own slot the
  * library fills (nx_creation_handle; inside a group, possibly only at the group's end). */
-#include "bindings.h"
+#include "bindings_intake.h"
 
 #include <string.h>
 
@@ -36,10 +36,10 @@ static PyObject *comm_init_rank_config(PyObject *m, PyObject *const *args, Py_ss
     int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_dual_args(&comm_init_rank_config_sig, &comm_init_rank_config_sig_short, args, nargs,
-                                      kwnames, buf, &short_form, &sig);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommInitRankConfig) < 0)
+    nx_state *st;
+    PyObject *const *a = nx_dual_intake(m, &comm_init_rank_config_sig, &comm_init_rank_config_sig_short, args, nargs,
+                                        kwnames, &nx_api.ncclCommInitRankConfig, buf, &short_form, &sig, &st);
+    if (a == NULL)
         return NULL;
     int o = short_form ? -1 : 0; /* the short form has no slot argument */
     void *slot = NULL, *config;
@@ -68,10 +68,10 @@ static PyObject *comm_init_rank(PyObject *m, PyObject *const *args, Py_ssize_t n
     int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a =
-        nx_dual_args(&comm_init_rank_sig, &comm_init_rank_sig_short, args, nargs, kwnames, buf, &short_form, &sig);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommInitRank) < 0)
+    nx_state *st;
+    PyObject *const *a = nx_dual_intake(m, &comm_init_rank_sig, &comm_init_rank_sig_short, args, nargs, kwnames,
+                                        &nx_api.ncclCommInitRank, buf, &short_form, &sig, &st);
+    if (a == NULL)
         return NULL;
     int o = short_form ? -1 : 0;
     void *slot = NULL;
@@ -97,10 +97,10 @@ PyDoc_STRVAR(comm_init_all__doc__, "comm_init_all(ndev, devlist)\n--\n\n"
 static PyObject *comm_init_all(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &comm_init_all_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommInitAll) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclCommInitAll, buf, &st);
+    if (a == NULL)
         return NULL;
     int ndev, *devlist = NULL, *devcopy = NULL;
     if (nx_arg_int(sig, a, 0, &ndev) < 0)
@@ -163,10 +163,10 @@ static PyObject *comm_init_rank_scalable(PyObject *m, PyObject *const *args, Py_
     int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_dual_args(&comm_init_rank_scalable_sig, &comm_init_rank_scalable_sig_short, args, nargs,
-                                      kwnames, buf, &short_form, &sig);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommInitRankScalable) < 0)
+    nx_state *st;
+    PyObject *const *a = nx_dual_intake(m, &comm_init_rank_scalable_sig, &comm_init_rank_scalable_sig_short, args,
+                                        nargs, kwnames, &nx_api.ncclCommInitRankScalable, buf, &short_form, &sig, &st);
+    if (a == NULL)
         return NULL;
     int o = short_form ? -1 : 0;
     void *slot = NULL, *config;
@@ -204,10 +204,10 @@ static PyObject *comm_split(PyObject *m, PyObject *const *args, Py_ssize_t nargs
     int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a =
-        nx_dual_args(&comm_split_sig, &comm_split_sig_short, args, nargs, kwnames, buf, &short_form, &sig);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommSplit) < 0)
+    nx_state *st;
+    PyObject *const *a = nx_dual_intake(m, &comm_split_sig, &comm_split_sig_short, args, nargs, kwnames,
+                                        &nx_api.ncclCommSplit, buf, &short_form, &sig, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     void *slot = NULL, *config;
@@ -238,10 +238,10 @@ static PyObject *comm_shrink(PyObject *m, PyObject *const *args, Py_ssize_t narg
     int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a =
-        nx_dual_args(&comm_shrink_sig, &comm_shrink_sig_short, args, nargs, kwnames, buf, &short_form, &sig);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommShrink) < 0)
+    nx_state *st;
+    PyObject *const *a = nx_dual_intake(m, &comm_shrink_sig, &comm_shrink_sig_short, args, nargs, kwnames,
+                                        &nx_api.ncclCommShrink, buf, &short_form, &sig, &st);
+    if (a == NULL)
         return NULL;
     int o = short_form ? -1 : 0;
     ncclComm_t comm;
@@ -276,10 +276,10 @@ static PyObject *comm_grow(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
     int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a =
-        nx_dual_args(&comm_grow_sig, &comm_grow_sig_short, args, nargs, kwnames, buf, &short_form, &sig);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommGrow) < 0)
+    nx_state *st;
+    PyObject *const *a = nx_dual_intake(m, &comm_grow_sig, &comm_grow_sig_short, args, nargs, kwnames,
+                                        &nx_api.ncclCommGrow, buf, &short_form, &sig, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     void *uid, *slot = NULL, *config;
@@ -307,10 +307,10 @@ static PyObject *comm_get_unique_id(PyObject *m, PyObject *const *args, Py_ssize
     int legacy;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_dual_args(&comm_get_unique_id_sig, &comm_get_unique_id_sig_02, args, nargs, kwnames, buf,
-                                      &legacy, &sig);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommGetUniqueId) < 0)
+    nx_state *st;
+    PyObject *const *a = nx_dual_intake(m, &comm_get_unique_id_sig, &comm_get_unique_id_sig_02, args, nargs, kwnames,
+                                        &nx_api.ncclCommGetUniqueId, buf, &legacy, &sig, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     void *out = NULL;
@@ -339,19 +339,17 @@ static PyObject *comm_get_unique_id(PyObject *m, PyObject *const *args, Py_ssize
 static PyObject *teardown_call(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
                                const nx_sig *sig, ncclResult_t (*const *slot)(ncclComm_t))
 {
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, slot) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, slot, buf, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     if (nx_arg_comm(sig, a, 0, &comm) < 0)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, (*slot)(comm));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 static const nx_sig comm_finalize_sig = NX_SIGNATURE("comm_finalize", "comm");
@@ -381,26 +379,30 @@ static PyObject *comm_abort(PyObject *m, PyObject *const *args, Py_ssize_t nargs
 
 /* ---- revoke, suspend, resume ---- */
 
-static const nx_sig comm_revoke_sig = NX_SIGNATURE("comm_revoke", "comm", "revoke_flags");
-PyDoc_STRVAR(comm_revoke__doc__, "comm_revoke(comm, revoke_flags)\n--\n\n"
-"ncclCommRevoke: stop in-flight work, keep resources.");
-static PyObject *comm_revoke(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+/* revoke and suspend: the communicator and an int of flags. `slot` is the entry point's table slot. */
+static PyObject *comm_flags_call(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                                 const nx_sig *sig, ncclResult_t (*const *slot)(ncclComm_t, int))
 {
-    const nx_sig *sig = &comm_revoke_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommRevoke) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, slot, buf, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     int flags;
     if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_int(sig, a, 1, &flags) < 0)
         return NULL;
     ncclResult_t rc;
-    NX_RUN(rc, nx_api.ncclCommRevoke(comm, flags));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    NX_RUN(rc, (*slot)(comm, flags));
+    return nx_none_or_error(st, rc, comm);
+}
+
+static const nx_sig comm_revoke_sig = NX_SIGNATURE("comm_revoke", "comm", "revoke_flags");
+PyDoc_STRVAR(comm_revoke__doc__, "comm_revoke(comm, revoke_flags)\n--\n\n"
+"ncclCommRevoke: stop in-flight work, keep resources.");
+static PyObject *comm_revoke(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return comm_flags_call(m, args, nargs, kwnames, &comm_revoke_sig, &nx_api.ncclCommRevoke);
 }
 
 static const nx_sig comm_suspend_sig = NX_SIGNATURE("comm_suspend", "comm", "flags");
@@ -408,21 +410,7 @@ PyDoc_STRVAR(comm_suspend__doc__, "comm_suspend(comm, flags)\n--\n\n"
 "ncclCommSuspend: release resources (NCCL_SUSPEND_MEM).");
 static PyObject *comm_suspend(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    const nx_sig *sig = &comm_suspend_sig;
-    PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommSuspend) < 0)
-        return NULL;
-    ncclComm_t comm;
-    int flags;
-    if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_int(sig, a, 1, &flags) < 0)
-        return NULL;
-    ncclResult_t rc;
-    NX_RUN(rc, nx_api.ncclCommSuspend(comm, flags));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return comm_flags_call(m, args, nargs, kwnames, &comm_suspend_sig, &nx_api.ncclCommSuspend);
 }
 
 static const nx_sig comm_resume_sig = NX_SIGNATURE("comm_resume", "comm");
@@ -430,19 +418,17 @@ PyDoc_STRVAR(comm_resume__doc__, "comm_resume(comm)\n--\n\nncclCommResume: resum
 static PyObject *comm_resume(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &comm_resume_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommResume) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclCommResume, buf, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     if (nx_arg_comm(sig, a, 0, &comm) < 0)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommResume(comm));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 PyMethodDef nx_bindings_lifecycle_methods[] = {

@@ -1,6 +1,6 @@
 /* nccl.bindings.nccl: memory, version, unique ids and error strings (bindings.h says how a binding
  * is written). */
-#include "bindings.h"
+#include "bindings_intake.h"
 
 #include "structs.h"
 
@@ -9,10 +9,10 @@ PyDoc_STRVAR(mem_alloc__doc__, "mem_alloc(size)\n--\n\nncclMemAlloc: allocate si
 static PyObject *mem_alloc(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &mem_alloc_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclMemAlloc) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclMemAlloc, buf, &st);
+    if (a == NULL)
         return NULL;
     size_t size;
     if (nx_arg_size(sig, a, 0, &size) < 0)
@@ -30,19 +30,17 @@ PyDoc_STRVAR(mem_free__doc__, "mem_free(ptr)\n--\n\nncclMemFree: free memory fro
 static PyObject *mem_free(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &mem_free_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclMemFree) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclMemFree, buf, &st);
+    if (a == NULL)
         return NULL;
     void *ptr;
     if (nx_arg_addr(sig, a, 0, &ptr) < 0)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclMemFree(ptr));
-    if (nx_check(st, rc, NULL) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, NULL);
 }
 
 PyDoc_STRVAR(get_version__doc__, "get_version()\n--\n\nncclGetVersion: the library's version code.");
@@ -69,10 +67,10 @@ static PyObject *get_unique_id(PyObject *m, PyObject *const *args, Py_ssize_t na
     int legacy;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_dual_args(&get_unique_id_sig, &get_unique_id_sig_02, args, nargs, kwnames, buf, &legacy,
-                                      &sig);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclGetUniqueId) < 0)
+    nx_state *st;
+    PyObject *const *a = nx_dual_intake(m, &get_unique_id_sig, &get_unique_id_sig_02, args, nargs, kwnames,
+                                        &nx_api.ncclGetUniqueId, buf, &legacy, &sig, &st);
+    if (a == NULL)
         return NULL;
     ncclResult_t rc;
     if (legacy) {
@@ -97,10 +95,10 @@ PyDoc_STRVAR(get_error_string__doc__, "get_error_string(result)\n--\n\nncclGetEr
 static PyObject *get_error_string(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &get_error_string_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclGetErrorString) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclGetErrorString, buf, &st);
+    if (a == NULL)
         return NULL;
     int result;
     if (nx_arg_int(sig, a, 0, &result) < 0)
@@ -117,10 +115,10 @@ PyDoc_STRVAR(get_last_error__doc__, "get_last_error(comm)\n--\n\n"
 static PyObject *get_last_error(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &get_last_error_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclGetLastError) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclGetLastError, buf, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     /* NULL asks for the last error of a call made without a communicator (NCCL's API). */

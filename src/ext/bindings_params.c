@@ -104,9 +104,7 @@ static PyObject *set_encryption(PyObject *m, PyObject *const *args, Py_ssize_t n
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclSetEncryption(config));
-    if (nx_check(st, rc, NULL) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, NULL);
 }
 
 PyMethodDef nx_bindings_param_methods[] = {

@@ -1,5 +1,5 @@
 /* nccl.bindings.nccl: communicator queries (bindings.h says how a binding is written). */
-#include "bindings.h"
+#include "bindings_intake.h"
 
 #include "structs.h"
 
@@ -9,10 +9,10 @@ PyDoc_STRVAR(comm_get_async_error__doc__, "comm_get_async_error(comm)\n--\n\n"
 static PyObject *comm_get_async_error(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &comm_get_async_error_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommGetAsyncError) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclCommGetAsyncError, buf, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     if (nx_arg_comm(sig, a, 0, &comm) < 0)
@@ -28,10 +28,10 @@ static PyObject *comm_get_async_error(PyObject *m, PyObject *const *args, Py_ssi
 static PyObject *int_query(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, const nx_sig *sig,
                            ncclResult_t (*const *slot)(const ncclComm_t, int *))
 {
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, slot) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, slot, buf, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     if (nx_arg_comm(sig, a, 0, &comm) < 0)
@@ -70,10 +70,10 @@ PyDoc_STRVAR(comm_mem_stats__doc__, "comm_mem_stats(comm, stat)\n--\n\nncclCommM
 static PyObject *comm_mem_stats(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &comm_mem_stats_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommMemStats) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclCommMemStats, buf, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     int stat;
@@ -97,10 +97,10 @@ static PyObject *comm_query_properties(PyObject *m, PyObject *const *args, Py_ss
     int legacy;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_dual_args(&comm_query_properties_sig, &comm_query_properties_sig_02, args, nargs, kwnames,
-                                      buf, &legacy, &sig);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommQueryProperties) < 0)
+    nx_state *st;
+    PyObject *const *a = nx_dual_intake(m, &comm_query_properties_sig, &comm_query_properties_sig_02, args, nargs,
+                                        kwnames, &nx_api.ncclCommQueryProperties, buf, &legacy, &sig, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     void *out = NULL;

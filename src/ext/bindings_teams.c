@@ -169,9 +169,7 @@ static PyObject *lsa_barrier_create_requirement(PyObject *m, PyObject *const *ar
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclLsaBarrierCreateRequirement(team, n, handle, req));
-    if (nx_check(st, rc, NULL) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, NULL);
 }
 
 static const nx_sig gin_barrier_create_requirement_sig =
@@ -200,9 +198,7 @@ static PyObject *gin_barrier_create_requirement(PyObject *m, PyObject *const *ar
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclGinBarrierCreateRequirement(comm, team, n, handle, req));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 static const nx_sig ll_a2a_create_requirement_sig =
@@ -226,9 +222,7 @@ static PyObject *ll_a2a_create_requirement(PyObject *m, PyObject *const *args, P
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclLLA2ACreateRequirement(blocks, slots, handle, req));
-    if (nx_check(st, rc, NULL) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, NULL);
 }
 
 static const nx_sig ll_a2a_calc_slots_sig = NX_SIGNATURE("ll_a2a_calc_slots", "max_elts", "max_elt_size");

@@ -1,6 +1,6 @@
 /* nccl.bindings.nccl: buffer and window registration, one-sided signals, window device pointers
  * and device communicators (bindings.h says how a binding is written). */
-#include "bindings.h"
+#include "bindings_intake.h"
 
 #include "structs.h"
 
@@ -11,10 +11,10 @@ PyDoc_STRVAR(comm_register__doc__, "comm_register(comm, buff, size)\n--\n\nncclC
 static PyObject *comm_register(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &comm_register_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommRegister) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclCommRegister, buf, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     void *buff;
@@ -34,10 +34,10 @@ PyDoc_STRVAR(comm_deregister__doc__, "comm_deregister(comm, handle)\n--\n\nncclC
 static PyObject *comm_deregister(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &comm_deregister_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommDeregister) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclCommDeregister, buf, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     void *handle;
@@ -45,9 +45,7 @@ static PyObject *comm_deregister(PyObject *m, PyObject *const *args, Py_ssize_t 
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommDeregister(comm, handle));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 /* ---- windows ---- */
@@ -65,10 +63,10 @@ static PyObject *comm_window_register(PyObject *m, PyObject *const *args, Py_ssi
     int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_dual_args(&comm_window_register_sig, &comm_window_register_sig_short, args, nargs,
-                                      kwnames, buf, &short_form, &sig);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommWindowRegister) < 0)
+    nx_state *st;
+    PyObject *const *a = nx_dual_intake(m, &comm_window_register_sig, &comm_window_register_sig_short, args, nargs,
+                                        kwnames, &nx_api.ncclCommWindowRegister, buf, &short_form, &sig, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     void *buff, *slot = NULL;
@@ -90,10 +88,10 @@ PyDoc_STRVAR(comm_window_deregister__doc__, "comm_window_deregister(comm, win)\n
 static PyObject *comm_window_deregister(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &comm_window_deregister_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclCommWindowDeregister) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclCommWindowDeregister, buf, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     ncclWindow_t win;
@@ -101,9 +99,7 @@ static PyObject *comm_window_deregister(PyObject *m, PyObject *const *args, Py_s
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommWindowDeregister(comm, win));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 static const nx_sig win_get_user_ptr_sig = NX_SIGNATURE("win_get_user_ptr", "comm", "win");
@@ -111,10 +107,10 @@ PyDoc_STRVAR(win_get_user_ptr__doc__, "win_get_user_ptr(comm, win)\n--\n\nncclWi
 static PyObject *win_get_user_ptr(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &win_get_user_ptr_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclWinGetUserPtr) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclWinGetUserPtr, buf, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     ncclWindow_t win;
@@ -137,10 +133,10 @@ PyDoc_STRVAR(put_signal__doc__, "put_signal(localbuff, count, datatype, peer, pe
 static PyObject *put_signal(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &put_signal_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclPutSignal) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclPutSignal, buf, &st);
+    if (a == NULL)
         return NULL;
     void *local;
     size_t count, offset;
@@ -157,9 +153,7 @@ static PyObject *put_signal(PyObject *m, PyObject *const *args, Py_ssize_t nargs
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclPutSignal(local, count, dt, peer, win, offset, sig_idx, ctx, flags, comm, stream));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 static const nx_sig signal_sig = NX_SIGNATURE("signal", "peer", "sig_idx", "ctx", "flags", "comm", "stream");
@@ -168,10 +162,10 @@ PyDoc_STRVAR(signal__doc__, "signal(peer, sig_idx, ctx, flags, comm, stream)\n--
 static PyObject *signal_(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &signal_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclSignal) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclSignal, buf, &st);
+    if (a == NULL)
         return NULL;
     int peer, sig_idx, ctx;
     unsigned int flags;
@@ -182,9 +176,7 @@ static PyObject *signal_(PyObject *m, PyObject *const *args, Py_ssize_t nargs, P
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclSignal(peer, sig_idx, ctx, flags, comm, stream));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 static const nx_sig wait_signal_sig = NX_SIGNATURE("wait_signal", "n_desc", "signal_descs", "comm", "stream");
@@ -193,10 +185,10 @@ PyDoc_STRVAR(wait_signal__doc__, "wait_signal(n_desc, signal_descs, comm, stream
 static PyObject *wait_signal(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &wait_signal_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclWaitSignal) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclWaitSignal, buf, &st);
+    if (a == NULL)
         return NULL;
     int n;
     ncclComm_t comm;
@@ -222,9 +214,7 @@ static PyObject *wait_signal(PyObject *m, PyObject *const *args, Py_ssize_t narg
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclWaitSignal(n, descs, comm, stream));
     PyMem_Free(copy);
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 /* ---- device pointers of a window ---- */
@@ -237,10 +227,10 @@ static PyObject *get_lsa_multimem_device_pointer(PyObject *m, PyObject *const *a
                                                  PyObject *kwnames)
 {
     const nx_sig *sig = &get_lsa_multimem_device_pointer_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclGetLsaMultimemDevicePointer) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclGetLsaMultimemDevicePointer, buf, &st);
+    if (a == NULL)
         return NULL;
     ncclWindow_t win;
     size_t offset;
@@ -310,10 +300,10 @@ static PyObject *dev_comm_create(PyObject *m, PyObject *const *args, Py_ssize_t 
     int legacy;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a =
-        nx_dual_args(&dev_comm_create_sig, &dev_comm_create_sig_02, args, nargs, kwnames, buf, &legacy, &sig);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclDevCommCreate) < 0)
+    nx_state *st;
+    PyObject *const *a = nx_dual_intake(m, &dev_comm_create_sig, &dev_comm_create_sig_02, args, nargs, kwnames,
+                                        &nx_api.ncclDevCommCreate, buf, &legacy, &sig, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     void *reqs, *out = NULL;
@@ -340,10 +330,10 @@ PyDoc_STRVAR(dev_comm_destroy__doc__, "dev_comm_destroy(comm, dev_comm)\n--\n\nn
 static PyObject *dev_comm_destroy(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &dev_comm_destroy_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclDevCommDestroy) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclDevCommDestroy, buf, &st);
+    if (a == NULL)
         return NULL;
     ncclComm_t comm;
     void *dev;
@@ -351,9 +341,7 @@ static PyObject *dev_comm_destroy(PyObject *m, PyObject *const *args, Py_ssize_t
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclDevCommDestroy(comm, (const ncclDevComm_t *)dev));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 PyMethodDef nx_bindings_window_methods[] = {

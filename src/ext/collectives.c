@@ -52,14 +52,10 @@ static NX_COLD PyObject *not_multiple(nx_state *st, size_t count, int nranks)
                       nranks);
 }
 
-/* reduce_scatter, alltoall and scatter (on root): recvbuf has sendbuf's dtype, and sendbuf splits
- * into nranks whole blocks of at least one element; *block is the block's element count. */
-static int per_rank_blocks(nx_state *st, const nx_buffer *s, const nx_buffer *r, int nranks, size_t *block)
+/* reduce_scatter, alltoall and scatter (on root): sendbuf splits into nranks whole blocks of at
+ * least one element; *block is the block's element count. */
+static int per_rank_blocks(nx_state *st, const nx_buffer *s, int nranks, size_t *block)
 {
-    if (r->dtype != s->dtype) {
-        dtype_mismatch(st, "sendbuf", s->dtype, "recvbuf", r->dtype);
-        return -1;
-    }
     *block = s->count / (size_t)nranks;
     if (*block < 1) {
         at_least(st, "sendbuf", (size_t)nranks, "nranks", s->count);
@@ -160,28 +156,67 @@ static int root_arg(nx_state *st, nx_Communicator *c, PyObject *o, const char *f
     return 0;
 }
 
+/* ---- the intake every method shares ---- */
+
+/* What a method has taken in before its own checks: the module state, the communicator, its open
+ * handle and the method's name (for messages). */
+typedef struct {
+    nx_state *st;
+    nx_Communicator *c;
+    ncclComm_t comm;
+    const char *fname;
+} coll_in;
+
+/* The first check of every method: the communicator is open ("Cannot <op>: ..."), then config's
+ * type where the method takes one (configo NULL: it does not, or it was omitted). 0, or -1 with the
+ * exception set; the caller returns its error value. */
+static inline int comm_intake(coll_in *in, PyObject *self, PyTypeObject *cls, const char *fname, PyObject *configo)
+{
+    in->st = NX_COMM_STATE(cls);
+    in->c = (nx_Communicator *)self;
+    in->fname = fname;
+    in->comm = nx_comm_require(in->st, in->c, fname);
+    if (NX_UNLIKELY(in->comm == NULL))
+        return -1;
+    if (has_config(configo) && nx_coll_config_check(in->st, configo, fname) < 0)
+        return -1;
+    return 0;
+}
+
+/* sendbuf and recvbuf, in that order, each only where this rank uses it (send_here, recv_here: the
+ * "only on root" buffers are skipped elsewhere); recvbuf reuses sendbuf's resolution in place.
+ * Where both are used their dtypes must match. 0, or -1 with the exception set. */
+static inline int pair_intake(const coll_in *in, PyObject *sendo, PyObject *recvo, int send_here, int recv_here,
+                              nx_buffer *s, nx_buffer *r)
+{
+    if (send_here && NX_UNLIKELY(buffer_arg(in->st, in->c, sendo, "sendbuf", 0, s) < 0))
+        return -1;
+    if (recv_here && NX_UNLIKELY(recv_arg(in->st, in->c, recvo, sendo, send_here ? s : NULL, r) < 0))
+        return -1;
+    if (send_here && recv_here && NX_UNLIKELY(r->dtype != s->dtype)) {
+        dtype_mismatch(in->st, "sendbuf", s->dtype, "recvbuf", r->dtype);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- reductions ---- */
 
 /* allreduce and reduce; rooto NULL/None means allreduce. */
-static PyObject *reduce_impl(nx_state *st, nx_Communicator *c, const char *fname, PyObject *sendo, PyObject *recvo,
+static PyObject *reduce_impl(PyObject *self, PyTypeObject *cls, const char *fname, PyObject *sendo, PyObject *recvo,
                              PyObject *opo, PyObject *rooto, PyObject *streamo, PyObject *configo)
 {
-    ncclComm_t comm = nx_comm_require(st, c, fname);
-    if (NX_UNLIKELY(comm == NULL))
+    coll_in in;
+    if (NX_UNLIKELY(comm_intake(&in, self, cls, fname, configo) < 0))
         return NULL;
-    if (has_config(configo) && nx_coll_config_check(st, configo, fname) < 0)
-        return NULL;
+    nx_state *st = in.st;
     int root = -1, is_root = 1, rooted = rooto != NULL && rooto != Py_None;
-    if (rooted && root_arg(st, c, rooto, fname, &root, &is_root) < 0)
+    if (rooted && root_arg(st, in.c, rooto, fname, &root, &is_root) < 0)
         return NULL;
     nx_buffer s, r = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0};
-    if (NX_UNLIKELY(buffer_arg(st, c, sendo, "sendbuf", 0, &s) < 0))
+    if (NX_UNLIKELY(pair_intake(&in, sendo, recvo, 1, is_root, &s, &r) < 0))
         return NULL;
     if (is_root) {
-        if (NX_UNLIKELY(recv_arg(st, c, recvo, sendo, &s, &r) < 0))
-            return NULL;
-        if (NX_UNLIKELY(r.dtype != s.dtype))
-            return dtype_mismatch(st, "sendbuf", s.dtype, "recvbuf", r.dtype);
         if (NX_UNLIKELY(r.count < s.count))
             return at_least(st, "recvbuf", s.count, NULL, r.count);
         size_t bytes = s.count * nx_dtype_size(s.dtype);
@@ -190,30 +225,26 @@ static PyObject *reduce_impl(nx_state *st, nx_Communicator *c, const char *fname
     }
     ncclRedOp_t op;
     cudaStream_t stream;
-    if (NX_UNLIKELY(op_arg(st, c, opo, s.dtype, fname, &op) < 0) ||
+    if (NX_UNLIKELY(op_arg(st, in.c, opo, s.dtype, fname, &op) < 0) ||
         NX_UNLIKELY(stream_arg(st, streamo, &stream) < 0))
         return NULL;
+    ncclComm_t comm = in.comm;
     if (has_config(configo)) {
         nx_coll_call call = {rooted ? NX_COLL_REDUCE : NX_COLL_ALLREDUCE, s.ptr, r.ptr, s.count, s.dtype, op, root,
                              comm, stream, NULL};
         return nx_coll_with_config(st, &call, configo, fname);
     }
+    ncclResult_t rc;
     if (rooted) {
         if (nx_require(st, &nx_api.ncclReduce) < 0)
             return NULL;
-        ncclResult_t rc;
         NX_RUN(rc, nx_api.ncclReduce(s.ptr, r.ptr, s.count, s.dtype, op, root, comm, stream));
-        if (nx_check(st, rc, comm) < 0)
-            return NULL;
     } else {
         if (nx_require(st, &nx_api.ncclAllReduce) < 0)
             return NULL;
-        ncclResult_t rc;
         NX_RUN(rc, nx_api.ncclAllReduce(s.ptr, r.ptr, s.count, s.dtype, op, comm, stream));
-        if (nx_check(st, rc, comm) < 0)
-            return NULL;
     }
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 NX_MSIG(allreduce, 3, 3, "sendbuf", "recvbuf", "op", "stream", "config");
@@ -236,7 +267,7 @@ static PyObject *Communicator_allreduce(NX_COMM_METHOD_ARGS)
     } else if (nx_margs(&M_allreduce, args, nargs, kwnames, a) < 0) {
         return NULL;
     }
-    return reduce_impl(NX_COMM_STATE(cls), (nx_Communicator *)self, "allreduce", a[0], a[1], a[2], NULL, a[3], a[4]);
+    return reduce_impl(self, cls, "allreduce", a[0], a[1], a[2], NULL, a[3], a[4]);
 }
 
 NX_MSIG(reduce, 4, 3, "sendbuf", "recvbuf", "op", "root", "stream", "config");
@@ -250,7 +281,7 @@ static PyObject *Communicator_reduce(NX_COMM_METHOD_ARGS)
     PyObject *a[6];
     if (nx_margs(&M_reduce, args, nargs, kwnames, a) < 0)
         return NULL;
-    return reduce_impl(NX_COMM_STATE(cls), (nx_Communicator *)self, "reduce", a[0], a[1], a[2], a[3], a[4], a[5]);
+    return reduce_impl(self, cls, "reduce", a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 NX_MSIG(reduce_scatter, 3, 3, "sendbuf", "recvbuf", "op", "stream", "config");
@@ -263,17 +294,17 @@ static PyObject *Communicator_reduce_scatter(NX_COMM_METHOD_ARGS)
     PyObject *a[5];
     if (nx_margs(&M_reduce_scatter, args, nargs, kwnames, a) < 0)
         return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    nx_Communicator *c = (nx_Communicator *)self;
+    coll_in in;
     const char *fname = "reduce_scatter";
-    ncclComm_t comm = nx_comm_require(st, c, fname);
     int nranks, rank;
     nx_buffer s, r;
-    if (comm == NULL || nx_coll_config_check(st, a[4], fname) < 0 || nx_comm_nranks(st, c, fname, &nranks) < 0 || nx_comm_rank(st, c, fname, &rank) < 0 ||
-        buffer_arg(st, c, a[0], "sendbuf", 0, &s) < 0 || recv_arg(st, c, a[1], a[0], &s, &r) < 0)
+    if (comm_intake(&in, self, cls, fname, a[4]) < 0 || nx_comm_nranks(in.st, in.c, fname, &nranks) < 0 ||
+        nx_comm_rank(in.st, in.c, fname, &rank) < 0 || pair_intake(&in, a[0], a[1], 1, 1, &s, &r) < 0)
         return NULL;
+    nx_state *st = in.st;
+    ncclComm_t comm = in.comm;
     size_t count, sz = nx_dtype_size(s.dtype);
-    if (per_rank_blocks(st, &s, &r, nranks, &count) < 0)
+    if (per_rank_blocks(st, &s, nranks, &count) < 0)
         return NULL;
     if (r.count < count)
         return at_least(st, "recvbuf", count, "sendcount / nranks", r.count);
@@ -282,7 +313,7 @@ static PyObject *Communicator_reduce_scatter(NX_COMM_METHOD_ARGS)
         return overlap_error(st, fname);
     ncclRedOp_t op;
     cudaStream_t stream;
-    if (op_arg(st, c, a[2], s.dtype, fname, &op) < 0 || stream_arg(st, a[3], &stream) < 0)
+    if (op_arg(st, in.c, a[2], s.dtype, fname, &op) < 0 || stream_arg(st, a[3], &stream) < 0)
         return NULL;
     if (has_config(a[4])) {
         nx_coll_call call = {NX_COLL_REDUCE_SCATTER, s.ptr, r.ptr, count, s.dtype, op, -1, comm, stream, NULL};
@@ -292,9 +323,7 @@ static PyObject *Communicator_reduce_scatter(NX_COMM_METHOD_ARGS)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclReduceScatter(s.ptr, r.ptr, count, s.dtype, op, comm, stream));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 /* ---- data movement ---- */
@@ -310,21 +339,16 @@ static PyObject *Communicator_broadcast(NX_COMM_METHOD_ARGS)
     PyObject *a[5];
     if (nx_margs(&M_broadcast, args, nargs, kwnames, a) < 0)
         return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    nx_Communicator *c = (nx_Communicator *)self;
+    coll_in in;
     const char *fname = "broadcast";
-    ncclComm_t comm = nx_comm_require(st, c, fname);
     int root, is_root;
     nx_buffer s = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0}, r;
-    if (comm == NULL || nx_coll_config_check(st, a[4], fname) < 0 || root_arg(st, c, a[2], fname, &root, &is_root) < 0)
+    if (comm_intake(&in, self, cls, fname, a[4]) < 0 || root_arg(in.st, in.c, a[2], fname, &root, &is_root) < 0 ||
+        pair_intake(&in, a[0], a[1], is_root, 1, &s, &r) < 0)
         return NULL;
-    if (is_root && buffer_arg(st, c, a[0], "sendbuf", 0, &s) < 0)
-        return NULL;
-    if (recv_arg(st, c, a[1], a[0], is_root ? &s : NULL, &r) < 0)
-        return NULL;
+    nx_state *st = in.st;
+    ncclComm_t comm = in.comm;
     if (is_root) {
-        if (r.dtype != s.dtype)
-            return dtype_mismatch(st, "sendbuf", s.dtype, "recvbuf", r.dtype);
         if (r.count != s.count)
             return exactly(st, "recvbuf", s.count, NULL, r.count);
         size_t bytes = r.count * nx_dtype_size(r.dtype);
@@ -342,28 +366,25 @@ static PyObject *Communicator_broadcast(NX_COMM_METHOD_ARGS)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclBroadcast(s.ptr, r.ptr, r.count, r.dtype, root, comm, stream));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 /* allgather and gather; rooto NULL/None means allgather. */
-static PyObject *gather_impl(nx_state *st, nx_Communicator *c, const char *fname, PyObject *sendo, PyObject *recvo,
+static PyObject *gather_impl(PyObject *self, PyTypeObject *cls, const char *fname, PyObject *sendo, PyObject *recvo,
                              PyObject *rooto, PyObject *streamo, PyObject *configo)
 {
-    ncclComm_t comm = nx_comm_require(st, c, fname);
+    coll_in in;
     int nranks, rank, root = -1, is_root = 1, rooted = rooto != NULL && rooto != Py_None;
     nx_buffer s, r = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0};
-    if (comm == NULL || nx_coll_config_check(st, configo, fname) < 0 || nx_comm_nranks(st, c, fname, &nranks) < 0 || nx_comm_rank(st, c, fname, &rank) < 0 ||
-        (rooted && root_arg(st, c, rooto, fname, &root, &is_root) < 0) ||
-        buffer_arg(st, c, sendo, "sendbuf", 0, &s) < 0)
+    if (comm_intake(&in, self, cls, fname, configo) < 0 || nx_comm_nranks(in.st, in.c, fname, &nranks) < 0 ||
+        nx_comm_rank(in.st, in.c, fname, &rank) < 0 ||
+        (rooted && root_arg(in.st, in.c, rooto, fname, &root, &is_root) < 0) ||
+        pair_intake(&in, sendo, recvo, 1, is_root, &s, &r) < 0)
         return NULL;
+    nx_state *st = in.st;
+    ncclComm_t comm = in.comm;
     size_t count = s.count;
     if (is_root) {
-        if (recv_arg(st, c, recvo, sendo, &s, &r) < 0)
-            return NULL;
-        if (r.dtype != s.dtype)
-            return dtype_mismatch(st, "sendbuf", s.dtype, "recvbuf", r.dtype);
         size_t total = mul_sat((size_t)nranks, count), sz = nx_dtype_size(s.dtype);
         if (r.count < total)
             return at_least(st, "recvbuf", total, "nranks * sendcount", r.count);
@@ -379,22 +400,17 @@ static PyObject *gather_impl(nx_state *st, nx_Communicator *c, const char *fname
                              stream, NULL};
         return nx_coll_with_config(st, &call, configo, fname);
     }
+    ncclResult_t rc;
     if (rooted) {
         if (nx_require(st, &nx_api.ncclGather) < 0)
             return NULL;
-        ncclResult_t rc;
         NX_RUN(rc, nx_api.ncclGather(s.ptr, r.ptr, count, s.dtype, root, comm, stream));
-        if (nx_check(st, rc, comm) < 0)
-            return NULL;
     } else {
         if (nx_require(st, &nx_api.ncclAllGather) < 0)
             return NULL;
-        ncclResult_t rc;
         NX_RUN(rc, nx_api.ncclAllGather(s.ptr, r.ptr, count, s.dtype, comm, stream));
-        if (nx_check(st, rc, comm) < 0)
-            return NULL;
     }
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 NX_MSIG(allgather, 2, 2, "sendbuf", "recvbuf", "stream", "config");
@@ -407,7 +423,7 @@ static PyObject *Communicator_allgather(NX_COMM_METHOD_ARGS)
     PyObject *a[4];
     if (nx_margs(&M_allgather, args, nargs, kwnames, a) < 0)
         return NULL;
-    return gather_impl(NX_COMM_STATE(cls), (nx_Communicator *)self, "allgather", a[0], a[1], NULL, a[2], a[3]);
+    return gather_impl(self, cls, "allgather", a[0], a[1], NULL, a[2], a[3]);
 }
 
 NX_MSIG(gather, 3, 2, "sendbuf", "recvbuf", "root", "stream", "config");
@@ -421,7 +437,7 @@ static PyObject *Communicator_gather(NX_COMM_METHOD_ARGS)
     PyObject *a[5];
     if (nx_margs(&M_gather, args, nargs, kwnames, a) < 0)
         return NULL;
-    return gather_impl(NX_COMM_STATE(cls), (nx_Communicator *)self, "gather", a[0], a[1], a[2], a[3], a[4]);
+    return gather_impl(self, cls, "gather", a[0], a[1], a[2], a[3], a[4]);
 }
 
 NX_MSIG(scatter, 3, 3, "sendbuf", "recvbuf", "root", "stream", "config");
@@ -435,22 +451,18 @@ static PyObject *Communicator_scatter(NX_COMM_METHOD_ARGS)
     PyObject *a[5];
     if (nx_margs(&M_scatter, args, nargs, kwnames, a) < 0)
         return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    nx_Communicator *c = (nx_Communicator *)self;
+    coll_in in;
     const char *fname = "scatter";
-    ncclComm_t comm = nx_comm_require(st, c, fname);
     int nranks, root, is_root;
     nx_buffer s = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0}, r;
-    if (comm == NULL || nx_coll_config_check(st, a[4], fname) < 0 || nx_comm_nranks(st, c, fname, &nranks) < 0 ||
-        root_arg(st, c, a[2], fname, &root, &is_root) < 0)
+    if (comm_intake(&in, self, cls, fname, a[4]) < 0 || nx_comm_nranks(in.st, in.c, fname, &nranks) < 0 ||
+        root_arg(in.st, in.c, a[2], fname, &root, &is_root) < 0 || pair_intake(&in, a[0], a[1], is_root, 1, &s, &r) < 0)
         return NULL;
-    if (is_root && buffer_arg(st, c, a[0], "sendbuf", 0, &s) < 0)
-        return NULL;
-    if (recv_arg(st, c, a[1], a[0], is_root ? &s : NULL, &r) < 0)
-        return NULL;
+    nx_state *st = in.st;
+    ncclComm_t comm = in.comm;
     if (is_root) {
         size_t block, sz = nx_dtype_size(s.dtype);
-        if (per_rank_blocks(st, &s, &r, nranks, &block) < 0)
+        if (per_rank_blocks(st, &s, nranks, &block) < 0)
             return NULL;
         if (r.count != block)
             return exactly(st, "recvbuf", block, "sendcount / nranks", r.count);
@@ -469,9 +481,7 @@ static PyObject *Communicator_scatter(NX_COMM_METHOD_ARGS)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclScatter(s.ptr, r.ptr, r.count, r.dtype, root, comm, stream));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 NX_MSIG(alltoall, 2, 2, "sendbuf", "recvbuf", "stream", "config");
@@ -485,17 +495,17 @@ static PyObject *Communicator_alltoall(NX_COMM_METHOD_ARGS)
     PyObject *a[4];
     if (nx_margs(&M_alltoall, args, nargs, kwnames, a) < 0)
         return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    nx_Communicator *c = (nx_Communicator *)self;
+    coll_in in;
     const char *fname = "alltoall";
-    ncclComm_t comm = nx_comm_require(st, c, fname);
     int nranks;
     nx_buffer s, r;
-    if (comm == NULL || nx_coll_config_check(st, a[3], fname) < 0 || nx_comm_nranks(st, c, fname, &nranks) < 0 ||
-        buffer_arg(st, c, a[0], "sendbuf", 0, &s) < 0 || recv_arg(st, c, a[1], a[0], &s, &r) < 0)
+    if (comm_intake(&in, self, cls, fname, a[3]) < 0 || nx_comm_nranks(in.st, in.c, fname, &nranks) < 0 ||
+        pair_intake(&in, a[0], a[1], 1, 1, &s, &r) < 0)
         return NULL;
+    nx_state *st = in.st;
+    ncclComm_t comm = in.comm;
     size_t count, sz = nx_dtype_size(s.dtype);
-    if (per_rank_blocks(st, &s, &r, nranks, &count) < 0)
+    if (per_rank_blocks(st, &s, nranks, &count) < 0)
         return NULL;
     if (r.count < s.count)
         return at_least(st, "recvbuf", s.count, "nranks * count", r.count);
@@ -516,9 +526,7 @@ static PyObject *Communicator_alltoall(NX_COMM_METHOD_ARGS)
         return nx_raise_function_not_found(st, "ncclAlltoAll", "ncclAllToAll");
     ncclResult_t rc;
     NX_RUN(rc, fn(s.ptr, r.ptr, count, s.dtype, comm, stream));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 /* ---- point-to-point and one-sided ---- */
@@ -529,31 +537,27 @@ static PyObject *p2p(PyObject *self, PyTypeObject *cls, PyObject *const *args, P
     PyObject *a[3];
     if (nx_margs(sig, args, nargs, kwnames, a) < 0)
         return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    nx_Communicator *c = (nx_Communicator *)self;
-    ncclComm_t comm = nx_comm_require(st, c, sig->fname);
+    coll_in in;
     int peer;
     nx_buffer b;
     cudaStream_t stream;
-    if (comm == NULL || buffer_arg(st, c, a[0], sig->names[0], is_recv, &b) < 0 ||
-        rank_arg(st, c, a[1], sig->fname, "peer", &peer) < 0 || stream_arg(st, a[2], &stream) < 0)
+    if (comm_intake(&in, self, cls, sig->fname, NULL) < 0 ||
+        buffer_arg(in.st, in.c, a[0], sig->names[0], is_recv, &b) < 0 ||
+        rank_arg(in.st, in.c, a[1], sig->fname, "peer", &peer) < 0 || stream_arg(in.st, a[2], &stream) < 0)
         return NULL;
+    nx_state *st = in.st;
+    ncclComm_t comm = in.comm;
+    ncclResult_t rc;
     if (is_recv) {
         if (nx_require(st, &nx_api.ncclRecv) < 0)
             return NULL;
-        ncclResult_t rc;
         NX_RUN(rc, nx_api.ncclRecv(b.ptr, b.count, b.dtype, peer, comm, stream));
-        if (nx_check(st, rc, comm) < 0)
-            return NULL;
     } else {
         if (nx_require(st, &nx_api.ncclSend) < 0)
             return NULL;
-        ncclResult_t rc;
         NX_RUN(rc, nx_api.ncclSend(b.ptr, b.count, b.dtype, peer, comm, stream));
-        if (nx_check(st, rc, comm) < 0)
-            return NULL;
     }
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 NX_MSIG(send, 2, 2, "sendbuf", "peer", "stream");
@@ -576,23 +580,20 @@ static PyObject *Communicator_signal(NX_COMM_METHOD_ARGS)
     PyObject *a[5];
     if (nx_margs(&M_signal, args, nargs, kwnames, a) < 0)
         return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    ncclComm_t comm = nx_comm_require(st, (nx_Communicator *)self, "signal");
+    coll_in in;
     int peer, idx = 0, ctx = 0;
     unsigned int flags = 0;
     cudaStream_t stream;
-    if (comm == NULL || nx_int(a[0], "signal", "peer", &peer) < 0 ||
+    if (comm_intake(&in, self, cls, "signal", NULL) < 0 || nx_int(a[0], "signal", "peer", &peer) < 0 ||
         (a[1] && nx_int(a[1], "signal", "signal_index", &idx) < 0) ||
         (a[2] && nx_int(a[2], "signal", "context", &ctx) < 0) ||
-        (a[3] && nx_uint(a[3], "signal", "flags", &flags) < 0) || stream_arg(st, a[4], &stream) < 0)
+        (a[3] && nx_uint(a[3], "signal", "flags", &flags) < 0) || stream_arg(in.st, a[4], &stream) < 0)
         return NULL;
-    if (nx_require(st, &nx_api.ncclSignal) < 0)
+    if (nx_require(in.st, &nx_api.ncclSignal) < 0)
         return NULL;
     ncclResult_t rc;
-    NX_RUN(rc, nx_api.ncclSignal(peer, idx, ctx, flags, comm, stream));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    NX_RUN(rc, nx_api.ncclSignal(peer, idx, ctx, flags, in.comm, stream));
+    return nx_none_or_error(in.st, rc, in.comm);
 }
 
 /* One descriptor: a bindings WaitSignalDesc struct, or anything with the core dataclass's fields
@@ -632,13 +633,14 @@ static PyObject *Communicator_wait_signal(NX_COMM_METHOD_ARGS)
     PyObject *a[2];
     if (nx_margs(&M_wait_signal, args, nargs, kwnames, a) < 0)
         return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
+    coll_in in;
     PyObject *result = NULL;
     ncclWaitSignalDesc_t *descs = NULL;
-    ncclComm_t comm = nx_comm_require(st, (nx_Communicator *)self, "wait_signal");
     cudaStream_t stream;
-    if (comm == NULL)
+    if (comm_intake(&in, self, cls, "wait_signal", NULL) < 0)
         return NULL;
+    nx_state *st = in.st;
+    ncclComm_t comm = in.comm;
     int seq = PyList_Check(a[0]) || PyTuple_Check(a[0]);
     Py_ssize_t n = seq ? PySequence_Fast_GET_SIZE(a[0]) : 1;
     if (n > INT_MAX) {
@@ -658,9 +660,7 @@ static PyObject *Communicator_wait_signal(NX_COMM_METHOD_ARGS)
         goto done;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclWaitSignal((int)n, descs, comm, stream));
-    if (nx_check(st, rc, comm) < 0)
-        goto done;
-    result = Py_NewRef(Py_None);
+    result = nx_none_or_error(st, rc, comm);
 done:
     PyMem_Free(descs);
     return result;
@@ -679,17 +679,18 @@ static PyObject *Communicator_put_signal(NX_COMM_METHOD_ARGS)
     PyObject *a[8];
     if (nx_margs(&M_put_signal, args, nargs, kwnames, a) < 0)
         return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    nx_Communicator *c = (nx_Communicator *)self;
+    coll_in in;
     const char *fname = "put_signal";
-    ncclComm_t comm = nx_comm_require(st, c, fname);
     int peer, idx = 0, ctx = 0;
     unsigned int flags = 0;
     size_t offset = 0;
     nx_buffer b;
     cudaStream_t stream;
-    if (comm == NULL || buffer_arg(st, c, a[0], "local_buffer", 0, &b) < 0 || nx_int(a[1], fname, "peer", &peer) < 0)
+    if (comm_intake(&in, self, cls, fname, NULL) < 0 || buffer_arg(in.st, in.c, a[0], "local_buffer", 0, &b) < 0 ||
+        nx_int(a[1], fname, "peer", &peer) < 0)
         return NULL;
+    nx_state *st = in.st;
+    ncclComm_t comm = in.comm;
     if (!PyObject_TypeCheck(a[2], st->core_types[NX_TYPE_REGISTERED_WINDOW]))
         return nx_invalid(st, "peer_window must be a RegisteredWindowHandle, got %s", Py_TYPE(a[2])->tp_name);
     PyObject *h = PyObject_GetAttrString(a[2], "handle"); /* 0 once closed or while pending */
@@ -712,9 +713,7 @@ static PyObject *Communicator_put_signal(NX_COMM_METHOD_ARGS)
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclPutSignal(b.ptr, b.count, b.dtype, peer, (ncclWindow_t)win, bytes, idx, ctx, flags,
                                            comm, stream));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 /* ---- RCCL-only ---- */
@@ -730,16 +729,14 @@ static PyObject *Communicator_allreduce_with_bias(NX_COMM_METHOD_ARGS)
     PyObject *a[5];
     if (nx_margs(&M_allreduce_with_bias, args, nargs, kwnames, a) < 0)
         return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    nx_Communicator *c = (nx_Communicator *)self;
+    coll_in in;
     const char *fname = "allreduce_with_bias";
-    ncclComm_t comm = nx_comm_require(st, c, fname);
     nx_buffer s, r, bias;
-    if (comm == NULL || buffer_arg(st, c, a[0], "sendbuf", 0, &s) < 0 || recv_arg(st, c, a[1], a[0], &s, &r) < 0 ||
-        buffer_arg(st, c, a[2], "bias", 0, &bias) < 0)
+    if (comm_intake(&in, self, cls, fname, NULL) < 0 || pair_intake(&in, a[0], a[1], 1, 1, &s, &r) < 0 ||
+        buffer_arg(in.st, in.c, a[2], "bias", 0, &bias) < 0)
         return NULL;
-    if (r.dtype != s.dtype)
-        return dtype_mismatch(st, "sendbuf", s.dtype, "recvbuf", r.dtype);
+    nx_state *st = in.st;
+    ncclComm_t comm = in.comm;
     if (bias.dtype != s.dtype)
         return dtype_mismatch(st, "sendbuf", s.dtype, "bias", bias.dtype);
     if (r.count < s.count)
@@ -753,15 +750,13 @@ static PyObject *Communicator_allreduce_with_bias(NX_COMM_METHOD_ARGS)
         return nx_invalid(st, "bias and recvbuf overlap");
     ncclRedOp_t op;
     cudaStream_t stream;
-    if (op_arg(st, c, a[3], s.dtype, fname, &op) < 0 || stream_arg(st, a[4], &stream) < 0)
+    if (op_arg(st, in.c, a[3], s.dtype, fname, &op) < 0 || stream_arg(st, a[4], &stream) < 0)
         return NULL;
     if (nx_require(st, &nx_api.ncclAllReduceWithBias) < 0)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclAllReduceWithBias(s.ptr, r.ptr, s.count, s.dtype, op, comm, stream, bias.ptr));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 /* One per-peer sequence of alltoallv into out[nranks]: a list/tuple (or other sequence) of ints. */
@@ -813,19 +808,17 @@ static PyObject *Communicator_alltoallv(NX_COMM_METHOD_ARGS)
     PyObject *a[7];
     if (nx_margs(&M_alltoallv, args, nargs, kwnames, a) < 0)
         return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    nx_Communicator *c = (nx_Communicator *)self;
+    coll_in in;
     const char *fname = "alltoallv";
     PyObject *result = NULL;
     size_t *arr = NULL;
-    ncclComm_t comm = nx_comm_require(st, c, fname);
     int nranks;
     nx_buffer s, r;
-    if (comm == NULL || nx_comm_nranks(st, c, fname, &nranks) < 0 || buffer_arg(st, c, a[0], "sendbuf", 0, &s) < 0 ||
-        recv_arg(st, c, a[1], a[0], &s, &r) < 0)
+    if (comm_intake(&in, self, cls, fname, NULL) < 0 || nx_comm_nranks(in.st, in.c, fname, &nranks) < 0 ||
+        pair_intake(&in, a[0], a[1], 1, 1, &s, &r) < 0)
         return NULL;
-    if (r.dtype != s.dtype)
-        return dtype_mismatch(st, "sendbuf", s.dtype, "recvbuf", r.dtype);
+    nx_state *st = in.st;
+    ncclComm_t comm = in.comm;
     if ((arr = PyMem_Calloc(4 * (size_t)nranks, sizeof *arr)) == NULL)
         return PyErr_NoMemory();
     size_t *sc = arr, *sd = arr + nranks, *rc_ = arr + 2 * (size_t)nranks, *rd = arr + 3 * (size_t)nranks;
@@ -857,9 +850,7 @@ static PyObject *Communicator_alltoallv(NX_COMM_METHOD_ARGS)
     }
     ncclResult_t rc;
     NX_RUN(rc, fn(s.ptr, sc, sd, r.ptr, rc_, rd, s.dtype, comm, stream));
-    if (nx_check(st, rc, comm) < 0)
-        goto done;
-    result = Py_NewRef(Py_None);
+    result = nx_none_or_error(st, rc, comm);
 done:
     PyMem_Free(arr);
     return result;

@@ -326,9 +326,7 @@ static PyObject *teardown(nx_state *st, nx_Communicator *c, int abort)
     NX_RUN(rc, abort ? nx_api.ncclCommAbort(comm) : nx_api.ncclCommDestroy(comm));
     nx_comm_reset_caches(c);
     Py_XDECREF(take_object(c, &c->children));
-    if (nx_check(st, rc, NULL) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, NULL);
 }
 
 PyDoc_STRVAR(destroy__doc__, "destroy()\n--\n\n"
@@ -368,9 +366,7 @@ static PyObject *Communicator_finalize_method(NX_COMM_METHOD_ARGS)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommFinalize(comm));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 /* (comm, int flags) calls with a default flag value: revoke and suspend. */
@@ -389,9 +385,7 @@ static PyObject *flag_call(NX_COMM_METHOD_ARGS, const nx_msig *sig, int dflt,
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, (*fnslot)(comm, flags));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 NX_MSIG(revoke, 1, 0, "flags");
@@ -424,9 +418,7 @@ static PyObject *Communicator_resume(NX_COMM_METHOD_ARGS)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommResume(comm));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 /* ---- status ---- */

@@ -55,4 +55,11 @@ static inline int nx_check(nx_state *st, ncclResult_t rc, ncclComm_t comm)
     return 0;
 }
 
+/* The result of a binding or method whose library call returns nothing else: None, or NULL with
+ * NCCLError raised as nx_check raises it. The caller returns it: return nx_none_or_error(st, rc, comm); */
+static inline PyObject *nx_none_or_error(nx_state *st, ncclResult_t rc, ncclComm_t comm)
+{
+    return NX_LIKELY(nx_check(st, rc, comm) == 0) ? Py_NewRef(Py_None) : NULL;
+}
+
 #endif

@@ -2,7 +2,7 @@
  * come from the
  * same handle as every other symbol; there is no second loader (bindings.h says how a binding is
  * written). */
-#include "bindings.h"
+#include "bindings_intake.h"
 
 static const nx_sig all_reduce_with_bias_sig =
     NX_SIGNATURE("all_reduce_with_bias", "sendbuff", "recvbuff", "count", "datatype", "op", "comm", "stream", "acc");
@@ -13,10 +13,10 @@ PyDoc_STRVAR(all_reduce_with_bias__doc__,
 static PyObject *all_reduce_with_bias(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &all_reduce_with_bias_sig;
+    nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
-    nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_require(st, &nx_api.ncclAllReduceWithBias) < 0)
+    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclAllReduceWithBias, buf, &st);
+    if (a == NULL)
         return NULL;
     void *send, *recv, *acc;
     size_t count;
@@ -30,9 +30,7 @@ static PyObject *all_reduce_with_bias(PyObject *m, PyObject *const *args, Py_ssi
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclAllReduceWithBias(send, recv, count, dt, op, comm, (hipStream_t)stream, acc));
-    if (nx_check(st, rc, comm) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return nx_none_or_error(st, rc, comm);
 }
 
 static const nx_sig all_to_all_v_sig = NX_SIGNATURE("all_to_all_v", "sendbuff", "sendcounts", "sdispls", "recvbuff",

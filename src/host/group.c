@@ -139,6 +139,23 @@ static ncclResult_t need(const host_opd *op, const void *p, size_t bytes, const 
     return ncclSuccess;
 }
 
+/* The buffers of one collective on this rank: sendbuff covers sb bytes and recvbuff rb (0: this
+ * rank does not use that one, e.g. a non-root's recvbuff of reduce), checked in parameter order;
+ * where both are used they must not overlap unless the call is in its in-place form. */
+static ncclResult_t need_buffers(const host_opd *op, const char *send, size_t sb, const char *recv, size_t rb,
+                                 int in_place, int checks)
+{
+    ncclResult_t rc;
+    if (sb != 0 && HOST_FAILED(rc = need(op, send, sb, "sendbuff")))
+        return rc;
+    if (rb != 0 && HOST_FAILED(rc = need(op, recv, rb, "recvbuff")))
+        return rc;
+    if (checks && sb != 0 && rb != 0 && !in_place && overlaps(send, sb, recv, rb))
+        return host_fail(ncclInvalidArgument, "%s: sendbuff %p and recvbuff %p overlap without being the in-place form",
+                         op->name, (const void *)send, (const void *)recv);
+    return ncclSuccess;
+}
+
 static ncclResult_t validate_alltoallv(host_comm *c, host_opd *op)
 {
     ncclResult_t rc;
@@ -204,98 +221,33 @@ static ncclResult_t validate(host_comm *c, host_opd *op)
      * next one; a send/recv is a zero-length message that must be matched. */
     if (op->count == 0)
         return ncclSuccess;
+    int root = me == op->root;
     switch (op->kind) {
     case HOST_K_ALLREDUCE:
     case HOST_K_ALLREDUCE_BIAS:
-        if (HOST_FAILED(rc = need(op, send, cb, "sendbuff")))
+        if (HOST_FAILED(rc = need_buffers(op, send, cb, recv, cb, send == recv, checks)))
             return rc;
-        if (HOST_FAILED(rc = need(op, recv, cb, "recvbuff")))
-            return rc;
-        if (op->kind == HOST_K_ALLREDUCE_BIAS)
-            if (HOST_FAILED(rc = need(op, op->acc, cb, "acc")))
-                return rc;
-        if (checks && send != recv && overlaps(send, cb, recv, cb))
-            goto partial;
-        break;
-    case HOST_K_BROADCAST:
-        if (HOST_FAILED(rc = need(op, recv, cb, "recvbuff")))
-            return rc;
-        if (me == op->root) {
-            if (HOST_FAILED(rc = need(op, send, cb, "sendbuff")))
-                return rc;
-            if (checks && send != recv && overlaps(send, cb, recv, cb))
-                goto partial;
-        }
-        break;
-    case HOST_K_REDUCE:
-        if (HOST_FAILED(rc = need(op, send, cb, "sendbuff")))
-            return rc;
-        if (me == op->root) {
-            if (HOST_FAILED(rc = need(op, recv, cb, "recvbuff")))
-                return rc;
-            if (checks && send != recv && overlaps(send, cb, recv, cb))
-                goto partial;
-        }
-        break;
-    case HOST_K_ALLGATHER:
-        if (HOST_FAILED(rc = need(op, send, cb, "sendbuff")))
-            return rc;
-        if (HOST_FAILED(rc = need(op, recv, nb, "recvbuff")))
-            return rc;
-        if (checks && send != recv + (size_t)me * cb && overlaps(send, cb, recv, nb))
-            goto partial;
-        break;
+        return op->kind == HOST_K_ALLREDUCE_BIAS ? need(op, op->acc, cb, "acc") : ncclSuccess;
+    case HOST_K_BROADCAST: return need_buffers(op, send, root ? cb : 0, recv, cb, send == recv, checks);
+    case HOST_K_REDUCE: return need_buffers(op, send, cb, recv, root ? cb : 0, send == recv, checks);
+    case HOST_K_ALLGATHER: return need_buffers(op, send, cb, recv, nb, send == recv + (size_t)me * cb, checks);
     case HOST_K_REDUCESCATTER:
-        if (HOST_FAILED(rc = need(op, send, nb, "sendbuff")))
-            return rc;
-        if (HOST_FAILED(rc = need(op, recv, cb, "recvbuff")))
-            return rc;
-        if (checks && recv != send + (size_t)me * cb && overlaps(send, nb, recv, cb))
-            goto partial;
-        break;
+        return need_buffers(op, send, nb, recv, cb, recv == send + (size_t)me * cb, checks);
     case HOST_K_ALLTOALL:
-        if (HOST_FAILED(rc = need(op, send, nb, "sendbuff")))
-            return rc;
-        if (HOST_FAILED(rc = need(op, recv, nb, "recvbuff")))
+        if (HOST_FAILED(rc = need_buffers(op, send, nb, recv, nb, 1, checks)))
             return rc;
         if (checks && overlaps(send, nb, recv, nb))
             return host_fail(ncclInvalidArgument, "%s: sendbuff and recvbuff overlap; in-place all-to-all is not "
                              "supported", op->name);
-        break;
+        return ncclSuccess;
     case HOST_K_GATHER:
-        if (HOST_FAILED(rc = need(op, send, cb, "sendbuff")))
-            return rc;
-        if (me == op->root) {
-            if (HOST_FAILED(rc = need(op, recv, nb, "recvbuff")))
-                return rc;
-            if (checks && send != recv + (size_t)op->root * cb && overlaps(send, cb, recv, nb))
-                goto partial;
-        }
-        break;
+        return need_buffers(op, send, cb, recv, root ? nb : 0, send == recv + (size_t)op->root * cb, checks);
     case HOST_K_SCATTER:
-        if (HOST_FAILED(rc = need(op, recv, cb, "recvbuff")))
-            return rc;
-        if (me == op->root) {
-            if (HOST_FAILED(rc = need(op, send, nb, "sendbuff")))
-                return rc;
-            if (checks && recv != send + (size_t)op->root * cb && overlaps(send, nb, recv, cb))
-                goto partial;
-        }
-        break;
-    case HOST_K_SEND:
-        if (HOST_FAILED(rc = need(op, send, cb, "sendbuff")))
-            return rc;
-        break;
-    case HOST_K_RECV:
-        if (HOST_FAILED(rc = need(op, recv, cb, "recvbuff")))
-            return rc;
-        break;
-    default: break;
+        return need_buffers(op, send, root ? nb : 0, recv, cb, recv == send + (size_t)op->root * cb, checks);
+    case HOST_K_SEND: return need_buffers(op, send, cb, recv, 0, 1, checks);
+    case HOST_K_RECV: return need_buffers(op, send, 0, recv, cb, 1, checks);
+    default: return ncclSuccess;
     }
-    return ncclSuccess;
-partial:
-    return host_fail(ncclInvalidArgument, "%s: sendbuff %p and recvbuff %p overlap without being the in-place form",
-                     op->name, (const void *)send, (void *)recv);
 }
 
 /* ------------------------------------------------------------------------------------------ */
