@@ -33,7 +33,7 @@ def folder_of(path, folders):
 
 def test_every_src_folder_has_a_subsection():
     folders = source_map_sections()
-    tops = {f"src/{p.name}/" for p in SRC.iterdir() if p.is_dir() and any(f.suffix in SUFFIXES for f in p.rglob("*"))}
+    tops = {f"src/{d.name}/" for d in SRC.iterdir() if d.is_dir() and any(f.suffix in SUFFIXES for f in d.rglob("*"))}
     assert tops - folders.keys() == set()
 
 
@@ -63,3 +63,15 @@ def test_the_map_is_not_empty():
     # guards the parsing above: a renamed heading would otherwise make every check vacuous
     assert len(source_map_sections()) >= 6
     assert len(sources()) > 100
+
+
+def test_host_backend_components_name_every_file():
+    # the host backend's own page lists its files with their roles; it must not drift either
+    text = (ROOT / "docs" / "host-backend.md").read_text()
+    start = text.index("\n## Components\n")
+    section = text[start : text.index("\n## ", start + 1)]
+    named = set(FILE_NAME.findall(section))
+    files = {p.name for p in (SRC / "host").iterdir() if p.suffix in {".c", ".h"}}
+    assert files - named == set(), "add these files to docs/host-backend.md#components"
+    gone = {n for n in named if "/" not in n} - files
+    assert gone == set(), "docs/host-backend.md#components names files that are gone"
