@@ -43,7 +43,8 @@
  *   NCCL_MULTI_RANK_GPU_ENABLE    0           1 allows repeated devlist entries
  *   NCCL_DEBUG, NCCL_HOST_DEBUG, NCCL_DEBUG_SUBSYS, NCCL_DEBUG_FILE: see debug.c
  *
- * The ncclParam* entry points read these by name (HOST_PARAMS below): what a program sees is the
+ * The ncclParam* entry points read those listed in HOST_PARAMS below by name (not NCCL_HOST_SPIN_US,
+ * NCCL_HOST_DIRECT, NCCL_HOST_DIRECT_MIN nor the logging variables): what a program sees is the
  * value in force, defaults included.
  */
 #include <arpa/inet.h>
@@ -249,8 +250,9 @@ const char *host_info_text(void)
 /* The parameter API (ncclParam*, NCCL 2.30.4) over the tunables above                         */
 /* ------------------------------------------------------------------------------------------ */
 
-/* Every tunable host_params_t holds, by its variable name: an integer, or text for the ones that
- * are not numbers (flavour, fp8 encoding, address, fractional seconds). */
+/* The tunables the ncclParam* entry points serve, by variable name: an integer, or text for the ones
+ * that are not numbers (flavour, fp8 encoding, address, fractional seconds). The spin and
+ * single-copy settings are not listed. */
 #define HOST_PARAMS(X)                                                                             \
     X(NCCL_HOST_FLAVOR, TEXT)                                                                      \
     X(NCCL_HOST_VERSION_CODE, INT)                                                                 \
