@@ -14,7 +14,7 @@
 #define NX_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* Caches filled on first use and then read without a lock: nccl._ext runs without the GIL on a
- * free-threaded build (docs/architecture.md, "Threads"), so a slot goes from NULL to its object
+ * free-threaded build (docs/architecture.md#threads), so a slot goes from NULL to its object
  * exactly once, published with a compare-and-swap; a thread that loses the race drops its own
  * copy and uses the winner's. Readers load with acquire order, so they see the object complete. */
 static inline PyObject *nx_cache_get(PyObject *const *slot) { return __atomic_load_n(slot, __ATOMIC_ACQUIRE); }

@@ -18,7 +18,7 @@
 
 /* ---- allocation ---- */
 
-/* Concurrent use of one Communicator (docs/architecture.md, "Threads"): the int caches are read
+/* Concurrent use of one Communicator (docs/architecture.md#threads): the int caches are read
  * and written atomically; the object fields (device, props, resources, children) change only
  * under the object's critical section (free-threaded builds; the GIL elsewhere), never with a
  * reference released or Python code run inside it; the handle is claimed once by teardown. */

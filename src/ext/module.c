@@ -58,7 +58,7 @@ static PyModuleDef_Slot nx_slots[] = {
     {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
 #endif
 #ifdef Py_mod_gil
-    /* Safe without the GIL (docs/architecture.md, "Threads"): process-wide state is built once
+    /* Safe without the GIL (docs/architecture.md#threads): process-wide state is built once
      * (pthread_once, the loaders' lock and ready flag), caches are published by compare-and-swap,
      * and a Communicator's own fields change under its critical section. */
     {Py_mod_gil, Py_MOD_GIL_NOT_USED},

@@ -1,4 +1,4 @@
-/* The single-copy form of the large collectives (docs/host-backend.md, "Single copy").
+/* The single-copy form of the large collectives (docs/host-backend.md#single-copy-direct-transfers).
  *
  * When a communicator has single-copy reads (transport.c) and a collective moves at least
  * direct_min bytes per rank, no data goes through the segment: each rank reads what it needs

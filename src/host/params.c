@@ -6,7 +6,8 @@
  * the default.
  *
  *   NCCL_HOST_FLAVOR              nccl        nccl | rccl
- *   NCCL_HOST_VERSION_CODE        23203       reported by ncclGetVersion
+ *   NCCL_HOST_VERSION_CODE        23203       reported by ncclGetVersion (NCCL_ABI_API_VERSION, 2.32.3);
+ *                                             below 23000, deadlines return ncclRemoteError
  *   NCCL_HOST_FP8                 ocp/fnuz    fp8 encoding (default by flavour)
  *   NCCL_HOST_TIMEOUT             180         seconds for every wait, fractions allowed; 0 = infinite
  *   NCCL_HOST_ROOT_IDLE_TIMEOUT   = timeout   lifetime of a root listener that never completes
@@ -29,9 +30,9 @@
  *                                             262144 (host_chunk_bytes)
  *   NCCL_HOST_P2P_BYTES           65536       per-pair ring size
  *   NCCL_HOST_P2P_EAGER           0           sends up to this size complete without the receiver
- *   NCCL_HOST_CHECKS              1           0 NCCL-like (no overlap checks), 1
- * docs/host-backend.md#argument-checks/6.4 checks;
- *                                             2 is accepted and behaves as 1 (strict extras not implemented)
+ *   NCCL_HOST_CHECKS              1           0 NCCL-like (no overlap checks), 1 every check of
+ *                                             docs/host-backend.md#argument-checks; 2 is accepted and
+ *                                             behaves as 1 (strict extras not implemented)
  *   NCCL_HOST_SHM                 memfd       the only kind (anything else: WARN and ignored)
  *   NCCL_HOST_SHUFFLE                         not implemented: WARN and ignored
  *   NCCL_HOST_CHECK_POINTERS      0           probe buffers (NCCL_CHECK_POINTERS=1 also enables)
@@ -42,7 +43,8 @@
  *   NCCL_MULTI_RANK_GPU_ENABLE    0           1 allows repeated devlist entries
  *   NCCL_DEBUG, NCCL_HOST_DEBUG, NCCL_DEBUG_SUBSYS, NCCL_DEBUG_FILE: see debug.c
  *
- * The ncclParam* entry points read these by name (HOST_PARAMS below): what a program sees is the
+ * The ncclParam* entry points read those listed in HOST_PARAMS below by name (not NCCL_HOST_SPIN_US,
+ * NCCL_HOST_DIRECT, NCCL_HOST_DIRECT_MIN nor the logging variables): what a program sees is the
  * value in force, defaults included.
  */
 #include <arpa/inet.h>
@@ -248,8 +250,9 @@ const char *host_info_text(void)
 /* The parameter API (ncclParam*, NCCL 2.30.4) over the tunables above                         */
 /* ------------------------------------------------------------------------------------------ */
 
-/* Every tunable host_params_t holds, by its variable name: an integer, or text for the ones that
- * are not numbers (flavour, fp8 encoding, address, fractional seconds). */
+/* The tunables the ncclParam* entry points serve, by variable name: an integer, or text for the ones
+ * that are not numbers (flavour, fp8 encoding, address, fractional seconds). The spin and
+ * single-copy settings are not listed. */
 #define HOST_PARAMS(X)                                                                             \
     X(NCCL_HOST_FLAVOR, TEXT)                                                                      \
     X(NCCL_HOST_VERSION_CODE, INT)                                                                 \

@@ -36,8 +36,8 @@ static void layout(host_seg_header *h, int n, size_t chunk, size_t p2p)
     h->p2p_bytes = p2p;
     h->off_ranks = PAGE;
     h->off_slots = align_up(PAGE + (size_t)n * sizeof(host_seg_rank), PAGE);
-    /* Two step buffers per rank in the chunk's budget (the segment keeps the size of section
-     * 11.3): double buffering halves the waits of a step, which costs more than the bytes. */
+    /* Two step buffers per rank in the chunk's budget (a slot stays one chunk in size): double
+     * buffering halves the waits of a step, which costs more than the bytes. */
     h->buf_bytes = (chunk / 2) & ~(size_t)(HOST_CACHELINE - 1);
     h->buf_stride = align_up(sizeof(host_slot_hdr) + h->buf_bytes, HOST_CACHELINE);
     h->slot_stride = align_up(2 * h->buf_stride, PAGE);

@@ -1,6 +1,6 @@
 /* How the ranks of a communicator move data and wait for each other: the choices made once per
- * communicator, and the single-copy reads between ranks (docs/host-backend.md, "The bounded spin"
- * and "Single copy").
+ * communicator, and the single-copy reads between ranks (the bounded spin in
+ * docs/host-backend.md#execution-worker-thread-or-inline, docs/host-backend.md#single-copy-direct-transfers).
  *
  * host_transport_setup runs right after the bootstrap of every communicator (init, split,
  * shrink; comm.c), on every rank, and settles two things by two short exchanges over the control
