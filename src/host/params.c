@@ -43,9 +43,8 @@
  *   NCCL_MULTI_RANK_GPU_ENABLE    0           1 allows repeated devlist entries
  *   NCCL_DEBUG, NCCL_HOST_DEBUG, NCCL_DEBUG_SUBSYS, NCCL_DEBUG_FILE: see debug.c
  *
- * The ncclParam* entry points read those listed in HOST_PARAMS below by name (not NCCL_HOST_SPIN_US,
- * NCCL_HOST_DIRECT, NCCL_HOST_DIRECT_MIN nor the logging variables): what a program sees is the
- * value in force, defaults included.
+ * The ncclParam* entry points read those listed in HOST_PARAMS below by name (every tunable above
+ * but the logging variables): what a program sees is the value in force, defaults included.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -262,6 +261,9 @@ const char *host_info_text(void)
     X(NCCL_HOST_CHUNK_BYTES, INT)                                                                  \
     X(NCCL_HOST_P2P_BYTES, INT)                                                                    \
     X(NCCL_HOST_P2P_EAGER, INT)                                                                    \
+    X(NCCL_HOST_SPIN_US, INT)                                                                      \
+    X(NCCL_HOST_DIRECT, TEXT)                                                                      \
+    X(NCCL_HOST_DIRECT_MIN, INT)                                                                   \
     X(NCCL_HOST_CHECKS, INT)                                                                       \
     X(NCCL_HOST_CHECK_POINTERS, INT)                                                               \
     X(NCCL_HOST_BIND_ADDR, TEXT)                                                                   \
@@ -320,6 +322,8 @@ static int64_t param_int(int id)
     case HOST_P_NCCL_HOST_CHUNK_BYTES: return p->chunk_auto ? 0 : (int64_t)p->chunk_bytes;
     case HOST_P_NCCL_HOST_P2P_BYTES: return (int64_t)p->p2p_bytes;
     case HOST_P_NCCL_HOST_P2P_EAGER: return (int64_t)p->p2p_eager;
+    case HOST_P_NCCL_HOST_SPIN_US: return p->spin_us < 0 ? HOST_SPIN_DEFAULT_US : p->spin_us;
+    case HOST_P_NCCL_HOST_DIRECT_MIN: return (int64_t)p->direct_min;
     case HOST_P_NCCL_HOST_CHECKS: return p->checks;
     case HOST_P_NCCL_HOST_CHECK_POINTERS: return p->check_pointers;
     case HOST_P_NCCL_HOST_ALLOW_NONLOOPBACK: return p->allow_nonloopback;
@@ -338,6 +342,9 @@ static void param_text(int id, char *buf, size_t n)
     case HOST_P_NCCL_HOST_FLAVOR: snprintf(buf, n, "%s", p->flavor == HOST_FLAVOR_RCCL ? "rccl" : "nccl"); break;
     case HOST_P_NCCL_HOST_FP8: snprintf(buf, n, "%s", p->fp8 == HOST_FP8_FNUZ ? "fnuz" : "ocp"); break;
     case HOST_P_NCCL_HOST_TIMEOUT: snprintf(buf, n, "%g", p->timeout_s); break;
+    case HOST_P_NCCL_HOST_DIRECT:
+        snprintf(buf, n, "%s", p->direct == HOST_DIRECT_ON ? "1" : p->direct == HOST_DIRECT_OFF ? "0" : "auto");
+        break;
     case HOST_P_NCCL_HOST_ROOT_IDLE_TIMEOUT:
         snprintf(buf, n, "%g", p->root_idle_ns == HOST_NEVER ? 0.0 : (double)p->root_idle_ns / 1e9);
         break;

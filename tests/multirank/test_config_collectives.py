@@ -53,13 +53,16 @@ result = {
 
 @pytest.mark.timeout(60)
 def test_team_param_and_encryption_bindings_on_the_host_backend(run_ranks):
-    results = run_ranks(2, HOST_CODE, timeout=45)
+    results = run_ranks(2, HOST_CODE, timeout=45, env={"NCCL_HOST_SPIN_US": "7", "NCCL_HOST_DIRECT_MIN": "4096"})
     for rank, res in enumerate(r.value for r in results):
         assert res["teams"] == [[2, rank, 1], [2, rank, 1], [1, 0, 2]]
         assert res["to_world"] == res["to_lsa"] == [0, 1] and res["rail0"] == rank
         assert res["slots"] == [64, 6]
         assert "NCCL_HOST_TIMEOUT" in res["keys"] and len(res["keys"]) == len(set(res["keys"]))
         assert res["values"]["NCCL_HOST_FLAVOR"] == "nccl"
+        # the transport tunables are parameters too, read as the values in force
+        assert (res["values"]["NCCL_HOST_SPIN_US"], res["values"]["NCCL_HOST_DIRECT_MIN"]) == ("7", "4096")
+        assert res["values"]["NCCL_HOST_DIRECT"] in ("0", "1", "auto")
         assert res["unknown"][0] == "NCCLInvalidArgument"
         assert "ncclParamBind: NCCL_NO_SUCH is not a parameter of the host backend" in res["unknown"][1]
         assert res["plain"] == ["ok", None]
