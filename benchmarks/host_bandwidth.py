@@ -7,6 +7,7 @@ backends in the same run. Not a test: speed lives here, as ratios taken side by 
     python benchmarks/host_bandwidth.py -c allreduce,allgather -r 2 --sizes 8,64K,16M
     python benchmarks/host_bandwidth.py --baseline-lib /path/to/old/libnccl-host.so   # before/after
     python benchmarks/host_bandwidth.py -b base --base-env NCCL_HOST_DIRECT=0     # one switch's effect
+    python benchmarks/host_bandwidth.py --interleave -b mpi,gloo --runs 3 --reps 3   # paired cell by cell
 
 Backends (each in its own ranks, started fresh for every run):
   nccl4py  this package's nccl.core on the bundled host backend (numpy buffers)
@@ -29,7 +30,14 @@ call is taken on every rank; the cell's time is the slowest rank's (nccl-tests' 
 Broadcast is in place for every backend (MPI and gloo only have that form); the others are out
 of place.
 Each run starts every backend afresh, in a rotated order, so slow phases of a shared machine
-spread over all of them. On a machine shared with other work, even the medians of a few runs
+spread over all of them. With --interleave the pairing is finer: each run is one job under
+mpiexec whose ranks hold a communicator of every backend (nccl4py, mpi, gloo), and every cell is
+timed --reps times with each backend in turn (rotated) before the next cell starts, so the times
+a ratio compares were taken within a second of each other; a ratio is then the median over runs x
+reps. (The base backend needs a library of its own, so it cannot be interleaved.) MPI's
+shared-memory path polls: when other work competes for the CPUs its times grow to scheduler
+time slices (milliseconds), so a table against MPI means something only on an otherwise idle
+machine. On a machine shared with other work, even the medians of a few runs
 move by tens of percent; take ratios, not absolute times, and more runs for a table to keep. A cell shows the median over --runs runs and, after "±", half the
 range (max - min) as a percentage of that median. A ratio column (ours/mpi, ours/gloo,
 ours/base) is the median of the per-run ratios, each taken between the two backends' times of
@@ -238,8 +246,57 @@ def rank_job(ops, nranks, plan):
     return out
 
 
-def worker_main(kind):
-    plan = json.loads(os.environ["BENCH_PLAN"])
+def interleaved_job(ops, nranks, plan):
+    """{backend: [one {coll: {size: seconds}} per repetition]}: every backend of the job times each
+    cell in turn, --reps times, in a rotated order, before the next cell starts; so the backends of
+    one repetition ran within a second of one another."""
+    names = list(ops)
+    reps = plan["reps"]
+    out = {name: [{} for _ in range(reps)] for name in names}
+    for coll in plan["collectives"]:
+        for size in plan["sizes"]:
+            count = size // 4
+            if coll in BLOCKED:
+                count -= count % nranks
+            if count == 0:
+                continue
+            calls = {name: ops[name].setup(coll, count, nranks) for name in names}
+            for rep in range(reps):
+                k = rep % len(names)
+                for name in names[k:] + names[:k]:
+                    out[name][rep].setdefault(coll, {})[str(size)] = time_cell(ops[name], calls[name],
+                                                                                plan["cell_time"])
+            del calls
+    return out
+
+
+def interleaved_worker(plan):
+    """A rank under mpiexec holding every backend of plan["interleave"] at once (the nccl4py
+    communicator's id travels over MPI from rank 0)."""
+    mpi = MpiOps()
+    rank, nranks = mpi.rank, mpi.nranks
+    ops = {}
+    for name in plan["interleave"]:
+        if name == "mpi":
+            ops[name] = mpi
+        elif name == "gloo":
+            ops[name] = GlooOps(rank, nranks, os.path.join(os.environ["BENCH_TMP"], "gloo_init"))
+        else:
+            uid = None
+            if rank == 0:
+                import nccl.bindings.nccl as b
+
+                uid = bytes(b.get_unique_id()).hex()
+            ops[name] = NcclOps(rank, nranks, mpi.c.bcast(uid, root=0))
+    res = interleaved_job(ops, nranks, plan)
+    for name, o in ops.items():
+        if name != "mpi":
+            o.close()
+    return rank, res
+
+
+def single_worker(kind, plan):
+    """A rank of one backend's job."""
     if kind == "mpi":
         ops = MpiOps()
         rank, nranks = ops.rank, ops.nranks
@@ -251,6 +308,12 @@ def worker_main(kind):
             ops = NcclOps(rank, nranks, os.environ["BENCH_UID"])
     res = rank_job(ops, nranks, plan)
     ops.close()
+    return rank, res
+
+
+def worker_main(kind):
+    plan = json.loads(os.environ["BENCH_PLAN"])
+    rank, res = interleaved_worker(plan) if kind == "interleaved" else single_worker(kind, plan)
     if rank == 0:
         with open(os.environ["BENCH_OUT"], "w") as f:
             json.dump(res, f)
@@ -293,8 +356,11 @@ def run_job(backend, nranks, plan, args, log):
     with tempfile.TemporaryDirectory(prefix="nccl-bench-") as tmp:
         out = os.path.join(tmp, "r0.json")
         env = dict(os.environ, BENCH_PLAN=json.dumps(plan), BENCH_OUT=out, BENCH_TMP=tmp, OMP_NUM_THREADS="1")
-        me = [sys.executable, os.path.abspath(__file__), "--worker", "mpi" if backend == "mpi" else backend]
-        if backend == "mpi":
+        me = [sys.executable, os.path.abspath(__file__), "--worker", backend]
+        if backend == "interleaved":
+            env.update(args.host_env)
+            env["NCCL_LIBRARY"] = "host"
+        if backend in ("mpi", "interleaved"):
             procs = [subprocess.Popen([mpiexec_path(), "-n", str(nranks), *me], env=env, stdout=log, stderr=log)]
         else:
             if backend in ("nccl4py", "base"):
@@ -368,7 +434,8 @@ def report(results, args, nranks, plan, notes):
     present = [b for b in BACKENDS if b in results and any(results[b])]
     others = [b for b in present if b != "nccl4py"]
     print(f"\n=== {nranks} ranks on {len(os.sched_getaffinity(0))} CPU(s)"
-          f"{' (oversubscribed)' if nranks > len(os.sched_getaffinity(0)) else ''}, {args.runs} runs ===")
+          f"{' (oversubscribed)' if nranks > len(os.sched_getaffinity(0)) else ''}, {args.runs} runs"
+          f"{f' x {args.reps} interleaved turns' if args.interleave else ''} ===")
     if notes:
         print(f"host backend: {notes}")
     for coll in plan["collectives"]:
@@ -422,6 +489,12 @@ def main():
     ap.add_argument("--base-env", action="append", default=[], metavar="KEY=VALUE",
                     help="environment for the base ranks only (repeatable; runs base on the bundled library "
                          "unless --baseline-lib is given)")
+    ap.add_argument("--interleave", action="store_true",
+                    help="run nccl4py, mpi and gloo in the same ranks (one mpiexec job per run), timing "
+                         "each cell with every backend in turn before the next cell (not with base)")
+    ap.add_argument("--reps", type=int, default=3,
+                    help="with --interleave: turns per cell in each run (default 3); a ratio is the "
+                         "median over runs x reps")
     ap.add_argument("--json", help="write every run's raw times here")
     ap.add_argument("--log", help="file for the ranks' output (default: discarded)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
@@ -456,15 +529,28 @@ def main():
         elif b != "base" or args.baseline_lib or args.base_env:
             print(f"note: {b} left out: {why}")
 
+    if args.interleave:
+        if "base" in backends:
+            ap.error("--interleave runs every backend in one process: base needs its own library "
+                     "(leave it out with -b, or run without --interleave)")
+        if "mpi" not in backends:
+            ap.error("--interleave starts its ranks with mpiexec: it needs the mpi backend")
+        if args.reps < 1:
+            ap.error("--reps must be at least 1")
+
     os.environ.setdefault("NCCL_LIBRARY", "host")  # the driver makes the ids: the bundled host backend
     import nccl.bindings.nccl as b
 
     print(f"# host_bandwidth: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs "
           f"({len(os.sched_getaffinity(0))} usable), load average {os.getloadavg()[0]:.2f}")
     print(f"# library {b.get_library_path()}; backends {', '.join(backends)}; {args.runs} runs; "
-          f"cell time {args.cell_time}s; host env {args.host_env or '{}'}"
+          f"cell time {args.cell_time}s; "
+          + (f"interleaved, {args.reps} turns per cell; " if args.interleave else "")
+          + f"host env {args.host_env or '{}'}"
           + (f"; base: {args.baseline_lib or 'bundled library'} {args.base_env or ''}" if "base" in backends else ""))
     plan = {"collectives": colls, "sizes": sizes, "cell_time": args.cell_time}
+    if args.interleave:
+        plan.update(interleave=backends, reps=args.reps)
     log = open(args.log, "w") if args.log else subprocess.DEVNULL
     everything = {"argv": sys.argv[1:], "sizes": sizes, "collectives": colls, "runs": {}}
     t_start = time.monotonic()
@@ -473,6 +559,14 @@ def main():
             notes = library_choice(args, nranks)
             results = {bk: [] for bk in backends}
             for run in range(args.runs):
+                if args.interleave:
+                    res = run_job("interleaved", nranks, plan, args, log)
+                    if res is None:
+                        print(f"note: the interleaved job at {nranks} ranks failed in run {run + 1}" +
+                              ("" if args.log else " (--log FILE keeps the ranks' output)"))
+                    for bk in backends:
+                        results[bk].extend(res[bk] if res else [None] * args.reps)
+                    continue
                 order = backends[run % len(backends):] + backends[:run % len(backends)]
                 for bk in order:
                     res = run_job(bk, nranks, plan, args, log)
