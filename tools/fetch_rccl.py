@@ -9,8 +9,8 @@ running the interpreter under that suite's dynamic loader:
     PREFIX/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 \\
         --library-path PREFIX/usr/lib/x86_64-linux-gnu .venv/bin/python ...
 
-apt runs with a private configuration (its own sources.list, lists, cache and an empty dpkg status
-file), so the machine's apt state is never read or changed and no root is needed. What
+apt runs with a private configuration (tools/debian_apt.py: its own sources.list, lists, cache and an
+empty dpkg status file), so the machine's apt state is never read or changed and no root is needed. What
 ``apt-get -s install librccl1=VERSION`` lists is downloaded with ``apt-get download``, each file is
 checked against the SHA256 of the signed index, unpacked with ``dpkg-deb -x``, and the result is
 verified: every library the loader needs resolves, and ncclGetVersion reports the expected release.
@@ -32,7 +32,6 @@ the experimental fetch is reported and exits 1 as well unless --allow-missing-ex
 import argparse
 import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -41,9 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-MIRROR = os.environ.get("NCCL4PY_DEBIAN_MIRROR", "http://deb.debian.org/debian")
-LIBDIR = "usr/lib/x86_64-linux-gnu"
-LDSO = f"{LIBDIR}/ld-linux-x86-64.so.2"
+from debian_apt import LDSO, LIBDIR, MIRROR, PrivateApt, cache_folder, newer
 
 # suite: what to fetch. 'dists' are the archive suites of the private sources.list; 'target' is the
 # suite apt should prefer for versioned dependencies; 'fallback' says which suites may stand in when
@@ -76,11 +73,7 @@ def log(msg):
 
 
 def default_cache():
-    env = os.environ.get("NCCL4PY_RCCL_CACHE")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "nccl4py-rccl"
+    return cache_folder("NCCL4PY_RCCL_CACHE", "nccl4py-rccl")
 
 
 def key_of(suite, version):
@@ -93,77 +86,17 @@ def wrapper(prefix):
     return [str(prefix / LDSO), "--library-path", str(prefix / LIBDIR)]
 
 
-class Apt:
-    """apt-get/apt-cache with a private configuration rooted at `root`; nothing of the system's apt
-    state (sources, lists, status, preferences, archives) is read or written."""
+class Apt(PrivateApt):
+    """The private apt (debian_apt.py) of one suite's prefix: binary packages of `dists`."""
 
     def __init__(self, root, dists):
-        self.root = Path(root)
-        for sub in ("etc", "lists/partial", "cache/archives/partial"):
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
-        (self.root / "status").write_text("")
-        lines = [f"deb [arch=amd64] {MIRROR} {d} main" for d in dists]
-        (self.root / "etc" / "sources.list").write_text("\n".join(lines) + "\n")
-        self.options = [
-            f"-oDir::Etc::SourceList={self.root}/etc/sources.list",
-            "-oDir::Etc::SourceParts=/nonexistent",
-            "-oDir::Etc::Preferences=/nonexistent",
-            "-oDir::Etc::PreferencesParts=/nonexistent",
-            f"-oDir::State={self.root}",
-            f"-oDir::State::Lists={self.root}/lists",
-            f"-oDir::State::status={self.root}/status",
-            f"-oDir::State::extended_states={self.root}/extended_states",
-            f"-oDir::Cache={self.root}/cache",
-            f"-oDir::Cache::archives={self.root}/cache/archives",
-            "-oAPT::Architecture=amd64",
-            "-oAPT::Architectures::=amd64",
-            "-oAPT::Install-Recommends=false",
-            "-oAPT::Get::AllowUnauthenticated=false",
-            "-oAcquire::Languages=none",
-            "-oDebug::NoLocking=true",
-        ]
-        if os.geteuid() == 0:
-            # apt drops to _apt for downloads, which cannot write into a root-owned home directory.
-            self.options.append("-oAPT::Sandbox::User=root")
-
-    def run(self, tool, *args, cwd=None, check=True):
-        cmd = [tool, *self.options, *args]
-        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True,
-                              env={**os.environ, "LC_ALL": "C", "DEBIAN_FRONTEND": "noninteractive"})
-        if check and proc.returncode != 0:
-            raise RuntimeError(f"{' '.join([tool, *args])} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
-        return proc
-
-    def update(self):
-        proc = self.run("apt-get", "update")
-        # apt-get update exits 0 on some fetch failures; a warning about a suite means no index.
-        bad = [ln for ln in proc.stderr.splitlines() if ln.startswith(("W:", "E:")) and "Failed" in ln]
-        if bad:
-            raise RuntimeError("apt-get update could not fetch every index:\n" + "\n".join(bad))
+        super().__init__(root, [f"deb [arch=amd64] {MIRROR} {d} main" for d in dists])
 
     def versions(self, package):
         """[(version, suite)] of a package in the configured suites, as apt-cache madison lists them."""
-        proc = self.run("apt-cache", "madison", package, check=False)
-        out = []
-        for ln in proc.stdout.splitlines():
-            parts = [p.strip() for p in ln.split("|")]
-            if len(parts) >= 3 and parts[0] == package:
-                out.append((parts[1], parts[2].split()[-1].split("/")[0]))
-        return out
+        return [(version, suite) for version, suite, kind in self.madison(package) if kind == "Packages"]
 
-    def newer(self, a, b):
-        return subprocess.run(["dpkg", "--compare-versions", a, "gt", b]).returncode == 0
-
-    def closure(self, requests, target):
-        """[(package, version)] apt would install for `requests` (pkg=version) on an empty system."""
-        args = ["-s", "install", *requests]
-        if target:
-            args = ["-t", target, *args]
-        proc = self.run("apt-get", *args)
-        inst = re.findall(r"^Inst (\S+) \((\S+) ", proc.stdout, re.M)
-        if not inst:
-            raise RuntimeError(f"apt-get -s install {' '.join(requests)} lists nothing:\n{proc.stdout}")
-        return inst
+    newer = staticmethod(newer)
 
     def hashes(self, pins):
         """{file name: (size, sha256)} from the signed index, via apt-get --print-uris download."""
@@ -174,9 +107,6 @@ class Apt:
         if len(out) != len(pins):
             raise RuntimeError(f"apt gave {len(out)} SHA256 sums for {len(pins)} packages:\n{proc.stdout}")
         return out
-
-    def download(self, pins, dest):
-        self.run("apt-get", "download", *pins, cwd=dest)
 
 
 def sha256(path):

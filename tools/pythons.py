@@ -21,8 +21,8 @@ Interpreters (names on the command line):
 * ``ft``: a free-threaded (``--disable-gil``) CPython of FT_SERIES, built from the upstream tarball
   of Debian's source package (no PGO/LTO, no test modules), installed with ensurepip's pip.
 
-apt runs with a private configuration (its own sources.list, lists, cache and an empty dpkg status
-file) under the cache folder; the machine's apt state is neither read nor written, and apt verifies
+apt runs with a private configuration (tools/debian_apt.py: its own sources.list, lists, cache and an
+empty dpkg status file) under the cache folder; the machine's apt state is neither read nor written, and apt verifies
 every file it downloads against the signed index. Cache: $NCCL4PY_PYTHONS_CACHE, default
 ~/.cache/nccl4py-pythons, one folder per interpreter named by its exact version (e.g.
 ``cpython-3.15.2-1-debian``; ``cpython-3.13.15t-<hash of the build options>``), each with a
@@ -46,7 +46,8 @@ import tempfile
 import time
 from pathlib import Path
 
-MIRROR = os.environ.get("NCCL4PY_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+from debian_apt import LDSO, LIBDIR, MIRROR, MULTIARCH, PrivateApt, cache_folder, newer, run
+
 SUITE = "sid"
 # Source packages are looked up in these suites too (sid's pool may lack a source it lists).
 SOURCE_SUITES = ("sid", "trixie")
@@ -61,9 +62,6 @@ FT_CONFIGURE = ["--disable-gil", "--disable-test-modules", "--with-ensurepip=ins
 FT_ENV = {"OPT": "-DNDEBUG -fwrapv -O2 -Wall",
           **{f"py_cv_module_{m}": "n/a" for m in ("_curses", "_curses_panel", "_dbm", "_gdbm", "readline",
                                                   "_sqlite3", "_tkinter", "xxlimited", "xxlimited_35")}}
-MULTIARCH = "x86_64-linux-gnu"
-LIBDIR = f"usr/lib/{MULTIARCH}"
-LDSO = f"{LIBDIR}/ld-linux-x86-64.so.2"
 MANIFEST = "manifest.json"
 # What an interpreter must import to install wheels over HTTPS and run the tests.
 REQUIRED_MODULES = ["ssl", "zlib", "ctypes", "venv", "json", "lzma", "bz2"]
@@ -81,11 +79,7 @@ def log(msg):
 
 
 def default_cache():
-    env = os.environ.get("NCCL4PY_PYTHONS_CACHE")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "nccl4py-pythons"
+    return cache_folder("NCCL4PY_PYTHONS_CACHE", "nccl4py-pythons")
 
 
 class Steps:
@@ -102,88 +96,28 @@ class Steps:
         return out
 
 
-def run(cmd, **kw):
-    proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if proc.returncode != 0:
-        tail = (proc.stdout + proc.stderr)[-4000:]
-        raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n{tail}")
-    return proc
-
-
-class Apt:
-    """apt-get/apt-cache with a private configuration rooted at `root`."""
+class Apt(PrivateApt):
+    """The private apt (debian_apt.py) of the cache: SUITE's binary packages, SOURCE_SUITES' sources."""
 
     def __init__(self, root):
-        self.root = Path(root)
-        for sub in ("etc", "lists/partial", "cache/archives/partial"):
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
-        (self.root / "status").write_text("")
-        lines = [f"deb [arch=amd64] {MIRROR} {SUITE} main"]
-        lines += [f"deb-src {MIRROR} {suite} main" for suite in SOURCE_SUITES]
-        (self.root / "etc" / "sources.list").write_text("\n".join(lines) + "\n")
-        self.options = [
-            f"-oDir::Etc::SourceList={self.root}/etc/sources.list",
-            "-oDir::Etc::SourceParts=/nonexistent",
-            "-oDir::Etc::Preferences=/nonexistent",
-            "-oDir::Etc::PreferencesParts=/nonexistent",
-            f"-oDir::State={self.root}",
-            f"-oDir::State::Lists={self.root}/lists",
-            f"-oDir::State::status={self.root}/status",
-            f"-oDir::State::extended_states={self.root}/extended_states",
-            f"-oDir::Cache={self.root}/cache",
-            "-oAPT::Architecture=amd64",
-            "-oAPT::Architectures::=amd64",
-            "-oAPT::Install-Recommends=false",
-            "-oAcquire::Languages=none",
-            "-oDebug::NoLocking=true",
-        ]
-        if os.geteuid() == 0:
-            # apt drops to _apt for downloads, which cannot write into root's home.
-            self.options.append("-oAPT::Sandbox::User=root")
-        self.updated = False
-
-    def run(self, tool, *args, cwd=None):
-        return run([tool, *self.options, *args], cwd=cwd,
-                   env={**os.environ, "LC_ALL": "C", "DEBIAN_FRONTEND": "noninteractive"})
-
-    def update(self):
-        if not self.updated:
-            proc = self.run("apt-get", "update")
-            bad = [ln for ln in proc.stderr.splitlines() if ln.startswith(("W:", "E:")) and "Failed" in ln]
-            if bad:
-                raise RuntimeError("apt-get update could not fetch every index:\n" + "\n".join(bad))
-            self.updated = True
+        super().__init__(root, [f"deb [arch=amd64] {MIRROR} {SUITE} main",
+                                *(f"deb-src {MIRROR} {suite} main" for suite in SOURCE_SUITES)])
 
     def versions(self, package, kind="Packages"):
         """The versions of `package` (binary or, with kind="Sources", source), newest first."""
-        out = self.run("apt-cache", "madison", package).stdout
-        found = {p[1].strip() for p in (ln.split(" | ") for ln in out.splitlines())
-                 if len(p) >= 3 and p[0].strip() == package and p[2].strip().endswith(kind)}
         ordered = []
-        for v in found:  # insertion sort with dpkg's version order
-            i = 0
-            while i < len(ordered) and self.older(v, ordered[i]):
+        for v in {version for version, _, k in self.madison(package) if k == kind}:
+            i = 0  # insertion sort with dpkg's version order
+            while i < len(ordered) and newer(ordered[i], v):
                 i += 1
             ordered.insert(i, v)
         return ordered
-
-    @staticmethod
-    def older(a, b):
-        return subprocess.run(["dpkg", "--compare-versions", a, "lt", b]).returncode == 0
 
     def version(self, package):
         found = self.versions(package)
         if not found:
             raise RuntimeError(f"{package}: not in {SUITE}")
         return found[0]
-
-    def closure(self, packages):
-        """[(package, version)] apt would install for `packages` on an empty system."""
-        out = self.run("apt-get", "-s", "install", *packages).stdout
-        inst = re.findall(r"^Inst (\S+) \((\S+) ", out, re.M)
-        if not inst:
-            raise RuntimeError(f"apt-get -s install {' '.join(packages)} lists nothing:\n{out}")
-        return inst
 
 
 def verify(python, free_threaded):
@@ -277,7 +211,7 @@ def get_stable(cache, apt, refresh):
     try:
         debs = tmp / "debs"
         debs.mkdir()
-        steps.run("download", apt.run, "apt-get", "download", *pins, cwd=debs)
+        steps.run("download", apt.download, pins, debs)
         prefix = tmp / "prefix"
 
         def unpack():

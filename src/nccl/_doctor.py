@@ -17,6 +17,7 @@ GPU device nodes and visibility variables; the cuda.core shim.
 """
 
 import ctypes
+import functools
 import glob
 import json
 import os
@@ -223,146 +224,138 @@ def collect():
     }
 
 
-def _title(text):
-    return [text, "-" * len(text)]
+def _section(title):
+    """A report section: `title`, underlined, over the lines the decorated generator yields for the
+    facts; no lines at all when it yields none."""
+    def decorate(gen):
+        @functools.wraps(gen)
+        def lines(f):
+            body = list(gen(f))
+            return [title, "-" * len(title), *body] if body else []
+        return lines
+    return decorate
 
 
+@_section("Library")
 def _library_lines(f):
     lib = f["library"]
-    out = _title("Library")
-    add = out.append
     if lib["loaded"]:
-        add(f"version      : {lib['version']}")
-        add(f"path         : {lib['path']}")
-        add(f"flavour      : {lib['flavour']}")
+        yield f"version      : {lib['version']}"
+        yield f"path         : {lib['path']}"
+        yield f"flavour      : {lib['flavour']}"
         if lib.get("host_info"):
-            add(f"host backend : {lib['host_info']}")
+            yield f"host backend : {lib['host_info']}"
         for n in lib.get("notices", ()):
-            add(f"notice       : {n}")
+            yield f"notice       : {n}"
     else:
-        add("WARNING: no NCCL/RCCL library could be loaded")
+        yield "WARNING: no NCCL/RCCL library could be loaded"
         for ln in lib["error"].splitlines():
-            add(f"  {ln}")
-    add("load attempts:")
+            yield f"  {ln}"
+    yield "load attempts:"
     for candidate, error in lib["attempts"]:
-        add(f"  {candidate}: {'loaded' if error is None else error}")
-    return out
+        yield f"  {candidate}: {'loaded' if error is None else error}"
 
 
+@_section("Host transport")
 def _host_transport_lines(f):
     t = f.get("host_transport")
     if t is None:
-        return []
-    out = _title("Host transport")
-    add = out.append
-    add(f"usable CPUs  : {t['cpus']} (sched_getaffinity)")
+        return
+    yield f"usable CPUs  : {t['cpus']} (sched_getaffinity)"
     scope = t["yama_ptrace_scope"]
-    add("ptrace scope : " + ("no Yama: the classic same-user rule" if scope is None
-                             else f"{scope} (kernel.yama.ptrace_scope)"))
+    yield ("ptrace scope : " + ("no Yama: the classic same-user rule" if scope is None
+                                else f"{scope} (kernel.yama.ptrace_scope)"))
     if t["choice"] is not None:
-        add(f"2 ranks      : {t['choice']}")
+        yield f"2 ranks      : {t['choice']}"
         if "single copy off" in t["choice"] and "NCCL_HOST_DIRECT=0" not in t["choice"]:
-            add("note: large messages take two copies through shared memory here (see the reason above)")
+            yield "note: large messages take two copies through shared memory here (see the reason above)"
     else:
-        add(f"WARNING: {t['error']}")
-    return out
+        yield f"WARNING: {t['error']}"
 
 
+@_section("Mapped NCCL/RCCL copies")
 def _mapped_lines(f):
-    out = _title("Mapped NCCL/RCCL copies")
-    add = out.append
     m = f["mapped"]
     if not m["copies"]:
         host = f["library"].get("flavour") == "host"
-        add("none mapped" + (" (the host backend is not a libnccl/librccl)" if host else ""))
+        yield "none mapped" + (" (the host backend is not a libnccl/librccl)" if host else "")
     for p in m["copies"]:
-        add(f"  {p}")
+        yield f"  {p}"
     if m["two_copies"]:
-        add(f"WARNING: {len(m['copies'])} different NCCL/RCCL copies are mapped in this process; "
-            "communicators of one cannot be used with another")
-    return out
+        yield (f"WARNING: {len(m['copies'])} different NCCL/RCCL copies are mapped in this process; "
+               "communicators of one cannot be used with another")
 
 
+@_section("Environment")
 def _environment_lines(f):
-    out = _title("Environment")
-    add = out.append
     env = f["environment"]
     if not env["nccl"]:
-        add("no NCCL_* variables set")
+        yield "no NCCL_* variables set"
     for k, v in env["nccl"].items():
-        add(f"  {k}={v}")
+        yield f"  {k}={v}"
     for k, v in env["discovery"].items():
-        add(f"  {k}={v}")
-    return out
+        yield f"  {k}={v}"
 
 
+@_section("Missing ABI symbols")
 def _missing_symbol_lines(f):
-    out = _title("Missing ABI symbols")
-    add = out.append
     lib = f["library"]
     if not lib["loaded"]:
-        add("(no library loaded)")
+        yield "(no library loaded)"
     elif not f["missing_symbols"]:
-        add("none: the library serves every entry point of the ABI table"
-            if f["aliased_symbols"] else "none: the library exports every entry point of the ABI table")
+        yield ("none: the library serves every entry point of the ABI table"
+               if f["aliased_symbols"] else "none: the library exports every entry point of the ABI table")
     else:
-        add(f"{len(f['missing_symbols'])} entry point(s) absent from {lib['path']}; calling them raises "
-            "FunctionNotFoundError:")
+        yield (f"{len(f['missing_symbols'])} entry point(s) absent from {lib['path']}; calling them raises "
+               "FunctionNotFoundError:")
         for name, since, rccl_only in f["missing_symbols"]:
-            add(f"  {name:<32} {'RCCL-only' if rccl_only else 'NCCL >= ' + since}")
+            yield f"  {name:<32} {'RCCL-only' if rccl_only else 'NCCL >= ' + since}"
     if lib["loaded"] and f["aliased_symbols"]:
-        add("served under the library's older spelling (the wrappers fall back to it):")
+        yield "served under the library's older spelling (the wrappers fall back to it):"
         for name, older in f["aliased_symbols"]:
-            add(f"  {name:<32} by {older}")
+            yield f"  {name:<32} by {older}"
     if f["refused_symbols"]:
-        add(f"refused by the host backend ({len(f['refused_symbols'])}): exported, but calling them raises "
-            "NCCLInvalidUsage (no device API on the CPU):")
+        yield (f"refused by the host backend ({len(f['refused_symbols'])}): exported, but calling them raises "
+               "NCCLInvalidUsage (no device API on the CPU):")
         for name in f["refused_symbols"]:
-            add(f"  {name}")
-    return out
+            yield f"  {name}"
 
 
+@_section("ABI entry points without a binding")
 def _unwrapped_lines(f):
-    out = _title("ABI entry points without a binding")
-    add = out.append
-    add(f"{len(f['unwrapped_symbols'])} entry point(s) have no nccl.bindings function: no nccl4py release names "
-        "them (param_get_parameter reads any parameter by key):")
+    yield (f"{len(f['unwrapped_symbols'])} entry point(s) have no nccl.bindings function: no nccl4py release names "
+           "them (param_get_parameter reads any parameter by key):")
     for name in f["unwrapped_symbols"]:
-        add(f"  {name}")
-    return out
+        yield f"  {name}"
 
 
+@_section("Devices")
 def _device_lines(f):
-    out = _title("Devices")
-    add = out.append
     d = f["devices"]
     if d["gpu_nodes"]:
-        add(f"GPU device nodes: {' '.join(d['gpu_nodes'])}")
+        yield f"GPU device nodes: {' '.join(d['gpu_nodes'])}"
     else:
-        add(f"no GPU device node in {d['dev_dir']} (no /dev/kfd, no /dev/nvidia<N>): "
-            "the host backend is the automatic choice")
+        yield (f"no GPU device node in {d['dev_dir']} (no /dev/kfd, no /dev/nvidia<N>): "
+               "the host backend is the automatic choice")
     if d["render_nodes"]:
-        add(f"render nodes: {' '.join(d['render_nodes'])}")
+        yield f"render nodes: {' '.join(d['render_nodes'])}"
     for k, v in d["visibility"].items():
-        add(f"  {k}={v}")
+        yield f"  {k}={v}"
     if d["gpu_present"] and f["library"].get("flavour") == "host":
-        add("note: a GPU is present but the host backend is loaded (NCCL_LIBRARY selects it)")
-    return out
+        yield "note: a GPU is present but the host backend is loaded (NCCL_LIBRARY selects it)"
 
 
+@_section("cuda.core shim")
 def _shim_lines(f):
-    out = _title("cuda.core shim")
-    add = out.append
     s = f["shim"]
     if s["active"]:
-        add("active: cuda.core is nccl._hip_compat.cuda_core_shim")
+        yield "active: cuda.core is nccl._hip_compat.cuda_core_shim"
     elif s["cuda_core"]:
-        add(f"not active: cuda.core is {s['cuda_core']}")
+        yield f"not active: cuda.core is {s['cuda_core']}"
     else:
-        add("not active: cuda.core is not imported")
+        yield "not active: cuda.core is not imported"
     if s["setting"] is not None:
-        add(f"  NCCL4PY_CUDA_CORE_SHIM={s['setting']}")
-    return out
+        yield f"  NCCL4PY_CUDA_CORE_SHIM={s['setting']}"
 
 
 def _lines(f, title, sections):

@@ -88,6 +88,10 @@ def test_bindings_stub(tmp_path):
         "b.get_unique_id(b.UniqueId().ptr)\n"
         "keys: list[str] = b.param_get_all_keys()\n"
         "old: b.RedOpDummy = b.RedOp_dummy.NumOps_dummy\n"
+        "mode: b.HostCftMode = b.HostCftMode.Default\n"
+        "flags: int = b.NCCL_WIN_COLL_SYMMETRIC | nb.NCCL_WIN_STRICT_ORDERING\n"
+        "nb.all_reduce_with_bias(1, 2, 3, nb.DataType.Float32, nb.RedOp.Sum, comm, 0, 4)\n"
+        "nb.all_to_all_v(1, [1, 1], [0, 1], 2, [1, 1], [0, 1], nb.DataType.Int8, comm, 0)\n"
         "try:\n    b.check_status(b.Result.Success)\nexcept b.NCCLError:\n    pass\n"
     )
     r = _mypy(tmp_path, good)
@@ -106,23 +110,25 @@ def test_bindings_stub(tmp_path):
         "b.CollConfig().min_ctas = 'x'\n"               # an int field
         "s: str = b.comm_cu_device(1)\n"                # an int
         "b.no_such_function()\n"                        # nothing resolves as Any any more
+        "import nccl.bindings as nb\n"
+        "nb.no_such_function()\n"                       # nor in the package
+        "nb.all_to_all_v(1, [1], [0], 2)\n"             # nine arguments
+        "b.DataType.Float33\n"                          # members come from nccl._enums
+        "t: str = b.NCCL_WIN_DEFAULT\n"                 # an int
     )
     r = _mypy(tmp_path, bad)
     assert r.returncode == 1
     lines = [line for line in r.stdout.splitlines() if "error:" in line]
-    assert {line.split(":")[1] for line in lines} == {str(i) for i in range(2, 13)}, r.stdout
+    assert {line.split(":")[1] for line in lines} == {str(i) for i in range(2, 18) if i != 13}, r.stdout
 
 
-def test_bindings_stub_declares_every_public_name():
-    """Every name of nccl.bindings.nccl.__all__ has its own declaration in nccl.pyi (no
-    __getattr__ fallback typing the rest as Any)."""
+def _stub_declarations(path):
+    """The names a stub declares at module level, and, for each explicit re-export
+    (``from m import n as n``), the module it comes from; ``*`` maps to the star-imported modules."""
     import ast
 
-    import nccl.bindings.nccl as b
-
-    tree = ast.parse((pathlib.Path(b.__file__).parent / "nccl.pyi").read_text())
-    declared = set()
-    for node in tree.body:
+    declared, sources = set(), {}
+    for node in ast.parse(path.read_text()).body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             declared.add(node.name)
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
@@ -130,6 +136,56 @@ def test_bindings_stub_declares_every_public_name():
         elif isinstance(node, ast.Assign):
             declared.update(t.id for t in node.targets if isinstance(t, ast.Name))
         elif isinstance(node, ast.ImportFrom):
-            declared.update(a.asname for a in node.names if a.asname == a.name)  # explicit re-exports
+            for alias in node.names:
+                if alias.name == "*":
+                    sources.setdefault("*", []).append(node.module)
+                elif alias.asname == alias.name:  # an explicit re-export
+                    declared.add(alias.name)
+                    sources[alias.name] = node.module
+    return declared, sources
+
+
+def test_bindings_stub_declares_every_public_name():
+    """Every name of nccl.bindings.nccl.__all__ has its own declaration in nccl.pyi (no
+    __getattr__ fallback typing the rest as Any)."""
+    import nccl.bindings.nccl as b
+
+    declared, _ = _stub_declarations(pathlib.Path(b.__file__).parent / "nccl.pyi")
     assert "__getattr__" not in declared
     assert sorted(set(b.__all__) - declared) == []
+
+
+def test_bindings_stub_enums_are_the_runtime_enums():
+    """The enums and constants are not copied into nccl.pyi: it re-exports nccl._enums, the module
+    nccl.bindings.nccl itself exports, so a member or value cannot differ between the two."""
+    import enum
+
+    import nccl._enums
+    import nccl.bindings.nccl as b
+
+    runtime = {name for name in b.__all__
+               if getattr(b, name) is getattr(nccl._enums, name, None)}
+    enums = {name for name in b.__all__
+             if isinstance(getattr(b, name), type) and issubclass(getattr(b, name), enum.Enum)}
+    public = {name for name in vars(nccl._enums) if not name.startswith("_")} - {"IntEnum"}
+    # Every enum nccl.bindings.nccl exports is nccl._enums's object, and so is every public name
+    # of nccl._enums.
+    assert enums <= runtime and public == runtime, (enums - runtime, public ^ runtime)
+    assert "RedOp" in enums and "NCCL_API_MAGIC" in runtime
+    declared, sources = _stub_declarations(pathlib.Path(b.__file__).parent / "nccl.pyi")
+    assert {name: sources.get(name) for name in runtime} == dict.fromkeys(runtime, "nccl._enums")
+
+
+def test_bindings_package_stub_declares_every_public_name():
+    """nccl.bindings's stub declares each name of nccl.bindings.__all__: by star import of
+    nccl.bindings.nccl (whose stub is checked above) or by an explicit re-export."""
+    import nccl.bindings as nb
+    import nccl.bindings.nccl as b
+
+    declared, sources = _stub_declarations(pathlib.Path(nb.__file__).parent / "__init__.pyi")
+    assert sources.pop("*") == ["nccl.bindings.nccl"]
+    assert "__getattr__" not in declared
+    assert sorted(set(nb.__all__) - declared - set(b.__all__)) == []
+    assert {sources[name] for name in set(nb.__all__) - set(b.__all__)} == {"nccl.bindings.rocm_extensions"}
+    ext, _ = _stub_declarations(pathlib.Path(nb.__file__).parent / "rocm_extensions.pyi")
+    assert {"all_reduce_with_bias", "all_to_all_v"} <= ext

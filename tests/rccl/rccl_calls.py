@@ -14,13 +14,17 @@ CHILD_PRELUDE is prepended to the snippets the tests run under a prefix's loader
 
 import importlib.util
 import json
+import sys
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 # tools/fetch_rccl.py as a module: the tests find prefixes with its own cache and manifest code.
-_spec = importlib.util.spec_from_file_location(
-    "fetch_rccl", Path(__file__).resolve().parents[2] / "tools" / "fetch_rccl.py")
+# Its folder goes on sys.path for what it imports from there (debian_apt).
+_TOOLS = Path(__file__).resolve().parents[2] / "tools"
+if str(_TOOLS) not in sys.path:
+    sys.path.append(str(_TOOLS))
+_spec = importlib.util.spec_from_file_location("fetch_rccl", _TOOLS / "fetch_rccl.py")
 fetch_rccl = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(fetch_rccl)
 

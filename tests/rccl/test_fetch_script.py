@@ -48,6 +48,21 @@ def test_trixie_has_no_stand_in():
         fetch_rccl.pick_version(spec, FakeApt([("5.4.3-4", "trixie")]))
 
 
+def test_madison_lines_give_version_and_suite(tmp_path, monkeypatch):
+    """What pick_version gets from apt-cache madison: the suite is the dist before "/main", not the
+    index kind that ends the line; source lines and other packages are left out."""
+    apt = fetch_rccl.Apt(tmp_path / "apt", ["sid", "experimental"])
+    out = (" librccl1 | 7.2.4-1~exp3 | http://deb.debian.org/debian experimental/main amd64 Packages\n"
+           " librccl1 |    6.4.3-1 | http://deb.debian.org/debian sid/main amd64 Packages\n"
+           " librccl1 |    6.4.3-1 | http://deb.debian.org/debian sid/main Sources\n"
+           "librccl-dev |  6.4.3-1 | http://deb.debian.org/debian sid/main amd64 Packages\n")
+    monkeypatch.setattr(apt, "run", lambda *args, **kw: subprocess.CompletedProcess(args, 0, out, ""))
+    assert apt.versions("librccl1") == [("7.2.4-1~exp3", "experimental"), ("6.4.3-1", "sid")]
+    sources = (tmp_path / "apt" / "etc" / "sources.list").read_text()
+    assert sources == ("deb [arch=amd64] http://deb.debian.org/debian sid main\n"
+                       "deb [arch=amd64] http://deb.debian.org/debian experimental main\n")
+
+
 def test_prefix_names_and_the_wrapper():
     assert fetch_rccl.key_of("experimental", "7.2.4-1~exp3") == "experimental-7.2.4-1_exp3"
     assert fetch_rccl.key_of("trixie", "5.4.3-3+b1") == "trixie-5.4.3-3+b1"

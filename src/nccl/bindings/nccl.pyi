@@ -1,6 +1,5 @@
 # Stub of nccl.bindings.nccl (C functions of nccl._ext, set into the module by nccl.py).
 # Every public name is declared (tests/core/test_typing.py checks it against __all__).
-import enum
 from typing import Any, SupportsIndex, overload
 
 import numpy
@@ -98,23 +97,40 @@ def comm_window_register(comm: _CommArg, buff: _Address, size: int, win_flags: i
 def comm_window_register(comm: _CommArg, buff: _Address, size: int, win: int, win_flags: int) -> int: ...
 
 
-# Constants
-
-NCCL_API_MAGIC: int
-NCCL_CONFIG_UNDEF_INT: int
-NCCL_CTA_POLICY_DEFAULT: int
-NCCL_CTA_POLICY_EFFICIENCY: int
-NCCL_CTA_POLICY_ZERO: int
-NCCL_REVOKE_DEFAULT: int
-NCCL_SHRINK_ABORT: int
-NCCL_SHRINK_DEFAULT: int
-NCCL_SPLIT_NOCOLOR: int
-NCCL_SUSPEND_MEM: int
-NCCL_UNIQUE_ID_BYTES: int
-NCCL_WIN_COLL_SYMMETRIC: int
-NCCL_WIN_DEFAULT: int
-NCCL_WIN_REQUIRED_ALIGNMENT: int
-NCCL_WIN_STRICT_ORDERING: int
+# Enums and constants: the runtime module itself (nccl._enums, plain typed Python), so that
+# their members and values have one source.
+from nccl._enums import (
+    CftCap as CftCap,
+    CftTeamMode as CftTeamMode,
+    CommMemStat as CommMemStat,
+    DataType as DataType,
+    EncryptionMode as EncryptionMode,
+    GinConnectionType as GinConnectionType,
+    GinSignalOp as GinSignalOp,
+    GinType as GinType,
+    HostCftMode as HostCftMode,
+    NCCL_API_MAGIC as NCCL_API_MAGIC,
+    NCCL_CONFIG_UNDEF_INT as NCCL_CONFIG_UNDEF_INT,
+    NCCL_CTA_POLICY_DEFAULT as NCCL_CTA_POLICY_DEFAULT,
+    NCCL_CTA_POLICY_EFFICIENCY as NCCL_CTA_POLICY_EFFICIENCY,
+    NCCL_CTA_POLICY_ZERO as NCCL_CTA_POLICY_ZERO,
+    NCCL_REVOKE_DEFAULT as NCCL_REVOKE_DEFAULT,
+    NCCL_SHRINK_ABORT as NCCL_SHRINK_ABORT,
+    NCCL_SHRINK_DEFAULT as NCCL_SHRINK_DEFAULT,
+    NCCL_SPLIT_NOCOLOR as NCCL_SPLIT_NOCOLOR,
+    NCCL_SUSPEND_MEM as NCCL_SUSPEND_MEM,
+    NCCL_UNIQUE_ID_BYTES as NCCL_UNIQUE_ID_BYTES,
+    NCCL_WIN_COLL_SYMMETRIC as NCCL_WIN_COLL_SYMMETRIC,
+    NCCL_WIN_DEFAULT as NCCL_WIN_DEFAULT,
+    NCCL_WIN_REQUIRED_ALIGNMENT as NCCL_WIN_REQUIRED_ALIGNMENT,
+    NCCL_WIN_STRICT_ORDERING as NCCL_WIN_STRICT_ORDERING,
+    NvlsHostMode as NvlsHostMode,
+    RedOp as RedOp,
+    RedOp_dummy as RedOp_dummy,
+    RedOpDummy as RedOpDummy,
+    Result as Result,
+    ScalarResidence as ScalarResidence,
+)
 
 # The numpy structured dtype of each struct wrapper
 
@@ -152,107 +168,6 @@ from nccl._errors import (
     NCCLUnhandledCudaError as NCCLUnhandledCudaError,
     NotSupportedError as NotSupportedError,
 )
-
-# Enums
-
-class CftCap(enum.IntEnum):
-    NONE = 0
-    CFT = 1
-    MULTIMEM = 2
-
-class CftTeamMode(enum.IntEnum):
-    FLAT = 0
-    HIER_MULTIMEM = 1
-    HIER_LSA = 2
-
-class CommMemStat(enum.IntEnum):
-    GpuMemSuspend = 0
-    GpuMemSuspended = 1
-    GpuMemPersist = 2
-    GpuMemTotal = 3
-
-class DataType(enum.IntEnum):
-    Int8 = 0
-    Char = 0
-    Uint8 = 1
-    Int32 = 2
-    Int = 2
-    Uint32 = 3
-    Int64 = 4
-    Uint64 = 5
-    Float16 = 6
-    Half = 6
-    Float32 = 7
-    Float = 7
-    Float64 = 8
-    Double = 8
-    Bfloat16 = 9
-    Float8e4m3 = 10
-    Float8e5m2 = 11
-    NumTypes = 12
-
-class EncryptionMode(enum.IntEnum):
-    NONE = 0
-    PSK = 1
-
-class GinConnectionType(enum.IntEnum):
-    NONE = 0
-    FULL = 1
-    RAIL = 2
-    CUSTOM_STRIDE = 3
-
-class GinSignalOp(enum.IntEnum):
-    Inc = 0
-    Add = 1
-
-class GinType(enum.IntEnum):
-    NONE = 0
-    PROXY = 2
-    GDAKI = 3
-    GPI = 4
-    EFA_GDA = 5
-    GIN_MAX_TYPES = 6
-
-class HostCftMode(enum.IntEnum):
-    Default = -2147483648
-    Enable = 1
-    Disable = 2
-    Fallback = 3
-
-class NvlsHostMode(enum.IntEnum):
-    Default = -2147483648
-    Enable = 0
-    DisableTransport = 1
-    DisableSymmetricMultimem = 2
-    Disable = 2147483647
-
-class RedOp(enum.IntEnum):
-    Sum = 0
-    Prod = 1
-    Max = 2
-    Min = 3
-    Avg = 4
-    NumOps = 5
-    MaxRedOp = 2147483647
-
-class RedOpDummy(enum.IntEnum):
-    NumOps_dummy = 5
-
-class Result(enum.IntEnum):
-    Success = 0
-    UnhandledCudaError = 1
-    SystemError = 2
-    InternalError = 3
-    InvalidArgument = 4
-    InvalidUsage = 5
-    RemoteError = 6
-    InProgress = 7
-    Timeout = 8
-    NumResults = 9
-
-class ScalarResidence(enum.IntEnum):
-    Device = 0
-    HostImmediate = 1
 
 # Struct wrappers: attribute access to one C struct, in memory of their own or at an address.
 
@@ -712,8 +627,7 @@ class WaitSignalDesc:
     sig_idx: int
     ctx: int
 
-# 0.3.1's spellings of renamed names.
-RedOp_dummy = RedOpDummy
+# 0.3.1's spellings of renamed names (RedOp_dummy comes with the enums above).
 ResourceWindow_vidmem = ResourceWindowVidmem
 lla2a_calc_slots = ll_a2a_calc_slots
 

@@ -1,12 +1,17 @@
 """The enums and constants of nccl.core (docs/compatibility.md#names-and-types). Pure Python; loads nothing.
 
 The C core reads ``NcclDataType`` from here (src/ext/lazy.c), so its module path is a contract.
+
+The values come from nccl._enums, the one table of the C enums and constants that nccl.bindings
+exports; the member names here are nccl.core's own spellings (upper case, with nccl4py 0.3.1's
+camel-case ones as aliases).
 """
 
 from enum import IntEnum, IntFlag
 
 import numpy as _np
 
+from nccl import _enums
 from nccl._errors import NcclInvalid
 
 __all__ = [
@@ -30,23 +35,23 @@ _NUMPY_NAMES = ("int8", "uint8", "int32", "uint32", "int64", "uint64", "float16"
 class NcclDataType(IntEnum):
     """An NCCL datatype. ``NcclDataType(x)`` also accepts anything ``numpy.dtype()`` does."""
 
-    INT8 = 0
-    CHAR = 0
-    UINT8 = 1
-    INT32 = 2
-    INT = 2
-    UINT32 = 3
-    INT64 = 4
-    UINT64 = 5
-    FLOAT16 = 6
-    HALF = 6
-    FLOAT32 = 7
-    FLOAT = 7
-    FLOAT64 = 8
-    DOUBLE = 8
-    BFLOAT16 = 9
-    FLOAT8E4M3 = 10
-    FLOAT8E5M2 = 11
+    INT8 = _enums.DataType.Int8.value
+    CHAR = _enums.DataType.Char.value
+    UINT8 = _enums.DataType.Uint8.value
+    INT32 = _enums.DataType.Int32.value
+    INT = _enums.DataType.Int.value
+    UINT32 = _enums.DataType.Uint32.value
+    INT64 = _enums.DataType.Int64.value
+    UINT64 = _enums.DataType.Uint64.value
+    FLOAT16 = _enums.DataType.Float16.value
+    HALF = _enums.DataType.Half.value
+    FLOAT32 = _enums.DataType.Float32.value
+    FLOAT = _enums.DataType.Float.value
+    FLOAT64 = _enums.DataType.Float64.value
+    DOUBLE = _enums.DataType.Double.value
+    BFLOAT16 = _enums.DataType.Bfloat16.value
+    FLOAT8E4M3 = _enums.DataType.Float8e4m3.value
+    FLOAT8E5M2 = _enums.DataType.Float8e5m2.value
 
     @classmethod
     def _missing_(cls, value):
@@ -103,103 +108,103 @@ class NcclDataType(IntEnum):
 
 
 class NcclRedOp(IntEnum):
-    SUM = 0
-    PROD = 1
-    MAX = 2
-    MIN = 3
-    AVG = 4
+    SUM = _enums.RedOp.Sum.value
+    PROD = _enums.RedOp.Prod.value
+    MAX = _enums.RedOp.Max.value
+    MIN = _enums.RedOp.Min.value
+    AVG = _enums.RedOp.Avg.value
 
 
 class NcclGinType(IntEnum):
-    NONE = 0
-    PROXY = 2
-    GDAKI = 3
-    GPI = 4
-    EFA_GDA = 5
+    NONE = _enums.GinType.NONE.value
+    PROXY = _enums.GinType.PROXY.value
+    GDAKI = _enums.GinType.GDAKI.value
+    GPI = _enums.GinType.GPI.value
+    EFA_GDA = _enums.GinType.EFA_GDA.value
 
 
 class NcclGinConnectionType(IntEnum):
-    NONE = 0
-    FULL = 1
-    RAIL = 2
-    CUSTOM_STRIDE = 3
+    NONE = _enums.GinConnectionType.NONE.value
+    FULL = _enums.GinConnectionType.FULL.value
+    RAIL = _enums.GinConnectionType.RAIL.value
+    CUSTOM_STRIDE = _enums.GinConnectionType.CUSTOM_STRIDE.value
 
 
 class NcclCommMemStat(IntEnum):
-    GPU_MEM_SUSPEND = 0
-    GPU_MEM_SUSPENDED = 1
-    GPU_MEM_PERSIST = 2
-    GPU_MEM_TOTAL = 3
-    GpuMemSuspend = 0
-    GpuMemSuspended = 1
-    GpuMemPersist = 2
-    GpuMemTotal = 3
+    GPU_MEM_SUSPEND = _enums.CommMemStat.GpuMemSuspend.value
+    GPU_MEM_SUSPENDED = _enums.CommMemStat.GpuMemSuspended.value
+    GPU_MEM_PERSIST = _enums.CommMemStat.GpuMemPersist.value
+    GPU_MEM_TOTAL = _enums.CommMemStat.GpuMemTotal.value
+    GpuMemSuspend = GPU_MEM_SUSPEND
+    GpuMemSuspended = GPU_MEM_SUSPENDED
+    GpuMemPersist = GPU_MEM_PERSIST
+    GpuMemTotal = GPU_MEM_TOTAL
 
 
 class CTAPolicy(IntFlag):
-    DEFAULT = 0
-    EFFICIENCY = 1
-    ZERO = 2
-    Default = 0
-    Efficiency = 1
-    Zero = 2
+    DEFAULT = _enums.NCCL_CTA_POLICY_DEFAULT
+    EFFICIENCY = _enums.NCCL_CTA_POLICY_EFFICIENCY
+    ZERO = _enums.NCCL_CTA_POLICY_ZERO
+    Default = DEFAULT
+    Efficiency = EFFICIENCY
+    Zero = ZERO
 
 
 class CommShrinkFlag(IntEnum):
-    DEFAULT = 0
-    ABORT = 1
-    Default = 0
-    Abort = 1
+    DEFAULT = _enums.NCCL_SHRINK_DEFAULT
+    ABORT = _enums.NCCL_SHRINK_ABORT
+    Default = DEFAULT
+    Abort = ABORT
 
 
 class CommSuspendFlag(IntFlag):
-    MEM = 1
-    Mem = 1
+    MEM = _enums.NCCL_SUSPEND_MEM
+    Mem = MEM
 
 
 class WindowFlag(IntFlag):
-    DEFAULT = 0
-    COLL_SYMMETRIC = 1
-    STRICT_ORDERING = 2
-    GIN_ONLY = 4
+    DEFAULT = _enums.NCCL_WIN_DEFAULT
+    COLL_SYMMETRIC = _enums.NCCL_WIN_COLL_SYMMETRIC
+    STRICT_ORDERING = _enums.NCCL_WIN_STRICT_ORDERING
+    GIN_ONLY = 4  # no constant in nccl.bindings (nccl4py 0.6.0's bindings name none)
     CFT_COUNTED = 8
-    Default = 0
-    CollSymmetric = 1
-    StrictOrdering = 2
+    Default = DEFAULT
+    CollSymmetric = COLL_SYMMETRIC
+    StrictOrdering = STRICT_ORDERING
 
 
 class NcclHostCftMode(IntEnum):
     """NCCLConfig.host_cft_mode (ncclHostCftMode_t, 2.31)."""
 
-    DEFAULT = -2147483648  # NCCL_CONFIG_UNDEF_INT: the library decides
-    ENABLE = 1
-    DISABLE = 2
-    FALLBACK = 3
+    DEFAULT = _enums.HostCftMode.Default.value  # NCCL_CONFIG_UNDEF_INT: the library decides
+    ENABLE = _enums.HostCftMode.Enable.value
+    DISABLE = _enums.HostCftMode.Disable.value
+    FALLBACK = _enums.HostCftMode.Fallback.value
 
 
 class NcclCftTeamMode(IntEnum):
     """Communicator.team_cft(mode) (ncclCftTeamMode_t, 2.31)."""
 
-    FLAT = 0
-    HIER_MULTIMEM = 1
-    HIER_LSA = 2
+    FLAT = _enums.CftTeamMode.FLAT.value
+    HIER_MULTIMEM = _enums.CftTeamMode.HIER_MULTIMEM.value
+    HIER_LSA = _enums.CftTeamMode.HIER_LSA.value
 
 
 class NcclCftCap(IntFlag):
     """NCCLDevCommRequirements.cft_caps bits (ncclCftCap_t, 2.31)."""
 
-    NONE = 0
-    CFT = 1
-    MULTIMEM = 2
+    NONE = _enums.CftCap.NONE.value
+    CFT = _enums.CftCap.CFT.value
+    MULTIMEM = _enums.CftCap.MULTIMEM.value
 
 
 class NcclNvlsHostMode(IntFlag):
     """NCCLConfig.nvls_host_mode bits (ncclNvlsHostMode_t, 2.32)."""
 
-    ENABLE = 0
-    DISABLE_TRANSPORT = 1
-    DISABLE_SYMMETRIC_MULTIMEM = 2
-    DISABLE = 2147483647
+    ENABLE = _enums.NvlsHostMode.Enable.value
+    DISABLE_TRANSPORT = _enums.NvlsHostMode.DisableTransport.value
+    DISABLE_SYMMETRIC_MULTIMEM = _enums.NvlsHostMode.DisableSymmetricMultimem.value
+    DISABLE = _enums.NvlsHostMode.Disable.value
 
 
 INT8 = NcclDataType.INT8

@@ -1,19 +1,13 @@
 """``cuda.core.Device`` over the HIP runtime."""
 
-import operator
 import threading
 
 from . import _runtime
+from ._args import index_arg
 
 __all__ = ["Device"]
 
 _tls = threading.local()
-
-
-def _as_device_id(device_id):
-    if isinstance(device_id, bool) or not hasattr(type(device_id), "__index__"):
-        raise TypeError(f"device_id must be an int or None, got {type(device_id).__name__}")
-    return operator.index(device_id)
 
 
 def _check_range(device_id):
@@ -45,7 +39,7 @@ class Device:
         if device_id is None:
             device_id = _current_device_id()
         elif type(device_id) is not int:
-            device_id = _as_device_id(device_id)
+            device_id = index_arg(device_id, "device_id", "an int or None")
         device = cache.get(device_id)
         if device is None:
             _check_range(device_id)

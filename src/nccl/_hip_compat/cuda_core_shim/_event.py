@@ -1,9 +1,9 @@
 """``cuda.core.Event`` over the HIP runtime."""
 
-import operator
 from dataclasses import dataclass
 
 from . import _runtime
+from ._args import index_arg
 
 __all__ = ["Event", "EventOptions"]
 
@@ -52,9 +52,7 @@ class Event:
     @classmethod
     def from_handle(cls, handle):
         """Wrap an existing hipEvent_t without taking ownership."""
-        if isinstance(handle, bool) or not hasattr(type(handle), "__index__"):
-            raise TypeError(f"handle must be an int, got {type(handle).__name__}")
-        value = operator.index(handle)
+        value = index_arg(handle, "handle")
         if value <= 0:
             raise ValueError(f"an event handle must be a positive int, got {value}")
         return cls._make(value, False, None, None)

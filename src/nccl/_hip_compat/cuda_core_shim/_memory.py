@@ -6,6 +6,7 @@ import threading
 import weakref
 
 from . import _runtime
+from ._args import index_arg, non_negative_arg
 from .typing import DevicePointerT, DevicePointerType  # noqa: F401  (served from cuda.core._memory)
 
 __all__ = ["Buffer", "MemoryResource"]
@@ -17,21 +18,10 @@ _kDLROCMHost = 11
 
 
 def _positive_size(size):
-    if isinstance(size, bool) or not hasattr(type(size), "__index__"):
-        raise TypeError(f"size must be an int, got {type(size).__name__}")
-    size = operator.index(size)
+    size = index_arg(size, "size")
     if size <= 0:
         raise ValueError(f"size must be positive, got {size}")
     return size
-
-
-def _pointer(ptr):
-    if isinstance(ptr, bool) or not hasattr(type(ptr), "__index__"):
-        raise TypeError(f"ptr must be an int, got {type(ptr).__name__}")
-    ptr = operator.index(ptr)
-    if ptr < 0:
-        raise ValueError(f"ptr must be non-negative, got {ptr}")
-    return ptr
 
 
 def _release(mr, ptr, size):
@@ -89,7 +79,7 @@ class Buffer:
     def from_handle(cls, ptr, size, mr=None):
         """Wrap ``size`` bytes at ``ptr``. With ``mr=None`` the memory is borrowed and
         ``close()`` frees nothing; otherwise ``mr.deallocate`` frees it."""
-        return cls._init(_pointer(ptr), _positive_size(size), mr)
+        return cls._init(non_negative_arg(ptr, "ptr"), _positive_size(size), mr)
 
     @classmethod
     def allocate(cls, size, stream=None):
@@ -202,9 +192,7 @@ class Buffer:
 
         state = self._open_state()
         handle = _stream_handle(stream)
-        if isinstance(value, bool) or not hasattr(type(value), "__index__"):
-            raise TypeError(f"value must be an int, got {type(value).__name__}")
-        value = operator.index(value)
+        value = index_arg(value, "value")
         if not 0 <= value <= 255:
             raise ValueError(f"value must be a byte (0-255), got {value}")
         _runtime.hip().memset_async(state.ptr, value, state.size, handle)
@@ -266,7 +254,7 @@ class _HipMallocResource(MemoryResource):
         return Buffer._init(ptr, size, self)
 
     def deallocate(self, ptr, size, stream=None):
-        ptr = _pointer(ptr)
+        ptr = non_negative_arg(ptr, "ptr")
         if ptr == 0:
             return
         _runtime.hip().free(ptr)

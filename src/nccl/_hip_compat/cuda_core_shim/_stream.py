@@ -1,10 +1,10 @@
 """``cuda.core.Stream`` over the HIP runtime."""
 
-import operator
 from dataclasses import dataclass
 from typing import Optional
 
 from . import _runtime
+from ._args import non_negative_arg
 from .typing import IsStreamT, IsStreamType  # noqa: F401  (served from cuda.core._stream)
 
 __all__ = ["Stream", "StreamOptions", "default_stream"]
@@ -31,15 +31,6 @@ def _options(cls, options):
     raise TypeError(f"options must be {cls.__name__}, a dict or None, got {type(options).__name__}")
 
 
-def _handle_arg(handle, what):
-    if isinstance(handle, bool) or not hasattr(type(handle), "__index__"):
-        raise TypeError(f"{what} must be an int, got {type(handle).__name__}")
-    value = operator.index(handle)
-    if value < 0:
-        raise ValueError(f"{what} must be non-negative, got {value}")
-    return value
-
-
 def _handle_from_protocol(obj):
     try:
         info = obj.__cuda_stream__
@@ -56,7 +47,7 @@ def _handle_from_protocol(obj):
         raise RuntimeError(f"obj.__cuda_stream__ must return a sequence with 2 elements, got {got}")
     if info[0] != 0:
         raise RuntimeError(f"protocol version of __cuda_stream__ must be 0, got {info[0]}")
-    return _handle_arg(info[1], "the __cuda_stream__ handle")
+    return non_negative_arg(info[1], "the __cuda_stream__ handle")
 
 
 def _stream_handle(stream):
@@ -68,7 +59,7 @@ def _stream_handle(stream):
         raise ValueError("stream must be provided (a Stream, an object with __cuda_stream__ or an int handle)")
     if hasattr(stream, "__cuda_stream__"):
         return _handle_from_protocol(stream)
-    return _handle_arg(stream, "stream")
+    return non_negative_arg(stream, "stream")
 
 
 class Stream:
@@ -112,7 +103,7 @@ class Stream:
     @classmethod
     def from_handle(cls, handle):
         """Wrap an existing stream handle without taking ownership."""
-        return cls._make(_handle_arg(handle, "handle"), None, False, None)
+        return cls._make(non_negative_arg(handle, "handle"), None, False, None)
 
     def _live_handle(self):
         if self._owner is _CLOSED:

@@ -1,0 +1,15 @@
+# Stub of nccl.bindings.rocm_extensions (C functions of nccl._ext; docs/compatibility.md#rccl-only-collectives).
+from typing import Any
+
+from nccl.bindings.nccl import _Address, _CommArg
+
+# A host size_t[nranks] array: its address, a sequence of ints, or a 1-D uint64 buffer.
+_SizeArray = Any
+
+def all_reduce_with_bias(sendbuff: _Address, recvbuff: _Address, count: int, datatype: int, op: int,
+                         comm: _CommArg, stream: int, acc: _Address) -> None: ...
+def all_to_all_v(sendbuff: _Address, sendcounts: _SizeArray, sdispls: _SizeArray, recvbuff: _Address,
+                 recvcounts: _SizeArray, rdispls: _SizeArray, datatype: int, comm: _CommArg,
+                 stream: int) -> None: ...
+
+__all__ = ["all_reduce_with_bias", "all_to_all_v"]
