@@ -175,7 +175,8 @@ static s_record *s_record_call(int fn, const uint64_t *args, int nargs)
     r->fn = fn;
     r->nargs = nargs;
     memset(r->args, 0, sizeof r->args);
-    memcpy(r->args, args, (size_t)nargs * sizeof *args);
+    if (nargs > 0) /* a call without arguments passes NULL, which memcpy may not be given */
+        memcpy(r->args, args, (size_t)nargs * sizeof *args);
     r->blob_len = 0;
     return r;
 }
