@@ -120,8 +120,17 @@ exit:
     return NULL;
 }
 
+PyObject *nh_none_or_raise(nh_state *st, const char *function, hipError_t code)
+{
+    if (code != GPU_hipSuccess)
+        return nh_raise_hip(st, function, code);
+    Py_RETURN_NONE;
+}
+
 int nh_need(nh_state *st, const void *slot)
 {
+    if (nh_ensure_loaded(st) < 0)
+        return -1;
     void (*fn)(void);
     memcpy(&fn, slot, sizeof fn);
     if (fn != NULL)
