@@ -29,8 +29,7 @@ static pthread_mutex_t loader_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int loader_ready;  /* release-stored after gpu_hip, loaded_path and runtime_version */
 static char loaded_path[4096];   /* guarded by loader_lock until loader_ready */
 static int runtime_version = -1; /* likewise */
-static gpu_attempt *attempts;     /* guarded by loader_lock; the latest discovery */
-static size_t nattempts, cap_attempts;
+static dl_attempt_log attempts;   /* guarded by loader_lock; the latest discovery */
 
 int gpu_hip_ready(void) { return atomic_load_explicit(&loader_ready, memory_order_acquire); }
 
@@ -46,67 +45,6 @@ const gpu_symbol *gpu_hip_symbol_at(const void *slot)
 const char *gpu_hip_path(void) { return loaded_path; }
 
 int gpu_hip_runtime_version(void) { return runtime_version; }
-
-void gpu_attempts_free(gpu_attempt *list, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        free(list[i].candidate);
-        free(list[i].outcome);
-    }
-    free(list);
-}
-
-static void clear_attempts(void)
-{
-    gpu_attempts_free(attempts, nattempts);
-    attempts = NULL;
-    nattempts = cap_attempts = 0;
-}
-
-/* Records one attempt. Out of memory drops the record, never the search. */
-static void record(const char *candidate, const char *outcome)
-{
-    if (nattempts == cap_attempts) {
-        size_t cap = cap_attempts ? 2 * cap_attempts : 8;
-        gpu_attempt *grown = realloc(attempts, cap * sizeof *grown);
-        if (grown == NULL)
-            return;
-        attempts = grown;
-        cap_attempts = cap;
-    }
-    char *c = strdup(candidate);
-    char *o = outcome ? strdup(outcome) : NULL;
-    if (c == NULL || (outcome != NULL && o == NULL)) {
-        free(c);
-        free(o);
-        return;
-    }
-    attempts[nattempts].candidate = c;
-    attempts[nattempts].outcome = o;
-    nattempts++;
-}
-
-static int copy_attempts(gpu_attempt **out, size_t *nout)
-{
-    *out = NULL;
-    *nout = 0;
-    if (nattempts == 0)
-        return 0;
-    gpu_attempt *copy = calloc(nattempts, sizeof *copy);
-    if (copy == NULL)
-        return -1;
-    for (size_t i = 0; i < nattempts; i++) {
-        copy[i].candidate = strdup(attempts[i].candidate);
-        copy[i].outcome = attempts[i].outcome ? strdup(attempts[i].outcome) : NULL;
-        if (copy[i].candidate == NULL || (attempts[i].outcome != NULL && copy[i].outcome == NULL)) {
-            gpu_attempts_free(copy, i + 1);
-            return -1;
-        }
-    }
-    *out = copy;
-    *nout = nattempts;
-    return 0;
-}
 
 /* Resolves the whole table from one handle. Returns the number of missing required symbols and
  * writes their names (comma separated) into missing. */
@@ -127,16 +65,6 @@ static int resolve(void *handle, gpu_hip_table *table, char *missing, size_t mis
     return nmissing;
 }
 
-/* A dlopen failure of `candidate` itself (rather than of one of its dependencies) means the file
- * is not there: glibc then reports "<candidate>: cannot open shared object file: No such file". */
-static int is_not_found(const char *candidate, const char *err)
-{
-    if (strchr(candidate, '/') != NULL)
-        return access(candidate, F_OK) != 0;
-    size_t n = strlen(candidate);
-    return strncmp(err, candidate, n) == 0 && strstr(err + n, "No such file") != NULL;
-}
-
 /* Tries one candidate; on success fills gpu_hip and loaded_path and returns 0. */
 static int try_candidate(const char *label, const char *file, int flags)
 {
@@ -147,16 +75,16 @@ static int try_candidate(const char *label, const char *file, int flags)
         const char *err = dlerror();
         if (err == NULL)
             err = "unknown dlopen error";
-        snprintf(outcome, sizeof outcome, "%s: %s", is_not_found(file, err) ? "not found" : "found, failed to load",
+        snprintf(outcome, sizeof outcome, "%s: %s", dl_not_found(file, err) ? "not found" : "found, failed to load",
                  err);
-        record(label, outcome);
+        dl_log_record(&attempts, label, outcome);
         return -1;
     }
     gpu_hip_table table;
     char missing[256];
     if (resolve(handle, &table, missing, sizeof missing) != 0) {
         snprintf(outcome, sizeof outcome, "loaded, but not a HIP runtime: it does not export %s", missing);
-        record(label, outcome);
+        dl_log_record(&attempts, label, outcome);
         dlclose(handle);
         return -1;
     }
@@ -170,7 +98,7 @@ static int try_candidate(const char *label, const char *file, int flags)
         version = -1;
     runtime_version = version;
     gpu_hip = table;
-    record(label, NULL);
+    dl_log_record(&attempts, label, NULL);
     return 0;
 }
 
@@ -233,7 +161,7 @@ static int discover(void)
     return -1;
 }
 
-int gpu_hip_load(gpu_attempt **out, size_t *nout)
+int gpu_hip_load(dl_attempt **out, size_t *nout)
 {
     if (out != NULL) {
         *out = NULL;
@@ -242,12 +170,12 @@ int gpu_hip_load(gpu_attempt **out, size_t *nout)
     pthread_mutex_lock(&loader_lock);
     int rc = 0;
     if (!atomic_load_explicit(&loader_ready, memory_order_relaxed)) {
-        clear_attempts();
+        dl_log_clear(&attempts);
         rc = discover();
         if (rc == 0)
             atomic_store_explicit(&loader_ready, 1, memory_order_release);
     }
-    if (out != NULL && copy_attempts(out, nout) != 0) {
+    if (out != NULL && dl_log_copy(&attempts, out, nout) != 0) {
         *out = NULL;
         *nout = 0;
     }
@@ -255,10 +183,10 @@ int gpu_hip_load(gpu_attempt **out, size_t *nout)
     return rc;
 }
 
-int gpu_hip_attempts(gpu_attempt **out, size_t *nout)
+int gpu_hip_attempts(dl_attempt **out, size_t *nout)
 {
     pthread_mutex_lock(&loader_lock);
-    int rc = copy_attempts(out, nout);
+    int rc = dl_log_copy(&attempts, out, nout);
     pthread_mutex_unlock(&loader_lock);
     return rc;
 }

@@ -337,9 +337,7 @@ static PyObject *group_simulate_end(PyObject *m, PyObject *const *args, Py_ssize
             return NULL;
         NX_RUN(rc, nx_api.ncclGroupSimulateEnd((ncclSimInfo_t *)out));
         group_depth_leave();
-        if (nx_check(st, rc, NULL) < 0)
-            return NULL;
-        Py_RETURN_NONE;
+        return nx_none_or_error(st, rc, NULL);
     }
     PyObject *obj = nx_struct_new(st, NX_STRUCT_SIM_INFO);
     if (obj == NULL)

@@ -319,9 +319,7 @@ static PyObject *comm_get_unique_id(PyObject *m, PyObject *const *args, Py_ssize
     ncclResult_t rc;
     if (legacy) {
         NX_RUN(rc, nx_api.ncclCommGetUniqueId(comm, (ncclUniqueId *)out));
-        if (nx_check(st, rc, comm) < 0)
-            return NULL;
-        Py_RETURN_NONE;
+        return nx_none_or_error(st, rc, comm);
     }
     PyObject *obj = nx_struct_new(st, NX_STRUCT_UNIQUE_ID);
     if (obj == NULL)

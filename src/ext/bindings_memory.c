@@ -78,9 +78,7 @@ static PyObject *get_unique_id(PyObject *m, PyObject *const *args, Py_ssize_t na
         if (nx_arg_addr(sig, a, 0, &out) < 0)
             return NULL;
         NX_RUN(rc, nx_api.ncclGetUniqueId((ncclUniqueId *)out));
-        if (nx_check(st, rc, NULL) < 0)
-            return NULL;
-        Py_RETURN_NONE;
+        return nx_none_or_error(st, rc, NULL);
     }
     PyObject *obj = nx_struct_new(st, NX_STRUCT_UNIQUE_ID);
     if (obj == NULL)

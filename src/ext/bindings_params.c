@@ -1,6 +1,9 @@
 /* nccl.bindings.nccl: the library's parameters by key (NCCL 2.30, nccl4py 0.4.1's names) and its
  * socket encryption (NCCL 2.32, nccl4py 0.6.0). bindings.h says how a binding is written.
  *
+ * These are the package's one reader of the parameter registry: nccl.core.params and dump_params
+ * (src/nccl/core/params.py) call param_get_parameter, param_get_all_keys and param_dump_all.
+ *
  * The handle-based parameter reads of the same release (ncclParamBind, ncclParamGet and the typed
  * ncclParamGetI8 ... ncclParamGetStr) have no nccl4py name and are not wrapped: the key-based
  * param_get_parameter reads every parameter as text. They are listed by name in
@@ -8,12 +11,14 @@
  * docs/compatibility.md. */
 #include "bindings_intake.h"
 
-/* The library's text (len bytes, or up to its NUL when len < 0) as a str; NULL text is "". */
+/* The library's text (len bytes, or up to its NUL when len < 0) as a str; NULL text is "". Bytes
+ * that are not UTF-8 become U+FFFD, as Communicator.get_last_error does, so a
+ * parameter read never fails on what the library stored. */
 static PyObject *library_text(const char *text, Py_ssize_t len)
 {
     if (text == NULL)
         return PyUnicode_FromStringAndSize("", 0);
-    return PyUnicode_DecodeUTF8(text, len < 0 ? (Py_ssize_t)strlen(text) : len, "surrogateescape");
+    return PyUnicode_DecodeUTF8(text, len < 0 ? (Py_ssize_t)strlen(text) : len, "replace");
 }
 
 static const nx_sig param_get_parameter_sig = NX_SIGNATURE("param_get_parameter", "key");
@@ -50,7 +55,8 @@ static PyObject *param_get_parameter(PyObject *m, PyObject *const *args, Py_ssiz
 }
 
 PyDoc_STRVAR(param_get_all_keys__doc__, "param_get_all_keys()\n--\n\n"
-"ncclParamGetAllParameterKeys: the keys of every library parameter (a list of str).");
+"ncclParamGetAllParameterKeys: the keys of every library parameter (a list of str; NULL entries of\n"
+"the library's table are left out).");
 static PyObject *param_get_all_keys(PyObject *m, PyObject *unused)
 {
     (void)unused;
@@ -65,6 +71,8 @@ static PyObject *param_get_all_keys(PyObject *m, PyObject *unused)
         return NULL;
     PyObject *keys = PyList_New(0);
     for (int i = 0; keys != NULL && table != NULL && i < len; i++) {
+        if (table[i] == NULL) /* a hole in the library's table is no key */
+            continue;
         PyObject *key = library_text(table[i], -1);
         if (key == NULL || PyList_Append(keys, key) < 0)
             Py_CLEAR(keys);

@@ -109,9 +109,7 @@ static PyObject *comm_query_properties(PyObject *m, PyObject *const *args, Py_ss
     ncclResult_t rc;
     if (legacy) {
         NX_RUN(rc, nx_api.ncclCommQueryProperties(comm, (ncclCommProperties_t *)out));
-        if (nx_check(st, rc, comm) < 0)
-            return NULL;
-        Py_RETURN_NONE;
+        return nx_none_or_error(st, rc, comm);
     }
     PyObject *obj = nx_struct_new(st, NX_STRUCT_COMM_PROPERTIES);
     if (obj == NULL)

@@ -313,9 +313,7 @@ static PyObject *dev_comm_create(PyObject *m, PyObject *const *args, Py_ssize_t 
     ncclResult_t rc;
     if (legacy) {
         NX_RUN(rc, nx_api.ncclDevCommCreate(comm, (const ncclDevCommRequirements_t *)reqs, (ncclDevComm_t *)out));
-        if (nx_check(st, rc, comm) < 0)
-            return NULL;
-        Py_RETURN_NONE;
+        return nx_none_or_error(st, rc, comm);
     }
     PyObject *obj = nx_struct_new(st, NX_STRUCT_DEV_COMM);
     if (obj == NULL)

@@ -12,7 +12,7 @@
 #include "module.h"
 
 /* The HIP runtime could not be loaded: NcclInvalid naming every candidate the loader tried. */
-static NX_COLD int hip_not_loaded(nx_state *st, const char *name, const gpu_attempt *attempts, size_t n)
+static NX_COLD int hip_not_loaded(nx_state *st, const char *name, const dl_attempt *attempts, size_t n)
 {
     PyObject *tried = PyUnicode_FromString("");
     for (size_t i = 0; tried != NULL && i < n; i++) {
@@ -33,7 +33,7 @@ static NX_COLD int hip_not_loaded(nx_state *st, const char *name, const gpu_atte
 static int hip_pointer_device(nx_state *st, const char *name, void *ptr, int *device)
 {
     if (!gpu_hip_ready()) {
-        gpu_attempt *attempts = NULL;
+        dl_attempt *attempts = NULL;
         size_t n = 0;
         int loaded;
         Py_BEGIN_ALLOW_THREADS
@@ -41,7 +41,7 @@ static int hip_pointer_device(nx_state *st, const char *name, void *ptr, int *de
         Py_END_ALLOW_THREADS
         if (loaded != 0)
             hip_not_loaded(st, name, attempts, n);
-        gpu_attempts_free(attempts, n);
+        dl_attempts_free(attempts, n);
         if (loaded != 0)
             return -1;
     }

@@ -167,7 +167,7 @@ static int build_candidates(strlist *rccl, strlist *nccl)
     return 0;
 }
 
-static PyObject *attempts_tuple(const nx_attempt *a, size_t n)
+static PyObject *attempts_tuple(const dl_attempt *a, size_t n)
 {
     PyObject *t = PyTuple_New((Py_ssize_t)n);
     for (size_t i = 0; t != NULL && i < n; i++) {
@@ -181,7 +181,7 @@ static PyObject *attempts_tuple(const nx_attempt *a, size_t n)
     return t;
 }
 
-static void raise_not_supported(nx_state *st, const nx_attempt *a, size_t n)
+static void raise_not_supported(nx_state *st, const dl_attempt *a, size_t n)
 {
     PyObject *cls = nx_exception_class(st, NX_EXC_NOT_SUPPORTED); /* borrowed */
     if (cls == NULL)
@@ -256,7 +256,7 @@ int nx_load_library(nx_state *st)
         .nccl = (const char *const *)nccl.items,
         .nnccl = nccl.n,
     };
-    const nx_attempt *attempts;
+    const dl_attempt *attempts;
     size_t nattempts;
     int notices, loaded;
     Py_BEGIN_ALLOW_THREADS
@@ -319,7 +319,7 @@ static PyObject *get_load_attempts(PyObject *module, PyObject *unused)
     (void)unused;
     if (nx_loaded(nx_get_state(module)) < 0)
         return NULL;
-    const nx_attempt *a;
+    const dl_attempt *a;
     size_t n;
     nx_loader_attempts(&a, &n);
     return attempts_tuple(a, n);

@@ -28,8 +28,7 @@ const size_t nx_nnccl_symbols = 0 NCCL_ABI_NCCL(NX_COUNT_ROW);
 static pthread_mutex_t loader_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int loader_ready;   /* release-stored after every field below is written */
 static nx_library_info info;      /* guarded by loader_lock until loader_ready */
-static nx_attempt *attempts;      /* guarded by loader_lock; frozen once loader_ready */
-static size_t nattempts, cap_attempts;
+static dl_attempt_log attempts;   /* guarded by loader_lock; frozen once loader_ready */
 static int notices_pending;       /* guarded by loader_lock */
 static char loaded_path[PATH_MAX];
 static char host_info_copy[512];
@@ -68,30 +67,6 @@ int nx_gpu_device_kinds(const char *dev_dir)
     return kinds;
 }
 
-static void clear_attempts(void)
-{
-    for (size_t i = 0; i < nattempts; i++) {
-        free(attempts[i].candidate);
-        free(attempts[i].outcome);
-    }
-    nattempts = 0;
-}
-
-/* Out of memory while recording leaves the list short; discovery itself goes on. */
-static void record(const char *candidate, const char *outcome)
-{
-    if (nattempts == cap_attempts) {
-        size_t cap = cap_attempts ? 2 * cap_attempts : 16;
-        nx_attempt *grown = realloc(attempts, cap * sizeof *grown);
-        if (grown == NULL)
-            return;
-        attempts = grown, cap_attempts = cap;
-    }
-    attempts[nattempts].candidate = strdup(candidate);
-    attempts[nattempts].outcome = outcome ? strdup(outcome) : NULL;
-    nattempts++;
-}
-
 static const char *base_name(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -127,33 +102,28 @@ static int collect_mapped(struct dl_phdr_info *pi, size_t size, void *data)
 
 /* Opens one candidate and checks it is an NCCL-ABI library. Returns the handle or NULL, having
  * recorded the outcome either way; *broken is set when the library exists but dlopen failed. */
-static void *try_open(const char *candidate, int check_exists, int *broken)
+static void *try_open(const char *candidate, int *broken)
 {
     *broken = 0;
-    if (check_exists && access(candidate, F_OK) != 0) {
-        record(candidate, "not found");
-        return NULL;
-    }
     dlerror();
     void *h = dlopen(candidate, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) {
         const char *err = dlerror();
         char msg[2048];
-        /* A bare SONAME the dynamic loader cannot find is "not found"; anything else (a missing
-         * dependency, a wrong ELF class, a bad path) keeps its full dlerror text. */
-        if (strchr(candidate, '/') == NULL && err != NULL && strstr(err, candidate) != NULL &&
-            strstr(err, "No such file") != NULL) {
+        /* A candidate that is not there is "not found"; anything else (a missing dependency, a
+         * wrong ELF class) keeps its full dlerror text. */
+        if (dl_not_found(candidate, err)) {
             snprintf(msg, sizeof msg, "not found");
         } else {
             snprintf(msg, sizeof msg, "found, failed to load: %s", err ? err : "no diagnostic");
             *broken = 1;
         }
-        record(candidate, msg);
+        dl_log_record(&attempts, candidate, msg);
         return NULL;
     }
     if (dlsym(h, "ncclGetVersion") == NULL) {
         dlclose(h);
-        record(candidate, "found, but not an NCCL/RCCL library (no ncclGetVersion)");
+        dl_log_record(&attempts, candidate, "found, but not an NCCL/RCCL library (no ncclGetVersion)");
         return NULL;
     }
     return h;
@@ -184,7 +154,7 @@ static int adopt(void *h, const char *candidate)
     if (rc != ncclSuccess) {
         char msg[128];
         snprintf(msg, sizeof msg, "found, but ncclGetVersion failed with status %d", (int)rc);
-        record(candidate, msg);
+        dl_log_record(&attempts, candidate, msg);
         return -1;
     }
     Dl_info dli;
@@ -208,15 +178,15 @@ static int adopt(void *h, const char *candidate)
         info.host_info = host_info_copy;
     }
     nx_api = table;
-    record(candidate, NULL);
+    dl_log_record(&attempts, candidate, NULL);
     return 0;
 }
 
 /* 0 when the candidate loaded; -1 when it did not; -2 when it exists but failed to load. */
-static int open_and_adopt(const char *candidate, int check_exists)
+static int open_and_adopt(const char *candidate)
 {
     int broken;
-    void *h = try_open(candidate, check_exists, &broken);
+    void *h = try_open(candidate, &broken);
     if (h == NULL)
         return broken ? -2 : -1;
     /* Handles are never closed: function pointers from it live for the whole process. */
@@ -229,7 +199,7 @@ static int open_and_adopt(const char *candidate, int check_exists)
 static int try_chain(const char *const *candidates, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        int rc = open_and_adopt(candidates[i], strchr(candidates[i], '/') != NULL);
+        int rc = open_and_adopt(candidates[i]);
         if (rc == 0 || rc == -2)
             return rc;
     }
@@ -259,13 +229,13 @@ static int discover(const nx_load_request *req, int *notices)
         /* An explicit request never falls back to anything else. */
         int is_host = strcasecmp(req->override, "host") == 0;
         const char *cand = is_host ? req->host_path : req->override;
-        if (open_and_adopt(cand, strchr(cand, '/') != NULL) != 0)
+        if (open_and_adopt(cand) != 0)
             return -1;
         *notices |= note_other_copy(&mapped);
         return 0;
     }
     if (req->devices == 0) {
-        if (open_and_adopt(req->host_path, 1) != 0)
+        if (open_and_adopt(req->host_path) != 0)
             return -1;
         *notices |= NX_NOTICE_HOST_AUTO | note_other_copy(&mapped);
         return 0;
@@ -279,7 +249,7 @@ static int discover(const nx_load_request *req, int *notices)
             return 0;
         }
         if (h == NULL)
-            record(mapped.first, "already mapped, but dlopen(RTLD_NOLOAD) failed");
+            dl_log_record(&attempts, mapped.first, "already mapped, but dlopen(RTLD_NOLOAD) failed");
     }
     /* The chain follows the devices: RCCL for an AMD GPU, NCCL for an NVIDIA one; never NVIDIA's
      * library on a machine that has only AMD devices, or the reverse. With both kinds, RCCL first. */
@@ -291,14 +261,14 @@ static int discover(const nx_load_request *req, int *notices)
     return rc == 0 ? 0 : -1;
 }
 
-int nx_loader_load(const nx_load_request *req, const nx_attempt **out, size_t *nout, int *notices)
+int nx_loader_load(const nx_load_request *req, const dl_attempt **out, size_t *nout, int *notices)
 {
     int rc = 0;
     *notices = 0;
     pthread_mutex_lock(&loader_lock);
     if (!atomic_load_explicit(&loader_ready, memory_order_relaxed)) {
         /* A failed discovery is not cached: a corrected environment is tried afresh. */
-        clear_attempts();
+        dl_log_clear(&attempts);
         memset(&info, 0, sizeof info);
         int found = 0;
         rc = discover(req, &found);
@@ -312,16 +282,16 @@ int nx_loader_load(const nx_load_request *req, const nx_attempt **out, size_t *n
         *notices = notices_pending;
         notices_pending = 0;
     }
-    *out = attempts;
-    *nout = nattempts;
+    *out = attempts.items;
+    *nout = attempts.n;
     pthread_mutex_unlock(&loader_lock);
     return rc;
 }
 
-void nx_loader_attempts(const nx_attempt **out, size_t *nout)
+void nx_loader_attempts(const dl_attempt **out, size_t *nout)
 {
     pthread_mutex_lock(&loader_lock);
-    *out = attempts;
-    *nout = nattempts;
+    *out = attempts.items;
+    *nout = attempts.n;
     pthread_mutex_unlock(&loader_lock);
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "abi.h"
+#include "dl_attempts.h"
 
 #define NX_API_FIELD(name, ret, params, args, since) ret(*name) params;
 typedef struct {
@@ -22,11 +23,6 @@ extern nx_api_table nx_api;
 
 typedef enum { NX_FLAVOUR_NONE = 0, NX_FLAVOUR_NCCL, NX_FLAVOUR_RCCL, NX_FLAVOUR_HOST } nx_flavour;
 
-/* One candidate the loader tried; outcome is NULL for the one that loaded. */
-typedef struct {
-    char *candidate;
-    char *outcome;
-} nx_attempt;
 
 typedef struct {
     const char *override;     /* NCCL_LIBRARY, stripped and non-empty, or NULL */
@@ -62,11 +58,11 @@ const nx_library_info *nx_loader_info(void);
  * the attempts out-parameters describe the latest discovery (owned by the loader, valid until the next
  * failed call; after success, forever). *notices gets the NX_NOTICE_* bits for this caller to
  * report; they are handed out only once per process. */
-int nx_loader_load(const nx_load_request *req, const nx_attempt **attempts, size_t *nattempts,
+int nx_loader_load(const nx_load_request *req, const dl_attempt **attempts, size_t *nattempts,
                    int *notices);
 
 /* The attempts of the discovery that succeeded (or of the last failed one). Loader-owned. */
-void nx_loader_attempts(const nx_attempt **attempts, size_t *nattempts);
+void nx_loader_attempts(const dl_attempt **attempts, size_t *nattempts);
 
 /* The kinds of GPU device node under dev_dir: NX_DEVICE_AMD for kfd, NX_DEVICE_NVIDIA for
  * nvidia<N> (not nvidiactl or nvidia-uvm, which containers have without a GPU). */

@@ -11,7 +11,7 @@ static int nx_exec(PyObject *module)
         nx_coll_config_setup(module, st) < 0 ||
         nx_resources_setup(module, st) < 0 || nx_redop_setup(module, st) < 0 ||
         nx_devcomm_setup(module, st) < 0 ||
-        nx_communicator_setup(module, st) < 0 || nx_params_setup(module, st) < 0)
+        nx_communicator_setup(module, st) < 0)
         return -1;
     return 0;
 }

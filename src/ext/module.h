@@ -64,8 +64,6 @@ typedef struct {
  * (bindings*.c, rocm_extensions.c) declare theirs in bindings.h; nccl.core's in core.h. */
 int nx_errors_setup(PyObject *module, nx_state *st);
 int nx_library_setup(PyObject *module, nx_state *st);
-/* params.c: nccl.core.params' access to NCCL's parameter registry. */
-int nx_params_setup(PyObject *module, nx_state *st);
 int nx_structs_setup(PyObject *module, nx_state *st);
 int nx_pointer_box_setup(PyObject *module, nx_state *st);
 int nx_handles_setup(PyObject *module, nx_state *st);

@@ -39,7 +39,7 @@ static PyObject *raise_with_attr(PyObject *cls, PyObject *message, const char *a
     return NULL;
 }
 
-NH_COLD static int raise_not_loaded(nh_state *st, const gpu_attempt *attempts, size_t n)
+NH_COLD static int raise_not_loaded(nh_state *st, const dl_attempt *attempts, size_t n)
 {
     PyObject *cls = NULL, *pairs = NULL, *lines = NULL, *sep = NULL, *body = NULL, *message = NULL;
     if ((pairs = PyTuple_New((Py_ssize_t)n)) == NULL || (lines = PyList_New(0)) == NULL)
@@ -81,7 +81,7 @@ int nh_ensure_loaded(nh_state *st)
 {
     if (gpu_hip_ready())
         return 0;
-    gpu_attempt *attempts = NULL;
+    dl_attempt *attempts = NULL;
     size_t n = 0;
     int rc;
     Py_BEGIN_ALLOW_THREADS
@@ -89,7 +89,7 @@ int nh_ensure_loaded(nh_state *st)
     Py_END_ALLOW_THREADS
     if (rc != 0)
         raise_not_loaded(st, attempts, n);
-    gpu_attempts_free(attempts, n);
+    dl_attempts_free(attempts, n);
     return rc == 0 ? 0 : -1;
 }
 
@@ -120,8 +120,17 @@ exit:
     return NULL;
 }
 
+PyObject *nh_none_or_raise(nh_state *st, const char *function, hipError_t code)
+{
+    if (code != GPU_hipSuccess)
+        return nh_raise_hip(st, function, code);
+    Py_RETURN_NONE;
+}
+
 int nh_need(nh_state *st, const void *slot)
 {
+    if (nh_ensure_loaded(st) < 0)
+        return -1;
     void (*fn)(void);
     memcpy(&fn, slot, sizeof fn);
     if (fn != NULL)

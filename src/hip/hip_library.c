@@ -50,7 +50,7 @@ PyDoc_STRVAR(load_attempts__doc__, "load_attempts()\n--\n\n"
 
 static PyObject *load_attempts(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
 {
-    gpu_attempt *attempts = NULL;
+    dl_attempt *attempts = NULL;
     size_t n = 0;
     int rc;
     Py_BEGIN_ALLOW_THREADS
@@ -70,7 +70,7 @@ static PyObject *load_attempts(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(
         PyTuple_SET_ITEM(result, (Py_ssize_t)i, pair);
     }
 exit:
-    gpu_attempts_free(attempts, n);
+    dl_attempts_free(attempts, n);
     return result;
 }
 

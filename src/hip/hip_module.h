@@ -30,8 +30,13 @@ int nh_ensure_loaded(nh_state *st);
 NH_COLD PyObject *nh_raise_hip(nh_state *st, const char *function, hipError_t code);
 NH_COLD PyObject *nh_raise_missing(nh_state *st, const char *function);
 
-/* The entry point whose gpu_hip slot is `slot` (written &gpu_hip.hipXxx) is present: 0, or -1
- * with FunctionNotFoundError naming it. Call after nh_ensure_loaded. */
+/* The result of a HIP call that returns nothing else: None for hipSuccess, else NULL with the
+ * HipError for `function` raised. */
+PyObject *nh_none_or_raise(nh_state *st, const char *function, hipError_t code);
+
+/* Loads the runtime if no call has yet (nh_ensure_loaded), then checks that the entry point whose
+ * gpu_hip slot is `slot` (written &gpu_hip.hipXxx) is present: 0, or -1 with NotSupportedError or
+ * FunctionNotFoundError naming it. */
 int nh_need(nh_state *st, const void *slot);
 
 /* Positional-argument count check for METH_FASTCALL functions. */

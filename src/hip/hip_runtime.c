@@ -110,9 +110,7 @@ static PyObject *set_device(PyObject *module, PyObject *const *args, Py_ssize_t 
     Py_BEGIN_ALLOW_THREADS
     rc = gpu_hip.hipSetDevice(device);
     Py_END_ALLOW_THREADS
-    if (rc != GPU_hipSuccess)
-        return nh_raise_hip(st, "hipSetDevice", rc);
-    Py_RETURN_NONE;
+    return nh_none_or_raise(st, "hipSetDevice", rc);
 }
 
 PyDoc_STRVAR(device_synchronize__doc__, "device_synchronize(device=-1, /)\n--\n\n"
@@ -123,8 +121,6 @@ static PyObject *device_synchronize(PyObject *module, PyObject *const *args, Py_
     nh_state *st = nh_get_state(module);
     int device = -1;
     if (!nh_check_nargs("device_synchronize", nargs, 0, 1) || (nargs > 0 && !nh_int_converter(args[0], &device)))
-        return NULL;
-    if (nh_ensure_loaded(st) < 0)
         return NULL;
     if (nh_need(st, &gpu_hip.hipDeviceSynchronize) < 0)
         return NULL;
@@ -148,8 +144,6 @@ static PyObject *device_get_pci_bus_id(PyObject *module, PyObject *const *args, 
     nh_state *st = nh_get_state(module);
     int device;
     if (!nh_check_nargs("device_get_pci_bus_id", nargs, 1, 1) || !nh_int_converter(args[0], &device))
-        return NULL;
-    if (nh_ensure_loaded(st) < 0)
         return NULL;
     if (nh_need(st, &gpu_hip.hipDeviceGetPCIBusId) < 0)
         return NULL;
@@ -221,7 +215,7 @@ static int one_handle(nh_state *st, const char *name, PyObject *const *args, Py_
 {
     if (!nh_check_nargs(name, nargs, 1, 1) || !nh_handle_converter(args[0], handle))
         return -1;
-    if (nh_ensure_loaded(st) < 0 || nh_need(st, slot) < 0)
+    if (nh_need(st, slot) < 0)
         return -1;
     return 0;
 }
@@ -237,9 +231,7 @@ static PyObject *stream_destroy(PyObject *module, PyObject *const *args, Py_ssiz
     Py_BEGIN_ALLOW_THREADS
     rc = gpu_hip.hipStreamDestroy((hipStream_t)handle);
     Py_END_ALLOW_THREADS
-    if (rc != GPU_hipSuccess)
-        return nh_raise_hip(st, "hipStreamDestroy", rc);
-    Py_RETURN_NONE;
+    return nh_none_or_raise(st, "hipStreamDestroy", rc);
 }
 
 PyDoc_STRVAR(stream_synchronize__doc__, "stream_synchronize(stream, /)\n--\n\n"
@@ -254,9 +246,7 @@ static PyObject *stream_synchronize(PyObject *module, PyObject *const *args, Py_
     Py_BEGIN_ALLOW_THREADS
     rc = gpu_hip.hipStreamSynchronize((hipStream_t)handle);
     Py_END_ALLOW_THREADS
-    if (rc != GPU_hipSuccess)
-        return nh_raise_hip(st, "hipStreamSynchronize", rc);
-    Py_RETURN_NONE;
+    return nh_none_or_raise(st, "hipStreamSynchronize", rc);
 }
 
 PyDoc_STRVAR(event_synchronize__doc__, "event_synchronize(event, /)\n--\n\n"
@@ -271,9 +261,7 @@ static PyObject *event_synchronize(PyObject *module, PyObject *const *args, Py_s
     Py_BEGIN_ALLOW_THREADS
     rc = gpu_hip.hipEventSynchronize((hipEvent_t)handle);
     Py_END_ALLOW_THREADS
-    if (rc != GPU_hipSuccess)
-        return nh_raise_hip(st, "hipEventSynchronize", rc);
-    Py_RETURN_NONE;
+    return nh_none_or_raise(st, "hipEventSynchronize", rc);
 }
 
 PyDoc_STRVAR(event_destroy__doc__, "event_destroy(event, /)\n--\n\nhipEventDestroy(event).");
@@ -287,9 +275,7 @@ static PyObject *event_destroy(PyObject *module, PyObject *const *args, Py_ssize
     Py_BEGIN_ALLOW_THREADS
     rc = gpu_hip.hipEventDestroy((hipEvent_t)handle);
     Py_END_ALLOW_THREADS
-    if (rc != GPU_hipSuccess)
-        return nh_raise_hip(st, "hipEventDestroy", rc);
-    Py_RETURN_NONE;
+    return nh_none_or_raise(st, "hipEventDestroy", rc);
 }
 
 PyDoc_STRVAR(hip_free__doc__, "free(ptr, /)\n--\n\nhipFree(ptr). Synchronizes the device.");
@@ -303,9 +289,7 @@ static PyObject *hip_free(PyObject *module, PyObject *const *args, Py_ssize_t na
     Py_BEGIN_ALLOW_THREADS
     rc = gpu_hip.hipFree((void *)handle);
     Py_END_ALLOW_THREADS
-    if (rc != GPU_hipSuccess)
-        return nh_raise_hip(st, "hipFree", rc);
-    Py_RETURN_NONE;
+    return nh_none_or_raise(st, "hipFree", rc);
 }
 
 PyDoc_STRVAR(stream_wait_event__doc__, "stream_wait_event(stream, event, flags=0, /)\n--\n\n"
@@ -319,17 +303,13 @@ static PyObject *stream_wait_event(PyObject *module, PyObject *const *args, Py_s
     if (!nh_check_nargs("stream_wait_event", nargs, 2, 3) || !nh_handle_converter(args[0], &stream) ||
         !nh_handle_converter(args[1], &event) || (nargs > 2 && !nh_int_converter(args[2], &flags)))
         return NULL;
-    if (nh_ensure_loaded(st) < 0)
-        return NULL;
     if (nh_need(st, &gpu_hip.hipStreamWaitEvent) < 0)
         return NULL;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
     rc = gpu_hip.hipStreamWaitEvent((hipStream_t)stream, (hipEvent_t)event, (unsigned int)flags);
     Py_END_ALLOW_THREADS
-    if (rc != GPU_hipSuccess)
-        return nh_raise_hip(st, "hipStreamWaitEvent", rc);
-    Py_RETURN_NONE;
+    return nh_none_or_raise(st, "hipStreamWaitEvent", rc);
 }
 
 PyDoc_STRVAR(event_create__doc__, "event_create(flags=0, device=-1, /)\n--\n\n"
@@ -377,17 +357,13 @@ static PyObject *event_record(PyObject *module, PyObject *const *args, Py_ssize_
     if (!nh_check_nargs("event_record", nargs, 2, 2) || !nh_handle_converter(args[0], &event) ||
         !nh_handle_converter(args[1], &stream))
         return NULL;
-    if (nh_ensure_loaded(st) < 0)
-        return NULL;
     if (nh_need(st, &gpu_hip.hipEventRecord) < 0)
         return NULL;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
     rc = gpu_hip.hipEventRecord((hipEvent_t)event, (hipStream_t)stream);
     Py_END_ALLOW_THREADS
-    if (rc != GPU_hipSuccess)
-        return nh_raise_hip(st, "hipEventRecord", rc);
-    Py_RETURN_NONE;
+    return nh_none_or_raise(st, "hipEventRecord", rc);
 }
 
 PyDoc_STRVAR(event_query__doc__, "event_query(event, /)\n--\n\n"
@@ -398,8 +374,6 @@ static PyObject *event_query(PyObject *module, PyObject *const *args, Py_ssize_t
     nh_state *st = nh_get_state(module);
     uintptr_t event;
     if (!nh_check_nargs("event_query", nargs, 1, 1) || !nh_handle_converter(args[0], &event))
-        return NULL;
-    if (nh_ensure_loaded(st) < 0)
         return NULL;
     if (nh_need(st, &gpu_hip.hipEventQuery) < 0)
         return NULL;
@@ -423,8 +397,6 @@ static PyObject *event_elapsed_time(PyObject *module, PyObject *const *args, Py_
     uintptr_t start, end;
     if (!nh_check_nargs("event_elapsed_time", nargs, 2, 2) || !nh_handle_converter(args[0], &start) ||
         !nh_handle_converter(args[1], &end))
-        return NULL;
-    if (nh_ensure_loaded(st) < 0)
         return NULL;
     if (nh_need(st, &gpu_hip.hipEventElapsedTime) < 0)
         return NULL;
@@ -453,8 +425,6 @@ static PyObject *hip_malloc(PyObject *module, PyObject *const *args, Py_ssize_t 
         PyErr_SetString(PyExc_ValueError, "size must be positive, got 0");
         return NULL;
     }
-    if (nh_ensure_loaded(st) < 0)
-        return NULL;
     if (nh_need(st, &gpu_hip.hipMalloc) < 0)
         return NULL;
     if (nh_need(st, &gpu_hip.hipFree) < 0)
@@ -489,17 +459,13 @@ static PyObject *memcpy_async(PyObject *module, PyObject *const *args, Py_ssize_
         !nh_handle_converter(args[1], &src) || !nh_size_converter(args[2], &nbytes) ||
         !nh_int_converter(args[3], &kind) || !nh_handle_converter(args[4], &stream))
         return NULL;
-    if (nh_ensure_loaded(st) < 0)
-        return NULL;
     if (nh_need(st, &gpu_hip.hipMemcpyAsync) < 0)
         return NULL;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
     rc = gpu_hip.hipMemcpyAsync((void *)dst, (const void *)src, nbytes, kind, (hipStream_t)stream);
     Py_END_ALLOW_THREADS
-    if (rc != GPU_hipSuccess)
-        return nh_raise_hip(st, "hipMemcpyAsync", rc);
-    Py_RETURN_NONE;
+    return nh_none_or_raise(st, "hipMemcpyAsync", rc);
 }
 
 PyDoc_STRVAR(memset_async__doc__, "memset_async(dst, value, nbytes, stream, /)\n--\n\n"
@@ -519,17 +485,13 @@ static PyObject *memset_async(PyObject *module, PyObject *const *args, Py_ssize_
         PyErr_Format(PyExc_ValueError, "value must be a byte (0-255), got %d", value);
         return NULL;
     }
-    if (nh_ensure_loaded(st) < 0)
-        return NULL;
     if (nh_need(st, &gpu_hip.hipMemsetAsync) < 0)
         return NULL;
     hipError_t rc;
     Py_BEGIN_ALLOW_THREADS
     rc = gpu_hip.hipMemsetAsync((void *)dst, value, nbytes, (hipStream_t)stream);
     Py_END_ALLOW_THREADS
-    if (rc != GPU_hipSuccess)
-        return nh_raise_hip(st, "hipMemsetAsync", rc);
-    Py_RETURN_NONE;
+    return nh_none_or_raise(st, "hipMemsetAsync", rc);
 }
 
 /* hipMemoryType changed values in ROCm 6.0 (HIP 6 aligned it with CUDA's cudaMemoryType). */
@@ -568,8 +530,6 @@ static PyObject *pointer_get_attributes(PyObject *module, PyObject *const *args,
     nh_state *st = nh_get_state(module);
     uintptr_t ptr;
     if (!nh_check_nargs("pointer_get_attributes", nargs, 1, 1) || !nh_handle_converter(args[0], &ptr))
-        return NULL;
-    if (nh_ensure_loaded(st) < 0)
         return NULL;
     if (nh_need(st, &gpu_hip.hipPointerGetAttributes) < 0)
         return NULL;
@@ -612,8 +572,6 @@ static PyObject *get_error_name(PyObject *module, PyObject *const *args, Py_ssiz
     nh_state *st = nh_get_state(module);
     int code;
     if (!nh_check_nargs("get_error_name", nargs, 1, 1) || !nh_int_converter(args[0], &code))
-        return NULL;
-    if (nh_ensure_loaded(st) < 0)
         return NULL;
     if (nh_need(st, &gpu_hip.hipGetErrorName) < 0)
         return NULL;

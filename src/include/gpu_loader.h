@@ -27,15 +27,10 @@
 
 #include <stddef.h>
 
+#include "dl_attempts.h"
 #include "hip_api.h"
 
-/* One candidate the loader tried. outcome is NULL for the candidate that loaded. */
-typedef struct {
-    char *candidate;
-    char *outcome;
-} gpu_attempt;
-
-void gpu_attempts_free(gpu_attempt *attempts, size_t nattempts);
+/* The attempts are dl_attempt records (dl_attempts.h: the search log both loaders share). */
 
 /* ---- the HIP runtime ---- */
 
@@ -48,12 +43,12 @@ int gpu_hip_ready(void);
  * Returns 0 on success, -1 on failure. A failure is not cached: the next call searches again, so
  * a corrected NCCL4PY_HIP_LIBRARY takes effect. On return, when attempts is not NULL, *attempts
  * and *nattempts hold a malloc'd copy of that discovery's attempts (release it with
- * gpu_attempts_free); on an allocation failure the copy is empty. */
-int gpu_hip_load(gpu_attempt **attempts, size_t *nattempts);
+ * dl_attempts_free); on an allocation failure the copy is empty. */
+int gpu_hip_load(dl_attempt **attempts, size_t *nattempts);
 
 /* A malloc'd copy of the latest discovery's attempts (none before the first). Takes the mutex:
  * call with the GIL released. Returns -1 only when out of memory. */
-int gpu_hip_attempts(gpu_attempt **attempts, size_t *nattempts);
+int gpu_hip_attempts(dl_attempt **attempts, size_t *nattempts);
 
 /* Valid once gpu_hip_ready(): the path the symbols come from, and hipRuntimeGetVersion's value
  * (HIP_VERSION encoding: major * 10000000 + minor * 100000 + patch), or -1 if unknown. */

@@ -68,6 +68,29 @@ def test_override_soname_goes_to_the_dynamic_loader(mini_libs, tmp_path, place, 
     assert out["flavour"] == "rccl"  # by file name and by its ncclAllReduceWithBias export
 
 
+def test_a_missing_dependency_named_like_the_soname_is_not_a_missing_soname(mini_libs, tmp_path, run_py):
+    # NCCL_LIBRARY=libnccl-dep.so is there (on LD_LIBRARY_PATH) but needs libnccl-dep.so-gone.so,
+    # which is not: dlerror's text starts with the candidate's name, yet names another file.
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler to build the loader's test libraries")
+    libdir, build = tmp_path / "ld", tmp_path / "build"
+    libdir.mkdir()
+    build.mkdir()
+    (build / "dep.c").write_text("int nccl_dependency(void) { return 0; }\n")
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(build / "libnccl-dep.so-gone.so"), str(build / "dep.c")],
+                   check=True)
+    subprocess.run([cc, "-shared", "-fPIC", "-DMINI_VERSION=22903", "-o", str(libdir / "libnccl-dep.so"),
+                    str(HERE / "mini_nccl.c"), f"-L{build}", "-Wl,--no-as-needed", "-l:libnccl-dep.so-gone.so"],
+                   check=True)
+    (build / "libnccl-dep.so-gone.so").unlink()
+    out = run_py(FAILURE, {"NCCL_LIBRARY": "libnccl-dep.so", "LD_LIBRARY_PATH": libdir})
+    (candidate, outcome), = out["attempts"]
+    assert candidate == "libnccl-dep.so"
+    assert outcome == ("found, failed to load: libnccl-dep.so-gone.so: cannot open shared object file: "
+                       "No such file or directory")
+
+
 def test_override_failed_to_load_keeps_dlerror(mini_libs, tmp_path, run_py):
     bogus = tmp_path / "libnccl.so.2"
     bogus.write_text("not an ELF file")

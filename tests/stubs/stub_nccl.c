@@ -747,11 +747,13 @@ S_HOOK(ncclParamGetParameter)(const char *key, const char **value, int *len)
     S_WRITE(value, s_param_value);
     S_WRITE(len, (int)strlen(s_param_value));
 }
-static const char *s_param_keys[] = {"NCCL_STUB_A", "NCCL_STUB_B", "NCCL_STUB_C"};
+/* The key table has a hole (NULL), which the readers leave out, and a key that is not UTF-8
+ * (0xff), which they decode with U+FFFD in its place. */
+static const char *s_param_keys[] = {"NCCL_STUB_A", NULL, "NCCL_STUB_B", "NCCL_STUB_C", "NCCL_STUB_\xff"};
 S_HOOK(ncclParamGetAllParameterKeys)(const char ***table, int *len)
 {
     S_WRITE(table, s_param_keys);
-    S_WRITE(len, 3);
+    S_WRITE(len, (int)(sizeof s_param_keys / sizeof s_param_keys[0]));
 }
 /* The encryption config is kept as the binding passed it (its 32 bytes). */
 S_HOOK(ncclSetEncryption)(const ncclEncryptionConfig_t *config)

@@ -1,7 +1,11 @@
 """NCCL's parameters (nccl4py 0.4.1's ``nccl.core.params`` and ``dump_params``): a read-only
 mapping from key (``"NCCL_DEBUG"``...) to the library's current text value, through
 ncclParamGetParameter / ncclParamGetAllParameterKeys (NCCL 2.30.4; FunctionNotFoundError on older
-libraries). The library is loaded on first use, not at import."""
+libraries). The library is loaded on first use, not at import.
+
+The reads are nccl.bindings.nccl's ``param_get_parameter``, ``param_get_all_keys`` and
+``param_dump_all`` (src/ext/bindings_params.c), the package's one reader of the registry; this
+module only gives them a mapping's shape."""
 
 from collections.abc import Mapping
 
@@ -15,23 +19,24 @@ class _NcclParams(Mapping):
 
     def __getitem__(self, key):
         from nccl import _ext
+        from nccl._errors import NCCLInvalidArgument
 
         if not isinstance(key, str):
             raise TypeError(f"params key must be str, got {type(key).__name__}")
-        value = _ext._param_get(key)
-        if value is None:
-            raise KeyError(key)
-        return value
+        try:
+            return _ext.param_get_parameter(key)
+        except NCCLInvalidArgument:  # ncclParamGetParameter's answer for a key it does not know
+            raise KeyError(key) from None
 
     def __iter__(self):
         from nccl import _ext
 
-        return iter(_ext._param_keys())
+        return iter(_ext.param_get_all_keys())
 
     def __len__(self):
         from nccl import _ext
 
-        return len(_ext._param_keys())
+        return len(_ext.param_get_all_keys())
 
     def __repr__(self):
         return "<nccl.core.params: NCCL parameters of the loaded library>"
@@ -44,4 +49,4 @@ def dump_params():
     """The library prints every parameter and its value to its standard output (ncclParamDumpAll)."""
     from nccl import _ext
 
-    _ext._param_dump_all()
+    _ext.param_dump_all()
