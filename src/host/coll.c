@@ -21,7 +21,8 @@
  * holds only the n-1 others, each a larger share), and the own block of a Broadcast root,
  * AllGather or Gather root goes straight from sendbuff to recvbuff (no copy at all in place),
  * since no peer writes it. Outputs too large for the cache are written with non-temporal stores
- * (copy_out).
+ * (copy_out), and so are a Broadcast root's mid-size steps, which only peers read
+ * (stage_for_peers).
  *
  * Large collectives on a communicator with single-copy reads take another form with the same
  * steps (coll_direct.c): descriptors carry buffer addresses instead of data, peers read the
@@ -71,15 +72,13 @@ static size_t out_bytes(const host_comm *c, const host_opd *op)
     }
 }
 
-/* Copies a step's share of the output. For outputs larger than half the shared cache the
- * stores bypass the cache (x86-64 non-temporal stores): the output cannot stay cached anyway,
- * streaming it skips reading every destination line before writing it, and it does not evict
- * the step buffers the peers read next. The fence orders the stores before the `done` that
- * follows. glibc's memcpy switches to such stores only far above these sizes. */
-static void copy_out(const host_coll_run *run, void *dst, const void *src, size_t bytes)
+/* memcpy with x86-64 non-temporal stores: the destination lines are written without being read
+ * first and without staying in this core's cache. The fence orders the stores before the
+ * `seq` or `done` that follows. Elsewhere (and below a page) a plain memcpy. */
+static void copy_streaming(void *dst, const void *src, size_t bytes)
 {
 #if defined(__x86_64__)
-    if (run->stream && bytes >= 4096) {
+    if (bytes >= 4096) {
         unsigned char *d = dst;
         const unsigned char *s = src;
         size_t head = (16 - ((uintptr_t)d & 15)) & 15, body;
@@ -104,6 +103,31 @@ static void copy_out(const host_coll_run *run, void *dst, const void *src, size_
     }
 #endif
     memcpy(dst, src, bytes);
+}
+
+/* Copies a step's share of the output. Outputs larger than half the shared cache are streamed
+ * (copy_streaming): they cannot stay cached anyway, streaming skips reading every destination
+ * line before writing it, and it does not evict the step buffers the peers read next. glibc's
+ * memcpy switches to such stores only far above these sizes. */
+static void copy_out(const host_coll_run *run, void *dst, const void *src, size_t bytes)
+{
+    if (run->stream)
+        copy_streaming(dst, src, bytes);
+    else
+        memcpy(dst, src, bytes);
+}
+
+/* A Broadcast root's step data, which only other ranks read. A step of a few hundred KiB copied
+ * with ordinary stores stays dirty in the root's private cache, and every receiver then pulls it
+ * across cores line by line, which measured slower than reading it from memory; larger steps
+ * overflow that cache on their own (docs/host-backend.md#speed). Streamed between
+ * HOST_STAGE_STREAM_MIN and HOST_STAGE_STREAM_MAX bytes. */
+static void stage_for_peers(void *slot, const void *src, size_t bytes)
+{
+    if (bytes >= HOST_STAGE_STREAM_MIN && bytes < HOST_STAGE_STREAM_MAX)
+        copy_streaming(slot, src, bytes);
+    else
+        memcpy(slot, src, bytes);
 }
 
 ncclResult_t host_coll_begin(host_comm *c, host_coll_run *run, host_opd *op)
@@ -168,9 +192,9 @@ static void publish_data(host_comm *c, host_coll_run *run, unsigned char *slot)
     size_t len = min_sz(E, op->count - o);
     switch (op->kind) {
     case HOST_K_BROADCAST:
-        if (me != op->root)
-            return;
-        /* fall through */
+        if (me == op->root)
+            stage_for_peers(slot, send + o * es, len * es);
+        return;
     case HOST_K_ALLREDUCE:
     case HOST_K_ALLREDUCE_BIAS:
     case HOST_K_REDUCE:

@@ -116,6 +116,9 @@ enum { HOST_DIRECT_AUTO = 0, HOST_DIRECT_OFF = 1, HOST_DIRECT_ON = 2 };
 /* Collectives whose output on a rank is at least this large write it with non-temporal stores
  * on the segment path (coll.c copy_out): half the 32 MiB shared cache of the machine measured. */
 #define HOST_STREAM_MIN ((size_t)16 << 20)
+/* Step sizes at which a Broadcast root streams its step data into the segment (coll.c). */
+#define HOST_STAGE_STREAM_MIN ((size_t)16 << 10)
+#define HOST_STAGE_STREAM_MAX ((size_t)512 << 10)
 
 /* Loads the tunables on first use (pthread_once) and returns them. Never NULL. */
 const host_params_t *host_params(void);

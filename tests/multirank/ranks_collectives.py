@@ -316,6 +316,27 @@ def streamed(ctx):
     return c.result()
 
 
+def staged(ctx):
+    """Broadcasts whose steps are streamed into the segment by the root (steps of 16 KiB up to
+    512 KiB, src/host/coll.c stage_for_peers), at the edges of that range and across several steps
+    with a short last one, in and out of place, from the first and the last rank; uint8 at odd
+    counts, so the copies have ragged heads and tails (the guards must survive)."""
+    c = Checker(ctx)
+    n, r = c.size, c.rank
+    dt = R.DT.Uint8
+    for i, count in enumerate(((16 << 10) - 1, (16 << 10) + 7, 100003, (512 << 10) - 1, 512 << 10, 300007)):
+        xs = c.inputs(dt, count, 400 + i)
+        for root in sorted({0, n - 1}):
+            s, d = Guarded(dt, count, xs[r]), Guarded(dt, count)
+            c.call(b.broadcast, s.at(), d.at(), count, dt, root)
+            c.expect(f"Broadcast {count} root={root}", d.body, xs[root], d)
+            c.digest.update(d.body.tobytes())
+            ip = Guarded(dt, count, xs[r])
+            c.call(b.broadcast, ip.at(), ip.at(), count, dt, root)
+            c.expect(f"Broadcast in place {count} root={root}", ip.body, xs[root], ip)
+    return c.result()
+
+
 def spec_examples(ctx):
     """The worked cases of docs/host-backend.md#reductions-and-numerics, computed from the rank count: fp8 Avg
     (three 7.0s in e4m3 average to 7.5), fp8 saturation, fp16 overflow to Inf, NaN-suppressing

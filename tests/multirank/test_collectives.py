@@ -50,6 +50,15 @@ def test_large_outputs_streamed(run_ranks):
     _check(run_ranks(nranks, "ranks_collectives:streamed", timeout=90))
 
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize("chunk", ["auto", "64K"])
+def test_broadcast_root_streams_its_steps(run_ranks, chunk):
+    """A Broadcast root writes steps of 16-512 KiB with non-temporal stores: every size at the
+    edges, at 3 ranks; with 64 KiB slots (32 KiB steps) a 300 KB broadcast takes ten steps."""
+    env = {} if chunk == "auto" else {"NCCL_HOST_CHUNK_BYTES": "65536"}
+    _check(run_ranks(3, "ranks_collectives:staged", timeout=45, env=env))
+
+
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("nranks", RANKS)
 def test_numerics_worked_examples(run_ranks, nranks):
     """fp8 Avg/saturation, fp16 overflow, NaN-suppressing Max/Min, signed zeros, integer Avg."""
