@@ -231,18 +231,23 @@ def time_cell(ops, call, cell_time):
     return ops.agree_max((time.perf_counter() - t0) / iters)
 
 
-def rank_job(ops, nranks, plan):
-    out = {}
+def cells(plan, nranks):
+    """(collective, size, float32 count) of every cell of the plan that has data at nranks: the
+    blocked collectives round the count down to whole blocks."""
     for coll in plan["collectives"]:
-        row = out.setdefault(coll, {})
         for size in plan["sizes"]:
             count = size // 4
             if coll in BLOCKED:
                 count -= count % nranks
-            if count == 0:
-                continue
-            call = ops.setup(coll, count, nranks)
-            row[str(size)] = time_cell(ops, call, plan["cell_time"])
+            if count > 0:
+                yield coll, size, count
+
+
+def rank_job(ops, nranks, plan):
+    out = {}
+    for coll, size, count in cells(plan, nranks):
+        call = ops.setup(coll, count, nranks)
+        out.setdefault(coll, {})[str(size)] = time_cell(ops, call, plan["cell_time"])
     return out
 
 
@@ -253,20 +258,13 @@ def interleaved_job(ops, nranks, plan):
     names = list(ops)
     reps = plan["reps"]
     out = {name: [{} for _ in range(reps)] for name in names}
-    for coll in plan["collectives"]:
-        for size in plan["sizes"]:
-            count = size // 4
-            if coll in BLOCKED:
-                count -= count % nranks
-            if count == 0:
-                continue
-            calls = {name: ops[name].setup(coll, count, nranks) for name in names}
-            for rep in range(reps):
-                k = rep % len(names)
-                for name in names[k:] + names[:k]:
-                    out[name][rep].setdefault(coll, {})[str(size)] = time_cell(ops[name], calls[name],
-                                                                                plan["cell_time"])
-            del calls
+    for coll, size, count in cells(plan, nranks):
+        calls = {name: ops[name].setup(coll, count, nranks) for name in names}
+        for rep in range(reps):
+            k = rep % len(names)
+            for name in names[k:] + names[:k]:
+                out[name][rep].setdefault(coll, {})[str(size)] = time_cell(ops[name], calls[name], plan["cell_time"])
+        del calls
     return out
 
 
