@@ -86,6 +86,7 @@ def test_bindings_stub(tmp_path):
         "props: b.CommProperties = b.comm_query_properties(comm)\n"
         "rank: int = props.rank + b.comm_user_rank(comm) + b.team_rank_to_world(comm, b.team_lsa(comm), 0)\n"
         "b.get_unique_id(b.UniqueId().ptr)\n"
+        "sim: b.SimInfo = b.SimInfo.from_ptr(cfg.ptr, readonly=True)\n"
         "keys: list[str] = b.param_get_all_keys()\n"
         "old: b.RedOpDummy = b.RedOp_dummy.NumOps_dummy\n"
         "mode: b.HostCftMode = b.HostCftMode.Default\n"
@@ -115,11 +116,12 @@ def test_bindings_stub(tmp_path):
         "nb.all_to_all_v(1, [1], [0], 2)\n"             # nine arguments
         "b.DataType.Float33\n"                          # members come from nccl._enums
         "t: str = b.NCCL_WIN_DEFAULT\n"                 # an int
+        "team: b.Team = b.UniqueId.from_data(b'')\n"   # from_* returns its own class
     )
     r = _mypy(tmp_path, bad)
     assert r.returncode == 1
     lines = [line for line in r.stdout.splitlines() if "error:" in line]
-    assert {line.split(":")[1] for line in lines} == {str(i) for i in range(2, 18) if i != 13}, r.stdout
+    assert {line.split(":")[1] for line in lines} == {str(i) for i in range(2, 19) if i != 13}, r.stdout
 
 
 def _stub_declarations(path):
