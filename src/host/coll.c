@@ -360,6 +360,7 @@ void host_seg_error(host_comm *c, ncclResult_t rc, const char *text)
     uint32_t expected = 0;
     if (atomic_compare_exchange_strong(&h->error_code, &expected, (uint32_t)rc)) {
         h->error_rank = c->rank;
+        h->error_cause = atomic_load(&c->cause);
         snprintf(h->error_text, sizeof h->error_text, "%s", text);
     }
     for (int r = 0; r < c->nranks; r++)

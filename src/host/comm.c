@@ -120,6 +120,8 @@ static void announce_departure(host_comm *c, int abort)
     uint32_t want = abort ? HOST_RANK_ABORTED : HOST_RANK_LEFT;
     if (c->seg.base != NULL) {
         host_seg_rank *me = host_seg_rankp(&c->seg, c->rank);
+        /* the first cause before the state: a peer that sees us aborted blames what we saw */
+        atomic_store(&me->cause, atomic_load(&c->cause));
         if (abort || atomic_load(&me->state) == HOST_RANK_ALIVE)
             atomic_store(&me->state, want);
         for (int r = 0; r < c->nranks; r++)

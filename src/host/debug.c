@@ -7,7 +7,9 @@
  *
  * One line per message, written with one write(2), formatted only when the level is enabled:
  *   <host>:<pid>:<tid> [<rank>] NCCL-HOST <LEVEL> <message>
- * WARN always updates the process-global last-error text, whatever NCCL_DEBUG says. */
+ * WARN always updates the process-global last-error text, whatever NCCL_DEBUG says, except on a
+ * background thread that serves no call (the bootstrap root): its warnings are only logged, so
+ * they never replace the error of a call that another thread is about to return. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,7 @@ static pthread_mutex_t host_last_error_lock = PTHREAD_MUTEX_INITIALIZER;
 static char host_last_error_text[1024];             /* guarded by host_last_error_lock */
 static _Thread_local char host_last_error_copy[1024];
 static _Thread_local int host_log_rank = -1;
+static _Thread_local int host_log_background;      /* this thread's warnings are log-only */
 
 static const struct {
     const char *name;
@@ -117,6 +120,11 @@ void host_log_set_rank(int rank)
     host_log_rank = rank;
 }
 
+void host_log_set_background(void)
+{
+    host_log_background = 1;
+}
+
 int host_log_get_rank(void)
 {
     return host_log_rank;
@@ -141,7 +149,7 @@ void host_vlog(int level, unsigned subsys, const char *fmt, va_list ap)
     if (level != HOST_LOG_WARN && !print)
         return;
     vsnprintf(msg, sizeof msg, fmt, ap);
-    if (level == HOST_LOG_WARN) {
+    if (level == HOST_LOG_WARN && !host_log_background) {
         pthread_mutex_lock(&host_last_error_lock);
         memcpy(host_last_error_text, msg, sizeof msg);
         pthread_mutex_unlock(&host_last_error_lock);

@@ -186,13 +186,67 @@ void host_comm_set_error(host_comm *c, ncclResult_t rc)
 void host_comm_set_error_why(host_comm *c, ncclResult_t rc, const char *why)
 {
     int expected = 0;
+    uint32_t cause = atomic_load(&c->cause);
+    char text[sizeof c->error_why];
     if (rc == ncclSuccess || rc == ncclInProgress || rc == ncclInvalidArgument)
         return;
+    if (why == NULL && cause != 0) /* an operation failed for a peer's loss: say which */
+        why = host_cause_text(c, cause, text, sizeof text);
     pthread_mutex_lock(&c->lock);
     if (atomic_compare_exchange_strong(&c->error, &expected, (int)rc) && why != NULL)
         snprintf(c->error_why, sizeof c->error_why, "%s", why);
     pthread_mutex_unlock(&c->lock);
     host_comm_wake(c);
+}
+
+uint32_t host_peer_cause(host_comm *c, int r)
+{
+    uint32_t st = atomic_load(&host_seg_rankp(&c->seg, r)->state);
+    int g = atomic_load(&c->peers[r].gone);
+    if (st == HOST_RANK_ABORTED || g == HOST_PEER_ABORTED) {
+        /* its cause is stored before its state, and its notice is sent after both */
+        uint32_t inherited = atomic_load(&host_seg_rankp(&c->seg, r)->cause);
+        int d = HOST_CAUSE_RANK(inherited);
+        if (inherited != 0 && d != r && d != c->rank && d >= 0 && d < c->nranks)
+            return inherited;
+        return HOST_CAUSE(r, HOST_PEER_ABORTED);
+    }
+    return HOST_CAUSE(r, g == HOST_PEER_DEAD ? HOST_PEER_DEAD : HOST_PEER_LEFT);
+}
+
+void host_comm_note_cause(host_comm *c, uint32_t cause)
+{
+    uint32_t none = 0;
+    int d = HOST_CAUSE_RANK(cause), how = HOST_CAUSE_HOW(cause);
+    if (cause != 0 && d >= 0 && d < c->nranks && how >= HOST_PEER_LEFT && how <= HOST_PEER_ABORTED)
+        atomic_compare_exchange_strong(&c->cause, &none, cause);
+}
+
+static const char *how_text(int how)
+{
+    switch (how) {
+    case HOST_PEER_DEAD: return "died";
+    case HOST_PEER_ABORTED: return "aborted";
+    default: return "left the communicator (finalize/destroy)";
+    }
+}
+
+const char *host_cause_text(host_comm *c, uint32_t cause, char *buf, size_t len)
+{
+    int d = HOST_CAUSE_RANK(cause);
+    snprintf(buf, len, "peer rank %d (pid %u) %s", d, c->peers[d].pid, how_text(HOST_CAUSE_HOW(cause)));
+    return buf;
+}
+
+const char *host_peer_gone_text(host_comm *c, int r, char *buf, size_t len)
+{
+    uint32_t cause = host_peer_cause(c, r);
+    int d = HOST_CAUSE_RANK(cause);
+    if (d == r)
+        snprintf(buf, len, "%s", how_text(HOST_CAUSE_HOW(cause)));
+    else
+        snprintf(buf, len, "aborted after rank %d (pid %u) %s", d, c->peers[d].pid, how_text(HOST_CAUSE_HOW(cause)));
+    return buf;
 }
 
 const char *host_comm_error_why(host_comm *c, char *buf, size_t len)

@@ -48,9 +48,10 @@ static void mon_kick(void)
 static void peer_gone(host_comm *c, int peer, int how)
 {
     int expected = HOST_PEER_ALIVE;
-    char why[160];
+    char why[160], gone[128];
     if (how == HOST_PEER_DEAD) {
         if (atomic_compare_exchange_strong(&c->peers[peer].gone, &expected, HOST_PEER_DEAD)) {
+            host_comm_note_cause(c, HOST_CAUSE(peer, HOST_PEER_DEAD));
             snprintf(why, sizeof why, "peer rank %d (pid %u) exited or closed its connection without leaving", peer,
                      c->peers[peer].pid);
             HOST_WARN("%s rank %d: %s; communicator is now in error (ncclRemoteError)", c->name, c->rank, why);
@@ -59,8 +60,11 @@ static void peer_gone(host_comm *c, int peer, int how)
         return;
     }
     if (how == HOST_PEER_ABORTED) {
+        /* An abort's first cause (a death it saw first) travels on: blame that, not the peer. */
         atomic_store(&c->peers[peer].gone, HOST_PEER_ABORTED);
-        snprintf(why, sizeof why, "peer rank %d (pid %u) aborted the communicator", peer, c->peers[peer].pid);
+        host_comm_note_cause(c, host_peer_cause(c, peer));
+        snprintf(why, sizeof why, "peer rank %d (pid %u) %s", peer, c->peers[peer].pid,
+                 host_peer_gone_text(c, peer, gone, sizeof gone));
         HOST_WARN("%s rank %d: %s; communicator is now in error (ncclRemoteError)", c->name, c->rank, why);
         host_comm_set_error_why(c, ncclRemoteError, why);
         return;

@@ -65,7 +65,7 @@ ncclResult_t host_refuse(const char *fn);
 #define HOST_LIB_VERSION_NUM 100      /* compared in the bootstrap handshake */
 #define HOST_PROTO_VERSION 2          /* wire protocol of the bootstrap and the mesh */
 #define HOST_ID_LAYOUT 1              /* unique id layout version (docs/host-backend.md#unique-ids-and-bootstrap) */
-#define HOST_SEG_LAYOUT 3             /* shared segment layout version (3: single-copy descriptors) */
+#define HOST_SEG_LAYOUT 4             /* shared segment layout version (4: first causes) */
 #define HOST_TOKEN_BYTES 16
 #define HOST_SECRET_BYTES 16
 #define HOST_MAX_RANKS 4096
@@ -165,6 +165,9 @@ void host_vlog(int level, unsigned subsys, const char *fmt, va_list ap);
 /* The calling thread's rank for the log prefix (-1: none). */
 void host_log_set_rank(int rank);
 int host_log_get_rank(void);
+/* The calling thread serves no API call (the bootstrap root): its WARNs are logged but do not
+ * become the last error, which belongs to the calls of other threads. */
+void host_log_set_background(void);
 /* A copy of the last WARN text, in a thread-local buffer. */
 const char *host_last_error(void);
 /* NCCL 2.30's fixed strings (docs/host-backend.md#errors-and-logging), flavour-aware. */
@@ -409,8 +412,11 @@ typedef struct {
     uint32_t pid;
     _Atomic uint64_t done;          /* last collective step this rank finished reading */
     _Atomic int32_t cpu;            /* the CPU this rank ran on when it last began to wait */
-    char pad[HOST_CACHELINE - 28];
+    _Atomic uint32_t cause;         /* the first cause of this rank's failure, written before it
+                                     * aborts (HOST_CAUSE; 0 = none) */
+    char pad[HOST_CACHELINE - 32];
 } host_seg_rank;
+_Static_assert(sizeof(host_seg_rank) == HOST_CACHELINE, "per-rank words are one cache line");
 
 typedef struct {
     uint64_t magic;
@@ -426,6 +432,7 @@ typedef struct {
     uint8_t token[HOST_TOKEN_BYTES]; /* proves the attacher opened the right object */
     _Atomic uint32_t error_code;     /* first cross-rank failure (mismatch), 0 = none */
     int32_t error_rank;              /* rank that detected it */
+    uint32_t error_cause;            /* its first cause (HOST_CAUSE), written before error_text */
     char error_text[256];
 } host_seg_header;
 
@@ -599,6 +606,12 @@ typedef struct host_mail {
 
 enum { HOST_PEER_ALIVE = 0, HOST_PEER_LEFT = 1, HOST_PEER_DEAD = 2, HOST_PEER_ABORTED = 3 };
 
+/* A first cause (docs/host-backend.md#peer-death-and-abort): the peer whose loss made a rank fail
+ * and how it was lost (HOST_PEER_*), packed in one word so it is read and written whole; 0 = none. */
+#define HOST_CAUSE(rank, how) (((uint32_t)(rank) + 1u) | ((uint32_t)(how) << 24))
+#define HOST_CAUSE_RANK(cause) ((int)((cause) & 0xffffffu) - 1)
+#define HOST_CAUSE_HOW(cause) ((int)((cause) >> 24))
+
 typedef struct {
     int fd;                      /* control socket, -1 for self */
     pthread_mutex_t send_lock;   /* one writer at a time on fd */
@@ -629,6 +642,7 @@ typedef struct host_comm {
     int phase;                   /* HOST_PHASE_*; guarded by lock */
     _Atomic int error;           /* first asynchronous/fatal error, 0 = none */
     char error_why[200];         /* what caused it, when known ("" otherwise); guarded by lock */
+    _Atomic uint32_t cause;      /* the first peer whose loss failed an operation (HOST_CAUSE) */
     _Atomic int aborted;         /* ncclCommAbort called */
     _Atomic int finalizing;      /* finalize issued */
     _Atomic int suspended;
@@ -706,6 +720,17 @@ void host_comm_set_error_why(host_comm *c, ncclResult_t rc, const char *why);
 ncclResult_t host_comm_error(host_comm *c);
 /* ": <what caused the error>" for appending to a message, or "" when nothing was recorded. */
 const char *host_comm_error_why(host_comm *c, char *buf, size_t len);
+/* The first cause of peer r's loss as this rank sees it: an aborted peer's own recorded cause
+ * when it has one (so a death travels through the ranks that aborted because of it), else r
+ * itself and how it went. */
+uint32_t host_peer_cause(host_comm *c, int r);
+/* Records the communicator's first cause (first wins); 0 is ignored. */
+void host_comm_note_cause(host_comm *c, uint32_t cause);
+/* "peer rank 2 (pid 4711) died": a first cause in words. */
+const char *host_cause_text(host_comm *c, uint32_t cause, char *buf, size_t len);
+/* How peer r is gone, naming the first cause: "died", "aborted", "aborted after rank 2 (pid 4711)
+ * died", "left the communicator (finalize/destroy)". */
+const char *host_peer_gone_text(host_comm *c, int r, char *buf, size_t len);
 /* Wakes the worker and every waiter of this comm (abort, errors from the monitor). */
 void host_comm_wake(host_comm *c);
 

@@ -348,6 +348,7 @@ static void *root_main(void *arg)
     int *rank_of = NULL;
     size_t cap = 0;
     (void)arg;
+    host_log_set_background();
     for (;;) {
         root_id *head, *gone = NULL;
         int64_t next;

@@ -503,19 +503,24 @@ ncclResult_t host_direct_read(host_comm *c, int peer, void *dst, uint64_t src, s
     /* The bytes are the peer's only if its process still lives (see the file comment). */
     if (err == ESRCH || peer_exited(c, peer)) {
         rc = ncclRemoteError;
-        snprintf(text, sizeof text, "rank %d exited during a single-copy read by rank %d", peer, c->rank);
+        host_comm_note_cause(c, HOST_CAUSE(peer, HOST_PEER_DEAD));
+        snprintf(text, sizeof text, "rank %d (pid %u) died during a single-copy read by rank %d", peer,
+                 c->peers[peer].pid, c->rank);
     } else if (err == 0) {
         return ncclSuccess;
     } else if (atomic_load(&c->seg.hdr->error_code) != 0) {
         /* a rank gave up (worker.c release_exposed) and its buffers may be gone: its reason */
         rc = (ncclResult_t)atomic_load(&c->seg.hdr->error_code);
+        host_comm_note_cause(c, c->seg.hdr->error_cause);
         return host_fail(rc, "%s rank %d: single-copy read from rank %d stopped: %s", c->name, c->rank, peer,
                          c->seg.hdr->error_text);
     } else if (atomic_load(&host_seg_rankp(&c->seg, peer)->state) != HOST_RANK_ALIVE ||
                atomic_load(&c->peers[peer].gone) != HOST_PEER_ALIVE) {
+        char how[128];
         rc = ncclRemoteError;
-        snprintf(text, sizeof text, "rank %d left the communicator during a single-copy read by rank %d", peer,
-                 c->rank);
+        host_comm_note_cause(c, host_peer_cause(c, peer));
+        snprintf(text, sizeof text, "rank %d (pid %u) %s during a single-copy read by rank %d", peer,
+                 c->peers[peer].pid, host_peer_gone_text(c, peer, how, sizeof how), c->rank);
     } else if (err == EFAULT) {
         rc = ncclInvalidArgument;
         snprintf(text, sizeof text, "rank %d could not read %zu bytes at %#llx from rank %d into %p: a buffer is not "

@@ -273,35 +273,33 @@ void host_worker_stop(host_comm *c, int64_t deadline)
 /* OPS tasks                                                                                    */
 /* ------------------------------------------------------------------------------------------ */
 
-static int any_peer_gone(host_comm *c, int *who)
-{
-    for (int r = 0; r < c->nranks; r++) {
-        if (r == c->rank)
-            continue;
-        if (atomic_load(&c->peers[r].gone) != HOST_PEER_ALIVE ||
-            atomic_load(&host_seg_rankp(&c->seg, r)->state) != HOST_RANK_ALIVE) {
-            *who = r;
-            return 1;
-        }
-    }
-    return 0;
-}
-
 static int peer_gone(host_comm *c, int r)
 {
     return atomic_load(&c->peers[r].gone) != HOST_PEER_ALIVE ||
            atomic_load(&host_seg_rankp(&c->seg, r)->state) != HOST_RANK_ALIVE;
 }
 
-static const char *gone_how(host_comm *c, int r)
+/* A peer that is gone, preferring one that died: a rank that aborted may have done so because
+ * of that death. */
+static int any_peer_gone(host_comm *c, int *who)
 {
-    uint32_t st = atomic_load(&host_seg_rankp(&c->seg, r)->state);
-    int g = atomic_load(&c->peers[r].gone);
-    if (st == HOST_RANK_ABORTED || g == HOST_PEER_ABORTED)
-        return "aborted";
-    if (g == HOST_PEER_DEAD)
-        return "died";
-    return "left the communicator (finalize/destroy)";
+    *who = -1;
+    for (int r = 0; r < c->nranks; r++) {
+        if (r == c->rank || !peer_gone(c, r))
+            continue;
+        if (*who < 0 || atomic_load(&c->peers[r].gone) == HOST_PEER_DEAD)
+            *who = r;
+    }
+    return *who >= 0;
+}
+
+/* Fails an operation that needs peer r, which is gone, naming the first cause of its loss. */
+static ncclResult_t needs_gone_peer(host_comm *c, const char *opname, int r)
+{
+    char gone[128];
+    host_comm_note_cause(c, host_peer_cause(c, r));
+    return host_fail(ncclRemoteError, "%s rank %d: %s needs rank %d (pid %u), which %s", c->name, c->rank, opname, r,
+                     c->peers[r].pid, host_peer_gone_text(c, r, gone, sizeof gone));
 }
 
 /* Nothing could move: is there a reason it never will? */
@@ -311,9 +309,11 @@ static ncclResult_t stuck_check(host_comm *c, host_task *t, int coll_pending, co
     uint32_t code = atomic_load(&h->error_code);
     ncclResult_t err;
     int who;
-    if (code != 0)
+    if (code != 0) {
+        host_comm_note_cause(c, h->error_cause);
         return host_fail((ncclResult_t)code, "%s rank %d: %s failed: %s", c->name, c->rank,
                          b->opname ? b->opname : "operation", h->error_text);
+    }
     if (t->epoch < atomic_load(&c->cancel_epoch))
         return host_fail(ncclInvalidUsage, "%s rank %d: %s cancelled by ncclCommRevoke or ncclCommShrink(NCCL_SHRINK_ABORT)", c->name,
                          c->rank, b->opname ? b->opname : "operation");
@@ -325,11 +325,9 @@ static ncclResult_t stuck_check(host_comm *c, host_task *t, int coll_pending, co
                          host_comm_error_why(c, why, sizeof why));
     }
     if (coll_pending && any_peer_gone(c, &who))
-        return host_fail(ncclRemoteError, "%s rank %d: %s needs rank %d, which %s", c->name, c->rank,
-                         b->opname ? b->opname : "collective", who, gone_how(c, who));
+        return needs_gone_peer(c, b->opname ? b->opname : "collective", who);
     if (b->peer >= 0 && b->peer != c->rank && peer_gone(c, b->peer))
-        return host_fail(ncclRemoteError, "%s rank %d: %s needs rank %d, which %s", c->name, c->rank,
-                         b->opname ? b->opname : "operation", b->peer, gone_how(c, b->peer));
+        return needs_gone_peer(c, b->opname ? b->opname : "operation", b->peer);
     return ncclSuccess;
 }
 
@@ -461,7 +459,8 @@ static ncclResult_t ops_pass(host_comm *c, ops_state *st, int *progress, int *pe
 static void release_exposed(host_comm *c, ops_state *st, ncclResult_t rc)
 {
     const char *what = NULL;
-    char text[256];
+    uint32_t cause = atomic_load(&c->cause);
+    char text[256], how[128] = "";
     if (st->coll != NULL && host_coll_direct_exposed(c, &st->crun))
         what = st->coll->name;
     for (int i = 0; i < st->np && what == NULL; i++) {
@@ -471,8 +470,10 @@ static void release_exposed(host_comm *c, ops_state *st, ncclResult_t rc)
     }
     if (what == NULL)
         return;
-    snprintf(text, sizeof text, "rank %d left a single-copy %s its peers may still be reading: %s", c->rank, what,
-             host_error_string(rc));
+    if (cause != 0) /* the loss of a peer that made us give up travels with the reason */
+        host_cause_text(c, cause, how, sizeof how);
+    snprintf(text, sizeof text, "rank %d left a single-copy %s its peers may still be reading: %s%s%s%s", c->rank,
+             what, host_error_string(rc), cause != 0 ? " (" : "", how, cause != 0 ? ")" : "");
     host_seg_error(c, rc == ncclInvalidUsage && atomic_load(&c->aborted) ? ncclRemoteError : rc, text);
 }
 
@@ -499,7 +500,7 @@ ncclResult_t host_run_ops(host_comm *c, host_task *t)
      * returning, so a call issued after it always sees this). */
     for (int r = 0; r < n; r++)
         if (r != c->rank && atomic_load(&host_seg_rankp(&c->seg, r)->state) == HOST_RANK_ABORTED)
-            return host_fail(ncclRemoteError, "%s rank %d: peer rank %d aborted the communicator", c->name, c->rank, r);
+            return needs_gone_peer(c, t->ops != NULL ? t->ops->name : "operation", r);
     if (t->epoch < atomic_load(&c->cancel_epoch))
         return host_fail(ncclInvalidUsage, "%s rank %d: cancelled by ncclCommRevoke or ncclCommShrink(NCCL_SHRINK_ABORT)", c->name,
                          c->rank);

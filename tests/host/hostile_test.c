@@ -4,6 +4,12 @@
  *                                           hex, and keeps the root until stdin closes
  *   hostile_test rank <r> <n> <id-hex>      one rank: init, an AllReduce, destroy; prints
  *                                           "INIT <r> <seconds>" (the init's duration)
+ *   hostile_test blame <r> <n> <id-hex>     one rank: init, prints "READY <r>", then AllReduces
+ *                                           until one fails; prints "ERR <r> <result> <last
+ *                                           error>" as the call left it, then aborts at once
+ *   hostile_test initabort <trials>         a blocking init (ncclGroupEnd) of rank 0 of 2 in the
+ *                                           process that holds the id's root, aborted from
+ *                                           another thread: the error says "aborted" every time
  *   hostile_test ids                        2000 unused ids cost one thread and one listener; the
  *                                           open-id limit is reported by name
  *   hostile_test nofile                     with no file descriptor left, ncclGetUniqueId names
@@ -15,6 +21,7 @@
 #endif
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +134,70 @@ static int rank(int r, int n, const char *hex)
     return 0;
 }
 
+static int blame(int r, int n, const char *hex)
+{
+    ncclUniqueId id;
+    ncclComm_t comm;
+    static float x[1024];
+    ncclResult_t rc = ncclSuccess;
+    char msg[1024];
+    hex_to_id(hex, &id);
+    if (ncclCommInitRank(&comm, n, id, r) != ncclSuccess)
+        FAILF("rank %d: ncclCommInitRank", r);
+    printf("READY %d\n", r);
+    fflush(stdout);
+    for (long k = 0; k < 100000000 && rc == ncclSuccess; k++)
+        rc = ncclAllReduce(x, x, 1024, ncclFloat32, ncclSum, comm, NULL);
+    snprintf(msg, sizeof msg, "%s", ncclGetLastError(NULL));
+    ncclCommAbort(comm);
+    printf("ERR %d %d %s\n", r, (int)rc, msg);
+    return 0;
+}
+
+typedef struct {
+    ncclUniqueId id;
+    ncclComm_t _Atomic comm;
+    ncclResult_t rc;
+    char msg[1024];
+} init_job;
+
+static void *blocking_init(void *arg)
+{
+    init_job *j = arg;
+    ncclComm_t c = NULL;
+    ncclGroupStart();
+    if (ncclCommInitRank(&c, 2, j->id, 0) != ncclSuccess)
+        FAILF("ncclCommInitRank in a group");
+    j->comm = c;
+    j->rc = ncclGroupEnd(); /* blocks: rank 1 never comes */
+    snprintf(j->msg, sizeof j->msg, "%s", ncclGetLastError(NULL));
+    return NULL;
+}
+
+static int initabort(int trials)
+{
+    int wrong = 0;
+    for (int k = 0; k < trials; k++) {
+        init_job j = {0};
+        pthread_t t;
+        if (ncclGetUniqueId(&j.id) != ncclSuccess)
+            FAILF("ncclGetUniqueId");
+        pthread_create(&t, NULL, blocking_init, &j);
+        while (j.comm == NULL)
+            usleep(1000);
+        usleep(20000); /* the init is waiting for the root's answer */
+        if (ncclCommAbort(j.comm) != ncclSuccess)
+            FAILF("ncclCommAbort during the init");
+        pthread_join(t, NULL);
+        if (j.rc == ncclSuccess || strstr(j.msg, "aborted") == NULL) {
+            printf("trial %d: ncclGroupEnd returned %d: %s\n", k, (int)j.rc, j.msg);
+            wrong++;
+        }
+    }
+    printf("%d of %d aborted inits said something else than aborted\n", wrong, trials);
+    return wrong != 0;
+}
+
 static int ids(void)
 {
     ncclUniqueId id;
@@ -176,10 +247,14 @@ int main(int argc, char **argv)
         return hold(atol(argv[2]));
     if (argc == 5 && strcmp(argv[1], "rank") == 0)
         return rank(atoi(argv[2]), atoi(argv[3]), argv[4]);
+    if (argc == 5 && strcmp(argv[1], "blame") == 0)
+        return blame(atoi(argv[2]), atoi(argv[3]), argv[4]);
+    if (argc == 3 && strcmp(argv[1], "initabort") == 0)
+        return initabort(atoi(argv[2]));
     if (argc == 2 && strcmp(argv[1], "ids") == 0)
         return ids();
     if (argc == 2 && strcmp(argv[1], "nofile") == 0)
         return nofile();
-    fprintf(stderr, "usage: %s hold <nofile> | rank <r> <n> <id-hex> | ids | nofile\n", argv[0]);
+    fprintf(stderr, "usage: %s hold <nofile> | rank|blame <r> <n> <id-hex> | initabort <trials> | ids | nofile\n", argv[0]);
     return 2;
 }

@@ -398,3 +398,76 @@ def test_init_beside_a_flood(hostile, mode):
           f"; root process holds {holder_fds} fds")
     assert holder_fds < 128, f"the root's process held {holder_fds} descriptors during the flood"
     assert "summary stolen=0 " in summary, summary
+
+
+# ---------------------------------------------------------------------------------------------
+# Who gets blamed (issue 23): after a kill -9, every survivor names the rank that died
+# ---------------------------------------------------------------------------------------------
+
+def _blame_trial(hostile, nranks, victim, delay, env):
+    """One job of `hostile_test blame` ranks: once every rank is in its AllReduce loop, rank
+    `victim` gets SIGKILL after `delay` s; each survivor prints the error its failed AllReduce
+    left and aborts at once. Returns (the victim's pid, {rank: (result, message)})."""
+    procs = []
+
+    def start(*args, **kw):
+        p = subprocess.Popen([str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env, **kw)
+        procs.append(p)
+        return p
+
+    errors = {}
+    try:
+        holder = start(hostile, "hold", 1024, stdin=subprocess.PIPE)
+        uid = holder.stdout.readline().strip()
+        assert len(uid) == 256, holder.stderr.read()
+        ranks = [start(hostile, "blame", r, nranks, uid) for r in range(nranks)]
+        for r, p in enumerate(ranks):
+            line = p.stdout.readline()
+            assert line == f"READY {r}\n", f"rank {r}: {line!r} {p.stderr.read() if not line else ''}"
+        time.sleep(delay)
+        ranks[victim].kill()
+        for r, p in enumerate(ranks):
+            out, err = p.communicate(timeout=60)
+            if r != victim:
+                assert p.returncode == 0 and out.startswith(f"ERR {r} "), f"rank {r}: exit {p.returncode}\n{out}\n{err}"
+                code, msg = out.split(" ", 3)[2:]
+                errors[r] = (int(code), msg.strip())
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.communicate()
+    return ranks[victim].pid, errors
+
+
+@pytest.mark.timeout(280)
+@pytest.mark.parametrize("nranks", [3, 4])
+def test_survivors_blame_the_rank_that_died(hostile, nranks):
+    """10 jobs: kill -9 of a random non-zero rank while every rank loops on AllReduce. Each
+    survivor aborts as soon as its call fails, so the others may see an abort before the death;
+    still every survivor's error is ncclRemoteError naming the rank that died and its pid, never
+    a survivor that aborted because of it."""
+    import random
+
+    rng = random.Random(2300 + nranks)
+    env = _engine_env(NCCL_HOST_TIMEOUT=30)
+    wrong = []
+    for trial in range(10):
+        victim = rng.randrange(1, nranks)
+        pid, errors = _blame_trial(hostile, nranks, victim, rng.uniform(0.0, 0.05), env)
+        for r, (code, msg) in sorted(errors.items()):
+            if code != 6 or f"rank {victim} (pid {pid})" not in msg:
+                wrong.append(f"trial {trial}, rank {victim} killed: rank {r} got {code}: {msg}")
+    print(f"{nranks} ranks: {len(wrong)} of {10 * (nranks - 1)} survivors blamed something else")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.timeout(120)
+def test_abort_during_a_blocking_init_says_aborted(hostile):
+    """The id's root lives in the process of rank 0, whose blocking init (ncclGroupEnd) another
+    thread aborts, 30 times: the error is the abort, never the root's note that rank 0 closed its
+    connection."""
+    r = subprocess.run([str(hostile), "initabort", "30"], capture_output=True, text=True, timeout=100,
+                       env=_engine_env(NCCL_HOST_TIMEOUT=30))
+    assert r.returncode == 0, r.stdout + r.stderr
