@@ -1,5 +1,5 @@
 """Handing rank 0's unique id to the other ranks over TCP (Communicator.from_env, torchrun-style
-launches). See docs/architecture.md, "The unique-id exchange", for the reasoning.
+launches). The reasoning: docs/architecture.md#the-unique-id-exchange.
 
 Under torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE=True, the store at
 MASTER_ADDR:MASTER_PORT) the id goes through that store, with torch.distributed.TCPStore: rank 0
