@@ -627,6 +627,18 @@ def test_from_env_names_a_squatted_id_port(stand_in, origin):
     assert stand_in.calls == []
 
 
+def test_from_env_names_a_master_addr_of_another_machine(stand_in):
+    """Rank 0 listens on MASTER_ADDR alone: an address this machine does not have is named."""
+    port = free_port()
+    env = {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "192.0.2.1", "MASTER_PORT": str(port - 1),
+           "NCCL4PY_ID_SECRET": "s3cret"}  # 192.0.2.0/24: documentation only, never assigned
+    with pytest.raises(OSError, match=re.escape(f"rank 0 cannot serve the unique id on 192.0.2.1:{port} (MASTER_PORT + "
+                                                "1): 192.0.2.1 is not an address of this machine")) as info:
+        _env.from_env(stand_in, environ=env, timeout=5)
+    assert info.value.errno == errno.EADDRNOTAVAIL
+    assert stand_in.calls == []
+
+
 def test_from_env_raises_under_srun_without_pmi(stand_in):
     with pytest.raises(ValueError, match="srun started this process as task 1 of 2"):
         _env.from_env(stand_in, environ={"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "SLURM_STEP_ID": "0"})
