@@ -7,6 +7,7 @@ environment.
 """
 
 import errno
+import functools
 import importlib
 import ipaddress
 import os
@@ -235,10 +236,11 @@ def test_tcp_exchange_off_this_machine_needs_a_secret():
         _env.exchange_over_tcp(1, 2, "192.0.2.1", 29501, timeout=1)
 
 
+@functools.lru_cache(maxsize=None)  # a skip raises, so only a found interpreter is kept
 def _nobody_python(need_torch=False):
-    """(interpreter, environment) with which the user nobody runs Python, with torch.distributed
-    importable when need_torch (from this interpreter's site-packages). Skips the test when the
-    tests do not run as root or there is no such interpreter."""
+    """(interpreter, environment) with which the user nobody runs Python, with this interpreter's
+    torch on its path when need_torch (found, not imported: that takes seconds). Skips the test
+    when the tests do not run as root or there is no such interpreter."""
     if os.geteuid() != 0:
         pytest.skip("needs root to run a process as another user")
     env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp"}
@@ -246,7 +248,7 @@ def _nobody_python(need_torch=False):
     if need_torch:
         torch = pytest.importorskip("torch")
         env["PYTHONPATH"] = str(Path(torch.__file__).parent.parent)
-        probe = "import torch.distributed"
+        probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"
     version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
     for python in (sys.executable, shutil.which(version), "/usr/bin/python3"):
         try:
@@ -279,8 +281,8 @@ NOBODY_CLIENT = """
 import datetime, importlib.util, sys
 port = int(sys.argv[1])
 if "torch" in sys.argv[3:]:
+    import torch.distributed as dist  # a failure here shows in the output: no "exchange:" line
     try:
-        import torch.distributed as dist
         store = dist.TCPStore("127.0.0.1", port, is_master=False, timeout=datetime.timedelta(seconds=3))
         print("GOT THE ID", bytes(store.get("nccl4py/unique_id/-/0/1")).hex())
     except Exception as exc:
