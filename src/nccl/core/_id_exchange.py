@@ -49,7 +49,7 @@ class ExchangeError(RuntimeError):
     """The id exchange cannot be done safely as configured."""
 
 
-# ---- through torch.distributed.TCPStore ----
+# ---- through torchrun's agent store (torch.distributed.TCPStore) ----
 
 def torch_store_class():
     """torch.distributed.TCPStore, or None when torch (or its distributed package) is missing."""
@@ -153,7 +153,8 @@ def _auth(addr, secret):
         return b"", True
     raise ExchangeError(f"the unique id exchange over TCP on {addr} would not be authenticated: set "
                         f"{SECRET_VARIABLE} to the same secret on every rank, or launch with python -m nccl.run, "
-                        "mpirun (with mpi4py) or torchrun (whose own store then carries the id)")
+                        "mpirun (with mpi4py) or torchrun with its agent store (its default: the id then goes through "
+                        "torchrun's store)")
 
 
 def exchange_over_tcp(rank, nranks, addr, port, uid=None, timeout=300.0, secret=None, port_origin=None):
