@@ -6,8 +6,13 @@ patched), and end to end with the real nccl.core.Communicator under nccl.run and
 environment.
 """
 
+import errno
+import functools
 import importlib
+import ipaddress
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -231,52 +236,91 @@ def test_tcp_exchange_off_this_machine_needs_a_secret():
         _env.exchange_over_tcp(1, 2, "192.0.2.1", 29501, timeout=1)
 
 
-ROGUE_CLIENT = """
-import importlib.util, sys
-spec = importlib.util.spec_from_file_location("x", sys.argv[2])  # stdlib only: no nccl import
-X = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(X)
-try:
-    X.exchange_over_tcp(1, 2, "127.0.0.1", int(sys.argv[1]), timeout=3)
-    print("GOT THE ID")
-except Exception as exc:
-    print(type(exc).__name__, exc)
-"""
-
-
-@pytest.mark.timeout(60)
-def test_tcp_exchange_serves_only_our_user():
-    """Without a secret the exchange stays on loopback and rank 0 serves only connections of its
-    own user: another user's client (nobody, when the tests run as root) gets nothing, and the
-    real rank 1 still gets the id."""
+@functools.lru_cache(maxsize=None)  # a skip raises, so only a found interpreter is kept
+def _nobody_python(need_torch=False):
+    """(interpreter, environment) with which the user nobody runs Python, with this interpreter's
+    torch on its path when need_torch (found, not imported: that takes seconds). Skips the test
+    when the tests do not run as root or there is no such interpreter."""
     if os.geteuid() != 0:
-        pytest.skip("needs root to run a client as another user")
+        pytest.skip("needs root to run a process as another user")
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp"}
+    probe = "pass"
+    if need_torch:
+        torch = pytest.importorskip("torch")
+        env["PYTHONPATH"] = str(Path(torch.__file__).parent.parent)
+        probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    for python in (sys.executable, shutil.which(version), "/usr/bin/python3"):
+        try:
+            if python and subprocess.run([python, "-c", probe], user="nobody", env=env, cwd="/", capture_output=True,
+                                         timeout=120).returncode == 0:
+                return python, env
+        except PermissionError:  # nobody may not run this one
+            continue
+    pytest.skip("no interpreter that nobody may run" + (" with torch" if need_torch else ""))
+
+
+@pytest.fixture
+def exchange_copy():
+    """A copy of _id_exchange.py that nobody may read (it needs the standard library only)."""
     import tempfile
 
     readable = Path(tempfile.mkdtemp(prefix="nccl-idx-", dir="/tmp"))  # pytest's tmp_path is root-only
     readable.chmod(0o755)
-    module = readable / "id_exchange.py"  # a copy that nobody may read
+    module = readable / "id_exchange.py"
     module.write_text(Path(X.__file__).read_text())
     module.chmod(0o644)
-    python = next((p for p in ("/usr/bin/python3", sys.executable)
-                   if subprocess.run([p, "-c", "pass"], user="nobody", capture_output=True,
-                                     timeout=60).returncode == 0), None)
-    if python is None:
-        pytest.skip("no interpreter that nobody may run")
+    yield module
+    module.unlink()
+    readable.rmdir()
+
+
+# nobody's attempts at the id on a port: argv = port, a copy of _id_exchange.py, "torch" to try
+# torch's TCPStore too (the store rank 0 once opened for anyone) under its key of rank 1
+NOBODY_CLIENT = """
+import datetime, importlib.util, sys
+port = int(sys.argv[1])
+if "torch" in sys.argv[3:]:
+    import torch.distributed as dist  # a failure here shows in the output: no "exchange:" line
+    try:
+        store = dist.TCPStore("127.0.0.1", port, is_master=False, timeout=datetime.timedelta(seconds=3))
+        print("GOT THE ID", bytes(store.get("nccl4py/unique_id/-/0/1")).hex())
+    except Exception as exc:
+        print("store:", type(exc).__name__, exc)
+spec = importlib.util.spec_from_file_location("x", sys.argv[2])  # no nccl import
+X = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(X)
+try:
+    print("GOT THE ID", X.exchange_over_tcp(1, 2, "127.0.0.1", port, timeout=3).hex())
+except Exception as exc:
+    print("exchange:", type(exc).__name__, exc)
+"""
+
+
+def _as_nobody(port, module, torch=False):
+    python, env = _nobody_python(need_torch=torch)
+    r = subprocess.run([python, "-c", NOBODY_CLIENT, str(port), str(module)] + (["torch"] if torch else []),
+                       user="nobody", env=env, capture_output=True, text=True, timeout=120, cwd="/")
+    return r.stdout + r.stderr
+
+
+@pytest.mark.timeout(120)
+def test_tcp_exchange_serves_only_our_user(exchange_copy):
+    """Without a secret the exchange stays on loopback and rank 0 serves only connections of its
+    own user: another user's client (nobody, when the tests run as root) gets nothing, and the
+    real rank 1 still gets the id."""
+    _nobody_python()
     port = free_port()
     got = {}
     t = threading.Thread(target=lambda: got.update(r0=_env.exchange_over_tcp(0, 2, "127.0.0.1", port, uid=UID,
-                                                                             timeout=30)))
+                                                                             timeout=60)))
     t.start()
     try:
-        rogue = subprocess.run([python, "-c", ROGUE_CLIENT, str(port), str(module)], user="nobody", capture_output=True,
-                               text=True, timeout=30, cwd="/")
-        assert "GOT THE ID" not in rogue.stdout and "TimeoutError" in rogue.stdout, rogue.stdout + rogue.stderr
+        out = _as_nobody(port, exchange_copy)
+        assert "GOT THE ID" not in out and "exchange: TimeoutError" in out, out
         assert _env.exchange_over_tcp(1, 2, "127.0.0.1", port, timeout=20) == UID
     finally:
-        t.join(40)
-        module.unlink()
-        readable.rmdir()
+        t.join(60)
     assert got["r0"] == UID
 
 
@@ -358,19 +402,14 @@ def _no_tcp_exchange(*args, **kwargs):
     raise AssertionError("the id went through our TCP exchange instead of torch's TCPStore")
 
 
-@pytest.mark.timeout(120)
-def test_from_env_torchrun_threads_without_torch(stand_in, monkeypatch):
-    monkeypatch.setattr(_env, "torch_store_class", lambda: None)
-    port = free_port()
-    _torchrun_threads(stand_in, {"WORLD_SIZE": "3", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port - 1)})
+def _no_store_exchange(*args, **kwargs):
+    raise AssertionError("the id went through a TCPStore outside torchrun's agent store")
 
 
 @pytest.mark.timeout(120)
-def test_from_env_torchrun_uses_a_tcp_store(stand_in, monkeypatch):
-    """With torch importable the id goes through torch.distributed.TCPStore: one that rank 0 opens
-    on the id port."""
-    pytest.importorskip("torch.distributed")
-    monkeypatch.setattr(_env, "exchange_over_tcp", _no_tcp_exchange)
+def test_from_env_torchrun_threads_use_our_exchange(stand_in, monkeypatch):
+    """Without torchrun's agent store the id goes through our own exchange, torch or no torch."""
+    monkeypatch.setattr(_env, "exchange_over_store", _no_store_exchange)
     port = free_port()
     _torchrun_threads(stand_in, {"WORLD_SIZE": "3", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port - 1)})
 
@@ -392,6 +431,214 @@ def test_from_env_torchrun_uses_the_agent_store(stand_in, monkeypatch):
     stand_in.calls.clear()
     _torchrun_threads(stand_in, dict(base, TORCHELASTIC_RESTART_COUNT="1"))
     del agent
+
+
+# ---- from_env: only the job's ranks get the id, and only from rank 0 ----
+
+def _listening_addresses(port):
+    """The local addresses of the sockets listening on TCP port (from /proc/net/tcp[6])."""
+    found = []
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(path) as f:
+            for line in f.readlines()[1:]:
+                cols = line.split()
+                ip, p = X._proc_addr(cols[1])
+                if p == port and cols[3] == "0A":  # TCP_LISTEN
+                    found.append(ip)
+    return found
+
+
+def _rank0_listening(stand_in, base, timeout=60):
+    """Starts rank 0's from_env in a thread; returns (thread, errors) once it listens on the id port."""
+    errors = []
+
+    def rank0():
+        try:
+            _env.from_env(stand_in, environ=dict(base, RANK="0"), timeout=timeout)
+        except Exception as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+
+    t = threading.Thread(target=rank0)
+    t.start()
+    port = _env.detect(dict(base, RANK="0")).master[1]
+    deadline = time.monotonic() + 60
+    while not _listening_addresses(port) and t.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _listening_addresses(port), errors
+    return t, errors
+
+
+def _torch_env(port, **extra):
+    """A torchrun-like environment set by hand (no torchrun, so no agent store), with torch importable."""
+    pytest.importorskip("torch.distributed")
+    return dict({"WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port - 1)}, **extra)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("addr", ["127.0.0.1", "127.0.0.2"])
+def test_from_env_listens_on_master_addr_only(stand_in, addr):
+    """Rank 0 listens on MASTER_ADDR's interface alone, never on every interface."""
+    port = free_port()
+    base = _torch_env(port, MASTER_ADDR=addr)
+    t, errors = _rank0_listening(stand_in, base)
+    try:
+        assert _listening_addresses(port) == [ipaddress.ip_address(addr)]
+    finally:
+        _env.from_env(stand_in, environ=dict(base, RANK="1"), timeout=60)
+        t.join(60)
+    assert not errors, errors
+    assert sorted(kw["rank"] for kw in stand_in.calls) == [0, 1]
+    assert {bytes(kw["unique_id"]) for kw in stand_in.calls} == {UID}
+
+
+@pytest.mark.timeout(300)
+def test_from_env_serves_another_user_nothing(stand_in, exchange_copy):
+    """With torch importable and no torchrun store, another user (nobody) tries torch's TCPStore
+    and our exchange on the id port while rank 0 serves: it gets nothing, and the job goes on."""
+    _nobody_python(need_torch=True)
+    port = free_port()
+    base = _torch_env(port)
+    t, errors = _rank0_listening(stand_in, base, timeout=240)
+    try:
+        out = _as_nobody(port, exchange_copy, torch=True)
+    finally:
+        _env.from_env(stand_in, environ=dict(base, RANK="1"), timeout=60)
+        t.join(60)
+    assert "GOT THE ID" not in out and UID.hex() not in out, out
+    assert "exchange: TimeoutError" in out, out
+    assert not errors, errors
+    assert sorted(kw["rank"] for kw in stand_in.calls) == [0, 1]
+    assert {bytes(kw["unique_id"]) for kw in stand_in.calls} == {UID}
+
+
+@pytest.mark.timeout(120)
+def test_from_env_with_a_secret_serves_only_ranks_that_know_it(stand_in):
+    """NCCL4PY_ID_SECRET set, torch importable: a TCPStore client and a client with a wrong secret
+    get nothing from rank 0, and the real rank 1 still gets the id."""
+    import datetime
+
+    dist = pytest.importorskip("torch.distributed")
+    port = free_port()
+    base = _torch_env(port, NCCL4PY_ID_SECRET="s3cret")
+    t, errors = _rank0_listening(stand_in, base)
+    try:
+        with pytest.raises(dist.DistError):
+            store = dist.TCPStore("127.0.0.1", port, is_master=False, timeout=datetime.timedelta(seconds=2))
+            store.get("nccl4py/unique_id/-/0/1")
+        with pytest.raises(TimeoutError, match="does not know this job's NCCL4PY_ID_SECRET"):
+            _env.exchange_over_tcp(1, 2, "127.0.0.1", port, timeout=1.5, secret="guess")
+    finally:
+        _env.from_env(stand_in, environ=dict(base, RANK="1"), timeout=60)
+        t.join(60)
+    assert not errors, errors
+    assert {bytes(kw["unique_id"]) for kw in stand_in.calls} == {UID}
+    assert sorted(kw["rank"] for kw in stand_in.calls) == [0, 1]
+
+
+@pytest.mark.timeout(120)
+def test_from_env_refuses_an_id_from_a_tcp_store(stand_in):
+    """A TCPStore on the id port (someone else's, holding an id under our key) is not rank 0: a
+    rank takes nothing from it and times out."""
+    import datetime
+
+    dist = pytest.importorskip("torch.distributed")
+    port = free_port()
+    base = _torch_env(port)
+    rogue = dist.TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False,
+                          timeout=datetime.timedelta(seconds=30))
+    rogue.set("nccl4py/unique_id/-/0/1", bytes(reversed(UID)))
+    with pytest.raises(TimeoutError, match="rank 1 could not get the id from rank 0"):
+        _env.from_env(stand_in, environ=dict(base, RANK="1"), timeout=2)
+    assert stand_in.calls == []
+    del rogue
+
+
+def _tampering_relay(srv, target, stop):
+    """Relays each connection accepted on srv to target, flipping one bit of the first byte the
+    server sends after its 48-byte proof (the first byte of the id)."""
+
+    def pipe(src, dst, flip_at):
+        n = 0
+        try:
+            while data := src.recv(4096):
+                if flip_at is not None and n <= flip_at < n + len(data):
+                    data = bytearray(data)
+                    data[flip_at - n] ^= 1
+                n += len(data)
+                dst.sendall(data)
+            dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    srv.settimeout(0.1)
+    while not stop.is_set():
+        try:
+            client = srv.accept()[0]
+        except TimeoutError:
+            continue
+        try:
+            server = socket.create_connection(target, timeout=5)
+        except OSError:
+            client.close()
+            continue
+        with client, server:
+            up = threading.Thread(target=pipe, args=(client, server, None))
+            up.start()
+            pipe(server, client, X.SERVER_PROOF.size)
+            up.join(10)
+
+
+@pytest.mark.timeout(120)
+def test_tcp_exchange_refuses_an_id_changed_on_the_way():
+    """A relay between rank 1 and rank 0 (both with the secret) that changes the id: rank 1
+    refuses it, and says why."""
+    port = free_port()
+    got = {}
+    t = threading.Thread(target=lambda: got.update(
+        r0=_env.exchange_over_tcp(0, 2, "127.0.0.1", port, uid=UID, timeout=20, secret="s3cret")))
+    t.start()
+    stop = threading.Event()
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+        relay = threading.Thread(target=_tampering_relay, args=(srv, ("127.0.0.1", port), stop))
+        relay.start()
+        try:
+            with pytest.raises(TimeoutError, match="is not authenticated by this job's NCCL4PY_ID_SECRET"):
+                _env.exchange_over_tcp(1, 2, "127.0.0.1", srv.getsockname()[1], timeout=3, secret="s3cret")
+        finally:
+            stop.set()
+            relay.join(30)
+            t.join(30)
+    assert got["r0"] == UID  # rank 0 served rank 1 once, through the relay
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("origin", ["MASTER_PORT + 1", "NCCL4PY_ID_PORT"])
+def test_from_env_names_a_squatted_id_port(stand_in, origin):
+    with socket.create_server(("127.0.0.1", 0)) as squatter:
+        port = squatter.getsockname()[1]
+        env = {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port - 1)}
+        if origin == "NCCL4PY_ID_PORT":
+            env.update(MASTER_PORT=str(free_port()), NCCL4PY_ID_PORT=str(port))
+        with pytest.raises(OSError) as info:
+            _env.from_env(stand_in, environ=env, timeout=5)
+    assert info.value.errno == errno.EADDRINUSE
+    assert re.fullmatch(re.escape(f"[Errno {errno.EADDRINUSE}] rank 0 cannot serve the unique id on 127.0.0.1:{port} "
+                                  f"({origin}): the port is already in use, by another job or another process on "
+                                  "this machine; set NCCL4PY_ID_PORT to a free port, the same on every rank (or "
+                                  "choose another MASTER_PORT)"), str(info.value)), str(info.value)
+    assert stand_in.calls == []
+
+
+def test_from_env_names_a_master_addr_of_another_machine(stand_in):
+    """Rank 0 listens on MASTER_ADDR alone: an address this machine does not have is named."""
+    port = free_port()
+    env = {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "192.0.2.1", "MASTER_PORT": str(port - 1),
+           "NCCL4PY_ID_SECRET": "s3cret"}  # 192.0.2.0/24: documentation only, never assigned
+    with pytest.raises(OSError, match=re.escape(f"rank 0 cannot serve the unique id on 192.0.2.1:{port} (MASTER_PORT + "
+                                                "1): 192.0.2.1 is not an address of this machine")) as info:
+        _env.from_env(stand_in, environ=env, timeout=5)
+    assert info.value.errno == errno.EADDRNOTAVAIL
+    assert stand_in.calls == []
 
 
 def test_from_env_raises_under_srun_without_pmi(stand_in):

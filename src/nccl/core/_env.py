@@ -12,9 +12,9 @@ finds the rank, the number of ranks and the unique id, then returns
    ``COMM_WORLD.bcast`` hands it to the others; rank and size are MPI's. Without mpi4py the id
    has no channel, and a RuntimeError says so (unless MASTER_ADDR/MASTER_PORT are also set).
 3. ``torchrun`` (or any launcher that sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT): rank 0
-   makes the id and hands it over TCP (see _id_exchange): through torch.distributed.TCPStore when
-   torch is importable (torchrun's own store when its agent runs one, else one on MASTER_PORT + 1
-   or NCCL4PY_ID_PORT), otherwise through an authenticated exchange on that port.
+   makes the id and hands it over TCP (see _id_exchange): through torchrun's own store when its
+   agent runs one (TORCHELASTIC_USE_AGENT_STORE=True), otherwise through our authenticated
+   exchange on MASTER_ADDR, port MASTER_PORT + 1 or NCCL4PY_ID_PORT.
 4. ``srun`` without PMI (SLURM_PROCID and SLURM_NTASKS / SLURM_STEP_NUM_TASKS of a step with
    several tasks): served like 3 when MASTER_ADDR and MASTER_PORT are set.
 5. No launcher at all: a 1-rank communicator, so a script also runs as plain ``python script.py``.
@@ -30,7 +30,8 @@ The communicator's device is not chosen here: on GPUs, make ``local_rank()``'s d
 
 import os
 
-from nccl.core._id_exchange import ID_BYTES, exchange_over_store, exchange_over_tcp, torch_store_class
+from nccl.core._id_exchange import (ID_BYTES, SECRET_VARIABLE, exchange_over_store, exchange_over_tcp,
+                                    torch_store_class, uses_agent_store)
 
 __all__ = ["from_env", "detect", "local_rank", "exchange_over_tcp", "LaunchInfo"]
 
@@ -82,12 +83,19 @@ def _rank_and_size(env, rank_var, size_var):
     return rank, nranks
 
 
+def _id_port_origin(env):
+    """Where the id exchange's port comes from: "NCCL4PY_ID_PORT" when set, else "MASTER_PORT + 1"."""
+    return "NCCL4PY_ID_PORT" if env.get("NCCL4PY_ID_PORT") else "MASTER_PORT + 1"
+
+
 def _master(env):
     addr, port = env.get("MASTER_ADDR"), env.get("MASTER_PORT")
     if not addr or not port:
         return None
-    id_port = env.get("NCCL4PY_ID_PORT")
-    p = _int(env, "NCCL4PY_ID_PORT", 1) if id_port else _int(env, "MASTER_PORT", 1) + 1
+    if _id_port_origin(env) == "NCCL4PY_ID_PORT":
+        p = _int(env, "NCCL4PY_ID_PORT", 1)
+    else:
+        p = _int(env, "MASTER_PORT", 1) + 1
     if p > 65535:
         raise ValueError(f"the id exchange port {p} is out of range (MASTER_PORT + 1, or NCCL4PY_ID_PORT)")
     return addr, p
@@ -214,11 +222,11 @@ def _exchange(rank, nranks, master, env, timeout):
     if nranks == 1:
         return uid
     addr, id_port = master
-    store = torch_store_class()
+    store = torch_store_class() if uses_agent_store(env) else None
     if store is not None:
-        return exchange_over_store(store, rank, nranks, uid, timeout, env, id_port)
-    return exchange_over_tcp(rank, nranks, addr, id_port, uid=uid, timeout=timeout,
-                             secret=env.get("NCCL4PY_ID_SECRET"))
+        return exchange_over_store(store, rank, uid, timeout, env)
+    return exchange_over_tcp(rank, nranks, addr, id_port, uid=uid, timeout=timeout, secret=env.get(SECRET_VARIABLE),
+                             port_origin=_id_port_origin(env))
 
 
 def _mpi_exchange(info, env, timeout):

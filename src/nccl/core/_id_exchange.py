@@ -1,39 +1,45 @@
 """Handing rank 0's unique id to the other ranks over TCP (Communicator.from_env, torchrun-style
-launches): through torch.distributed.TCPStore when torch is importable, else through our own
-authenticated exchange.
+launches). The reasoning: docs/architecture.md#the-unique-id-exchange.
 
-With torch (always so under torchrun), the store is torchrun's own when its agent runs one
-(TORCHELASTIC_USE_AGENT_STORE=True: MASTER_ADDR:MASTER_PORT), otherwise one that rank 0 opens on
-the id port (MASTER_PORT + 1, or NCCL4PY_ID_PORT) for the exchange. Rank 0 sets a key, the others
-read it.
+Under torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE=True, the store at
+MASTER_ADDR:MASTER_PORT) the id goes through that store, with torch.distributed.TCPStore: rank 0
+sets a key, the others read it. The store is torchrun's, not ours: we open no listener.
 
-Without torch, rank 0 serves the id itself, to ranks that prove they belong to the job:
+Everywhere else rank 0 serves the id itself, on (MASTER_ADDR, MASTER_PORT + 1 or NCCL4PY_ID_PORT)
+and on that interface only, to ranks that prove they belong to the job:
 
-* NCCL4PY_ID_SECRET set (the same value on every rank): both sides prove knowledge of it with
-  HMAC-SHA256 over fresh nonces, and the id travels encrypted with a key derived from it;
+* NCCL4PY_ID_SECRET set (the same value on every rank): the rank and rank 0 each prove knowledge
+  of it with an HMAC-SHA256 over both sides' fresh nonces, and rank 0 sends the id with an
+  HMAC-SHA256 over it and those nonces; a rank refuses a server that fails either check.
 * otherwise the exchange must stay on this machine (a loopback address): rank 0 serves only
   connections owned by its own user, and a rank takes the id only from a server of that user
   (both read from /proc/net/tcp). Anything else is an error that says what to set.
+
+The id itself is not encrypted: it crosses the network in the clear, as NCCL's own bootstrap
+traffic and torch's TCPStore do.
 
 Rank 0 serves connections concurrently: a connection that does not complete its handshake within
 HANDSHAKE_S is dropped, at most MAX_PENDING wait at once (the oldest is dropped first), and none
 of them delays another.
 """
 
+import errno
 import hashlib
 import hmac
 import ipaddress
 import os
+import secrets
 import selectors
 import socket
 import struct
 import time
 
 ID_BYTES = 128
-MAGIC = b"N4PYID2\0"
+MAGIC = b"N4PYID3\0"
 HELLO = struct.Struct("<8sii16s")  # magic, rank, nranks, client nonce
 SERVER_PROOF = struct.Struct("<16s32s")  # server nonce, HMAC
 CLIENT_PROOF = struct.Struct("<32s")
+ID_REPLY = struct.Struct(f"<{ID_BYTES}s32s")  # the id, HMAC
 HANDSHAKE_S = 2.0
 MAX_PENDING = 64
 SECRET_VARIABLE = "NCCL4PY_ID_SECRET"
@@ -43,7 +49,7 @@ class ExchangeError(RuntimeError):
     """The id exchange cannot be done safely as configured."""
 
 
-# ---- through torch.distributed.TCPStore ----
+# ---- through torchrun's agent store (torch.distributed.TCPStore) ----
 
 def torch_store_class():
     """torch.distributed.TCPStore, or None when torch (or its distributed package) is missing."""
@@ -56,38 +62,28 @@ def torch_store_class():
     return dist.TCPStore
 
 
-def exchange_over_store(store_class, rank, nranks, uid, timeout, env, id_port):
-    """The id through a TCPStore: torchrun's agent store when it runs one, else one rank 0 opens."""
+def uses_agent_store(env):
+    """True under torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE=True), whose address is
+    MASTER_ADDR:MASTER_PORT."""
+    return env.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
+
+
+def exchange_over_store(store_class, rank, uid, timeout, env):
+    """The id through torchrun's agent store: rank 0 sets a key, the others wait for it."""
     import datetime
 
-    addr, master_port = env["MASTER_ADDR"], int(env["MASTER_PORT"])
-    agent = env.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
     prefix = "/".join(["nccl4py", "unique_id", env.get("TORCHELASTIC_RUN_ID", "-"),
                        env.get("TORCHELASTIC_RESTART_COUNT", "0")])
-    wait = datetime.timedelta(seconds=timeout)
-    if agent:
-        store = store_class(addr, master_port, is_master=False, timeout=wait)
-    else:
-        store = store_class(addr, id_port, world_size=nranks, is_master=rank == 0, timeout=wait,
-                            wait_for_workers=False)
+    store = store_class(env["MASTER_ADDR"], int(env["MASTER_PORT"]), is_master=False,
+                        timeout=datetime.timedelta(seconds=timeout))
     # The k-th exchange of each rank uses the k-th key: the agent's store outlives one exchange.
     key = f"{prefix}/{store.add(f'{prefix}/calls/{rank}', 1)}"
     if rank == 0:
         store.set(key, uid)
-        if not agent:
-            # our store dies with this object: keep it until every rank has the id
-            deadline = time.monotonic() + timeout
-            while store.add(key + "/fetched", 0) < nranks - 1:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"unique id exchange through the TCPStore on {addr}:{id_port}: not every "
-                                       f"rank fetched the id within {timeout:g} s")
-                time.sleep(0.01)
         return uid
     got = bytes(store.get(key))
-    if not agent:
-        store.add(key + "/fetched", 1)
     if len(got) != ID_BYTES:
-        raise ExchangeError(f"the unique id from the TCPStore has {len(got)} bytes, not {ID_BYTES}")
+        raise ExchangeError(f"the unique id from torchrun's store has {len(got)} bytes, not {ID_BYTES}")
     return got
 
 
@@ -149,17 +145,6 @@ def _mac(key, *parts):
     return hmac.new(key, b"|".join(parts), hashlib.sha256).digest()
 
 
-def _keystream(key, cnonce, snonce, n):
-    out = b""
-    for i in range((n + 31) // 32):
-        out += _mac(key, b"id", cnonce, snonce, i.to_bytes(4, "little"))
-    return out[:n]
-
-
-def _xor(a, b):
-    return bytes(x ^ y for x, y in zip(a, b))
-
-
 def _auth(addr, secret):
     """(key, check_uid) for the exchange, or ExchangeError when it cannot be made safe."""
     if secret:
@@ -167,16 +152,18 @@ def _auth(addr, secret):
     if _is_loopback(addr):
         return b"", True
     raise ExchangeError(f"the unique id exchange over TCP on {addr} would not be authenticated: set "
-                        f"{SECRET_VARIABLE} to the same secret on every rank, install torch (the exchange then uses "
-                        "torch.distributed.TCPStore), or launch with python -m nccl.run or mpirun")
+                        f"{SECRET_VARIABLE} to the same secret on every rank, or launch with python -m nccl.run, "
+                        "mpirun (with mpi4py) or torchrun with its agent store (its default: the id then goes through "
+                        "torchrun's store)")
 
 
-def exchange_over_tcp(rank, nranks, addr, port, uid=None, timeout=300.0, secret=None):
+def exchange_over_tcp(rank, nranks, addr, port, uid=None, timeout=300.0, secret=None, port_origin=None):
     """Hands rank 0's id to every rank over TCP; returns the 128 bytes on every rank.
 
     Rank 0 listens on (addr, port) and serves each of the nranks - 1 other ranks once, after the
     handshake described in the module documentation; the others connect, with retries (rank 0
-    may not listen yet), until the deadline."""
+    may not listen yet), until the deadline. port_origin says where the port came from (for
+    instance "MASTER_PORT + 1"), for rank 0's error when it cannot listen there."""
     key, check_uid = _auth(addr, secret)
     deadline = time.monotonic() + timeout
     if rank == 0:
@@ -184,75 +171,92 @@ def exchange_over_tcp(rank, nranks, addr, port, uid=None, timeout=300.0, secret=
         if len(uid) != ID_BYTES:
             raise ValueError(f"the unique id must be {ID_BYTES} bytes")
         if nranks > 1:
-            _serve(uid, nranks, addr, port, key, check_uid, deadline, timeout)
+            with _listen(addr, port, port_origin) as srv:
+                _serve(srv, uid, nranks, addr, port, key, check_uid, deadline, timeout)
         return uid
     return _fetch(rank, nranks, addr, port, key, check_uid, deadline, timeout)
 
 
 class _Conn:
-    __slots__ = ("sock", "deadline", "buf", "stage", "rank", "cnonce", "snonce", "out")
+    __slots__ = ("sock", "deadline", "buf", "stage", "rank", "cnonce", "snonce")
 
     def __init__(self, sock, deadline):
         self.sock, self.deadline = sock, deadline
-        self.buf, self.stage, self.rank, self.cnonce, self.snonce, self.out = b"", 0, -1, b"", b"", b""
+        self.buf, self.stage, self.rank, self.cnonce, self.snonce = b"", 0, -1, b"", b""
 
 
-def _serve(uid, nranks, addr, port, key, check_uid, deadline, timeout):
+def _listen(addr, port, origin):
+    """Rank 0's listening socket on addr's own interface (loopback when addr is loopback)."""
+    family, _, _, _, sockaddr = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)[0]
+    try:
+        return socket.create_server(sockaddr, family=family, backlog=128)
+    except OSError as exc:
+        where = f"{addr}:{port}" + (f" ({origin})" if origin else "")
+        if exc.errno == errno.EADDRINUSE:
+            raise OSError(exc.errno, f"rank 0 cannot serve the unique id on {where}: the port is already in use, by "
+                                     "another job or another process on this machine; set NCCL4PY_ID_PORT to a free "
+                                     "port, the same on every rank (or choose another MASTER_PORT)") from exc
+        if exc.errno == errno.EADDRNOTAVAIL:
+            raise OSError(exc.errno, f"rank 0 cannot serve the unique id on {where}: {addr} is not an address of this "
+                                     "machine; MASTER_ADDR must name the machine of rank 0") from exc
+        raise
+
+
+def _serve(srv, uid, nranks, addr, port, key, check_uid, deadline, timeout):
     served = set()
     sel = selectors.DefaultSelector()
     pending = {}
     me = os.geteuid()
-    with socket.create_server((addr, port), family=_family(addr), backlog=128) as srv:
-        srv.setblocking(False)
-        sel.register(srv, selectors.EVENT_READ)
+    srv.setblocking(False)
+    sel.register(srv, selectors.EVENT_READ)
 
-        def drop(c):
-            pending.pop(c.sock.fileno(), None)
-            sel.unregister(c.sock)
-            c.sock.close()
+    def drop(c):
+        pending.pop(c.sock.fileno(), None)
+        sel.unregister(c.sock)
+        c.sock.close()
 
-        try:
-            while len(served) < nranks - 1:
-                now = time.monotonic()
-                if now >= deadline:
-                    missing = sorted(set(range(1, nranks)) - served)
-                    raise TimeoutError(f"unique id exchange on {addr}:{port}: rank(s) {missing} did not connect "
-                                       f"within {timeout:g} s")
-                for c in [c for c in pending.values() if c.deadline <= now]:
-                    drop(c)
-                wake = min([deadline] + [c.deadline for c in pending.values()])
-                for sk, _ in sel.select(max(0.0, wake - now)):
-                    if sk.fileobj is srv:
-                        fresh = []
-                        for _ in range(256):
-                            try:
-                                fresh.append(srv.accept()[0])
-                            except OSError:  # nothing more waiting, or no descriptor left
-                                break
-                        owners = tcp_owners() if check_uid and fresh else None
-                        for s in fresh:
-                            if check_uid and peer_uid(s, owners) != me:
-                                s.close()  # another user's connection: not even read
-                                continue
-                            if len(pending) >= MAX_PENDING:
-                                drop(min(pending.values(), key=lambda c: c.deadline))
-                            s.setblocking(False)
-                            c = _Conn(s, time.monotonic() + HANDSHAKE_S)
-                            pending[s.fileno()] = c
-                            sel.register(s, selectors.EVENT_READ, c)
-                        continue
-                    c = sk.data
-                    if c.sock.fileno() not in pending:
-                        continue
-                    if _step(c, uid, nranks, key, served):
-                        served.add(c.rank)
-                        drop(c)
-                    elif c.stage < 0:
-                        drop(c)
-        finally:
-            for c in list(pending.values()):
+    try:
+        while len(served) < nranks - 1:
+            now = time.monotonic()
+            if now >= deadline:
+                missing = sorted(set(range(1, nranks)) - served)
+                raise TimeoutError(f"unique id exchange on {addr}:{port}: rank(s) {missing} did not connect "
+                                   f"within {timeout:g} s")
+            for c in [c for c in pending.values() if c.deadline <= now]:
                 drop(c)
-            sel.close()
+            wake = min([deadline] + [c.deadline for c in pending.values()])
+            for sk, _ in sel.select(max(0.0, wake - now)):
+                if sk.fileobj is srv:
+                    fresh = []
+                    for _ in range(256):
+                        try:
+                            fresh.append(srv.accept()[0])
+                        except OSError:  # nothing more waiting, or no descriptor left
+                            break
+                    owners = tcp_owners() if check_uid and fresh else None
+                    for s in fresh:
+                        if check_uid and peer_uid(s, owners) != me:
+                            s.close()  # another user's connection: not even read
+                            continue
+                        if len(pending) >= MAX_PENDING:
+                            drop(min(pending.values(), key=lambda c: c.deadline))
+                        s.setblocking(False)
+                        c = _Conn(s, time.monotonic() + HANDSHAKE_S)
+                        pending[s.fileno()] = c
+                        sel.register(s, selectors.EVENT_READ, c)
+                    continue
+                c = sk.data
+                if c.sock.fileno() not in pending:
+                    continue
+                if _step(c, uid, nranks, key, served):
+                    served.add(c.rank)
+                    drop(c)
+                elif c.stage < 0:
+                    drop(c)
+    finally:
+        for c in list(pending.values()):
+            drop(c)
+        sel.close()
 
 
 def _step(c, uid, nranks, key, served):
@@ -275,7 +279,7 @@ def _step(c, uid, nranks, key, served):
             if magic != MAGIC or n != nranks or not 0 < rank < nranks or rank in served:
                 c.stage = -1
                 return False
-            c.rank, c.snonce = rank, os.urandom(16)
+            c.rank, c.snonce = rank, secrets.token_bytes(16)
             c.sock.sendall(SERVER_PROOF.pack(c.snonce, _mac(key, b"server", c.cnonce, c.snonce, _ranks(rank, n))))
             c.stage = 1
         if c.stage == 1 and len(c.buf) >= CLIENT_PROOF.size:
@@ -284,9 +288,9 @@ def _step(c, uid, nranks, key, served):
             if not hmac.compare_digest(proof, want):
                 c.stage = -1
                 return False
-            c.sock.sendall(_xor(uid, _keystream(key, c.cnonce, c.snonce, ID_BYTES)))
+            c.sock.sendall(ID_REPLY.pack(uid, _mac(key, b"id", c.cnonce, c.snonce, _ranks(c.rank, nranks), uid)))
             return True
-    except OSError:  # a full send buffer on a 48-byte reply, or a reset: not one of ours
+    except OSError:  # a full send buffer on a 160-byte reply, or a reset: not one of ours
         c.stage = -1
     return False
 
@@ -306,34 +310,41 @@ def _recv_exact(sock, n, deadline):
     return data
 
 
+class _Refused(ConnectionError):
+    """A server this rank does not take the id from: not rank 0, or not authenticated as it."""
+
+
 def _fetch(rank, nranks, addr, port, key, check_uid, deadline, timeout):
-    delay, last = 0.05, None
+    delay, last, refused = 0.05, None, None
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
+            also = f"; refused before: {refused}" if refused is not None and refused is not last else ""
             raise TimeoutError(f"unique id exchange: rank {rank} could not get the id from rank 0 at {addr}:{port} "
-                               f"within {timeout:g} s (last error: {last})")
+                               f"within {timeout:g} s (last error: {last}{also})")
         try:
             with socket.create_connection((addr, port), timeout=min(left, 10.0)) as s:
-                if check_uid and peer_uid(s) != os.geteuid():
-                    raise ConnectionError(f"{addr}:{port} is served by another user's process")
-                hs = min(deadline, time.monotonic() + 10.0)
-                cnonce = os.urandom(16)
-                s.sendall(HELLO.pack(MAGIC, rank, nranks, cnonce))
-                snonce, proof = SERVER_PROOF.unpack(_recv_exact(s, SERVER_PROOF.size, hs))
-                if not hmac.compare_digest(proof, _mac(key, b"server", cnonce, snonce, _ranks(rank, nranks))):
-                    raise ConnectionError(f"{addr}:{port} does not know this job's {SECRET_VARIABLE}")
-                s.sendall(CLIENT_PROOF.pack(_mac(key, b"client", snonce, cnonce, _ranks(rank, nranks))))
-                return _xor(_recv_exact(s, ID_BYTES, hs), _keystream(key, cnonce, snonce, ID_BYTES))
-        except (OSError, ConnectionError) as exc:
+                return _fetch_once(s, rank, nranks, addr, port, key, check_uid, min(deadline, time.monotonic() + 10))
+        except OSError as exc:  # ConnectionError and _Refused included
             last = exc
+            if isinstance(exc, _Refused):
+                refused = exc
         time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
         delay = min(delay * 2, 1.0)
 
 
-def _family(addr):
-    try:
-        socket.inet_pton(socket.AF_INET6, addr)
-        return socket.AF_INET6
-    except OSError:
-        return socket.AF_INET
+def _fetch_once(s, rank, nranks, addr, port, key, check_uid, deadline):
+    """One handshake with the server on the connected socket s; the id, or an OSError."""
+    if check_uid and peer_uid(s) != os.geteuid():
+        raise _Refused(f"{addr}:{port} is served by another user's process")
+    cnonce = secrets.token_bytes(16)
+    s.sendall(HELLO.pack(MAGIC, rank, nranks, cnonce))
+    snonce, proof = SERVER_PROOF.unpack(_recv_exact(s, SERVER_PROOF.size, deadline))
+    if not hmac.compare_digest(proof, _mac(key, b"server", cnonce, snonce, _ranks(rank, nranks))):
+        raise _Refused(f"{addr}:{port} does not know this job's {SECRET_VARIABLE}")
+    s.sendall(CLIENT_PROOF.pack(_mac(key, b"client", snonce, cnonce, _ranks(rank, nranks))))
+    uid, proof = ID_REPLY.unpack(_recv_exact(s, ID_REPLY.size, deadline))
+    if not hmac.compare_digest(proof, _mac(key, b"id", cnonce, snonce, _ranks(rank, nranks), uid)):
+        raise _Refused(f"the id from {addr}:{port} is not authenticated by this job's {SECRET_VARIABLE} (changed on "
+                       "the way, or not from rank 0)")
+    return uid
