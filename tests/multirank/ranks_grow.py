@@ -237,3 +237,45 @@ def joiner_dies(ctx):
     f.raises(NCCLRemoteError, "rank 2", comm.grow, 4, uid)
     comm.destroy()
     return f.result()
+
+
+def grow_bindings(ctx):
+    """The same through nccl.bindings: comm_get_unique_id, comm_grow (0.3.1 form, newcomm slot),
+    then all_reduce, all_gather and broadcast on the grown handle."""
+    import nccl.bindings.nccl as b
+
+    f = Fails(ctx)
+    n, r, old = ctx.size, ctx.rank, ctx.params["old"]
+    box = b.PointerBox()
+    parent = None
+    if r < old:
+        pbox = b.PointerBox()
+        b.comm_init_rank(pbox.address, old, b.UniqueId.from_buffer(bytearray(ctx.uid)), r)
+        parent = pbox.ptr
+        if r == 0:
+            uid = b.comm_get_unique_id(parent)
+            _publish(ctx, uid)
+            b.comm_grow(parent, n, uid.ptr, -1, box.address, 0)
+        else:
+            b.comm_grow(parent, n, 0, -1, box.address, 0)
+    else:
+        uid = b.UniqueId.from_buffer(bytearray(bytes(_receive(ctx))))
+        b.comm_grow(0, n, uid.ptr, r, box.address, 0)
+    comm = box.ptr
+    f.check((b.comm_count(comm), b.comm_user_rank(comm)) == (n, r), "grown size and rank")
+    f32, i32 = int(b.DataType.Float32), int(b.DataType.Int32)
+    x = np.full(6, r + 1, np.float32)
+    y = np.zeros(6, np.float32)
+    b.all_reduce(x.ctypes.data, y.ctypes.data, 6, f32, int(b.RedOp.Sum), comm, 0)
+    f.check(np.array_equal(y, np.full(6, n * (n + 1) / 2, np.float32)), f"all_reduce gave {y}")
+    g = np.zeros(2 * n, np.int32)
+    s = np.full(2, r, np.int32)
+    b.all_gather(s.ctypes.data, g.ctypes.data, 2, i32, comm, 0)
+    f.check(np.array_equal(g, np.repeat(np.arange(n, dtype=np.int32), 2)), f"all_gather gave {g}")
+    bc = np.arange(4, dtype=np.int32) * 3 if r == n - 1 else np.zeros(4, np.int32)
+    b.broadcast(bc.ctypes.data, bc.ctypes.data, 4, i32, n - 1, comm, 0)
+    f.check(np.array_equal(bc, np.arange(4, dtype=np.int32) * 3), f"broadcast gave {bc}")
+    b.comm_destroy(comm)
+    if parent is not None:
+        b.comm_destroy(parent)
+    return f.result()

@@ -42,3 +42,10 @@ def test_abort_from_another_thread_ends_a_grow(run_ranks):
 def test_a_joiner_killed_during_the_grow(run_ranks, tmp_path):
     _clean(run_ranks(3, "ranks_grow:joiner_dies", timeout=45, init=False, expect_death=(2,),
                      params={"dir": str(tmp_path)}))
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("old, new", [(2, 3), (2, 4)])
+def test_grow_through_the_bindings(run_ranks, tmp_path, old, new):
+    _clean(run_ranks(new, "ranks_grow:grow_bindings", timeout=75, init=False,
+                     params={"old": old, "dir": str(tmp_path)}))
