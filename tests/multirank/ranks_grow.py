@@ -137,6 +137,8 @@ def bad_input(ctx):
         f.raises(NCCLInvalidArgument, "unique id is a grow id (from ncclCommGetUniqueId)", Communicator.init, 3, 2,
                  uid)
         new = Communicator().grow(3, uid, rank=2)
+        # an id serves one grow (the coordinator's process, where its root lives, waits for us below)
+        f.raises(NCCLInvalidUsage, "unique id was already used", Communicator().grow, 3, uid, rank=2)
         _check_collectives(f, new, 3, 2)
         new.destroy()
         return f.result()
