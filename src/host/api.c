@@ -13,7 +13,7 @@
  * ncclHostRefusedEntryPoints exports so that `python -m nccl doctor` lists them apart from
  * symbols a library lacks; tests/host/test_host_api.py keeps the list and the calls in step. */
 static const char host_refused[] =
-    "ncclCommGetUniqueId ncclCommGrow ncclCommWindowRegister ncclCommWindowDeregister ncclWinGetUserPtr "
+    "ncclCommWindowRegister ncclCommWindowDeregister ncclWinGetUserPtr "
     "ncclPutSignal ncclSignal ncclWaitSignal ncclDevCommCreate ncclDevCommDestroy "
     "ncclGetLsaMultimemDevicePointer ncclGetMultimemDevicePointer ncclGetLsaDevicePointer "
     "ncclGetPeerDevicePointer ncclGetMultimemDeviceLeInfo ncclGetCftDeviceLeInfo ncclGetPeerDeviceLeInfo "
@@ -175,22 +175,15 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeR
 
 ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId *uniqueId)
 {
-    (void)comm;
-    (void)uniqueId;
-    return host_refuse("ncclCommGetUniqueId");
+    return host_comm_get_unique_id(comm, uniqueId);
 }
 
 ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId *uniqueId, int rank, ncclComm_t *newcomm,
                           ncclConfig_t *config)
 {
-    (void)comm;
-    (void)nRanks;
-    (void)uniqueId;
-    (void)rank;
-    (void)config;
-    if (newcomm != NULL)
-        *newcomm = NULL;
-    return host_refuse("ncclCommGrow");
+    ncclResult_t rc = host_grow(comm, nRanks, uniqueId, rank, newcomm, config);
+    host_group_record(rc);
+    return rc;
 }
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)

@@ -201,11 +201,24 @@ static void force_error(host_comm *c, ncclResult_t rc)
 ncclResult_t host_init_rank(ncclComm_t *comm, int nranks, const ncclUniqueId *ids, int nids, int rank,
                             const ncclConfig_t *config, const char *fn)
 {
+    ncclResult_t rc;
+    (void)host_params();
+    if (comm == NULL)
+        return host_fail(ncclInvalidArgument, "%s: comm is NULL", fn);
+    *comm = NULL;
+    for (int i = 0; i < nids; i++)
+        if (HOST_FAILED(rc = host_id_check(&ids[i], fn)))
+            return rc;
+    return host_init_checked(comm, nranks, ids, nids, rank, config, fn);
+}
+
+ncclResult_t host_init_checked(ncclComm_t *comm, int nranks, const ncclUniqueId *ids, int nids, int rank,
+                               const ncclConfig_t *config, const char *fn)
+{
     ncclConfig_t cfg;
     host_comm *c = NULL, *pinned = NULL;
     ncclComm_t h = NULL;
     ncclResult_t rc;
-    (void)host_params();
     if (comm == NULL)
         return host_fail(ncclInvalidArgument, "%s: comm is NULL", fn);
     *comm = NULL;
@@ -213,9 +226,6 @@ ncclResult_t host_init_rank(ncclComm_t *comm, int nranks, const ncclUniqueId *id
         return host_fail(ncclInvalidArgument, "%s: nranks %d is outside [1, %d]", fn, nranks, HOST_MAX_RANKS);
     if (rank < 0 || rank >= nranks)
         return host_fail(ncclInvalidArgument, "%s: rank %d is outside [0, %d)", fn, rank, nranks);
-    for (int i = 0; i < nids; i++)
-        if (HOST_FAILED(rc = host_id_check(&ids[i], fn)))
-            return rc;
     if (HOST_FAILED(rc = host_config_parse(config, &cfg, fn)))
         return rc;
     if (HOST_FAILED(rc = host_comm_create(nranks, rank, &cfg, &c)))
@@ -602,11 +612,12 @@ exit:
     return rc;
 }
 
-static ncclResult_t submit_split(host_comm *c, ncclComm_t comm, host_task_kind kind, host_split_args *a)
+ncclResult_t host_submit_child(host_comm *c, ncclComm_t comm, host_task_kind kind, host_split_args *a)
 {
     host_task *t;
     if (host_group_depth() > 0)
-        return host_group_add_job(kind == HOST_TASK_SPLIT ? HOST_JOB_SPLIT : HOST_JOB_SHRINK, comm, a);
+        return host_group_add_job(kind == HOST_TASK_SPLIT ? HOST_JOB_SPLIT :
+                                  kind == HOST_TASK_SHRINK ? HOST_JOB_SHRINK : HOST_JOB_GROW, comm, a);
     t = calloc(1, sizeof *t);
     if (t == NULL) {
         free(a->exclude);
@@ -622,7 +633,7 @@ static ncclResult_t submit_split(host_comm *c, ncclComm_t comm, host_task_kind k
     return host_task_wait(c, t);
 }
 
-static ncclResult_t child_config(host_comm *parent, ncclConfig_t *config, host_split_args *a, const char *fn)
+ncclResult_t host_child_config(host_comm *parent, ncclConfig_t *config, host_split_args *a, const char *fn)
 {
     ncclResult_t rc;
     ncclConfig_t cfg;
@@ -663,12 +674,12 @@ ncclResult_t host_split(ncclComm_t comm, int color, int key, ncclComm_t *newcomm
     a->color = color;
     a->key = key;
     a->newcomm = newcomm;
-    rc = child_config(c, config, a, "ncclCommSplit");
+    rc = host_child_config(c, config, a, "ncclCommSplit");
     if (rc != ncclSuccess) {
         free(a);
         goto exit;
     }
-    rc = submit_split(c, comm, HOST_TASK_SPLIT, a);
+    rc = host_submit_child(c, comm, HOST_TASK_SPLIT, a);
 exit:
     host_comm_leave(c);
     return rc;
@@ -740,7 +751,7 @@ ncclResult_t host_shrink(ncclComm_t comm, int *exclude, int nexclude, ncclComm_t
     a->flags = flags;
     a->color = 0;
     a->newcomm = newcomm;
-    rc = child_config(c, config, a, "ncclCommShrink");
+    rc = host_child_config(c, config, a, "ncclCommShrink");
     if (rc != ncclSuccess) {
         free(a->exclude);
         free(a);
@@ -752,7 +763,7 @@ ncclResult_t host_shrink(ncclComm_t comm, int *exclude, int nexclude, ncclComm_t
         atomic_fetch_add(&c->cancel_epoch, 1);
         host_comm_wake(c);
     }
-    rc = submit_split(c, comm, HOST_TASK_SHRINK, a);
+    rc = host_submit_child(c, comm, HOST_TASK_SHRINK, a);
 exit:
     host_comm_leave(c);
     return rc;

@@ -104,7 +104,7 @@ static void append(host_gitem *it)
 
 static int is_init_job(int job)
 {
-    return job == HOST_JOB_INIT || job == HOST_JOB_SPLIT || job == HOST_JOB_SHRINK;
+    return job == HOST_JOB_INIT || job == HOST_JOB_SPLIT || job == HOST_JOB_SHRINK || job == HOST_JOB_GROW;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -596,7 +596,8 @@ static ncclResult_t execute(host_gitem *items, int simulate)
             if (t == NULL) {
                 HOST_CHECKIGNORE(host_fail(ncclSystemError, "ncclGroupEnd: out of memory"), rc);
             } else {
-                t->kind = it->job == HOST_JOB_SPLIT ? HOST_TASK_SPLIT : HOST_TASK_SHRINK;
+                t->kind = it->job == HOST_JOB_SPLIT ? HOST_TASK_SPLIT :
+                          it->job == HOST_JOB_SHRINK ? HOST_TASK_SHRINK : HOST_TASK_GROW;
                 t->split = it->args;
                 it->args = NULL;
                 t->detached = !c->blocking;

@@ -16,6 +16,7 @@
  *   monitor.c    one thread per process reading every control socket (peer death, notices, mail)
  *   shm.c        the per-communicator shared segment: layout, create (memfd), attach
  *   comm.c       communicator lifecycle: init, finalize, destroy, abort, split, shrink, queries
+ *   grow.c       ncclCommGetUniqueId and ncclCommGrow: a larger communicator, existing ranks kept
  *   worker.c     per-communicator worker thread and its task FIFO; the op-task progress loop
  *   transport.c  per-communicator choices (spin, single copy) and the single-copy reads
  *   coll.c       collectives as non-blocking state machines over the segment's slots
@@ -554,6 +555,7 @@ typedef enum {
     HOST_TASK_OPS,          /* collectives and p2p */
     HOST_TASK_SPLIT,
     HOST_TASK_SHRINK,
+    HOST_TASK_GROW,         /* an existing rank's part of ncclCommGrow (grow.c) */
     HOST_TASK_FINALIZE,
     HOST_TASK_EXIT
 } host_task_kind;
@@ -568,6 +570,9 @@ typedef struct host_split_args {
     int child_blocking;
     char child_name[64];
     int child_device;
+    int grow_nranks;                /* grow: the grown size */
+    int grow_passed;                /* grow: the caller passed grow_id */
+    ncclUniqueId grow_id;
 } host_split_args;
 
 typedef struct host_task {
@@ -665,7 +670,9 @@ typedef struct host_comm {
     uint8_t token[HOST_TOKEN_BYTES];
     host_peer *peers;
     host_mail *mail;             /* mailbox (guarded by lock) */
-    uint64_t mgmt_seq;           /* split/shrink exchanges on this comm */
+    uint64_t mgmt_seq;           /* split/shrink/grow exchanges on this comm */
+    int grow_pending;            /* ncclCommGetUniqueId made grow_id, no grow consumed it yet (lock) */
+    ncclUniqueId grow_id;
     int monitored;
 
     /* data plane */
@@ -747,6 +754,9 @@ ncclResult_t host_comm_create(int nranks, int rank, const ncclConfig_t *cfg, hos
 void host_comm_free(host_comm *c);
 ncclResult_t host_init_rank(ncclComm_t *comm, int nranks, const ncclUniqueId *ids, int nids, int rank,
                             const ncclConfig_t *config, const char *fn);
+/* host_init_rank after the ids were checked (a grow's new rank comes in here with its grow id). */
+ncclResult_t host_init_checked(ncclComm_t *comm, int nranks, const ncclUniqueId *ids, int nids, int rank,
+                               const ncclConfig_t *config, const char *fn);
 ncclResult_t host_init_all(ncclComm_t *comms, int ndev, const int *devlist);
 ncclResult_t host_finalize(ncclComm_t comm);
 ncclResult_t host_destroy(ncclComm_t comm);
@@ -760,6 +770,10 @@ ncclResult_t host_query_properties(ncclComm_t comm, ncclCommProperties_t *props)
 ncclResult_t host_suspend(ncclComm_t comm, int flags, int resume);
 ncclResult_t host_revoke(ncclComm_t comm, int flags);
 ncclResult_t host_mem_stats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t *value);
+/* Queues a SPLIT/SHRINK/GROW task on the parent c (or a group job inside a group); a consumes. */
+ncclResult_t host_submit_child(host_comm *c, ncclComm_t comm, host_task_kind kind, host_split_args *a);
+/* The child's blocking mode and name from config (NULL: the parent's). */
+ncclResult_t host_child_config(host_comm *parent, ncclConfig_t *config, host_split_args *a, const char *fn);
 /* Run by the worker for SPLIT/SHRINK tasks and by the INIT task. */
 ncclResult_t host_run_split(host_comm *parent, host_task *t);
 ncclResult_t host_run_init(host_comm *c);
@@ -777,12 +791,23 @@ ncclResult_t host_destroy_impl(host_comm *c, int abort);
 /* root.c: unique ids and the process's one bootstrap root */
 ncclResult_t host_unique_id(ncclUniqueId *id);
 ncclResult_t host_id_check(const ncclUniqueId *id, const char *fn);
+/* A grow id (ncclCommGetUniqueId): an id of this process's root that also names the parent
+ * communicator's size and hash. */
+ncclResult_t host_grow_id(ncclUniqueId *id, int parent_nranks, uint64_t parent_hash);
+/* Checks a grow id as host_id_check does an init id; reports the parent's size and hash. */
+ncclResult_t host_grow_id_check(const ncclUniqueId *id, const char *fn, int *parent_nranks, uint64_t *parent_hash);
 uint64_t host_ids_hash(const ncclUniqueId *ids, int nids);
 /* The root's address and the id's secret. */
 void host_id_root(const ncclUniqueId *id, uint32_t *addr_be, uint16_t *port_be, uint8_t *secret);
 uint32_t host_id_pid(const ncclUniqueId *id);
 void host_dismiss_roots(const ncclUniqueId *ids, int nids);
 void host_root_atfork_child(void);
+
+/* grow.c */
+ncclResult_t host_comm_get_unique_id(ncclComm_t comm, ncclUniqueId *id);
+ncclResult_t host_grow(ncclComm_t comm, int nranks, const ncclUniqueId *id, int rank, ncclComm_t *newcomm,
+                       ncclConfig_t *config);
+ncclResult_t host_run_grow(host_comm *parent, host_task *t);
 
 /* bootstrap.c */
 ncclResult_t host_bootstrap(host_comm *c);     /* phase 1 via the root, then host_mesh_build */
@@ -887,7 +912,9 @@ int host_group_depth(void);
 ncclResult_t host_group_start(void);
 ncclResult_t host_group_end(ncclSimInfo_t *sim, int simulate);
 /* Management jobs (init, split, shrink, finalize, destroy) inside a group. */
-typedef enum { HOST_JOB_INIT = 1, HOST_JOB_SPLIT, HOST_JOB_SHRINK, HOST_JOB_FINALIZE, HOST_JOB_DESTROY } host_job_kind;
+typedef enum {
+    HOST_JOB_INIT = 1, HOST_JOB_SPLIT, HOST_JOB_SHRINK, HOST_JOB_FINALIZE, HOST_JOB_DESTROY, HOST_JOB_GROW
+} host_job_kind;
 ncclResult_t host_group_add_job(host_job_kind kind, ncclComm_t comm, host_split_args *args);
 void host_group_record(ncclResult_t rc);
 void host_group_drop_comm(ncclComm_t comm);  /* abort inside a group */

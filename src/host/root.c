@@ -31,6 +31,7 @@
 
 /* Byte offsets inside ncclUniqueId (docs/host-backend.md#unique-ids-and-bootstrap). */
 #define ID_MAGIC 0
+#define ID_NRANKS 36  /* grow id: the parent's size */
 #define ID_LAYOUT 40
 #define ID_FLAVOR 42
 #define ID_KIND 43
@@ -39,7 +40,9 @@
 #define ID_FAMILY 64
 #define ID_PORT 66
 #define ID_ADDR 68
+#define ID_PARENT 72  /* grow id: the parent's commHash */
 #define ID_CHECK 124
+enum { ID_KIND_INIT = 0, ID_KIND_GROW = 1 };
 static const char id_magic[8] = {'N', 'C', 'H', 'O', 'S', 'T', 'I', 'D'};
 
 /* Ids of one process the root keeps at once (unused ones until their deadline). */
@@ -518,7 +521,22 @@ fail:
     return rc;
 }
 
-ncclResult_t host_id_check(const ncclUniqueId *id, const char *fn)
+ncclResult_t host_grow_id(ncclUniqueId *id, int parent_nranks, uint64_t parent_hash)
+{
+    unsigned char *b = (unsigned char *)id->internal;
+    ncclResult_t rc = host_unique_id(id);
+    if (rc != ncclSuccess)
+        return rc;
+    b[ID_KIND] = ID_KIND_GROW;
+    put_u32le(b + ID_NRANKS, (uint32_t)parent_nranks);
+    for (int i = 0; i < 8; i++)
+        b[ID_PARENT + i] = (unsigned char)(parent_hash >> (8 * i));
+    put_u32le(b + ID_CHECK, host_crc32(b, ID_CHECK));
+    return ncclSuccess;
+}
+
+/* An id of the given kind (ID_KIND_*), made by this library and naming a root we may use. */
+static ncclResult_t id_check_kind(const ncclUniqueId *id, int kind, const char *fn)
 {
     const unsigned char *b = (const unsigned char *)id->internal;
     uint32_t addr;
@@ -527,9 +545,14 @@ ncclResult_t host_id_check(const ncclUniqueId *id, const char *fn)
                          "NCCL/RCCL id?)", fn);
     if (get_u32le(b + ID_CHECK) != host_crc32(b, ID_CHECK))
         return host_fail(ncclInvalidArgument, "%s: unique id is corrupted (check value mismatch)", fn);
-    if (get_u16le(b + ID_LAYOUT) != HOST_ID_LAYOUT || b[ID_KIND] != 0)
+    if (get_u16le(b + ID_LAYOUT) != HOST_ID_LAYOUT || b[ID_KIND] > ID_KIND_GROW)
         return host_fail(ncclInvalidArgument, "%s: unique id layout %u kind %u is not supported", fn,
                          (unsigned)get_u16le(b + ID_LAYOUT), (unsigned)b[ID_KIND]);
+    if (b[ID_KIND] != kind)
+        return host_fail(ncclInvalidArgument, kind == ID_KIND_GROW ?
+                         "%s: unique id is not a grow id: pass the id that ncclCommGetUniqueId returned on the "
+                         "communicator being grown, not one of ncclGetUniqueId" :
+                         "%s: unique id is a grow id (from ncclCommGetUniqueId): it serves ncclCommGrow only", fn);
     if (get_u16le(b + ID_FAMILY) != AF_INET)
         return host_fail(ncclInvalidArgument, "%s: unique id has address family %u, not AF_INET", fn,
                          (unsigned)get_u16le(b + ID_FAMILY));
@@ -539,6 +562,24 @@ ncclResult_t host_id_check(const ncclUniqueId *id, const char *fn)
     if (b[ID_FLAVOR] != (unsigned char)host_params()->flavor)
         return host_fail(ncclInvalidUsage, "%s: unique id was made by a process with NCCL_HOST_FLAVOR=%s", fn,
                          b[ID_FLAVOR] ? "rccl" : "nccl");
+    return ncclSuccess;
+}
+
+ncclResult_t host_id_check(const ncclUniqueId *id, const char *fn)
+{
+    return id_check_kind(id, ID_KIND_INIT, fn);
+}
+
+ncclResult_t host_grow_id_check(const ncclUniqueId *id, const char *fn, int *parent_nranks, uint64_t *parent_hash)
+{
+    const unsigned char *b = (const unsigned char *)id->internal;
+    ncclResult_t rc = id_check_kind(id, ID_KIND_GROW, fn);
+    if (rc != ncclSuccess)
+        return rc;
+    *parent_nranks = (int)get_u32le(b + ID_NRANKS);
+    *parent_hash = 0;
+    for (int i = 0; i < 8; i++)
+        *parent_hash |= (uint64_t)b[ID_PARENT + i] << (8 * i);
     return ncclSuccess;
 }
 

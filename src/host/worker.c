@@ -54,10 +54,12 @@ void host_task_free(host_task *t)
     free(t);
 }
 
-/* Work cancelled by revoke/shrink-abort does not make the communicator fail by itself. */
+/* Work cancelled by revoke/shrink-abort does not make the communicator fail by itself; neither
+ * does a failed grow, whose failure belongs to the communicator it was building (grow.c). */
 static void task_outcome(host_comm *c, const host_task *t, ncclResult_t rc)
 {
-    if (rc != ncclSuccess && !(rc == ncclInvalidUsage && t->epoch < atomic_load(&c->cancel_epoch)))
+    if (rc != ncclSuccess && t->kind != HOST_TASK_GROW &&
+        !(rc == ncclInvalidUsage && t->epoch < atomic_load(&c->cancel_epoch)))
         host_comm_set_error(c, rc);
 }
 
@@ -89,6 +91,7 @@ static void *worker_main(void *arg)
         case HOST_TASK_OPS: rc = host_run_ops(c, t); break;
         case HOST_TASK_SPLIT:
         case HOST_TASK_SHRINK: rc = host_run_split(c, t); break;
+        case HOST_TASK_GROW: rc = host_run_grow(c, t); break;
         case HOST_TASK_FINALIZE: rc = host_run_finalize(c); break;
         case HOST_TASK_EXIT: exiting = 1; break;
         }

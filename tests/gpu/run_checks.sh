@@ -18,6 +18,8 @@ nvidia-smi -L 2>/dev/null || echo "(nvidia-smi not available)"
 status=0
 echo "== nccl.core on the GPU"
 timeout 200 "$python" tests/gpu/gpu_checks.py || status=1
+echo "== growing a communicator (ncclCommGrow)"
+timeout 120 "$python" tests/gpu/grow_check.py || status=1
 echo "== per-call overhead (null library, same process)"
 timeout 90 "$python" benchmarks/overhead.py --repeat 5 --number 100000 || status=1
 exit $status

@@ -67,7 +67,7 @@ def test_refused_list_matches_the_refusing_code():
     calls = set(re.findall(r'host_refuse\("(\w+)"\)', API_C.read_text()))
     listed = result("result = L.ncclHostRefusedEntryPoints().decode().split()")
     assert sorted(listed) == sorted(set(listed)) and set(listed) == calls
-    assert len(listed) == 22
+    assert len(listed) == 20
 
 
 def test_every_refused_entry_point_refuses_by_name():
