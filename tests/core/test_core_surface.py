@@ -155,7 +155,9 @@ def test_same_objects_across_modules():
 
 def test_not_exported_names():
     assert "NCCLError" not in core.__all__
-    from nccl.core.typing import SupportsCAI, SupportsDLPack  # noqa: F401
+    from nccl.core.typing import NcclBufferSpec, NcclSupportedBuffer, SupportsCAI, SupportsDLPack  # noqa: F401
+
+    assert NcclSupportedBuffer is NcclBufferSpec  # upstream's alias, outside __all__ there too
 
     assert not hasattr(core, "SupportsDLPack")
 

@@ -50,7 +50,9 @@ class _SupportsCudaStream(Protocol):
     def __cuda_stream__(self) -> tuple[int, int]: ...
 
 
-NcclBufferSpec = Union[Buffer, SupportsDLPack, SupportsCAI]
+# NcclSupportedBuffer: upstream's name for the same union (outside __all__ there too).
+NcclSupportedBuffer = Union[Buffer, SupportsDLPack, SupportsCAI]
+NcclBufferSpec = NcclSupportedBuffer
 NcclScalarSpec = Union[int, float, np.ndarray, NcclBufferSpec]
 NcclDeviceSpec = Union[Device, int]
 NcclStreamSpec = Union[Stream, _SupportsCudaStream, int]
