@@ -1,7 +1,16 @@
 """nccl4py: Python bindings for RCCL and NCCL, with a host (CPU) backend for machines without a GPU.
 
 Importing this package loads no library. Low-level bindings are in nccl.bindings.
+
+``nccl`` is a regular package that other distributions can add to: an ``nccl/`` directory on any
+sys.path entry (nccl-extensions' ``nccl.ep`` and ``nccl.m2n``, a ``pip install --target`` or
+``PYTHONPATH`` directory) is a portion of it, as with nccl4py 0.4.1+'s namespace package
+(docs/compatibility.md#the-nccl-namespace). Ours comes first, so its modules win a name clash.
 """
+
+import pkgutil as _pkgutil
+
+__path__ = _pkgutil.extend_path(__path__, __name__)
 
 from nccl._hip_compat import register_cuda_core_shim as _register_cuda_core_shim
 from nccl._show_versions import LibraryInfo, VersionInfo, get_version, show_versions

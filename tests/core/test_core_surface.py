@@ -110,7 +110,7 @@ def test_unknown_attribute():
     with pytest.raises(AttributeError) as ei:
         core.no_such_name
     assert str(ei.value) == "module 'nccl.core' has no attribute 'no_such_name'"
-    for name in ("NCCLError", "comm_grow", "device", "ep"):
+    for name in ("NCCLError", "comm_grow", "ep"):
         with pytest.raises(AttributeError):
             getattr(core, name)
 
@@ -127,9 +127,12 @@ def test_submodules_import(name):
 
 
 def test_out_of_scope_modules():
-    for name in ("nccl.core.device", "nccl.ep"):
-        with pytest.raises(ModuleNotFoundError):
-            importlib.import_module(name)
+    # nccl.ep is nccl-extensions' (tests/test_nccl_extensions.py); the CuTe DSL subpackage is refused
+    # (tests/test_upstream_modules.py).
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("nccl.ep")
+    with pytest.raises(ImportError, match="nvidia-cutlass-dsl"):
+        importlib.import_module("nccl.core.device.cute")
 
 
 def test_outside_all():
@@ -152,7 +155,9 @@ def test_same_objects_across_modules():
 
 def test_not_exported_names():
     assert "NCCLError" not in core.__all__
-    from nccl.core.typing import SupportsCAI, SupportsDLPack  # noqa: F401
+    from nccl.core.typing import NcclBufferSpec, NcclSupportedBuffer, SupportsCAI, SupportsDLPack  # noqa: F401
+
+    assert NcclSupportedBuffer is NcclBufferSpec  # upstream's alias, outside __all__ there too
 
     assert not hasattr(core, "SupportsDLPack")
 

@@ -2,7 +2,10 @@
 from nccl.core._types import NcclDataType
 from nccl.core.typing import NcclBufferSpec, NcclStreamSpec
 
-__all__ = ["NcclBuffer"]
+from nccl.core.memory import mem_alloc as mem_alloc
+from nccl.core.memory import mem_free as mem_free
+
+__all__ = ["mem_alloc", "mem_free", "NcclBuffer"]
 
 class NcclBuffer:
     def __init__(self, buffer: NcclBufferSpec, stream: NcclStreamSpec | None = None) -> None: ...

@@ -11,7 +11,12 @@ from nccl.core._config import NCCLConfig as NCCLConfig
 from nccl.core._config import VendorOption as VendorOption
 from nccl.core._config import NCCLDevCommRequirements as NCCLDevCommRequirements
 from nccl.core._config import WaitSignalDesc as WaitSignalDesc
-from nccl.core._team import NCCLCommProperties, NCCLTeam
+from nccl.core._team import GinBarrierRequirement as GinBarrierRequirement
+from nccl.core._team import LLA2ARequirement as LLA2ARequirement
+from nccl.core._team import LsaBarrierRequirement as LsaBarrierRequirement
+from nccl.core._team import NCCLCommProperties as NCCLCommProperties
+from nccl.core._team import NCCLTeam
+from nccl.core._team import TeamRequirement as TeamRequirement
 from nccl.core._types import (
     CommShrinkFlag, CommSuspendFlag, NcclCftTeamMode, NcclCommMemStat, NcclDataType, NcclGinType, NcclRedOp,
     WindowFlag,
@@ -20,8 +25,9 @@ from nccl.core._unique_id import UniqueId
 from nccl.core.resources import CustomRedOp, DevCommResource, RegisteredBufferHandle, RegisteredWindowHandle
 from nccl.core.typing import NcclBufferSpec, NcclScalarSpec, NcclStreamSpec
 
-__all__ = ["Communicator", "NCCLConfig", "NCCLCollConfig", "VendorOption", "NCCLDevCommRequirements",
-           "WaitSignalDesc"]
+__all__ = ["NCCLConfig", "NCCLCollConfig", "VendorOption", "NCCLCommProperties", "WaitSignalDesc",
+           "TeamRequirement", "LsaBarrierRequirement", "GinBarrierRequirement", "LLA2ARequirement",
+           "NCCLDevCommRequirements", "Communicator"]
 
 _Op = NcclRedOp | CustomRedOp | int
 

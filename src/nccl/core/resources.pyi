@@ -1,11 +1,17 @@
 # Stub of nccl.core.resources: the resource classes are C (nccl._ext); docs/compatibility.md#resources.
 from typing import Any
 
-from nccl.core._team import CftLeInfo, GinBarrierHandle, LLA2AHandle, LsaBarrierHandle, MultimemHandle, NCCLTeam
+from nccl.core._team import CftLeInfo as CftLeInfo
+from nccl.core._team import GinBarrierHandle as GinBarrierHandle
+from nccl.core._team import LLA2AHandle as LLA2AHandle
+from nccl.core._team import LsaBarrierHandle as LsaBarrierHandle
+from nccl.core._team import MultimemHandle as MultimemHandle
+from nccl.core._team import NCCLTeam
 from nccl.core._types import NcclDataType, WindowFlag
 from nccl.core.communicator import Communicator
 
-__all__ = ["CommResource", "RegisteredBufferHandle", "RegisteredWindowHandle", "CustomRedOp", "DevCommResource"]
+__all__ = ["MultimemHandle", "LsaBarrierHandle", "GinBarrierHandle", "LLA2AHandle", "RegisteredBufferHandle",
+           "RegisteredWindowHandle", "CftLeInfo", "CustomRedOp", "DevCommResource", "CommResource"]
 
 class CommResource:
     @property
