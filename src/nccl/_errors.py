@@ -106,7 +106,13 @@ _BY_STATUS = {
 
 
 class FunctionNotFoundError(NotImplementedError):
-    """The loaded library does not export the C function a wrapper needs."""
+    """The loaded library does not export the C function a wrapper needs.
+
+    The message names the function and the library version that lacks it.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
 
 
 class NotSupportedError(RuntimeError):
@@ -128,7 +134,13 @@ class NotSupportedError(RuntimeError):
 
 
 class HostBackendWarning(RuntimeWarning):
-    """The bundled host backend was chosen because this machine has no GPU."""
+    """The bundled host backend was chosen because this machine has no GPU.
+
+    Emitted once per process; set NCCL_LIBRARY=host to choose the host backend without it.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
 
 
 class NcclInvalid(Exception):
