@@ -327,7 +327,7 @@ const nx_struct_desc nx_struct_descs[NX_NSTRUCTS] = {
          "What comm_query_properties reports about a communicator (ranks, devices, supported features)."),
     DESC(NX_STRUCT_COLL_CONFIG, "CollConfig", "coll_config_dtype", ncclCollConfig_t, init_coll_config,
          coll_config_fields,
-         "Per-call settings of the *_config collectives (CTAs, algorithm selection)."),
+         "Per-call settings of the ``*_config`` collectives (CTAs, algorithm selection)."),
     DESC(NX_STRUCT_CONFIG_EXT, "ConfigExt", "config_ext_dtype", ncclConfigExt_t, init_zero, config_ext_fields,
          "Extended communicator configuration (ncclConfigExt_t)."),
     DESC(NX_STRUCT_ENCRYPTION_CONFIG, "EncryptionConfig", "encryption_config_dtype", ncclEncryptionConfig_t,
