@@ -23,7 +23,7 @@ static PyObject *library_text(const char *text, Py_ssize_t len)
 
 static const nx_sig param_get_parameter_sig = NX_SIGNATURE("param_get_parameter", "key");
 PyDoc_STRVAR(param_get_parameter__doc__, "param_get_parameter(key)\n--\n\n"
-"ncclParamGetParameter: the value of the library parameter `key` (\"NCCL_...\"), as text.");
+"ncclParamGetParameter: the value of the library parameter `key` (an ``NCCL_*`` name), as text.");
 static PyObject *param_get_parameter(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &param_get_parameter_sig;

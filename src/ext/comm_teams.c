@@ -107,7 +107,7 @@ static int team_arg(nx_state *st, ncclComm_t comm, PyObject *o, const char *fnam
 }
 
 NX_MSIG(team_cft, 1, 0, "mode");
-PyDoc_STRVAR(team_cft__doc__, "team_cft($self, mode=NcclCftTeamMode.FLAT)\n--\n\n"
+PyDoc_STRVAR(team_cft__doc__, "team_cft($self, mode=nccl.core.NcclCftTeamMode.FLAT)\n--\n\n"
 "The CFT NCCLTeam of this rank in the given NcclCftTeamMode (ncclTeamCft, NCCL 2.31).");
 static PyObject *Communicator_team_cft(NX_COMM_METHOD_ARGS)
 {

@@ -397,7 +397,7 @@ static PyObject *Communicator_revoke(NX_COMM_METHOD_ARGS)
 }
 
 NX_MSIG(suspend, 1, 0, "flags");
-PyDoc_STRVAR(suspend__doc__, "suspend(flags=CommSuspendFlag.MEM)\n--\n\n"
+PyDoc_STRVAR(suspend__doc__, "suspend($self, flags=nccl.core.CommSuspendFlag.MEM)\n--\n\n"
 "ncclCommSuspend: release dynamic GPU memory; unusable until resume().");
 static PyObject *Communicator_suspend(NX_COMM_METHOD_ARGS)
 {

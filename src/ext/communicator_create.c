@@ -170,13 +170,15 @@ static PyObject *Communicator_initialize(NX_COMM_METHOD_ARGS)
 NX_MSIG(init, 4, 3, "nranks", "rank", "unique_id", "config");
 PyDoc_STRVAR(init__doc__, "init(nranks, rank, unique_id, config=None)\n--\n\n"
 "Create a communicator: cls() then initialize(...). Collective over the nranks ranks.");
-static PyObject *Communicator_init(PyObject *type, PyTypeObject *cls, PyObject *const *args, Py_ssize_t nargs,
+static PyObject *Communicator_init(PyObject *type, PyObject *const *args, Py_ssize_t nargs,
                                    PyObject *kwnames)
 {
     PyObject *a[4];
     if (nx_margs(&M_init, args, nargs, kwnames, a) < 0)
         return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
+    nx_state *st = nx_state_of_type((PyTypeObject *)type);
+    if (st == NULL)
+        return NULL;
     PyObject *c = PyObject_CallNoArgs(type);
     if (c == NULL)
         return NULL;
@@ -260,13 +262,15 @@ NX_MSIG(init_all, 1, 0, "devices");
 PyDoc_STRVAR(init_all__doc__, "init_all(devices=None)\n--\n\n"
 "One communicator per device in this process (ncclCommInitAll); rank i uses devices[i]. None means\n"
 "every visible device, an int n means range(n). Each must be destroyed separately.");
-static PyObject *Communicator_init_all(PyObject *type, PyTypeObject *cls, PyObject *const *args, Py_ssize_t nargs,
+static PyObject *Communicator_init_all(PyObject *type, PyObject *const *args, Py_ssize_t nargs,
                                        PyObject *kwnames)
 {
     PyObject *a[1];
     if (nx_margs(&M_init_all, args, nargs, kwnames, a) < 0)
         return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
+    nx_state *st = nx_state_of_type((PyTypeObject *)type);
+    if (st == NULL)
+        return NULL;
     int *devs = NULL;
     ncclComm_t *comms = NULL;
     PyObject *list = NULL;
@@ -389,7 +393,7 @@ static int ranks_arg(PyObject *o, int **out, int *n)
 }
 
 NX_MSIG(shrink, 3, 0, "exclude_ranks", "config", "flag");
-PyDoc_STRVAR(shrink__doc__, "shrink(exclude_ranks=None, config=None, flag=CommShrinkFlag.DEFAULT)\n--\n\n"
+PyDoc_STRVAR(shrink__doc__, "shrink($self, exclude_ranks=None, config=None, flag=nccl.core.CommShrinkFlag.DEFAULT)\n--\n\n"
 "ncclCommShrink: a communicator without the excluded ranks, called by the surviving ranks only.\n"
 "flag=ABORT aborts outstanding operations first.");
 static PyObject *Communicator_shrink(NX_COMM_METHOD_ARGS)
@@ -493,17 +497,27 @@ static PyObject *Communicator_get_unique_id(NX_COMM_METHOD_ARGS)
     return new_unique_id(st, &id);
 }
 
-PyDoc_STRVAR(from_env__doc__, "from_env(**kwargs)\n--\n\n"
-"A communicator from the launcher's environment: python -m nccl.run, torchrun or mpirun\n"
-"(see nccl.core._env).");
-static PyObject *Communicator_from_env(PyObject *type, PyTypeObject *cls, PyObject *const *args, Py_ssize_t nargs,
+PyDoc_STRVAR(from_env__doc__, "from_env(*, config=None, timeout=None, environ=None)\n--\n\n"
+"A communicator from the launcher's environment: python -m nccl.run, torchrun, mpirun or srun.\n\n"
+"The rank and the rank count come from the launcher's variables; rank 0 creates the unique id and\n"
+"the others receive it. Outside any launcher the result is a one-rank communicator.\n\n"
+"Args:\n"
+"    config: an NCCLConfig for the init, or None.\n"
+"    timeout: seconds the unique-id exchange may take (default: NCCL4PY_ID_TIMEOUT, else 300).\n"
+"    environ: a mapping used instead of os.environ.\n\n"
+"Raises:\n"
+"    ValueError: the launcher's variables are inconsistent or give no channel for the id.\n"
+"    TimeoutError: a rank did not join the id exchange in time.\n"
+"    NCCLError: the library's init failed.");
+static PyObject *Communicator_from_env(PyObject *type, PyObject *const *args, Py_ssize_t nargs,
                                        PyObject *kwnames)
 {
     if (nargs != 0) {
         PyErr_SetString(PyExc_TypeError, "from_env() takes keyword arguments only");
         return NULL;
     }
-    PyObject *fn = nx_lazy(NX_COMM_STATE(cls), NX_LAZY_FROM_ENV);
+    nx_state *st = nx_state_of_type((PyTypeObject *)type);
+    PyObject *fn = st ? nx_lazy(st, NX_LAZY_FROM_ENV) : NULL;
     if (fn == NULL)
         return NULL;
     /* from_env(cls, **kwargs): the vectorcall array needs cls in front of the keyword values. */
@@ -522,9 +536,10 @@ static PyObject *Communicator_from_env(PyObject *type, PyTypeObject *cls, PyObje
 
 
 #define METHOD(name) NX_COMM_METHOD_DEF(#name, Communicator_##name, name##__doc__)
-#define CLASS_METHOD(name)                                                                                \
-    {#name, (PyCFunction)(void (*)(void))Communicator_##name, METH_METHOD | METH_FASTCALL | METH_KEYWORDS | \
-     METH_CLASS, name##__doc__}
+/* Plain METH_CLASS, not METH_METHOD: CPython 3.10-3.13 drop a METH_METHOD method's __doc__ once it
+ * is bound (help(Communicator.init) showed nothing); the module state comes from the class. */
+#define CLASS_METHOD(name) \
+    {#name, (PyCFunction)(void (*)(void))Communicator_##name, METH_FASTCALL | METH_KEYWORDS | METH_CLASS, name##__doc__}
 
 PyMethodDef nx_comm_create_methods[] = {
     CLASS_METHOD(init),

@@ -77,16 +77,17 @@ static void init_dev_comm_requirements(void *p)
     r->ginType = ncclGinTypeNone;
 }
 
-#define FIELD(pyname, kind, type, member) {pyname, kind, offsetof(type, member), 0, -1}
-#define CSTR(pyname, type, member, slot) {pyname, F_CSTR, offsetof(type, member), 0, slot}
-#define NESTED(pyname, type, member, sub) {pyname, F_STRUCT, offsetof(type, member), 0, sub}
-#define ARRAY(pyname, type, member, elem, n) {pyname, F_ARRAY, offsetof(type, member), n, elem}
+/* A field's docstring names the C member it maps to, so help() on a class shows the header's name. */
+#define FIELD(pyname, kind, type, member) {pyname, kind, offsetof(type, member), 0, -1, #type "." #member}
+#define CSTR(pyname, type, member, slot) {pyname, F_CSTR, offsetof(type, member), 0, slot, #type "." #member}
+#define NESTED(pyname, type, member, sub) {pyname, F_STRUCT, offsetof(type, member), 0, sub, #type "." #member}
+#define ARRAY(pyname, type, member, elem, n) {pyname, F_ARRAY, offsetof(type, member), n, elem, #type "." #member}
 #define HEADER(type) FIELD("size_", F_SIZE, type, size), FIELD("magic", F_U32, type, magic), \
                      FIELD("version", F_U32, type, version)
-#define END {NULL, 0, 0, 0, 0}
+#define END {NULL, 0, 0, 0, 0, NULL}
 
 static const nx_field unique_id_fields[] = {
-    {"internal", F_BYTES, 0, NCCL_UNIQUE_ID_BYTES, -1},
+    {"internal", F_BYTES, 0, NCCL_UNIQUE_ID_BYTES, -1, "ncclUniqueId.internal (the id's opaque bytes)"},
     END,
 };
 static const nx_field config_fields[] = {
@@ -304,41 +305,65 @@ static const nx_field dev_comm_fields[] = {
     END,
 };
 
-#define DESC(kind, cls, dtype, type, init, fields) \
-    [kind] = {"nccl.bindings.nccl." cls, cls, dtype, sizeof(type), init, fields}
+/* The class docstring starts with its text signature (the classes take no arguments), then says
+ * which C struct the class wraps and how to get one from memory that already holds it. */
+#define DESC(kind, cls, dtype, type, init, fields, what)                                                  \
+    [kind] = {"nccl.bindings.nccl." cls, cls, dtype, sizeof(type), init, fields,                          \
+              cls "()\n--\n\n" what "\n\nA wrapper of " #type ", zero-initialised as its NCCL initializer "    \
+                  "does. Fields are attributes; from_buffer(), from_data() and from_ptr() view existing "      \
+                  "memory; int(obj) and .ptr give the address; " dtype " is the matching numpy dtype."}
 const nx_struct_desc nx_struct_descs[NX_NSTRUCTS] = {
-    DESC(NX_STRUCT_UNIQUE_ID, "UniqueId", "unique_id_dtype", ncclUniqueId, init_zero, unique_id_fields),
-    DESC(NX_STRUCT_CONFIG, "Config", "config_dtype", ncclConfig_t, init_config, config_fields),
-    DESC(NX_STRUCT_SIM_INFO, "SimInfo", "sim_info_dtype", ncclSimInfo_t, init_sim_info, sim_info_fields),
+    DESC(NX_STRUCT_UNIQUE_ID, "UniqueId", "unique_id_dtype", ncclUniqueId, init_zero, unique_id_fields,
+         "A unique id: what every rank of a new communicator must share (get_unique_id())."),
+    DESC(NX_STRUCT_CONFIG, "Config", "config_dtype", ncclConfig_t, init_config, config_fields,
+         "Communicator configuration for comm_init_rank_config, comm_split and comm_shrink."),
+    DESC(NX_STRUCT_SIM_INFO, "SimInfo", "sim_info_dtype", ncclSimInfo_t, init_sim_info, sim_info_fields,
+         "What a group simulation reports (group_simulate_end): the estimated time."),
     DESC(NX_STRUCT_WAIT_SIGNAL_DESC, "WaitSignalDesc", "wait_signal_desc_dtype", ncclWaitSignalDesc_t, init_zero,
-         wait_signal_desc_fields),
+         wait_signal_desc_fields,
+         "One peer's entry of wait_signal: the signal count to wait for from that peer."),
     DESC(NX_STRUCT_COMM_PROPERTIES, "CommProperties", "comm_properties_dtype", ncclCommProperties_t,
-         init_comm_properties, comm_properties_fields),
+         init_comm_properties, comm_properties_fields,
+         "What comm_query_properties reports about a communicator (ranks, devices, supported features)."),
     DESC(NX_STRUCT_COLL_CONFIG, "CollConfig", "coll_config_dtype", ncclCollConfig_t, init_coll_config,
-         coll_config_fields),
-    DESC(NX_STRUCT_CONFIG_EXT, "ConfigExt", "config_ext_dtype", ncclConfigExt_t, init_zero, config_ext_fields),
+         coll_config_fields,
+         "Per-call settings of the ``*_config`` collectives (CTAs, algorithm selection)."),
+    DESC(NX_STRUCT_CONFIG_EXT, "ConfigExt", "config_ext_dtype", ncclConfigExt_t, init_zero, config_ext_fields,
+         "Extended communicator configuration (ncclConfigExt_t)."),
     DESC(NX_STRUCT_ENCRYPTION_CONFIG, "EncryptionConfig", "encryption_config_dtype", ncclEncryptionConfig_t,
-         init_encryption_config, encryption_config_fields),
-    DESC(NX_STRUCT_TEAM, "Team", "team_dtype", ncclTeam_t, init_zero, team_fields),
+         init_encryption_config, encryption_config_fields,
+         "Traffic encryption settings for set_encryption."),
+    DESC(NX_STRUCT_TEAM, "Team", "team_dtype", ncclTeam_t, init_zero, team_fields,
+         "A team (a set of ranks) of a device communicator: rank, size and stride."),
     DESC(NX_STRUCT_MULTIMEM_HANDLE, "MultimemHandle", "multimem_handle_dtype", ncclMultimemHandle_t, init_zero,
-         multimem_handle_fields),
+         multimem_handle_fields,
+         "A multimem (NVLS) handle of a device communicator."),
     DESC(NX_STRUCT_LSA_BARRIER_HANDLE, "LsaBarrierHandle", "lsa_barrier_handle_dtype", ncclLsaBarrierHandle_t,
-         init_zero, lsa_barrier_handle_fields),
+         init_zero, lsa_barrier_handle_fields,
+         "A load/store-accessible barrier handle of a device communicator."),
     DESC(NX_STRUCT_GIN_BARRIER_HANDLE, "GinBarrierHandle", "gin_barrier_handle_dtype", ncclGinBarrierHandle_t,
-         init_zero, gin_barrier_handle_fields),
+         init_zero, gin_barrier_handle_fields,
+         "A GPU-initiated-networking barrier handle of a device communicator."),
     DESC(NX_STRUCT_CFT_BARRIER_HANDLE, "CftBarrierHandle", "cft_barrier_handle_dtype", ncclCftBarrierHandle_t,
-         init_zero, cft_barrier_handle_fields),
+         init_zero, cft_barrier_handle_fields,
+         "A CFT barrier handle of a device communicator."),
     DESC(NX_STRUCT_LL_A2A_HANDLE, "LLA2AHandle", "ll_a2a_handle_dtype", ncclLLA2AHandle_t, init_zero,
-         ll_a2a_handle_fields),
+         ll_a2a_handle_fields,
+         "A low-latency all-to-all handle of a device communicator."),
     DESC(NX_STRUCT_RESOURCE_WINDOW_VIDMEM, "ResourceWindowVidmem", "resource_window_vidmem_dtype",
-         ncclResourceWindowVidmem_t, init_zero, resource_window_vidmem_fields),
+         ncclResourceWindowVidmem_t, init_zero, resource_window_vidmem_fields,
+         "A window's device-memory resource of a device communicator."),
     DESC(NX_STRUCT_DEV_RESOURCE_REQUIREMENTS, "DevResourceRequirements", "dev_resource_requirements_dtype",
-         ncclDevResourceRequirements_t, init_zero, dev_resource_requirements_fields),
+         ncclDevResourceRequirements_t, init_zero, dev_resource_requirements_fields,
+         "Resources a device communicator must provide (a linked list entry of DevCommRequirements)."),
     DESC(NX_STRUCT_TEAM_REQUIREMENTS, "TeamRequirements", "team_requirements_dtype", ncclTeamRequirements_t,
-         init_zero, team_requirements_fields),
+         init_zero, team_requirements_fields,
+         "A team a device communicator must provide (a linked list entry of DevCommRequirements)."),
     DESC(NX_STRUCT_DEV_COMM_REQUIREMENTS, "DevCommRequirements", "dev_comm_requirements_dtype",
-         ncclDevCommRequirements_t, init_dev_comm_requirements, dev_comm_requirements_fields),
-    DESC(NX_STRUCT_DEV_COMM, "DevComm", "dev_comm_dtype", ncclDevComm_t, init_zero, dev_comm_fields),
+         ncclDevCommRequirements_t, init_dev_comm_requirements, dev_comm_requirements_fields,
+         "What dev_comm_create must provide: barriers, LSA/GIN resources, teams."),
+    DESC(NX_STRUCT_DEV_COMM, "DevComm", "dev_comm_dtype", ncclDevComm_t, init_zero, dev_comm_fields,
+         "A device communicator as dev_comm_create fills it (read-only on the host)."),
 };
 
 size_t nx_field_elem_size(nx_field_kind elem)

@@ -27,6 +27,7 @@ typedef struct {
     size_t offset;
     size_t len; /* F_BYTES: byte count; F_ARRAY: element count */
     int aux;    /* F_CSTR: keep slot; F_STRUCT: nested kind; F_ARRAY: element kind */
+    const char *doc; /* the attribute's docstring: the C member it maps to */
 } nx_field;
 
 typedef struct {
@@ -36,6 +37,7 @@ typedef struct {
     size_t size;
     void (*init)(void *);
     const nx_field *fields;
+    const char *doc;        /* the class docstring, text signature first */
 } nx_struct_desc;
 
 #define NX_MAX_KEEP 2      /* F_CSTR fields per struct */

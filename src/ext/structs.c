@@ -569,7 +569,7 @@ static void build_getsets(void)
         size_t n = 0;
         g[n++] = (PyGetSetDef){"ptr", Struct_get_ptr, NULL, "Address of the struct's storage.", NULL};
         for (const nx_field *f = descs[kind].fields; f->name != NULL; f++)
-            g[n++] = (PyGetSetDef){f->name, Struct_get_field, Struct_set_field, NULL, (void *)f};
+            g[n++] = (PyGetSetDef){f->name, Struct_get_field, Struct_set_field, f->doc, (void *)f};
         g[n] = (PyGetSetDef){NULL, NULL, NULL, NULL, NULL};
     }
 }
@@ -589,6 +589,7 @@ static PyObject *make_type(PyObject *module, nx_struct_kind kind)
         {Py_nb_index, Struct_int},
         {Py_mp_ass_subscript, Struct_ass_subscript},
         {Py_bf_getbuffer, Struct_getbuffer},
+        {Py_tp_doc, (void *)descs[kind].doc},
         {0, NULL},
     };
     PyType_Spec spec = {

@@ -5,6 +5,8 @@ from enum import IntEnum
 
 
 class Result(IntEnum):
+    """ncclResult_t: the status every NCCL call returns."""
+
     Success = 0
     UnhandledCudaError = 1
     SystemError = 2
@@ -18,6 +20,8 @@ class Result(IntEnum):
 
 
 class DataType(IntEnum):
+    """ncclDataType_t: the element type of a buffer."""
+
     Int8 = 0
     Char = 0
     Uint8 = 1
@@ -39,6 +43,8 @@ class DataType(IntEnum):
 
 
 class RedOp(IntEnum):
+    """ncclRedOp_t: the reduction operators; a PreMulSum operator made by red_op_create_pre_mul_sum has a value of its own."""
+
     Sum = 0
     Prod = 1
     Max = 2
@@ -49,6 +55,8 @@ class RedOp(IntEnum):
 
 
 class RedOpDummy(IntEnum):
+    """ncclRedOp_dummy_t: the count of the built-in operators (NCCL's header keeps it for ABI stability)."""
+
     NumOps_dummy = 5
 
 
@@ -56,11 +64,15 @@ RedOp_dummy = RedOpDummy  # nccl4py 0.3.1's spelling
 
 
 class ScalarResidence(IntEnum):
+    """ncclScalarResidence_t: where the scalar of red_op_create_pre_mul_sum lives."""
+
     Device = 0
     HostImmediate = 1
 
 
 class CommMemStat(IntEnum):
+    """ncclCommMemStat_t: the memory statistic comm_mem_stats reports."""
+
     GpuMemSuspend = 0
     GpuMemSuspended = 1
     GpuMemPersist = 2
@@ -68,6 +80,8 @@ class CommMemStat(IntEnum):
 
 
 class GinType(IntEnum):
+    """ncclGinType_t: the GPU-initiated networking implementation of a communicator."""
+
     NONE = 0
     PROXY = 2
     GDAKI = 3
@@ -77,6 +91,8 @@ class GinType(IntEnum):
 
 
 class GinConnectionType(IntEnum):
+    """ncclGinConnectionType_t: which peers a device communicator connects over GIN."""
+
     NONE = 0
     FULL = 1
     RAIL = 2
@@ -84,23 +100,31 @@ class GinConnectionType(IntEnum):
 
 
 class GinSignalOp(IntEnum):
+    """ncclGinSignalOp_t: how a GIN signal is updated."""
+
     Inc = 0
     Add = 1
 
 
 class CftTeamMode(IntEnum):
+    """ncclCftTeamMode_t: the layout of team_cft."""
+
     FLAT = 0
     HIER_MULTIMEM = 1
     HIER_LSA = 2
 
 
 class CftCap(IntEnum):
+    """ncclCftCap_t: capability bits of the CFT device API."""
+
     NONE = 0
     CFT = 1
     MULTIMEM = 2
 
 
 class HostCftMode(IntEnum):
+    """ncclHostCftMode_t: Config.host_cft_mode."""
+
     Default = -2147483648
     Enable = 1
     Disable = 2
@@ -108,6 +132,8 @@ class HostCftMode(IntEnum):
 
 
 class NvlsHostMode(IntEnum):
+    """ncclNvlsHostMode_t: Config.nvls_host_mode."""
+
     Default = -2147483648
     Enable = 0
     DisableTransport = 1
@@ -116,6 +142,8 @@ class NvlsHostMode(IntEnum):
 
 
 class EncryptionMode(IntEnum):
+    """ncclEncryptionMode_t: EncryptionConfig.mode."""
+
     NONE = 0
     PSK = 1
 

@@ -67,31 +67,31 @@ class NCCLError(Exception):
 
 
 class NCCLUnhandledCudaError(NCCLError):
-    pass
+    """ncclUnhandledCudaError: a CUDA/HIP call made by the library failed."""
 
 
 class NCCLSystemError(NCCLError):
-    pass
+    """ncclSystemError: a system call failed (memory, sockets, shared memory)."""
 
 
 class NCCLInternalError(NCCLError):
-    pass
+    """ncclInternalError: an internal check of the library failed."""
 
 
 class NCCLInvalidArgument(NCCLError):
-    pass
+    """ncclInvalidArgument: the library rejected an argument (a null pointer, a bad count, rank or type)."""
 
 
 class NCCLInvalidUsage(NCCLError):
-    pass
+    """ncclInvalidUsage: the call is not allowed now (wrong order, a refused entry point, a mismatch between ranks)."""
 
 
 class NCCLRemoteError(NCCLError):
-    pass
+    """ncclRemoteError: a peer failed or went away; the message names it."""
 
 
 class NCCLTimeout(NCCLError):
-    pass
+    """ncclTimeout: an operation passed its deadline."""
 
 
 _BY_STATUS = {
@@ -106,7 +106,13 @@ _BY_STATUS = {
 
 
 class FunctionNotFoundError(NotImplementedError):
-    """The loaded library does not export the C function a wrapper needs."""
+    """The loaded library does not export the C function a wrapper needs.
+
+    The message names the function and the library version that lacks it.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
 
 
 class NotSupportedError(RuntimeError):
@@ -128,7 +134,13 @@ class NotSupportedError(RuntimeError):
 
 
 class HostBackendWarning(RuntimeWarning):
-    """The bundled host backend was chosen because this machine has no GPU."""
+    """The bundled host backend was chosen because this machine has no GPU.
+
+    Emitted once per process; set NCCL_LIBRARY=host to choose the host backend without it.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
 
 
 class NcclInvalid(Exception):

@@ -26,6 +26,9 @@ _EP_CUDA_BANNER = re.compile(rb"NCCL EP version [0-9][0-9.]*\+cuda([0-9]+\.[0-9]
 
 @dataclass(frozen=True)
 class LibraryInfo:
+    """A loaded library: its version, the CUDA release it was built for (NVIDIA's builds name one),
+    its path, and its flavour ("nccl", "rccl" or "host"). str() gives "2.32.3+cuda12.9 @ /path"."""
+
     version: Version
     cuda_variant: "Version | None"
     path: "pathlib.Path | None"
@@ -42,6 +45,9 @@ class LibraryInfo:
 
 @dataclass(frozen=True)
 class VersionInfo:
+    """What nccl.get_version() reports: this package's version, the loaded NCCL/RCCL library and the
+    NCCL EP library (None where nothing is loaded or found)."""
+
     nccl4py: Version
     nccl: "LibraryInfo | None"
     nccl_ep: "LibraryInfo | None"

@@ -162,6 +162,7 @@ class MultimemHandle(_HandleView):
 
     @property
     def mc_base_pointer(self):
+        """The multicast base address (ncclMultimemHandle_t.mcBasePtr)."""
         return self._lowpp.mc_base_ptr
 
 
@@ -173,10 +174,12 @@ class LsaBarrierHandle(_HandleView):
 
     @property
     def buf_handle(self):
+        """The resource handle of the barriers' memory (ncclLsaBarrierHandle_t.bufHandle)."""
         return self._lowpp.buf_handle
 
     @property
     def n_barriers(self):
+        """The barriers the handle holds (ncclLsaBarrierHandle_t.nBarriers)."""
         return self._lowpp.n_barriers
 
 
@@ -188,6 +191,7 @@ class GinBarrierHandle(_HandleView):
 
     @property
     def signal0(self):
+        """The first GIN signal the barrier uses (ncclGinBarrierHandle_t.signal0)."""
         return self._lowpp.signal0
 
 
@@ -199,10 +203,12 @@ class LLA2AHandle(_HandleView):
 
     @property
     def buf_handle(self):
+        """The resource handle of the slots' memory (ncclLLA2AHandle_t.bufHandle)."""
         return self._lowpp.buf_handle
 
     @property
     def n_slots(self):
+        """The slots of the all-to-all buffer (ncclLLA2AHandle_t.nSlots)."""
         return self._lowpp.n_slots
 
 

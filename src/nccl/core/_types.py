@@ -108,6 +108,8 @@ class NcclDataType(IntEnum):
 
 
 class NcclRedOp(IntEnum):
+    """The built-in reduction operators (ncclRedOp_t); SUM ... AVG are also module constants."""
+
     SUM = _enums.RedOp.Sum.value
     PROD = _enums.RedOp.Prod.value
     MAX = _enums.RedOp.Max.value
@@ -116,6 +118,8 @@ class NcclRedOp(IntEnum):
 
 
 class NcclGinType(IntEnum):
+    """The GPU-initiated networking implementation (Communicator.gin_type)."""
+
     NONE = _enums.GinType.NONE.value
     PROXY = _enums.GinType.PROXY.value
     GDAKI = _enums.GinType.GDAKI.value
@@ -124,6 +128,8 @@ class NcclGinType(IntEnum):
 
 
 class NcclGinConnectionType(IntEnum):
+    """Which peers a device communicator connects over GIN (NCCLDevCommRequirements)."""
+
     NONE = _enums.GinConnectionType.NONE.value
     FULL = _enums.GinConnectionType.FULL.value
     RAIL = _enums.GinConnectionType.RAIL.value
@@ -131,6 +137,8 @@ class NcclGinConnectionType(IntEnum):
 
 
 class NcclCommMemStat(IntEnum):
+    """The memory statistics of Communicator.get_mem_stat (ncclCommMemStat_t)."""
+
     GPU_MEM_SUSPEND = _enums.CommMemStat.GpuMemSuspend.value
     GPU_MEM_SUSPENDED = _enums.CommMemStat.GpuMemSuspended.value
     GPU_MEM_PERSIST = _enums.CommMemStat.GpuMemPersist.value
@@ -142,6 +150,8 @@ class NcclCommMemStat(IntEnum):
 
 
 class CTAPolicy(IntFlag):
+    """NCCLConfig.cta_policy and NCCLCollConfig.cta_policy bits (NCCL_CTA_POLICY_*)."""
+
     DEFAULT = _enums.NCCL_CTA_POLICY_DEFAULT
     EFFICIENCY = _enums.NCCL_CTA_POLICY_EFFICIENCY
     ZERO = _enums.NCCL_CTA_POLICY_ZERO
@@ -151,6 +161,8 @@ class CTAPolicy(IntFlag):
 
 
 class CommShrinkFlag(IntEnum):
+    """Communicator.shrink(flag=...): DEFAULT waits for outstanding work, ABORT aborts it first."""
+
     DEFAULT = _enums.NCCL_SHRINK_DEFAULT
     ABORT = _enums.NCCL_SHRINK_ABORT
     Default = DEFAULT
@@ -158,11 +170,15 @@ class CommShrinkFlag(IntEnum):
 
 
 class CommSuspendFlag(IntFlag):
+    """Communicator.suspend(flags=...): MEM releases the communicator's dynamic GPU memory."""
+
     MEM = _enums.NCCL_SUSPEND_MEM
     Mem = MEM
 
 
 class WindowFlag(IntFlag):
+    """Communicator.register_window(flags=...) bits (NCCL_WIN_*)."""
+
     DEFAULT = _enums.NCCL_WIN_DEFAULT
     COLL_SYMMETRIC = _enums.NCCL_WIN_COLL_SYMMETRIC
     STRICT_ORDERING = _enums.NCCL_WIN_STRICT_ORDERING

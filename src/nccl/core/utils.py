@@ -30,10 +30,12 @@ class VersionInfo:
 
     @property
     def nccl_version(self):
+        """The loaded library's version (nccl4py 0.3.1's name), or None when nothing loads."""
         return None if self.libnccl is None else self.libnccl.version
 
     @property
     def nccl4py_version(self):
+        """This package's version (nccl4py 0.3.1's name)."""
         return self.nccl4py
 
 
