@@ -88,6 +88,15 @@ def alive(pid):
     return state not in ("Z", "X")
 
 
+def zombie_of(pid, parent):
+    """True while pid is a zombie (or still running) child of parent."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1]) == parent
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
 def pids(tmp_path, nranks):
     out = []
     for r in range(nranks):
@@ -237,12 +246,144 @@ def test_rank_hung_in_a_collective(tmp_path):
     assert lines_of(r.stdout, 0) == ["initialised"] and lines_of(r.stdout, 1) == ["initialised"]
 
 
-def test_grandchildren_are_stopped_after_success(tmp_path):
-    s = script(tmp_path, PIDS.format(dir=str(tmp_path), action="sys.exit(0)"))
-    r = run(["-n", 2, s], NCCL_LIBRARY="host")
-    assert r.returncode == 0, r.stderr
-    assert len(pids(tmp_path, 2)) == 4
-    assert_all_gone(pids(tmp_path, 2))
+# Each rank starts two processes that sleep far longer than any deadline below and hold the
+# rank's output pipes: one in the rank's process group, and a daemon (fork, setsid, fork: its
+# parent exits, so it is reparented and in a session of its own). ACTION: what the rank does then.
+FAMILY = """
+import os, subprocess, sys, time
+rank = int(os.environ["RANK"])
+kid = subprocess.Popen([sys.executable, "-c", "import time; time.sleep({sleep})"])
+r, w = os.pipe()
+first = os.fork()
+if first == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.write(w, str(os.getpid()).encode())
+        time.sleep({sleep})
+    os._exit(0)
+os.waitpid(first, 0)
+os.close(w)
+daemon = int(os.read(r, 32))
+out = os.path.join({dir!r}, f"pids{{rank}}")
+with open(out + ".tmp", "w") as f:
+    f.write(f"{{os.getpid()}} {{kid.pid}} {{daemon}}")
+os.replace(out + ".tmp", out)
+print("ready", flush=True)
+{action}
+"""
+ORPHAN_SLEEP_S = 120
+EXIT_WITHIN_S = 30  # a deadline to detect a launcher that waits for the orphans, not a speed
+
+EXIT_PATHS = {  # name: (the ranks' action, launcher options, signal sent to the launcher, status)
+    "success": ("sys.exit(0)", [], None, 0),
+    "failed rank": ("if rank == 1:\n    sys.exit(3)\ntime.sleep(600)", [], None, 3),
+    "timeout": ("time.sleep(600)", ["--timeout", 5], None, launcher.EXIT_TIMEOUT),
+    "SIGINT": ("time.sleep(600)", [], signal.SIGINT, launcher.EXIT_INTERRUPT),
+    "SIGTERM": ("time.sleep(600)", [], signal.SIGTERM, 128 + signal.SIGTERM),
+    "SIGKILL": ("time.sleep(600)", [], signal.SIGKILL, -signal.SIGKILL),
+}
+
+
+@pytest.mark.parametrize("path", list(EXIT_PATHS))
+def test_nothing_a_rank_started_outlives_the_launcher(tmp_path, path):
+    """On every way out, the ranks' children in their process group and the daemons they started
+    in sessions of their own are gone, and the launcher does not wait for them to end."""
+    action, options, sig, status = EXIT_PATHS[path]
+    s = script(tmp_path, FAMILY.format(dir=str(tmp_path), action=action, sleep=ORPHAN_SLEEP_S))
+    p = subprocess.Popen([sys.executable, "-m", "nccl.run", "-n", "2", *map(str, options), str(s)],
+                         env=env(NCCL_LIBRARY="host"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL)
+    try:
+        wait_for_files([tmp_path / "pids0", tmp_path / "pids1"])
+        family = pids(tmp_path, 2)
+        assert len(family) == 6
+        if sig is not None:
+            p.send_signal(sig)
+        # communicate() reads the launcher's pipes to their end: a killed launcher's ranks and
+        # orphans hold them too, until the guard has stopped them.
+        out, err = p.communicate(timeout=EXIT_WITHIN_S)
+        assert p.returncode == status, err
+        if sig != signal.SIGKILL:
+            assert lines_of(out.decode(), 0) == ["ready"], err
+        assert_all_gone(family, within=20.0)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        for pid in pids(tmp_path, 2):
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_pipe_held_outside_the_launch_does_not_delay_the_exit(tmp_path):
+    """A rank hands its stdout and stderr to a process that is no part of the launch (this test);
+    the launcher still exits, with the rank's last line copied."""
+    sock_path = tmp_path / "fds.sock"
+    s = script(tmp_path, f"""
+        import socket
+        with socket.socket(socket.AF_UNIX) as c:
+            c.connect({str(sock_path)!r})
+            socket.send_fds(c, [b"x"], [1, 2])
+            c.recv(1)
+        print("last words")
+    """)
+    import socket
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(sock_path))
+        server.listen(1)
+        server.settimeout(60)
+        p = subprocess.Popen([sys.executable, "-m", "nccl.run", "-n", "1", str(s)], env=env(NCCL_LIBRARY="host"),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        held = []
+        try:
+            conn, _ = server.accept()
+            with conn:
+                _, held, _, _ = socket.recv_fds(conn, 1, 2)
+                conn.send(b"k")
+            out, err = p.communicate(timeout=EXIT_WITHIN_S)  # while this process holds the pipes
+            assert p.returncode == 0, err
+            assert lines_of(out.decode(), 0) == ["last words"]
+        finally:
+            for fd in held:
+                os.close(fd)
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def test_orphans_that_end_are_reaped_while_the_ranks_run(tmp_path):
+    """The launcher adopts a rank's orphans: one that ends is reaped, not left a zombie."""
+    s = script(tmp_path, f"""
+        import os, time
+        first = os.fork()
+        if first == 0:
+            if os.fork() == 0:
+                with open(os.path.join({str(tmp_path)!r}, "orphan.tmp"), "w") as f:
+                    f.write(str(os.getpid()))
+                os.replace(os.path.join({str(tmp_path)!r}, "orphan.tmp"), os.path.join({str(tmp_path)!r}, "orphan"))
+                time.sleep(0.5)
+            os._exit(0)
+        os.waitpid(first, 0)
+        time.sleep(600)
+    """)
+    p = subprocess.Popen([sys.executable, "-m", "nccl.run", "-n", "1", str(s)], env=env(NCCL_LIBRARY="host"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        wait_for_files([tmp_path / "orphan"])
+        orphan = int((tmp_path / "orphan").read_text())
+        deadline = time.monotonic() + 30
+        while zombie_of(orphan, p.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not zombie_of(orphan, p.pid), "the orphan was not reaped"
+        assert p.poll() is None
+    finally:
+        p.send_signal(signal.SIGINT)
+        try:
+            p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
 
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 128 + signal.SIGTERM)])
