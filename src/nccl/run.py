@@ -43,12 +43,13 @@ import threading
 import time
 import warnings
 
+from nccl._launch import LAUNCHER_NAME, LAUNCHER_VARIABLE
 from nccl._run_guard import GRACE_S, TOKEN_VARIABLE, descendants, living, marked, process_table, stop
 
 __all__ = ["main", "UNIQUE_ID_VARIABLE"]
 
 UNIQUE_ID_VARIABLE = "NCCL4PY_UNIQUE_ID"
-PROG = "nccl.run"
+PROG = LAUNCHER_NAME
 DRAIN_JOIN_S = 5.0  # how long the last output may take to reach our own stdout/stderr
 REAP_EVERY_S = 1.0  # how often orphans that ended under the launcher are reaped while ranks run
 PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
@@ -378,7 +379,7 @@ def launch(nranks, command, timeout=None, env=None):
         "WORLD_SIZE": str(nranks),
         "LOCAL_WORLD_SIZE": str(nranks),
         UNIQUE_ID_VARIABLE: uid.hex(),
-        "NCCL4PY_LAUNCHER": PROG,
+        LAUNCHER_VARIABLE: PROG,
         TOKEN_VARIABLE: token,
         "PYTHONUNBUFFERED": "1",
     })

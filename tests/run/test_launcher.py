@@ -555,3 +555,136 @@ def test_help():
     r = subprocess.run([sys.executable, "-m", "nccl.run", "--help"], env=env(), capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0 and r.stdout.startswith("usage: python -m nccl.run")
+
+
+# NVIDIA's nccl4py examples take the rank from MPI: rank 0 makes the id, MPI broadcasts it.
+MPI_PROGRAM = """
+from mpi4py import MPI
+import numpy as np
+import nccl.core as nccl
+
+comm_mpi = MPI.COMM_WORLD
+rank = comm_mpi.Get_rank()
+nranks = comm_mpi.Get_size()
+unique_id = nccl.get_unique_id() if rank == 0 else None
+unique_id = comm_mpi.bcast(unique_id, root=0)
+comm = nccl.Communicator.init(nranks=nranks, rank=rank, unique_id=unique_id)
+x = np.full(4, rank + 1, dtype=np.float32)
+comm.allreduce(x, x, nccl.SUM)
+comm.destroy()
+print(f"rank {rank}/{nranks} SUCCESS {x[0]:g}")
+"""
+
+# The same with the bindings' 0.3.1 form.
+MPI_BINDINGS_PROGRAM = """
+from mpi4py import MPI
+import nccl.bindings.nccl as b
+
+world = MPI.COMM_WORLD
+uid = world.bcast(bytes(b.get_unique_id()) if world.Get_rank() == 0 else None, root=0)
+box = b.PointerBox()
+b.comm_init_rank(box.address, world.Get_size(), uid, world.Get_rank())
+b.comm_destroy(box.ptr)
+print("SUCCESS")
+"""
+
+
+def refusal(rank, nranks, script_name):
+    return (f"RuntimeError: this process is rank {rank} of {nranks} started by `python -m nccl.run -n {nranks}`, "
+            f"but MPI counts 1 process (mpi4py's MPI.COMM_WORLD.Get_size() is 1: nccl.run starts its ranks "
+            f"without MPI), so this 1-rank communicator would make each of the {nranks} ranks a 1-rank job of "
+            f"its own. The program takes its rank from MPI: run it with `mpirun -n {nranks} python "
+            f"{script_name}`, or take the rank from the launcher with nccl.core.Communicator.from_env()")
+
+
+@pytest.mark.parametrize("program", [MPI_PROGRAM, MPI_BINDINGS_PROGRAM], ids=["core", "bindings"])
+def test_an_mpi_program_under_the_launcher_is_refused(tmp_path, program):
+    """Not two 1-rank jobs that report success: every rank fails saying what to run instead."""
+    pytest.importorskip("mpi4py")
+    s = script(tmp_path, program, name="mpi_prog.py")
+    r = subprocess.run([sys.executable, "-m", "nccl.run", "-n", "2", s.name], env=env(NCCL_LIBRARY="host"),
+                       capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL, cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert "SUCCESS" not in r.stdout
+    for rank in (0, 1):
+        assert lines_of(r.stderr, rank)[-1] == refusal(rank, 2, "mpi_prog.py"), r.stderr
+
+
+@pytest.mark.parametrize("launch", [[], ["-m", "nccl.run", "-n", "1"]], ids=["python", "nccl.run -n 1"])
+def test_an_mpi_program_alone_still_runs(tmp_path, launch):
+    pytest.importorskip("mpi4py")
+    s = script(tmp_path, MPI_PROGRAM)
+    r = subprocess.run([sys.executable, *launch, str(s)], env=env(NCCL_LIBRARY="host"), capture_output=True,
+                       text=True, timeout=90, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1].endswith("rank 0/1 SUCCESS 1"), r.stdout
+    assert "RuntimeWarning" not in r.stderr
+
+
+def test_a_one_rank_communicator_in_a_launch_of_two_warns(tmp_path):
+    """Without MPI's word the 1-rank communicator may be meant (a private one): a warning, not an
+    error, in each rank."""
+    s = script(tmp_path, """
+        import nccl.core as nccl
+        comm = nccl.Communicator.init(nranks=1, rank=0, unique_id=nccl.get_unique_id())
+        comm.destroy()
+        print("done")
+    """)
+    r = run(["-n", 2, s], NCCL_LIBRARY="host")
+    assert r.returncode == 0, r.stderr
+    for rank in (0, 1):
+        assert lines_of(r.stdout, rank) == ["done"]
+        want = (f"RuntimeWarning: rank {rank} of 2 started by `python -m nccl.run -n 2` creates a 1-rank "
+                f"communicator; if the program meant to use all 2 ranks, take the rank and size from the "
+                f"launcher (nccl.core.Communicator.from_env(), or RANK, WORLD_SIZE and NCCL4PY_UNIQUE_ID)")
+        assert any(ln.endswith(want) for ln in lines_of(r.stderr, rank)), r.stderr
+
+
+class _FakeMPI:
+    """Stands in for mpi4py.MPI in check_one_rank's view."""
+
+    def __init__(self, size, initialized=True, finalized=False):
+        self.size, self.initialized, self.finalized = size, initialized, finalized
+        self.COMM_WORLD = self
+
+    def Is_initialized(self):
+        return self.initialized
+
+    def Is_finalized(self):
+        return self.finalized
+
+    def Get_size(self):
+        return self.size
+
+
+@pytest.mark.parametrize("variables, mpi, outcome", [
+    ({"NCCL4PY_LAUNCHER": "nccl.run", "WORLD_SIZE": "2"}, _FakeMPI(1), RuntimeError),
+    ({"NCCL4PY_LAUNCHER": "nccl.run", "WORLD_SIZE": "2"}, _FakeMPI(2), RuntimeWarning),
+    ({"NCCL4PY_LAUNCHER": "nccl.run", "WORLD_SIZE": "2"}, _FakeMPI(1, initialized=False), RuntimeWarning),
+    ({"NCCL4PY_LAUNCHER": "nccl.run", "WORLD_SIZE": "2"}, _FakeMPI(1, finalized=True), RuntimeWarning),
+    ({"NCCL4PY_LAUNCHER": "nccl.run", "WORLD_SIZE": "2"}, None, RuntimeWarning),
+    ({"NCCL4PY_LAUNCHER": "nccl.run", "WORLD_SIZE": "1"}, _FakeMPI(1), None),
+    ({"NCCL4PY_LAUNCHER": "torchrun", "WORLD_SIZE": "2"}, _FakeMPI(1), None),  # not our launch
+    ({"WORLD_SIZE": "2"}, _FakeMPI(1), None),
+    ({"NCCL4PY_LAUNCHER": "nccl.run", "WORLD_SIZE": "two"}, _FakeMPI(1), None),
+])
+def test_check_one_rank_cases(monkeypatch, variables, mpi, outcome):
+    import warnings
+
+    from nccl import _launch
+
+    for name in ("NCCL4PY_LAUNCHER", "WORLD_SIZE", "RANK"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setitem(sys.modules, "mpi4py.MPI", mpi)
+    if outcome is RuntimeError:
+        with pytest.raises(RuntimeError, match=r"MPI counts 1 process .* run it with `mpirun -n 2 python "):
+            _launch.check_one_rank()
+    elif outcome is RuntimeWarning:
+        with pytest.warns(RuntimeWarning, match="creates a 1-rank communicator"):
+            _launch.check_one_rank()
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            _launch.check_one_rank()
