@@ -24,8 +24,11 @@ none is left. The ranks' output pipes are then read to their end without waiting
 outside this tree. A launcher that is itself killed (SIGKILL, the OOM killer) cannot do it, so a
 small guard process (nccl/_run_guard.py, in its own session) watches a pipe from the launcher and
 stops every rank and everything of theirs when the pipe closes without the launcher saying it is
-done. Exit status: 0 when every rank exited 0; the failed rank's exit
-status (128 + signal for a signal); 124 on timeout; 130 on Ctrl-C; 2 for bad arguments.
+done. Exit status: 0 when every rank exited 0; the failed rank's exit status (128 + signal for a
+signal); 124 on timeout; 130 on Ctrl-C; 2 for bad arguments.
+
+A program that takes its rank from MPI (mpi4py) is not a job for this launcher: each rank would
+be rank 0 of 1. Such a rank's 1-rank communicator fails with the mpirun command to use instead.
 
 Without a GPU library the ranks run on the bundled host backend: the launcher says so once and
 sets NCCL_LIBRARY=host for the ranks, so they do not each repeat the notice.
