@@ -277,7 +277,7 @@ EXIT_WITHIN_S = 30  # a deadline to detect a launcher that waits for the orphans
 EXIT_PATHS = {  # name: (the ranks' action, launcher options, signal sent to the launcher, status)
     "success": ("sys.exit(0)", [], None, 0),
     "failed rank": ("if rank == 1:\n    sys.exit(3)\ntime.sleep(600)", [], None, 3),
-    "timeout": ("time.sleep(600)", ["--timeout", 5], None, launcher.EXIT_TIMEOUT),
+    "timeout": ("time.sleep(600)", ["--timeout", 15], None, launcher.EXIT_TIMEOUT),
     "SIGINT": ("time.sleep(600)", [], signal.SIGINT, launcher.EXIT_INTERRUPT),
     "SIGTERM": ("time.sleep(600)", [], signal.SIGTERM, 128 + signal.SIGTERM),
     "SIGKILL": ("time.sleep(600)", [], signal.SIGKILL, -signal.SIGKILL),
