@@ -47,7 +47,8 @@ static PyObject *comm_init_rank_config(PyObject *m, PyObject *const *args, Py_ss
     ncclUniqueId id;
     if ((!short_form && nx_arg_slot(sig, a, 0, &slot) < 0) || nx_arg_int(sig, a, o + 1, &nranks) < 0 ||
         nx_read_bytes_arg(a[o + 2], sig->fname, sig->names[o + 2], &id, sizeof id) < 0 ||
-        nx_arg_int(sig, a, o + 3, &rank) < 0 || nx_arg_addr(sig, a, o + 4, &config) < 0)
+        nx_arg_int(sig, a, o + 3, &rank) < 0 || nx_arg_addr(sig, a, o + 4, &config) < 0 ||
+        nx_check_one_rank(st, nranks) < 0)
         return NULL;
     PyObject *handle;
     ncclComm_t *out;
@@ -79,7 +80,7 @@ static PyObject *comm_init_rank(PyObject *m, PyObject *const *args, Py_ssize_t n
     ncclUniqueId id;
     if ((!short_form && nx_arg_slot(sig, a, 0, &slot) < 0) || nx_arg_int(sig, a, o + 1, &nranks) < 0 ||
         nx_read_bytes_arg(a[o + 2], sig->fname, sig->names[o + 2], &id, sizeof id) < 0 ||
-        nx_arg_int(sig, a, o + 3, &rank) < 0)
+        nx_arg_int(sig, a, o + 3, &rank) < 0 || nx_check_one_rank(st, nranks) < 0)
         return NULL;
     PyObject *handle;
     ncclComm_t *out;
@@ -173,7 +174,7 @@ static PyObject *comm_init_rank_scalable(PyObject *m, PyObject *const *args, Py_
     int nranks, myrank, n_id;
     if ((!short_form && nx_arg_slot(sig, a, 0, &slot) < 0) || nx_arg_int(sig, a, o + 1, &nranks) < 0 ||
         nx_arg_int(sig, a, o + 2, &myrank) < 0 || nx_arg_int(sig, a, o + 3, &n_id) < 0 ||
-        nx_arg_addr(sig, a, o + 5, &config) < 0)
+        nx_arg_addr(sig, a, o + 5, &config) < 0 || nx_check_one_rank(st, nranks) < 0)
         return NULL;
     if (n_id < 1) {
         PyErr_Format(PyExc_ValueError, "comm_init_rank_scalable() argument 'n_id' must be at least 1, got %d", n_id);

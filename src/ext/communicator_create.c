@@ -121,7 +121,8 @@ static PyObject *comm_initialize(nx_state *st, nx_Communicator *c, PyObject *con
     if (nx_comm_handle(c) != NULL)
         return nx_invalid(st, "Communicator is already initialized");
     if (nx_int(a[0], "initialize", "nranks", &nranks) < 0 || nx_int(a[1], "initialize", "rank", &rank) < 0 ||
-        unique_ids_arg(st, a[2], &ids, &nid) < 0 || config_arg(st, a[3], "initialize", &cfg, &keep) < 0)
+        unique_ids_arg(st, a[2], &ids, &nid) < 0 || config_arg(st, a[3], "initialize", &cfg, &keep) < 0 ||
+        nx_check_one_rank(st, nranks) < 0)
         goto done;
     if (nx_loaded(st) < 0)
         goto done;

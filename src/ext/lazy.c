@@ -26,6 +26,7 @@ static const struct {
     [NX_LAZY_GET_EVENT_PTR] = {"nccl.core.cuda", "get_event_ptr"},
     [NX_LAZY_TEAM] = {"nccl.core._team", "NCCLTeam"},
     [NX_LAZY_COMM_PROPERTIES] = {"nccl.core._team", "NCCLCommProperties"},
+    [NX_LAZY_CHECK_ONE_RANK] = {"nccl._launch", "check_one_rank"},
 };
 
 PyObject *nx_lazy(nx_state *st, nx_lazy_kind kind)
@@ -42,6 +43,18 @@ PyObject *nx_lazy(nx_state *st, nx_lazy_kind kind)
     obj = PyObject_GetAttrString(mod, lazy_names[kind].name);
     Py_DECREF(mod);
     return nx_cache_publish(slot, obj);
+}
+
+int nx_check_one_rank(nx_state *st, int nranks)
+{
+    if (nranks != 1)
+        return 0;
+    PyObject *fn = nx_lazy(st, NX_LAZY_CHECK_ONE_RANK);
+    PyObject *r = fn != NULL ? PyObject_CallNoArgs(fn) : NULL;
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
 }
 
 int nx_lazy_cache_traverse(nx_lazy_cache *c, visitproc visit, void *arg)

@@ -22,6 +22,7 @@ typedef enum {
     NX_LAZY_GET_EVENT_PTR, /* nccl.core.cuda.get_event_ptr(event) -> int */
     NX_LAZY_TEAM,          /* nccl.core._team.NCCLTeam */
     NX_LAZY_COMM_PROPERTIES, /* nccl.core._team.NCCLCommProperties */
+    NX_LAZY_CHECK_ONE_RANK,  /* nccl._launch.check_one_rank() */
     NX_NLAZY
 } nx_lazy_kind;
 
@@ -35,6 +36,11 @@ void nx_lazy_cache_clear(nx_lazy_cache *c);
 
 /* A borrowed reference to the object, importing its module on first use; NULL with an exception. */
 PyObject *nx_lazy(nx_state *st, nx_lazy_kind kind);
+
+/* Every communicator creation with an nranks argument calls this before the library: for a 1-rank
+ * communicator it runs nccl._launch.check_one_rank(), which refuses a 1-rank job inside a
+ * multi-rank python -m nccl.run launch. 0, or -1 with the exception. */
+int nx_check_one_rank(nx_state *st, int nranks);
 
 /* Raises nccl.core.NcclInvalid with a printf-style message (PyUnicode_FromFormat). Returns NULL. */
 NX_COLD PyObject *nx_invalid(nx_state *st, const char *fmt, ...);

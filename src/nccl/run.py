@@ -15,20 +15,30 @@ process group, with these variables in the environment:
 
 Each line a rank writes is copied to the launcher's stdout/stderr prefixed with ``[rank] ``.
 When a rank fails (non-zero exit, or killed by a signal) or ``--timeout`` expires, the other
-ranks are stopped: SIGTERM to each rank's process group, then SIGKILL after a grace period.
-Ctrl-C (SIGINT), SIGTERM and SIGHUP to the launcher do the same. A launcher that is itself killed
-(SIGKILL, the OOM killer) cannot do it, so a small guard process (nccl/_run_guard.py, in its own
-session) watches a pipe from the launcher and stops every rank when the pipe closes without the
-launcher saying it is done. Exit status: 0 when every rank exited 0; the failed rank's exit
-status (128 + signal for a signal); 124 on timeout; 130 on Ctrl-C; 2 for bad arguments.
+ranks are stopped. Ctrl-C (SIGINT), SIGTERM and SIGHUP to the launcher do the same. On every way
+out, success included, nothing a rank started outlives the launcher: the launcher is a child
+subreaper (prctl PR_SET_CHILD_SUBREAPER), so a rank's children stay its descendants even when
+they leave the rank's session or double-fork, and it sends SIGTERM to every descendant (and to
+every process carrying this launch's NCCL4PY_RUN_TOKEN), then SIGKILL after a grace period, until
+none is left. The ranks' output pipes are then read to their end without waiting for a holder
+outside this tree. A launcher that is itself killed (SIGKILL, the OOM killer) cannot do it, so a
+small guard process (nccl/_run_guard.py, in its own session) watches a pipe from the launcher and
+stops every rank and everything of theirs when the pipe closes without the launcher saying it is
+done. Exit status: 0 when every rank exited 0; the failed rank's exit status (128 + signal for a
+signal); 124 on timeout; 130 on Ctrl-C; 2 for bad arguments.
+
+A program that takes its rank from MPI (mpi4py) is not a job for this launcher: each rank would
+be rank 0 of 1. Such a rank's 1-rank communicator fails with the mpirun command to use instead.
 
 Without a GPU library the ranks run on the bundled host backend: the launcher says so once and
 sets NCCL_LIBRARY=host for the ranks, so they do not each repeat the notice.
 """
 
+import ctypes
 import os
 import queue
 import secrets
+import selectors
 import signal
 import subprocess
 import sys
@@ -36,14 +46,16 @@ import threading
 import time
 import warnings
 
-from nccl._run_guard import TOKEN_VARIABLE
+from nccl._launch import LAUNCHER_NAME, LAUNCHER_VARIABLE
+from nccl._run_guard import GRACE_S, TOKEN_VARIABLE, descendants, living, marked, process_table, stop
 
 __all__ = ["main", "UNIQUE_ID_VARIABLE"]
 
 UNIQUE_ID_VARIABLE = "NCCL4PY_UNIQUE_ID"
-PROG = "nccl.run"
-KILL_GRACE_S = 3.0  # between SIGTERM and SIGKILL
-READER_JOIN_S = 2.0  # how long output still drains after the ranks are gone
+PROG = LAUNCHER_NAME
+DRAIN_JOIN_S = 5.0  # how long the last output may take to reach our own stdout/stderr
+REAP_EVERY_S = 1.0  # how often orphans that ended under the launcher are reaped while ranks run
+PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
 USAGE = "usage: python -m nccl.run -n N [--timeout S] (script.py | -m module) [args...]"
 
 EXIT_USAGE = 2
@@ -158,34 +170,100 @@ def create_unique_id():
     return uid, extra, notice
 
 
-class _Output:
-    """Copies one rank's pipe to one of our streams, each line prefixed with the rank."""
+_WRITE_LOCK = threading.Lock()  # one line at a time on our stdout/stderr
 
-    lock = threading.Lock()
 
-    def __init__(self, rank, pipe, stream):
-        self.prefix = f"[{rank}] ".encode()
-        self.pipe, self.stream = pipe, stream
-        self.thread = threading.Thread(target=self._pump, name=f"{PROG}-rank{rank}-output", daemon=True)
+class _Pump:
+    """One thread that copies every rank's pipes to our streams, each line prefixed with the rank.
+
+    ``finish()`` (called once nothing of the launch is left) reads what the pipes still hold
+    without waiting for their end: a pipe kept open by a process outside the launch's tree does not
+    delay the launcher's exit."""
+
+    def __init__(self):
+        self.selector = selectors.DefaultSelector()
+        self.wake_r, self.wake_w = os.pipe()
+        self.selector.register(self.wake_r, selectors.EVENT_READ)
+        self.lock = threading.Lock()
+        self.added, self.finishing = [], False
+        self.thread = threading.Thread(target=self._run, name=f"{PROG}-output", daemon=True)
         self.thread.start()
 
-    def _pump(self):
-        try:
-            for line in iter(self.pipe.readline, b""):
-                if not line.endswith(b"\n"):
-                    line += b"\n"
+    def add(self, rank, pipe, stream):
+        """Takes over pipe (a file object) for rank's lines to stream (a binary stream)."""
+        with self.lock:
+            self.added.append((pipe, [f"[{rank}] ".encode(), stream, b""]))
+        os.write(self.wake_w, b"+")
+
+    def finish(self):
+        with self.lock:
+            self.finishing = True
+        os.write(self.wake_w, b".")
+        self.thread.join(DRAIN_JOIN_S)  # only our own blocked stdout could hold it up
+
+    def _run(self):
+        while True:
+            for key, _ in self.selector.select():
+                if key.fd != self.wake_r:
+                    self._read(key)
+                    continue
+                os.read(self.wake_r, 4096)
                 with self.lock:
-                    try:
-                        self.stream.write(self.prefix + line)
-                        self.stream.flush()
-                    except (BrokenPipeError, ValueError, OSError):
-                        pass  # our own stdout went away; keep draining so the rank never blocks
-        finally:
-            self.pipe.close()
+                    added, self.added, finishing = self.added, [], self.finishing
+                for pipe, state in added:
+                    self.selector.register(pipe.fileno(), selectors.EVENT_READ, (pipe, state))
+                if finishing:
+                    self._drain()
+                    return
+
+    def _read(self, key, chunk=65536):
+        """One read of a pipe; True while it may hold more."""
+        pipe, state = key.data
+        try:
+            data = os.read(key.fd, chunk)
+        except BlockingIOError:
+            return False
+        if data:
+            state[2] += data
+            *lines, state[2] = state[2].split(b"\n")
+            self._write(state, lines)
+            return True
+        self._write(state, [state[2]] if state[2] else [])
+        self.selector.unregister(key.fd)
+        pipe.close()
+        return False
+
+    def _drain(self):
+        for key in list(self.selector.get_map().values()):
+            if key.fd == self.wake_r:
+                continue
+            os.set_blocking(key.fd, False)
+            while self._read(key):
+                pass
+            if key.fd in self.selector.get_map():  # still open elsewhere: what it held is out
+                pipe, state = key.data
+                self._write(state, [state[2]] if state[2] else [])
+                self.selector.unregister(key.fd)
+                pipe.close()
+        self.selector.close()
+        os.close(self.wake_r)
+        os.close(self.wake_w)
+
+    @staticmethod
+    def _write(state, lines):
+        if not lines:
+            return
+        prefix, stream = state[0], state[1]
+        with _WRITE_LOCK:
+            try:
+                stream.write(b"".join(prefix + line + b"\n" for line in lines))
+                stream.flush()
+            except (BrokenPipeError, ValueError, OSError):
+                pass  # our own stdout went away; keep draining so the rank never blocks
 
 
 def _say(text):
-    with _Output.lock:
+    with _WRITE_LOCK:
         try:
             sys.stderr.write(text + "\n")
             sys.stderr.flush()
@@ -193,28 +271,33 @@ def _say(text):
             pass
 
 
-def _signal_group(pgid, sig):
-    try:
-        os.killpg(pgid, sig)
-        return True
-    except (ProcessLookupError, PermissionError):
-        return False
+def _become_subreaper():
+    """Makes this process the reaper of its descendants' orphans, so that a rank's child that
+    double-forks or calls setsid stays in the launcher's tree. False where the kernel refuses."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
 
 
-def _group_alive(pgid):
-    return _signal_group(pgid, 0)
+def _reap_orphans(table, own):
+    """Reaps the orphans that ended under this subreaper; own: the pids our Popen objects reap
+    (the ranks and the guard)."""
+    me = os.getpid()
+    for pid, (ppid, _, state, _) in table.items():
+        if ppid == me and state == "Z" and pid not in own:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
 
 
-def stop_groups(pgids, grace=KILL_GRACE_S):
-    """SIGTERM to every live process group, then SIGKILL to whatever is left after grace."""
-    live = [g for g in pgids if _signal_group(g, signal.SIGTERM)]
-    deadline = time.monotonic() + grace
-    while live and time.monotonic() < deadline:
-        # Waiting on groups, which need not be our children: there is no blocking wait for that.
-        time.sleep(0.05)
-        live = [g for g in live if _group_alive(g)]
-    for g in live:
-        _signal_group(g, signal.SIGKILL)
+def _leftovers(own, guard_pid, token):
+    """{pid: start time} of every live process the launch started: this process's descendants
+    except the guard, and whatever carries the launch's token."""
+    me = os.getpid()
+    table = process_table()
+    _reap_orphans(table, own)
+    found = descendants(table, {me} | marked(token)) - {me} - descendants(table, {guard_pid})
+    return living(table, found)
 
 
 class _Guard:
@@ -237,7 +320,7 @@ class _Guard:
         except OSError:
             pass
         try:
-            self.proc.wait(timeout=KILL_GRACE_S)
+            self.proc.wait(timeout=GRACE_S)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
@@ -264,8 +347,9 @@ class _Stop(Exception):
     """Raised by the signal handler to leave the wait."""
 
 
-def _wait(events, running, stop_signal, deadline, timeout):
-    """Waits for the ranks; returns the exit status (0, a failed rank's, or EXIT_TIMEOUT)."""
+def _wait(events, running, stop_signal, deadline, timeout, own):
+    """Waits for the ranks, reaping orphans meanwhile; returns the exit status (0, a failed
+    rank's, or EXIT_TIMEOUT)."""
     while running and not stop_signal:
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0:
@@ -273,8 +357,9 @@ def _wait(events, running, stop_signal, deadline, timeout):
             _say(f"{PROG}: timeout after {timeout:g} s; rank(s) {ranks} still running; stopping all ranks")
             return EXIT_TIMEOUT
         try:
-            rank, code = events.get(timeout=left)
+            rank, code = events.get(timeout=REAP_EVERY_S if left is None else min(left, REAP_EVERY_S))
         except queue.Empty:
+            _reap_orphans(process_table(), own)
             continue
         running.discard(rank)
         if code != 0:
@@ -297,7 +382,7 @@ def launch(nranks, command, timeout=None, env=None):
         "WORLD_SIZE": str(nranks),
         "LOCAL_WORLD_SIZE": str(nranks),
         UNIQUE_ID_VARIABLE: uid.hex(),
-        "NCCL4PY_LAUNCHER": PROG,
+        LAUNCHER_VARIABLE: PROG,
         TOKEN_VARIABLE: token,
         "PYTHONUNBUFFERED": "1",
     })
@@ -320,9 +405,14 @@ def launch(nranks, command, timeout=None, env=None):
 
     handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     previous = {s: signal.signal(s, record) for s in handled}
-    procs, outputs = [], []
+    procs = []
     status = 0
+    if not _become_subreaper():
+        _say(f"{PROG}: warning: this kernel refuses PR_SET_CHILD_SUBREAPER; a rank's child that leaves "
+             f"its session is stopped only while it carries {TOKEN_VARIABLE}")
     guard = _Guard(token)
+    own = {guard.proc.pid}  # the children our Popen objects reap
+    pump = _Pump()
     try:
         for rank in range(nranks):
             if stop_signal:
@@ -331,9 +421,10 @@ def launch(nranks, command, timeout=None, env=None):
             p = subprocess.Popen([sys.executable, *command], env=e, stdin=subprocess.DEVNULL,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
             procs.append(p)
+            own.add(p.pid)
             guard.started(p.pid)
-            outputs.append(_Output(rank, p.stdout, sys.stdout.buffer))
-            outputs.append(_Output(rank, p.stderr, sys.stderr.buffer))
+            pump.add(rank, p.stdout, sys.stdout.buffer)
+            pump.add(rank, p.stderr, sys.stderr.buffer)
             threading.Thread(target=lambda r=rank, p=p: events.put((r, p.wait())), daemon=True,
                              name=f"{PROG}-rank{rank}-wait").start()
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -341,7 +432,7 @@ def launch(nranks, command, timeout=None, env=None):
         try:
             for sig in handled:
                 signal.signal(sig, interrupt)
-            status = _wait(events, running, stop_signal, deadline, timeout)
+            status = _wait(events, running, stop_signal, deadline, timeout, own)
             for sig in handled:
                 signal.signal(sig, record)
         except _Stop:
@@ -352,18 +443,16 @@ def launch(nranks, command, timeout=None, env=None):
             _say(f"{PROG}: {name} received; stopping all ranks")
             status = EXIT_INTERRUPT if stop_signal[0] == signal.SIGINT else 128 + stop_signal[0]
     finally:
-        # Every rank's process group is stopped, on success too: nothing a rank started outlives
+        # Everything the ranks started is stopped, on success too: nothing a rank started outlives
         # the launcher.
-        stop_groups([p.pid for p in procs])
+        left = stop(lambda: _leftovers(own, guard.proc.pid, token))
+        if left:
+            _say(f"{PROG}: process(es) {', '.join(map(str, sorted(left)))} survived SIGKILL")
         for p in procs:
-            try:
-                p.wait(timeout=KILL_GRACE_S)
-            except subprocess.TimeoutExpired:
-                _signal_group(p.pid, signal.SIGKILL)
+            if p.pid not in left:
                 p.wait()
         guard.done()
-        for o in outputs:
-            o.thread.join(READER_JOIN_S)
+        pump.finish()
         for s, h in previous.items():
             signal.signal(s, h)
     return status

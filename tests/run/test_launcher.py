@@ -88,6 +88,15 @@ def alive(pid):
     return state not in ("Z", "X")
 
 
+def zombie_of(pid, parent):
+    """True while pid is a zombie (or still running) child of parent."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1]) == parent
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
 def pids(tmp_path, nranks):
     out = []
     for r in range(nranks):
@@ -237,12 +246,144 @@ def test_rank_hung_in_a_collective(tmp_path):
     assert lines_of(r.stdout, 0) == ["initialised"] and lines_of(r.stdout, 1) == ["initialised"]
 
 
-def test_grandchildren_are_stopped_after_success(tmp_path):
-    s = script(tmp_path, PIDS.format(dir=str(tmp_path), action="sys.exit(0)"))
-    r = run(["-n", 2, s], NCCL_LIBRARY="host")
-    assert r.returncode == 0, r.stderr
-    assert len(pids(tmp_path, 2)) == 4
-    assert_all_gone(pids(tmp_path, 2))
+# Each rank starts two processes that sleep far longer than any deadline below and hold the
+# rank's output pipes: one in the rank's process group, and a daemon (fork, setsid, fork: its
+# parent exits, so it is reparented and in a session of its own). ACTION: what the rank does then.
+FAMILY = """
+import os, subprocess, sys, time
+rank = int(os.environ["RANK"])
+kid = subprocess.Popen([sys.executable, "-c", "import time; time.sleep({sleep})"])
+r, w = os.pipe()
+first = os.fork()
+if first == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.write(w, str(os.getpid()).encode())
+        time.sleep({sleep})
+    os._exit(0)
+os.waitpid(first, 0)
+os.close(w)
+daemon = int(os.read(r, 32))
+out = os.path.join({dir!r}, f"pids{{rank}}")
+with open(out + ".tmp", "w") as f:
+    f.write(f"{{os.getpid()}} {{kid.pid}} {{daemon}}")
+os.replace(out + ".tmp", out)
+print("ready", flush=True)
+{action}
+"""
+ORPHAN_SLEEP_S = 120
+EXIT_WITHIN_S = 30  # a deadline to detect a launcher that waits for the orphans, not a speed
+
+EXIT_PATHS = {  # name: (the ranks' action, launcher options, signal sent to the launcher, status)
+    "success": ("sys.exit(0)", [], None, 0),
+    "failed rank": ("if rank == 1:\n    sys.exit(3)\ntime.sleep(600)", [], None, 3),
+    "timeout": ("time.sleep(600)", ["--timeout", 15], None, launcher.EXIT_TIMEOUT),
+    "SIGINT": ("time.sleep(600)", [], signal.SIGINT, launcher.EXIT_INTERRUPT),
+    "SIGTERM": ("time.sleep(600)", [], signal.SIGTERM, 128 + signal.SIGTERM),
+    "SIGKILL": ("time.sleep(600)", [], signal.SIGKILL, -signal.SIGKILL),
+}
+
+
+@pytest.mark.parametrize("path", list(EXIT_PATHS))
+def test_nothing_a_rank_started_outlives_the_launcher(tmp_path, path):
+    """On every way out, the ranks' children in their process group and the daemons they started
+    in sessions of their own are gone, and the launcher does not wait for them to end."""
+    action, options, sig, status = EXIT_PATHS[path]
+    s = script(tmp_path, FAMILY.format(dir=str(tmp_path), action=action, sleep=ORPHAN_SLEEP_S))
+    p = subprocess.Popen([sys.executable, "-m", "nccl.run", "-n", "2", *map(str, options), str(s)],
+                         env=env(NCCL_LIBRARY="host"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL)
+    try:
+        wait_for_files([tmp_path / "pids0", tmp_path / "pids1"])
+        family = pids(tmp_path, 2)
+        assert len(family) == 6
+        if sig is not None:
+            p.send_signal(sig)
+        # communicate() reads the launcher's pipes to their end: a killed launcher's ranks and
+        # orphans hold them too, until the guard has stopped them.
+        out, err = p.communicate(timeout=EXIT_WITHIN_S)
+        assert p.returncode == status, err
+        if sig != signal.SIGKILL:
+            assert lines_of(out.decode(), 0) == ["ready"], err
+        assert_all_gone(family, within=20.0)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        for pid in pids(tmp_path, 2):
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_pipe_held_outside_the_launch_does_not_delay_the_exit(tmp_path):
+    """A rank hands its stdout and stderr to a process that is no part of the launch (this test);
+    the launcher still exits, with the rank's last line copied."""
+    sock_path = tmp_path / "fds.sock"
+    s = script(tmp_path, f"""
+        import socket
+        with socket.socket(socket.AF_UNIX) as c:
+            c.connect({str(sock_path)!r})
+            socket.send_fds(c, [b"x"], [1, 2])
+            c.recv(1)
+        print("last words")
+    """)
+    import socket
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(sock_path))
+        server.listen(1)
+        server.settimeout(60)
+        p = subprocess.Popen([sys.executable, "-m", "nccl.run", "-n", "1", str(s)], env=env(NCCL_LIBRARY="host"),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        held = []
+        try:
+            conn, _ = server.accept()
+            with conn:
+                _, held, _, _ = socket.recv_fds(conn, 1, 2)
+                conn.send(b"k")
+            out, err = p.communicate(timeout=EXIT_WITHIN_S)  # while this process holds the pipes
+            assert p.returncode == 0, err
+            assert lines_of(out.decode(), 0) == ["last words"]
+        finally:
+            for fd in held:
+                os.close(fd)
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def test_orphans_that_end_are_reaped_while_the_ranks_run(tmp_path):
+    """The launcher adopts a rank's orphans: one that ends is reaped, not left a zombie."""
+    s = script(tmp_path, f"""
+        import os, time
+        first = os.fork()
+        if first == 0:
+            if os.fork() == 0:
+                with open(os.path.join({str(tmp_path)!r}, "orphan.tmp"), "w") as f:
+                    f.write(str(os.getpid()))
+                os.replace(os.path.join({str(tmp_path)!r}, "orphan.tmp"), os.path.join({str(tmp_path)!r}, "orphan"))
+                time.sleep(0.5)
+            os._exit(0)
+        os.waitpid(first, 0)
+        time.sleep(600)
+    """)
+    p = subprocess.Popen([sys.executable, "-m", "nccl.run", "-n", "1", str(s)], env=env(NCCL_LIBRARY="host"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        wait_for_files([tmp_path / "orphan"])
+        orphan = int((tmp_path / "orphan").read_text())
+        deadline = time.monotonic() + 30
+        while zombie_of(orphan, p.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not zombie_of(orphan, p.pid), "the orphan was not reaped"
+        assert p.poll() is None
+    finally:
+        p.send_signal(signal.SIGINT)
+        try:
+            p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
 
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 128 + signal.SIGTERM)])
@@ -414,3 +555,136 @@ def test_help():
     r = subprocess.run([sys.executable, "-m", "nccl.run", "--help"], env=env(), capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0 and r.stdout.startswith("usage: python -m nccl.run")
+
+
+# NVIDIA's nccl4py examples take the rank from MPI: rank 0 makes the id, MPI broadcasts it.
+MPI_PROGRAM = """
+from mpi4py import MPI
+import numpy as np
+import nccl.core as nccl
+
+comm_mpi = MPI.COMM_WORLD
+rank = comm_mpi.Get_rank()
+nranks = comm_mpi.Get_size()
+unique_id = nccl.get_unique_id() if rank == 0 else None
+unique_id = comm_mpi.bcast(unique_id, root=0)
+comm = nccl.Communicator.init(nranks=nranks, rank=rank, unique_id=unique_id)
+x = np.full(4, rank + 1, dtype=np.float32)
+comm.allreduce(x, x, nccl.SUM)
+comm.destroy()
+print(f"rank {rank}/{nranks} SUCCESS {x[0]:g}")
+"""
+
+# The same with the bindings' 0.3.1 form.
+MPI_BINDINGS_PROGRAM = """
+from mpi4py import MPI
+import nccl.bindings.nccl as b
+
+world = MPI.COMM_WORLD
+uid = world.bcast(bytes(b.get_unique_id()) if world.Get_rank() == 0 else None, root=0)
+box = b.PointerBox()
+b.comm_init_rank(box.address, world.Get_size(), uid, world.Get_rank())
+b.comm_destroy(box.ptr)
+print("SUCCESS")
+"""
+
+
+def refusal(rank, nranks, script_name):
+    return (f"RuntimeError: this process is rank {rank} of {nranks} started by `python -m nccl.run -n {nranks}`, "
+            f"but MPI counts 1 process (mpi4py's MPI.COMM_WORLD.Get_size() is 1: nccl.run starts its ranks "
+            f"without MPI), so this 1-rank communicator would make each of the {nranks} ranks a 1-rank job of "
+            f"its own. The program takes its rank from MPI: run it with `mpirun -n {nranks} python "
+            f"{script_name}`, or take the rank from the launcher with nccl.core.Communicator.from_env()")
+
+
+@pytest.mark.parametrize("program", [MPI_PROGRAM, MPI_BINDINGS_PROGRAM], ids=["core", "bindings"])
+def test_an_mpi_program_under_the_launcher_is_refused(tmp_path, program):
+    """Not two 1-rank jobs that report success: every rank fails saying what to run instead."""
+    pytest.importorskip("mpi4py")
+    s = script(tmp_path, program, name="mpi_prog.py")
+    r = subprocess.run([sys.executable, "-m", "nccl.run", "-n", "2", s.name], env=env(NCCL_LIBRARY="host"),
+                       capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL, cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert "SUCCESS" not in r.stdout
+    for rank in (0, 1):
+        assert lines_of(r.stderr, rank)[-1] == refusal(rank, 2, "mpi_prog.py"), r.stderr
+
+
+@pytest.mark.parametrize("launch", [[], ["-m", "nccl.run", "-n", "1"]], ids=["python", "nccl.run -n 1"])
+def test_an_mpi_program_alone_still_runs(tmp_path, launch):
+    pytest.importorskip("mpi4py")
+    s = script(tmp_path, MPI_PROGRAM)
+    r = subprocess.run([sys.executable, *launch, str(s)], env=env(NCCL_LIBRARY="host"), capture_output=True,
+                       text=True, timeout=90, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1].endswith("rank 0/1 SUCCESS 1"), r.stdout
+    assert "RuntimeWarning" not in r.stderr
+
+
+def test_a_one_rank_communicator_in_a_launch_of_two_warns(tmp_path):
+    """Without MPI's word the 1-rank communicator may be meant (a private one): a warning, not an
+    error, in each rank."""
+    s = script(tmp_path, """
+        import nccl.core as nccl
+        comm = nccl.Communicator.init(nranks=1, rank=0, unique_id=nccl.get_unique_id())
+        comm.destroy()
+        print("done")
+    """)
+    r = run(["-n", 2, s], NCCL_LIBRARY="host")
+    assert r.returncode == 0, r.stderr
+    for rank in (0, 1):
+        assert lines_of(r.stdout, rank) == ["done"]
+        want = (f"RuntimeWarning: rank {rank} of 2 started by `python -m nccl.run -n 2` creates a 1-rank "
+                f"communicator; if the program meant to use all 2 ranks, take the rank and size from the "
+                f"launcher (nccl.core.Communicator.from_env(), or RANK, WORLD_SIZE and NCCL4PY_UNIQUE_ID)")
+        assert any(ln.endswith(want) for ln in lines_of(r.stderr, rank)), r.stderr
+
+
+class _FakeMPI:
+    """Stands in for mpi4py.MPI in check_one_rank's view."""
+
+    def __init__(self, size, initialized=True, finalized=False):
+        self.size, self.initialized, self.finalized = size, initialized, finalized
+        self.COMM_WORLD = self
+
+    def Is_initialized(self):
+        return self.initialized
+
+    def Is_finalized(self):
+        return self.finalized
+
+    def Get_size(self):
+        return self.size
+
+
+@pytest.mark.parametrize("variables, mpi, outcome", [
+    ({"NCCL4PY_LAUNCHER": "nccl.run", "WORLD_SIZE": "2"}, _FakeMPI(1), RuntimeError),
+    ({"NCCL4PY_LAUNCHER": "nccl.run", "WORLD_SIZE": "2"}, _FakeMPI(2), RuntimeWarning),
+    ({"NCCL4PY_LAUNCHER": "nccl.run", "WORLD_SIZE": "2"}, _FakeMPI(1, initialized=False), RuntimeWarning),
+    ({"NCCL4PY_LAUNCHER": "nccl.run", "WORLD_SIZE": "2"}, _FakeMPI(1, finalized=True), RuntimeWarning),
+    ({"NCCL4PY_LAUNCHER": "nccl.run", "WORLD_SIZE": "2"}, None, RuntimeWarning),
+    ({"NCCL4PY_LAUNCHER": "nccl.run", "WORLD_SIZE": "1"}, _FakeMPI(1), None),
+    ({"NCCL4PY_LAUNCHER": "torchrun", "WORLD_SIZE": "2"}, _FakeMPI(1), None),  # not our launch
+    ({"WORLD_SIZE": "2"}, _FakeMPI(1), None),
+    ({"NCCL4PY_LAUNCHER": "nccl.run", "WORLD_SIZE": "two"}, _FakeMPI(1), None),
+])
+def test_check_one_rank_cases(monkeypatch, variables, mpi, outcome):
+    import warnings
+
+    from nccl import _launch
+
+    for name in ("NCCL4PY_LAUNCHER", "WORLD_SIZE", "RANK"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setitem(sys.modules, "mpi4py.MPI", mpi)
+    if outcome is RuntimeError:
+        with pytest.raises(RuntimeError, match=r"MPI counts 1 process .* run it with `mpirun -n 2 python "):
+            _launch.check_one_rank()
+    elif outcome is RuntimeWarning:
+        with pytest.warns(RuntimeWarning, match="creates a 1-rank communicator"):
+            _launch.check_one_rank()
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            _launch.check_one_rank()
