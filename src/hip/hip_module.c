@@ -17,8 +17,14 @@ PyDoc_STRVAR(not_found__doc__,
 static int nh_exec(PyObject *module)
 {
     nh_state *st = nh_get_state(module);
+    /* The class's text signature, for inspect.signature() and help(): it is built from one message
+     * (hip_errors.c), then given its attributes. */
+    PyObject *attrs = Py_BuildValue("{ss}", "__text_signature__", "(message)");
+    if (attrs == NULL)
+        return -1;
     st->hip_error = PyErr_NewExceptionWithDoc("nccl._hip_compat._hip.HipError", hip_error__doc__,
-                                              PyExc_RuntimeError, NULL);
+                                              PyExc_RuntimeError, attrs);
+    Py_DECREF(attrs);
     if (st->hip_error == NULL || PyModule_AddObjectRef(module, "HipError", st->hip_error) < 0)
         return -1;
     st->fallback_not_supported = PyErr_NewExceptionWithDoc("nccl._hip_compat._hip.NotSupportedError",

@@ -45,17 +45,17 @@ class StridedMemoryView:
     Interface. ``strides`` are in elements, None for C-contiguous data; ``device_id`` is -1 for
     host memory. ``stream_ptr`` is the consumer's stream, -1 for no synchronisation."""
 
-    __slots__ = (
-        "ptr",
-        "shape",
-        "strides",
-        "dtype",
-        "device_id",
-        "is_device_accessible",
-        "readonly",
-        "exporting_obj",
-        "__weakref__",
-    )
+    __slots__ = {
+        "ptr": "The address of the first element (int).",
+        "shape": "The shape, a tuple of ints.",
+        "strides": "The strides in elements, or None for C-contiguous data.",
+        "dtype": "The element type, a numpy dtype.",
+        "device_id": "The device the memory is on, -1 for host memory.",
+        "is_device_accessible": "True if the memory is on a device (DLPack/CAI device memory).",
+        "readonly": "True if the exporter marked the data read-only.",
+        "exporting_obj": "The object the view was made from (kept alive by the view).",
+        "__weakref__": None,
+    }
 
     def __init__(self, obj=None, stream_ptr=None):
         self.ptr = 0
