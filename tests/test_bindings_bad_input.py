@@ -454,8 +454,8 @@ def test_the_handle_parameters_are_found():
 
 @pytest.mark.parametrize("null", ["0", "empty handle"])
 def test_every_binding_refuses_a_null_handle(stub_python, null):
-    """A 0 communicator or window, or an empty Comm/Window, is a ValueError naming the function and
-    the argument, raised before the library is called (RCCL 2.27 crashes inside ncclAllReduce and
+    """A 0 communicator or window, or an empty Comm/Window, is an NCCLNullHandleError (a ValueError
+    and an NCCLError(InvalidArgument)) naming the function and the argument, raised before the library is called (RCCL 2.27 crashes inside ncclAllReduce and
     ncclAllToAll on NULL). The other arguments are 1: valid for every converter."""
     cases = [c for c in _handle_parameters() if (c[1], c[4]) not in NULL_ACCEPTED]
     r = stub_python("rccl").run(f"""
@@ -470,7 +470,7 @@ def test_every_binding_refuses_a_null_handle(stub_python, null):
     out, calls = r
     assert calls == []
     for (name, param), (exc, message, kind) in out.items():
-        assert (exc, message) == ("ValueError", f"{name}() argument '{param}' must not be a null {kind}"), name
+        assert (exc, message) == ("NCCLNullHandleError", f"{name}() argument '{param}' must not be a null {kind}"), name
 
 
 def test_null_where_nccl_gives_it_a_meaning(stub_python):

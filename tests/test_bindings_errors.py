@@ -286,7 +286,7 @@ def test_present_symbols_still_work(old_library):
     # null one before the call (destroy and abort too, though NCCL makes them no-ops).
     assert out["ncclGroupStart"] == ("ok",)
     for sym in ("ncclAllReduce", "ncclCommShrink", "ncclBcast", "ncclCommDestroy", "ncclCommAbort", "ncclCommFinalize"):
-        assert out[sym] == ("ValueError",), sym
+        assert out[sym] == ("NCCLNullHandleError",), sym
 
 
 def test_rccl_fork_loader_stub_cases(stub_python):

@@ -326,9 +326,9 @@ def test_empty_and_wrong_handles_are_refused_before_the_call(stub_python):
     """)
     *outcomes, grow, calls = r
     assert outcomes == [
-        ("ValueError", "all_reduce() argument 'comm' must not be a null communicator"),
-        ("ValueError", "comm_destroy() argument 'comm' must not be a null communicator"),
-        ("ValueError", "win_get_user_ptr() argument 'win' must not be a null window"),
+        ("NCCLNullHandleError", "all_reduce() argument 'comm' must not be a null communicator"),
+        ("NCCLNullHandleError", "comm_destroy() argument 'comm' must not be a null communicator"),
+        ("NCCLNullHandleError", "win_get_user_ptr() argument 'win' must not be a null window"),
         ("TypeError", "all_reduce() argument 'comm' must be a Comm or an int, not Window"),
         ("TypeError", "get_lsa_device_pointer() argument 'window' must be a Window or an int, not Comm"),
         ("TypeError", "comm_split() argument 'comm' must be a Comm or an int, not Window"),

@@ -149,7 +149,7 @@ static inline int nx_arg_redop(const nx_sig *sig, PyObject *const *a, int i, ncc
     return nx_redop(a[i], sig->fname, sig->names[i], out);
 }
 
-/* A communicator that must not be null (ValueError before any library call). */
+/* A communicator that must not be null (NCCLNullHandleError before any library call). */
 static inline int nx_arg_comm(const nx_sig *sig, PyObject *const *a, int i, ncclComm_t *out)
 {
     return nx_comm_arg(a[i], sig->fname, sig->names[i], NX_NULL_REFUSED, out);
@@ -161,7 +161,7 @@ static inline int nx_arg_nullable_comm(const nx_sig *sig, PyObject *const *a, in
     return nx_comm_arg(a[i], sig->fname, sig->names[i], NX_NULL_ACCEPTED, out);
 }
 
-/* A window that must not be null (ValueError before any library call). */
+/* A window that must not be null (NCCLNullHandleError before any library call). */
 static inline int nx_arg_window(const nx_sig *sig, PyObject *const *a, int i, ncclWindow_t *out)
 {
     return nx_window_arg(a[i], sig->fname, sig->names[i], out);

@@ -175,7 +175,7 @@ static inline int comm_intake(coll_in *in, PyObject *self, PyTypeObject *cls, co
     in->st = NX_COMM_STATE(cls);
     in->c = (nx_Communicator *)self;
     in->fname = fname;
-    in->comm = nx_comm_require(in->st, in->c, fname);
+    in->comm = nx_comm_require(in->c, fname);
     if (NX_UNLIKELY(in->comm == NULL))
         return -1;
     if (has_config(configo) && nx_coll_config_check(in->st, configo, fname) < 0)
@@ -700,7 +700,7 @@ static PyObject *Communicator_put_signal(NX_COMM_METHOD_ARGS)
     int bad = nx_intptr(h, fname, "peer_window", &win);
     Py_DECREF(h);
     if (bad == 0 && win == 0)
-        return nx_invalid(st, "peer_window has no window handle (it is closed, or its registration is pending)");
+        return nx_raise_null_handle("peer_window has no window handle (it is closed, or its registration is pending)");
     if (bad < 0 || (a[3] && nx_size(a[3], fname, "peer_window_offset", &offset) < 0) ||
         (a[4] && nx_int(a[4], fname, "signal_index", &idx) < 0) || (a[5] && nx_int(a[5], fname, "context", &ctx) < 0) ||
         (a[6] && nx_uint(a[6], fname, "flags", &flags) < 0) || stream_arg(st, a[7], &stream) < 0)

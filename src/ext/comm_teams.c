@@ -38,7 +38,7 @@ PyObject *nx_comm_get_team(PyObject *self, void *closure)
     nx_state *st = state_of(self);
     if (st == NULL)
         return NULL;
-    ncclComm_t comm = nx_comm_require(st, (nx_Communicator *)self, k->op);
+    ncclComm_t comm = nx_comm_require((nx_Communicator *)self, k->op);
     if (comm == NULL)
         return NULL;
     const void *slot = k->which == TEAM_WORLD ? (const void *)&nx_api.ncclTeamWorld
@@ -115,7 +115,7 @@ static PyObject *Communicator_team_cft(NX_COMM_METHOD_ARGS)
     if (nx_margs(&M_team_cft, args, nargs, kwnames, a) < 0)
         return NULL;
     nx_state *st = NX_COMM_STATE(cls);
-    ncclComm_t comm = nx_comm_require(st, (nx_Communicator *)self, "team_cft");
+    ncclComm_t comm = nx_comm_require((nx_Communicator *)self, "team_cft");
     int mode = ncclCftTeamFlat;
     if (comm == NULL || (a[0] != NULL && nx_enum(a[0], "team_cft", "mode", 0, 2, "an NcclCftTeamMode", &mode) < 0))
         return NULL;
@@ -134,7 +134,7 @@ static PyObject *rank_to(PyObject *self, PyTypeObject *cls, PyObject *const *arg
     if (nx_margs(sig, args, nargs, kwnames, a) < 0)
         return NULL;
     nx_state *st = NX_COMM_STATE(cls);
-    ncclComm_t comm = nx_comm_require(st, (nx_Communicator *)self, sig->fname);
+    ncclComm_t comm = nx_comm_require((nx_Communicator *)self, sig->fname);
     ncclTeam_t team;
     int rank;
     if (comm == NULL || team_arg(st, comm, a[0], sig->fname, &team) < 0 ||

@@ -180,11 +180,11 @@ int nx_is_communicator(nx_state *st, PyObject *o)
     return PyObject_TypeCheck(o, st->core_types[NX_TYPE_COMMUNICATOR]);
 }
 
-ncclComm_t nx_comm_require(nx_state *st, nx_Communicator *c, const char *op)
+ncclComm_t nx_comm_require(nx_Communicator *c, const char *op)
 {
     ncclComm_t h = nx_comm_handle(c);
     if (NX_UNLIKELY(h == NULL))
-        nx_invalid(st, "Cannot %s: Communicator not initialized", op);
+        nx_raise_null_handle("Cannot %s: Communicator not initialized", op);
     return h;
 }
 
@@ -197,7 +197,7 @@ static int cached_query(nx_state *st, nx_Communicator *c, const char *op, int *c
         *out = cached;
         return 0;
     }
-    ncclComm_t h = nx_comm_require(st, c, op);
+    ncclComm_t h = nx_comm_require(c, op);
     if (h == NULL || nx_require(st, fnslot) < 0)
         return -1;
     int v = 0;
@@ -377,7 +377,7 @@ static PyObject *flag_call(NX_COMM_METHOD_ARGS, const nx_msig *sig, int dflt,
     if (nx_margs(sig, args, nargs, kwnames, a) < 0)
         return NULL;
     nx_state *st = NX_COMM_STATE(cls);
-    ncclComm_t comm = nx_comm_require(st, (nx_Communicator *)self, sig->fname);
+    ncclComm_t comm = nx_comm_require((nx_Communicator *)self, sig->fname);
     int flags = dflt;
     if (comm == NULL || (a[0] != NULL && nx_int(a[0], sig->fname, sig->names[0], &flags) < 0))
         return NULL;
@@ -411,7 +411,7 @@ static PyObject *Communicator_resume(NX_COMM_METHOD_ARGS)
     if (nx_no_args("resume", nargs, kwnames) < 0)
         return NULL;
     nx_state *st = NX_COMM_STATE(cls);
-    ncclComm_t comm = nx_comm_require(st, (nx_Communicator *)self, "resume");
+    ncclComm_t comm = nx_comm_require((nx_Communicator *)self, "resume");
     if (comm == NULL)
         return NULL;
     if (nx_require(st, &nx_api.ncclCommResume) < 0)
@@ -430,7 +430,7 @@ static PyObject *Communicator_get_last_error(NX_COMM_METHOD_ARGS)
     if (nx_no_args("get_last_error", nargs, kwnames) < 0)
         return NULL;
     nx_state *st = NX_COMM_STATE(cls);
-    ncclComm_t comm = nx_comm_require(st, (nx_Communicator *)self, "get last error");
+    ncclComm_t comm = nx_comm_require((nx_Communicator *)self, "get last error");
     if (comm == NULL || nx_require(st, &nx_api.ncclGetLastError) < 0)
         return NULL;
     const char *s = nx_api.ncclGetLastError(comm); /* a string lookup: does not block */
@@ -447,7 +447,7 @@ static PyObject *Communicator_get_async_error(NX_COMM_METHOD_ARGS)
         return NULL;
     nx_state *st = NX_COMM_STATE(cls);
     nx_Communicator *c = (nx_Communicator *)self;
-    ncclComm_t comm = nx_comm_require(st, c, "get async error");
+    ncclComm_t comm = nx_comm_require(c, "get async error");
     if (comm == NULL)
         return NULL;
     if (nx_require(st, &nx_api.ncclCommGetAsyncError) < 0)
@@ -476,7 +476,7 @@ static PyObject *Communicator_get_mem_stat(NX_COMM_METHOD_ARGS)
     if (nx_margs(&M_get_mem_stat, args, nargs, kwnames, a) < 0)
         return NULL;
     nx_state *st = NX_COMM_STATE(cls);
-    ncclComm_t comm = nx_comm_require(st, (nx_Communicator *)self, "get mem stat");
+    ncclComm_t comm = nx_comm_require((nx_Communicator *)self, "get mem stat");
     int stat;
     if (comm == NULL || nx_enum(a[0], "get_mem_stat", "stat", 0, 3, "an NcclCommMemStat", &stat) < 0)
         return NULL;
@@ -580,7 +580,7 @@ static PyObject *properties(nx_state *st, nx_Communicator *c, const char *op)
     PyObject *obj = cached_object(c, &c->props);
     if (obj != NULL)
         return obj;
-    ncclComm_t comm = nx_comm_require(st, c, op);
+    ncclComm_t comm = nx_comm_require(c, op);
     if (comm == NULL || nx_require(st, &nx_api.ncclCommQueryProperties) < 0)
         return NULL;
     if ((obj = nx_struct_new(st, NX_STRUCT_COMM_PROPERTIES)) == NULL)

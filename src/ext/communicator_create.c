@@ -341,7 +341,7 @@ static PyObject *Communicator_split(NX_COMM_METHOD_ARGS)
         return NULL;
     nx_state *st = NX_COMM_STATE(cls);
     nx_Communicator *c = (nx_Communicator *)self;
-    ncclComm_t comm = nx_comm_require(st, c, "split");
+    ncclComm_t comm = nx_comm_require(c, "split");
     if (comm == NULL)
         return NULL;
     int color = NCCL_SPLIT_NOCOLOR, key = 0;
@@ -404,7 +404,7 @@ static PyObject *Communicator_shrink(NX_COMM_METHOD_ARGS)
         return NULL;
     nx_state *st = NX_COMM_STATE(cls);
     nx_Communicator *c = (nx_Communicator *)self;
-    ncclComm_t comm = nx_comm_require(st, c, "shrink");
+    ncclComm_t comm = nx_comm_require(c, "shrink");
     if (comm == NULL)
         return NULL;
     int flag = NCCL_SHRINK_DEFAULT, nex;
@@ -484,7 +484,7 @@ static PyObject *Communicator_get_unique_id(NX_COMM_METHOD_ARGS)
     nx_state *st = NX_COMM_STATE(cls);
     if (nx_no_args("get_unique_id", nargs, kwnames) < 0)
         return NULL;
-    ncclComm_t comm = nx_comm_require(st, (nx_Communicator *)self, "get_unique_id");
+    ncclComm_t comm = nx_comm_require((nx_Communicator *)self, "get_unique_id");
     if (comm == NULL)
         return NULL;
     if (nx_require(st, &nx_api.ncclCommGetUniqueId) < 0)

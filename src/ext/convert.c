@@ -2,6 +2,8 @@
  * caller's array untouched, and each converter takes the exact-int branch first. */
 #include "convert.h"
 
+#include "errors.h"
+
 #include <stdint.h>
 
 PyObject *const *nx_args(const nx_sig *sig, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
@@ -224,7 +226,7 @@ static NX_COLD int handle_int_arg(PyObject *o, const char *fname, const char *ar
 
 static NX_COLD int null_handle(const char *fname, const char *argname, const char *what)
 {
-    PyErr_Format(PyExc_ValueError, "%s() argument '%s' must not be a null %s", fname, argname, what);
+    nx_raise_null_handle("%s() argument '%s' must not be a null %s", fname, argname, what);
     return -1;
 }
 

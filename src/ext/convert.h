@@ -56,14 +56,15 @@ int nx_enum(PyObject *o, const char *fname, const char *argname, int lo, int hi,
 
 /* Whether a handle parameter may be null. */
 typedef enum {
-    NX_NULL_REFUSED,  /* the library would fail or crash on NULL: ValueError first */
+    NX_NULL_REFUSED,  /* the library would fail or crash on NULL: NCCLNullHandleError first */
     NX_NULL_ACCEPTED, /* NCCL gives NULL a meaning (a no-op destroy, "no communicator" ...) */
 } nx_null_rule;
 
 /* The one converter of communicator parameters (nccl.bindings): a Comm (handles.h) or an int
  * address (anything with __index__ but a Window: TypeError); with NX_NULL_REFUSED, a null one is
- * a ValueError "<fname>() argument '<argname>' must not be a null communicator", raised before any
- * library call (RCCL crashes on some). */
+ * an NCCLNullHandleError (a ValueError and an NCCLError(InvalidArgument)) "<fname>() argument
+ * '<argname>' must not be a null communicator", raised before any library call (RCCL crashes on
+ * some). */
 int nx_comm_arg(PyObject *o, const char *fname, const char *argname, nx_null_rule rule, ncclComm_t *out);
 
 /* The one converter of window parameters: a Window or an int, as nx_comm_arg; a null window is

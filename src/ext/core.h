@@ -34,8 +34,9 @@ struct nx_Communicator {
  * creation may fill the slot from another thread. */
 static inline ncclComm_t nx_comm_handle(const nx_Communicator *c) { return *(ncclComm_t volatile *)c->slot; }
 
-/* The handle, or NULL with NcclInvalid("Cannot <op>: Communicator not initialized"). */
-ncclComm_t nx_comm_require(nx_state *st, nx_Communicator *c, const char *op);
+/* The handle, or NULL with NCCLNullHandleError (an NcclInvalid) "Cannot <op>: Communicator not
+ * initialized". */
+ncclComm_t nx_comm_require(nx_Communicator *c, const char *op);
 /* Cached queries; 0 or -1 with an exception (NcclInvalid naming `op` for a null communicator). */
 int nx_comm_nranks(nx_state *st, nx_Communicator *c, const char *op, int *out);
 int nx_comm_rank(nx_state *st, nx_Communicator *c, const char *op, int *out);

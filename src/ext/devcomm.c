@@ -255,7 +255,7 @@ static PyObject *Communicator_create_dev_comm(NX_COMM_METHOD_ARGS)
     ncclTeamRequirements_t *treqs = NULL;
     resource_req *rreqs = NULL;
     ncclMultimemHandle_t *mm = NULL;
-    ncclComm_t comm = nx_comm_require(st, c, "create_dev_comm");
+    ncclComm_t comm = nx_comm_require(c, "create_dev_comm");
     if (comm == NULL)
         return NULL;
     ncclDevCommRequirements_t req;

@@ -80,6 +80,24 @@ PyObject *nx_raise_status(nx_state *st, ncclResult_t status, ncclComm_t comm)
     return NULL;
 }
 
+PyObject *nx_raise_null_handle(const char *fmt, ...)
+{
+    /* Cold, and called where no module state is at hand: the class comes from sys.modules (the
+     * bindings and nccl.core both import nccl._errors) rather than from the state's cache. */
+    va_list ap;
+    va_start(ap, fmt);
+    PyObject *msg = PyUnicode_FromFormatV(fmt, ap);
+    va_end(ap);
+    PyObject *mod = msg ? PyImport_ImportModule("nccl._errors") : NULL;
+    PyObject *cls = mod ? PyObject_GetAttrString(mod, "NCCLNullHandleError") : NULL;
+    if (cls != NULL)
+        PyErr_SetObject(cls, msg);
+    Py_XDECREF(cls);
+    Py_XDECREF(mod);
+    Py_XDECREF(msg);
+    return NULL;
+}
+
 PyObject *nx_raise_function_not_found(nx_state *st, const char *symbol, const char *also)
 {
     PyObject *cls = nx_exception_class(st, NX_EXC_FUNCTION_NOT_FOUND); /* borrowed */

@@ -37,6 +37,12 @@ const char *nx_builtin_error_string(int status);
  * spelling that was tried too. Returns NULL. */
 NX_COLD PyObject *nx_raise_function_not_found(nx_state *st, const char *symbol, const char *also);
 
+/* Raises NCCLNullHandleError (nccl/_errors.py: a ValueError, an NcclInvalid and an
+ * NCCLError(InvalidArgument) at once) with the formatted message, for a null or destroyed
+ * communicator or window refused before the library call, at both layers. Needs no module state:
+ * the binding converters have none. Returns NULL. */
+NX_COLD PyObject *nx_raise_null_handle(const char *fmt, ...);
+
 /* A status the caller must turn into an exception: anything but success and in-progress. */
 #define NX_FAILED(rc) NX_UNLIKELY((rc) != ncclSuccess && (rc) != ncclInProgress)
 

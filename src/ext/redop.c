@@ -226,7 +226,7 @@ static PyObject *Communicator_create_pre_mul_sum(NX_COMM_METHOD_ARGS)
         return NULL;
     nx_state *st = NX_COMM_STATE(cls);
     nx_Communicator *c = (nx_Communicator *)self;
-    ncclComm_t comm = nx_comm_require(st, c, "create_pre_mul_sum");
+    ncclComm_t comm = nx_comm_require(c, "create_pre_mul_sum");
     if (comm == NULL)
         return NULL;
     int have_dt = a[1] != NULL && a[1] != Py_None;

@@ -35,9 +35,9 @@ PyObject *nx_resource_closed_error(PyObject *self)
     return NULL;
 }
 
-static NX_COLD PyObject *invalid_comm(nx_state *st)
+static NX_COLD PyObject *invalid_comm(void)
 {
-    return nx_invalid(st, "Invalid communicator: cannot create resource with communicator ptr=0");
+    return nx_raise_null_handle("Invalid communicator: cannot create resource with communicator ptr=0");
 }
 
 int nx_resource_traverse(PyObject *op, visitproc visit, void *arg)
@@ -65,7 +65,7 @@ void nx_resource_dealloc(PyObject *op)
 PyObject *nx_resource_alloc(nx_state *st, nx_core_type type, nx_Communicator *comm, nx_resource_release_fn release)
 {
     if (nx_comm_handle(comm) == NULL)
-        return invalid_comm(st);
+        return invalid_comm();
     PyTypeObject *tp = st->core_types[type];
     nx_CommResource *r = (nx_CommResource *)tp->tp_alloc(tp, 0);
     if (r == NULL)
@@ -105,7 +105,7 @@ static PyObject *CommResource_new(PyTypeObject *tp, PyObject *args, PyObject *kw
         return NULL;
     }
     if (nx_comm_handle((nx_Communicator *)comm) == NULL)
-        return invalid_comm(st);
+        return invalid_comm();
     nx_CommResource *r = (nx_CommResource *)tp->tp_alloc(tp, 0);
     if (r == NULL)
         return NULL;
@@ -465,7 +465,7 @@ static PyObject *Communicator_register_buffer(NX_COMM_METHOD_ARGS)
         return NULL;
     nx_state *st = NX_COMM_STATE(cls);
     nx_Communicator *c = (nx_Communicator *)self;
-    ncclComm_t comm = nx_comm_require(st, c, "register_buffer");
+    ncclComm_t comm = nx_comm_require(c, "register_buffer");
     nx_buffer b;
     if (comm == NULL || nx_resolve_buffer(st, a[0], "buffer", &b) < 0 || nx_comm_check_device(st, c, &b, "buffer") < 0)
         return NULL;
@@ -504,7 +504,7 @@ static PyObject *Communicator_register_window(NX_COMM_METHOD_ARGS)
         return NULL;
     nx_state *st = NX_COMM_STATE(cls);
     nx_Communicator *c = (nx_Communicator *)self;
-    ncclComm_t comm = nx_comm_require(st, c, "register_window");
+    ncclComm_t comm = nx_comm_require(c, "register_window");
     int flags = 0;
     nx_buffer b;
     if (comm == NULL || (a[1] != NULL && a[1] != Py_None && nx_int(a[1], "register_window", "flags", &flags) < 0) ||

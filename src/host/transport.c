@@ -36,9 +36,12 @@
  *    than the segment's two memcpys, which the double-buffered slots also overlap across ranks. On
  *    other machines the kernel copy runs close to memcpy speed, and there the single copy wins. So
  *    under NCCL_HOST_DIRECT=auto each process measures the two once (copy_speed: a 1 MiB memcpy
- *    against a 1 MiB process_vm_readv of itself, best of five), the ranks exchange the ratio, and
- *    the path is used only if the slowest rank's is at least HOST_DIRECT_MIN_SPEED: a single copy
- *    at half memcpy speed breaks even with two memcpys. NCCL_HOST_DIRECT=1 skips that test.
+ *    against a 1 MiB process_vm_readv of itself, best of 16), the ranks exchange the ratio, and
+ *    the path is used only if the slowest rank's is at least HOST_DIRECT_MIN_SPEED (a single copy
+ *    at half memcpy speed breaks even with two memcpys) plus COPY_SPEED_MARGIN, so that a machine
+ *    near break-even takes the same path every run. NCCL_HOST_DIRECT=1 skips that test. For tests,
+ *    NCCL_HOST_TEST_COPY_SPEED=<ratio> replaces the measurement (either side of the rule on any
+ *    machine); it is not a tunable.
  *
  *    Yama scope 1. Ranks are usually siblings started by one launcher, and scope 1 lets a
  *    process read only its descendants, so the probe would fail. A process can name one ptracer
@@ -252,41 +255,77 @@ static void ptracer_release(host_comm *c)
 /* ------------------------------------------------------------------------------------------ */
 
 #define COPY_SPEED_BYTES ((size_t)1 << 20)
+#define COPY_SPEED_ROUNDS 16
+/* Under NCCL_HOST_DIRECT=auto the path is on from HOST_DIRECT_MIN_SPEED plus this margin. Just
+ * above break-even a single copy gains under 10%, and there the measurement's run-to-run spread
+ * (0.02-0.04 with 16 rounds on a loaded machine; 0.08 with the 5 rounds used before) would flip the
+ * choice from one run to the next: the margin keeps such a machine on the segment. */
+#define COPY_SPEED_MARGIN 0.05f
+/* Tests only: a ratio in [0, 10] replaces the measurement, so that either side of the rule can be
+ * exercised on any machine. */
+#define COPY_SPEED_TEST_ENV "NCCL_HOST_TEST_COPY_SPEED"
 
 static pthread_once_t copy_speed_once = PTHREAD_ONCE_INIT;
 static float copy_speed_value; /* written once, under copy_speed_once */
 
+static int copy_speed_forced(float *out)
+{
+    const char *s = getenv(COPY_SPEED_TEST_ENV);
+    char *end;
+    double v;
+    if (s == NULL || *s == '\0')
+        return 0;
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno != 0 || *end != '\0' || !(v >= 0.0 && v <= 10.0)) {
+        HOST_WARN("%s=%s is not a ratio in [0, 10]; measuring instead", COPY_SPEED_TEST_ENV, s);
+        return 0;
+    }
+    *out = (float)v;
+    return 1;
+}
+
+/* Best of COPY_SPEED_ROUNDS interleaved pairs (a 1 MiB memcpy, then a 1 MiB process_vm_readv of
+ * this process), after one untimed pair that maps the pages: the best time of each is what the
+ * machine can do, undisturbed by preemption. The ratio is rounded to hundredths, the precision of
+ * the log line, so that the line and the decision never disagree. */
 static void copy_speed_measure(void)
 {
-    unsigned char *a = malloc(2 * COPY_SPEED_BYTES), *b;
+    unsigned char *a, *b;
     int64_t best_memcpy = INT64_MAX, best_read = INT64_MAX;
     volatile unsigned char sink;
+    if (copy_speed_forced(&copy_speed_value))
+        return;
+    a = malloc(2 * COPY_SPEED_BYTES);
     if (a == NULL)
         return;
     b = a + COPY_SPEED_BYTES;
     memset(a, 1, 2 * COPY_SPEED_BYTES);
-    for (int i = 0; i < 5; i++) {
+    for (int i = -1; i < COPY_SPEED_ROUNDS; i++) {
         struct iovec l = {b, COPY_SPEED_BYTES}, r = {a, COPY_SPEED_BYTES};
         int64_t t0 = host_now_ns(), t1, t2;
         memcpy(b, a, COPY_SPEED_BYTES);
-        sink = b[i];
+        sink = b[i + 1];
         t1 = host_now_ns();
-        if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) != (ssize_t)COPY_SPEED_BYTES)
+        if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) != (ssize_t)COPY_SPEED_BYTES) {
+            best_read = INT64_MAX;
             break;
-        sink = b[i];
+        }
+        sink = b[i + 1];
         t2 = host_now_ns();
-        if (t1 - t0 < best_memcpy)
+        if (i >= 0 && t1 - t0 < best_memcpy)
             best_memcpy = t1 - t0;
-        if (t2 - t1 < best_read)
+        if (i >= 0 && t2 - t1 < best_read)
             best_read = t2 - t1;
     }
     (void)sink;
     free(a);
     if (best_read != INT64_MAX && best_read > 0)
-        copy_speed_value = (float)best_memcpy / (float)best_read;
+        copy_speed_value = (float)(int)((double)best_memcpy / (double)best_read * 100.0 + 0.5) / 100.0f;
 }
 
-/* process_vm_readv's throughput as a fraction of memcpy's, in this process; 0 if unmeasurable. */
+/* process_vm_readv's throughput as a fraction of memcpy's in this process, measured once (or
+ * forced by the test hook); 0 if unmeasurable. */
 static float copy_speed(void)
 {
     pthread_once(&copy_speed_once, copy_speed_measure);
@@ -372,7 +411,7 @@ ncclResult_t host_transport_setup(host_comm *c)
         mine.speed = copy_speed();
     if (p->direct == HOST_DIRECT_OFF)
         reason = "NCCL_HOST_DIRECT=0";
-    else if (yama_scope() == 1 && !(p->direct == HOST_DIRECT_AUTO && mine.speed < HOST_DIRECT_MIN_SPEED))
+    else if (yama_scope() == 1 && !(p->direct == HOST_DIRECT_AUTO && mine.speed < HOST_DIRECT_MIN_SPEED + COPY_SPEED_MARGIN))
         reason = ptracer_declare(c, why, sizeof why); /* not when the speed rule turns it off anyway */
     mine.want = reason == NULL;
     if (HOST_FAILED(rc = host_random_bytes(&c->probe_cookie, sizeof c->probe_cookie)))
@@ -420,6 +459,12 @@ ncclResult_t host_transport_setup(host_comm *c)
         if (slowest < HOST_DIRECT_MIN_SPEED) {
             snprintf(why, sizeof why, "slower than two copies here: process_vm_readv runs at %.2f of memcpy's speed, "
                      "below %.2f; NCCL_HOST_DIRECT=1 uses it anyway", (double)slowest, (double)HOST_DIRECT_MIN_SPEED);
+            reason = why;
+        } else if (slowest < HOST_DIRECT_MIN_SPEED + COPY_SPEED_MARGIN) {
+            snprintf(why, sizeof why, "no faster than two copies here: process_vm_readv runs at %.2f of memcpy's "
+                     "speed, below %.2f (break-even %.2f plus a margin of %.2f); NCCL_HOST_DIRECT=1 uses it anyway",
+                     (double)slowest, (double)(HOST_DIRECT_MIN_SPEED + COPY_SPEED_MARGIN),
+                     (double)HOST_DIRECT_MIN_SPEED, (double)COPY_SPEED_MARGIN);
             reason = why;
         }
     }

@@ -20,6 +20,7 @@ __all__ = [
     "NotSupportedError",
     "HostBackendWarning",
     "NcclInvalid",
+    "NCCLNullHandleError",
 ]
 
 
@@ -159,3 +160,27 @@ class NcclInvalid(Exception):
 
     def __repr__(self):
         return f"<NcclInvalid: {self.msg}>"
+
+
+class NCCLNullHandleError(NcclInvalid, NCCLInvalidArgument, ValueError):
+    """A null (0) or destroyed communicator or window, refused before the library is called.
+
+    Raised by both layers with their own messages: ``nccl.bindings.nccl`` ("<fn>() argument
+    '<arg>' must not be a null communicator", or ``window``) and ``nccl.core`` ("Cannot <op>:
+    Communicator not initialized", ...). It is every error those callers expect: ``ValueError``
+    (what the bindings raised before), ``NcclInvalid`` (what ``nccl.core`` raised before), and
+    ``NCCLError`` with ``status`` 4, ``InvalidArgument`` (what NCCL 2.32 returns for a null handle;
+    RCCL crashes on some, so the library is never called). ``last_error`` is empty.
+    """
+
+    def __new__(cls, msg, *args, **kwargs):
+        return Exception.__new__(cls, msg)
+
+    def __init__(self, msg):
+        Exception.__init__(self, msg)  # not super(): NCCLError.__init__ takes a status
+        self.msg = msg
+        self.status = int(Result.InvalidArgument)
+        self.last_error = ""
+
+    def __reduce__(self):
+        return (type(self), (self.msg,))

@@ -176,8 +176,8 @@ result = out
 """ + FORGET)
     assert r["null_ptr"] == r["zero"] == r["default"] == 0 and r["null_valid"] is False
     for name in ("properties", "team_world", "team_lsa", "team_rail", "team_cft_multimem"):
-        assert r[name] == ("NcclInvalid", f"Cannot get {name}: Communicator not initialized"), name
-    assert r["team_cft"] == ("NcclInvalid", "Cannot team_cft: Communicator not initialized")
+        assert r[name] == ("NCCLNullHandleError", f"Cannot get {name}: Communicator not initialized"), name
+    assert r["team_cft"] == ("NCCLNullHandleError", "Cannot team_cft: Communicator not initialized")
     assert r["foreign"] == ("NcclInvalid", "team_rank_to_world: team belongs to another communicator")
     assert r["not_a_team"] == ("TypeError", "team_rank_to_world: team must be an NCCLTeam, got tuple")
     assert r["out_of_range"] == ("NcclInvalid",

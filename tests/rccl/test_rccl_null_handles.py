@@ -1,7 +1,8 @@
 """Null handles never reach RCCL. RCCL 2.27.7 dereferences a NULL communicator inside
 ncclAllReduce, ncclAllToAll and ncclAllReduceWithBias (and 2.13.4 inside ncclAllToAll), so
-every binding that takes a communicator or a window must refuse a null one with a ValueError naming
-the argument, before any library call; a binding whose C function the library lacks raises
+every binding that takes a communicator or a window must refuse a null one with an
+NCCLNullHandleError (a ValueError and an NCCLError(InvalidArgument)) naming the argument, before any
+library call; a binding whose C function the library lacks raises
 FunctionNotFoundError first, which calls nothing either.
 
 The cases come from the bindings' own signatures: every parameter named comm (except
@@ -84,7 +85,7 @@ def test_null_handle_is_refused_before_the_library(null_results, case):
         assert message.startswith(f"function {symbols[0]} is not found"), out
     else:
         fname = qualified.rpartition(".")[2]
-        assert kind == "ValueError", out
+        assert kind == "NCCLNullHandleError", out  # a ValueError and an NCCLError(InvalidArgument)
         assert f"{fname}() argument '{arg}'" in message and "null" in message.lower(), out
     assert out["after"] == out["before"], "the library was called (it recorded a new last error)"
 
@@ -105,7 +106,7 @@ for name in sorted(m for m in dir(c) if not m.startswith("_")):
     try:
         method = getattr(c, name)
     except nc.NcclInvalid as e:
-        res[name] = ["NcclInvalid", str(e)]
+        res[name] = [type(e).__name__, str(e)]
         continue
     if not callable(method):
         continue
@@ -126,7 +127,7 @@ def test_an_uninitialized_core_communicator_never_reaches_rccl(rccl):
         if name in teardown:
             assert (kind, text) == ("ok", "None"), name  # nothing to tear down
         else:
-            assert kind == "NcclInvalid", (name, kind, text)
+            assert kind == "NCCLNullHandleError", (name, kind, text)  # an NcclInvalid
             assert "initialized" in text, (name, text)
     assert {"allreduce", "alltoall", "alltoallv", "allreduce_with_bias", "send", "nranks"} <= set(out["results"])
     assert out["after"] == out["before"]

@@ -297,6 +297,38 @@ def test_event_from_handle(hip, stub):
         Event.from_handle(0)
 
 
+def test_event_handle_is_0_once_closed(hip, stub):
+    """As in the RCCL fork's shim: a closed Event's handle reads 0 (no RuntimeError); using it
+    for work still raises."""
+    s = Device(0).create_stream()
+    for event in (Device(0).create_event(), s.record()):
+        assert event.handle > 0
+        event.close()
+        assert event.handle == 0
+        event.close()
+        assert event.handle == 0
+        with pytest.raises(RuntimeError, match="the event is closed"):
+            event.sync()
+    s.close()
+
+
+def test_closing_or_dropping_a_borrowed_event_leaves_the_handle_alive(hip, stub):
+    owned = Device(0).create_event()
+    h = owned.handle
+    destroyed = stub.stubHipCalls(b"hipEventDestroy")
+    borrowed = Event.from_handle(h)
+    borrowed.close()
+    assert borrowed.handle == 0 and owned.handle == h
+    again = Event.from_handle(h)
+    del again
+    gc.collect()
+    assert stub.stubHipCalls(b"hipEventDestroy") == destroyed  # neither close nor collection destroyed h
+    owned.sync()  # h still a live event
+    assert owned.is_done is True
+    owned.close()
+    assert stub.stubHipCalls(b"hipEventDestroy") == destroyed + 1 and owned.handle == 0
+
+
 def test_event_elapsed_before_record_is_a_hip_error(hip):
     a = Device(0).create_event(EventOptions(enable_timing=True))
     b = Device(0).create_event(EventOptions(enable_timing=True))

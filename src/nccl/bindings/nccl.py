@@ -51,6 +51,7 @@ from nccl._errors import (  # noqa: F401
     NCCLInternalError,
     NCCLInvalidArgument,
     NCCLInvalidUsage,
+    NCCLNullHandleError,
     NCCLRemoteError,
     NCCLSystemError,
     NCCLTimeout,

@@ -164,6 +164,7 @@ from nccl._errors import (
     NCCLInternalError as NCCLInternalError,
     NCCLInvalidArgument as NCCLInvalidArgument,
     NCCLInvalidUsage as NCCLInvalidUsage,
+    NCCLNullHandleError as NCCLNullHandleError,
     NCCLRemoteError as NCCLRemoteError,
     NCCLSystemError as NCCLSystemError,
     NCCLTimeout as NCCLTimeout,

@@ -4,13 +4,11 @@
 that name (docs/architecture.md#the-cudacore-shim). With the shim, the runtime behind it follows the loaded library's
 flavour: the host backend's virtual devices for ``host``, the HIP runtime for ``rccl``, and "no
 CUDA backing" for ``nccl`` (a real cuda.core is needed there). ``NCCL_LIBRARY=host`` is acted on
-when this module is imported; otherwise the choice is made by the first device call here, which
-loads the library to learn its flavour. The C core calls ``get_cuda_device`` and ``get_num_devices`` from here (src/ext/lazy.c).
+by the shim itself, at its first call; otherwise the choice is made by the first device call here,
+which loads the library to learn its flavour. The C core calls ``get_cuda_device`` and ``get_num_devices`` from here (src/ext/lazy.c).
 """
 
-import ctypes
 import operator
-import os
 import threading
 
 from cuda.core import Device, Stream, system
@@ -25,74 +23,11 @@ _backend_lock = threading.Lock()
 _backend_ready = False
 
 
-class _HostDeviceHooks:
-    """The current device of the host backend's own ncclHostGetDevice/ncclHostSetDevice, so that
-    the shim and the library agree on it (the device ncclCommInitRank* uses). The library is
-    reached on the first call, not when the hooks are made; if it cannot be, a per-thread value
-    of our own is used."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._fns = None
-        self._tls = threading.local()
-
-    def _resolve(self):
-        fns = self._fns
-        if fns is None:
-            with self._lock:
-                fns = self._fns
-                if fns is None:
-                    fns = self._fns = self._open() or ()
-        return fns
-
-    @staticmethod
-    def _open():
-        from nccl.bindings import nccl as _b
-
-        try:
-            path = _b.get_library_path()
-            if not path or _b.get_library_flavour() != "host":
-                return None
-            lib = ctypes.CDLL(path)
-            getter, setter = lib.ncclHostGetDevice, lib.ncclHostSetDevice
-        except (OSError, AttributeError, RuntimeError):
-            return None
-        getter.argtypes, getter.restype = [ctypes.POINTER(ctypes.c_int)], ctypes.c_int
-        setter.argtypes, setter.restype = [ctypes.c_int], ctypes.c_int
-        return getter, setter
-
-    def get_device(self):
-        fns = self._resolve()
-        if not fns:
-            return getattr(self._tls, "device", 0)
-        dev = ctypes.c_int(0)
-        rc = fns[0](ctypes.byref(dev))
-        if rc != 0:
-            raise RuntimeError(f"ncclHostGetDevice failed ({rc})")
-        return dev.value
-
-    def set_device(self, device):
-        fns = self._resolve()
-        if not fns:
-            self._tls.device = int(device)
-            return
-        rc = fns[1](int(device))
-        if rc != 0:
-            raise ValueError(f"ncclHostSetDevice({device}) failed ({rc})")
-
-
-def _host_backend():
-    from nccl._hip_compat.cuda_core_shim import _runtime
-
-    hooks = _HostDeviceHooks()
-    return _runtime.HostBackend(get_device=hooks.get_device, set_device=hooks.set_device)
-
-
 def _select_backend(load):
-    """Points the shim's runtime at the library's flavour. Nothing to do with a real cuda.core, or
-    when the backend was chosen explicitly (``_runtime.set_backend``). Without ``load`` only
-    ``NCCL_LIBRARY=host`` is acted on, since it names the flavour without loading anything.
-    Returns True once the choice is made."""
+    """Points the shim's runtime at the library's flavour. Nothing to do with a real cuda.core,
+    when the backend was chosen explicitly (``_runtime.set_backend``), or under
+    ``NCCL_LIBRARY=host`` (the shim takes the host backend itself). Otherwise the library is
+    loaded to learn its flavour, if ``load``. Returns True once the choice is made."""
     from nccl._hip_compat import is_cuda_core_shim_registered
 
     if not is_cuda_core_shim_registered():
@@ -101,9 +36,8 @@ def _select_backend(load):
 
     if _runtime._backend is not None:
         return True
-    if os.environ.get("NCCL_LIBRARY", "").strip() == "host":
-        _runtime.set_backend(_host_backend())
-        return True
+    if _runtime.names_host_library():
+        return True  # the shim's own first call takes the host backend (docs/architecture.md#what-backs-the-shim)
     if not load:
         return False
     from nccl.bindings import nccl as _b
@@ -113,7 +47,7 @@ def _select_backend(load):
     except RuntimeError:
         flavour = None  # no library: the HIP runtime (or its own error) stays
     if flavour == "host":
-        _runtime.set_backend(_host_backend())
+        _runtime.set_backend(_runtime.library_host_backend())
     elif flavour == "nccl":
         _runtime.set_backend(_runtime.UnbackedCuda())
     return True
@@ -208,7 +142,6 @@ class CudaDeviceContext:
         return False
 
 
-# NCCL_LIBRARY=host names the flavour without loading anything, so cuda.core devices used before
-# any nccl.core call (cuda.core.Device(r).set_current()) are already the host backend's.
+# NCCL_LIBRARY=host names the flavour without loading anything: nothing is left to choose here.
 with _backend_lock:
     _backend_ready = _select_backend(load=False)

@@ -64,8 +64,8 @@ class Event:
 
     @property
     def handle(self):
-        """The hipEvent_t as an int."""
-        return self._live_handle()
+        """The hipEvent_t as an int; 0 once closed (as in the RCCL fork's shim)."""
+        return self._handle
 
     @property
     def device(self):

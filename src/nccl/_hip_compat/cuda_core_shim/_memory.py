@@ -238,34 +238,39 @@ class MemoryResource(abc.ABC):
 
 class _HipMallocResource(MemoryResource):
     """Device memory from hipMalloc/hipFree on one device (the current one when None). With the
-    host-flavour backend it is host memory, and reports itself host-only."""
+    host-flavour backend it is host memory, and reports itself host-only.
 
-    __slots__ = ("_device_id",)
+    The resource keeps the runtime that was current when it was made: its Buffers report the
+    accessibility of the memory they hold, and are freed by the runtime that allocated them, even
+    if the shim's backend changes later (docs/architecture.md#what-backs-the-shim)."""
+
+    __slots__ = ("_device_id", "_hip")
 
     def __init__(self, device_id=None):
         from ._device import Device
 
         self._handle = None
+        self._hip = _runtime.hip()
         self._device_id = Device(device_id).device_id
 
     def allocate(self, size, stream=None):
         size = _positive_size(size)
-        ptr = _runtime.hip().malloc(size, self._device_id)
+        ptr = self._hip.malloc(size, self._device_id)
         return Buffer._init(ptr, size, self)
 
     def deallocate(self, ptr, size, stream=None):
         ptr = non_negative_arg(ptr, "ptr")
         if ptr == 0:
             return
-        _runtime.hip().free(ptr)
+        self._hip.free(ptr)
 
     @property
     def is_device_accessible(self):
-        return not _runtime.host_memory()
+        return not _runtime.host_memory(self._hip)
 
     @property
     def is_host_accessible(self):
-        return _runtime.host_memory()
+        return _runtime.host_memory(self._hip)
 
     @property
     def device_id(self):

@@ -22,25 +22,40 @@ import time
 
 from nccl._errors import NotSupportedError
 
-__all__ = ["hip", "set_backend", "device_count", "host_memory", "HipError", "NotSupportedError",
-           "HostBackend", "UnbackedCuda"]
+__all__ = ["hip", "set_backend", "device_count", "host_memory", "names_host_library", "library_host_backend",
+           "HipError", "NotSupportedError", "HostBackend", "UnbackedCuda"]
 
 _lock = threading.Lock()
 _backend = None  # None: the C module, imported on first use
 _device_count = None  # the device count never changes within a process; cached per backend
 
 
+def names_host_library():
+    """True when ``NCCL_LIBRARY`` names the host backend (``host``): its flavour is then known
+    without loading anything."""
+    return os.environ.get("NCCL_LIBRARY", "").strip() == "host"
+
+
 def hip():
-    """The current backend (the C module unless ``set_backend()`` chose another)."""
+    """The current backend: the one ``set_backend()`` chose; else, under ``NCCL_LIBRARY=host``,
+    the host backend, chosen here on the shim's first call whatever was imported before; else the
+    C module over the HIP runtime."""
+    global _backend
     backend = _backend
     if backend is None:
+        if names_host_library():
+            with _lock:
+                if _backend is None:
+                    _backend = library_host_backend()
+                return _backend
         from .. import _hip as backend
     return backend
 
 
 def set_backend(backend):
-    """Use ``backend`` for every later runtime call (None: the HIP runtime again). Meant to be
-    called once, before the shim is used: objects made earlier keep their old handles."""
+    """Use ``backend`` for every later runtime call (None: the default again, see ``hip()``).
+    Meant to be called once, before the shim is used: objects made earlier keep their old
+    handles, and memory resources (with their Buffers) the backend that made them."""
     global _backend, _device_count
     with _lock:
         _backend = backend
@@ -61,9 +76,10 @@ def device_count():
     return count
 
 
-def host_memory():
-    """True when the backend's "device" memory is host memory (the host flavour)."""
-    return bool(getattr(hip(), "host_memory", False))
+def host_memory(backend=None):
+    """True when the "device" memory of ``backend`` (None: the current one) is host memory (the
+    host flavour)."""
+    return bool(getattr(hip() if backend is None else backend, "host_memory", False))
 
 
 def __getattr__(name):
@@ -229,3 +245,66 @@ class HostBackend:
 
     def pointer_get_attributes(self, ptr):
         return ("host", self.get_device(), 0, ptr, False)
+
+
+class _HostDeviceHooks:
+    """The current device of the host backend's own ncclHostGetDevice/ncclHostSetDevice, so that
+    the shim and the library agree on it (the device ncclCommInitRank* uses). The library is
+    reached on the first call, not when the hooks are made; if it cannot be, a per-thread value
+    of our own is used."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._fns = None
+        self._tls = threading.local()
+
+    def _resolve(self):
+        fns = self._fns
+        if fns is None:
+            with self._lock:
+                fns = self._fns
+                if fns is None:
+                    fns = self._fns = self._open() or ()
+        return fns
+
+    @staticmethod
+    def _open():
+        from nccl.bindings import nccl as _b
+
+        try:
+            path = _b.get_library_path()
+            if not path or _b.get_library_flavour() != "host":
+                return None
+            lib = ctypes.CDLL(path)
+            getter, setter = lib.ncclHostGetDevice, lib.ncclHostSetDevice
+        except (OSError, AttributeError, RuntimeError):
+            return None
+        getter.argtypes, getter.restype = [ctypes.POINTER(ctypes.c_int)], ctypes.c_int
+        setter.argtypes, setter.restype = [ctypes.c_int], ctypes.c_int
+        return getter, setter
+
+    def get_device(self):
+        fns = self._resolve()
+        if not fns:
+            return getattr(self._tls, "device", 0)
+        dev = ctypes.c_int(0)
+        rc = fns[0](ctypes.byref(dev))
+        if rc != 0:
+            raise RuntimeError(f"ncclHostGetDevice failed ({rc})")
+        return dev.value
+
+    def set_device(self, device):
+        fns = self._resolve()
+        if not fns:
+            self._tls.device = int(device)
+            return
+        rc = fns[1](int(device))
+        if rc != 0:
+            raise ValueError(f"ncclHostSetDevice({device}) failed ({rc})")
+
+
+def library_host_backend():
+    """A HostBackend whose current device is the host library's own (ncclHostGetDevice and
+    ncclHostSetDevice, reached on first use)."""
+    hooks = _HostDeviceHooks()
+    return HostBackend(get_device=hooks.get_device, set_device=hooks.set_device)
