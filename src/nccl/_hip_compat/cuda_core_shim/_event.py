@@ -69,6 +69,7 @@ class Event:
 
     @property
     def device(self):
+        """The Device the event was recorded on."""
         from ._device import Device
 
         return Device(self._device_id)

@@ -102,20 +102,24 @@ class Buffer:
 
     @property
     def memory_resource(self):
+        """The MemoryResource that allocated the buffer (None for a borrowed pointer)."""
         return self._mnff.mr
 
     @property
     def is_device_accessible(self):
+        """True if a device can access the memory (a borrowed pointer is assumed device memory)."""
         mr = self._mnff.mr
         return True if mr is None else bool(mr.is_device_accessible)
 
     @property
     def is_host_accessible(self):
+        """True if the host can access the memory (host-backend memory, pinned host memory)."""
         mr = self._mnff.mr
         return False if mr is None else bool(mr.is_host_accessible)
 
     @property
     def device_id(self):
+        """The device the memory belongs to (the current device for a borrowed pointer)."""
         mr = self._mnff.mr
         return _runtime.hip().get_device() if mr is None else mr.device_id
 
