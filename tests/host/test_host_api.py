@@ -67,7 +67,7 @@ def test_refused_list_matches_the_refusing_code():
     calls = set(re.findall(r'host_refuse\("(\w+)"\)', API_C.read_text()))
     listed = result("result = L.ncclHostRefusedEntryPoints().decode().split()")
     assert sorted(listed) == sorted(set(listed)) and set(listed) == calls
-    assert len(listed) == 22
+    assert len(listed) == 14
 
 
 def test_every_refused_entry_point_refuses_by_name():
@@ -277,7 +277,7 @@ def test_properties_in_the_2_32_layout():
     """)
     for rank, (rc, head, comm_hash, gin, support, rtsize, cft, beyond) in enumerate(r):
         assert rc == 0
-        assert head == [rank, 2, rank, rank, 0, 0, 0, 1, 0, 0]
+        assert head == [rank, 2, rank, rank, 0, 0, 0, 1, 1, 0]  # hostRmaSupport: windows and one-sided ops
         assert gin == [0, 0] and support == "00" * 64 and rtsize == 0 and cft == "000000"
         assert beyond == "a5" * 8  # nothing written past the 152 bytes
     assert r[0][2] == r[1][2] != 0  # the same commHash on every rank

@@ -71,6 +71,8 @@ def puts_then_wait(ctx):
     one peer and one wait counting them all. Then peer pointers (load/store) and user pointers."""
     k = Checker(ctx)
     c, n, me = k.comm, k.size, k.rank
+    if c.host_rma_support is not True:
+        k.fail(f"host_rma_support is {c.host_rma_support!r}")
     count = 5
     buf, win_arr = alloc(n * count * 8)
     win_arr[:] = -1
