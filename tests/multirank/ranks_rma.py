@@ -334,3 +334,35 @@ def abort_during_wait(ctx):
     else:
         k.raises("wait on an aborted peer", b.NCCLRemoteError, "rank 0", c.wait_signal, WaitSignalDesc(0))
     return k.result()
+
+
+def wait_deadline(ctx):
+    """NCCL_HOST_TIMEOUT=1: rank 0 waits for a signal rank 1 never sends (rank 1 stays alive):
+    ncclTimeout naming rank 1 and what was awaited."""
+    k = Checker(ctx)
+    c, me = k.comm, k.rank
+    c.allreduce(np.zeros(1), np.zeros(1), b.RedOp.Sum)
+    if me == 0:
+        k.raises("wait past the deadline", b.NCCLTimeout, "waiting for rank 1 (its ncclPutSignal/ncclSignal)",
+                 c.wait_signal, WaitSignalDesc(1))
+    else:
+        time.sleep(3)
+    return k.result()
+
+
+def senders_leave(ctx):
+    """Every rank but 0 puts into rank 0's window and leaves at once (destroy): rank 0's later
+    wait still counts their signals and sees their data."""
+    k = Checker(ctx)
+    c, n, me = k.comm, k.size, k.rank
+    buf, arr = alloc(8 * n)
+    arr[:] = 0
+    win = c.register_window(buf)
+    _KEEP.append(win)  # destroyed with its communicator: the ranks leave at different times
+    if me != 0:
+        c.put_signal(np.full(1, 10.0 + me), 0, win, me)
+        return k.result()
+    time.sleep(1)
+    c.wait_signal([WaitSignalDesc(p) for p in range(1, n)])
+    k.equal("data of ranks that left", arr[1:], 10.0 + np.arange(1, n))
+    return k.result()

@@ -59,3 +59,14 @@ def test_peer_killed_during_wait(run_ranks, nranks):
 @pytest.mark.parametrize("nranks", [2, 3])
 def test_abort_during_wait(run_ranks, nranks):
     _check(run_ranks(nranks, "ranks_rma:abort_during_wait", timeout=90))
+
+
+@pytest.mark.timeout(120)
+def test_wait_obeys_the_deadline(run_ranks):
+    _check(run_ranks(2, "ranks_rma:wait_deadline", timeout=90, env={"NCCL_HOST_TIMEOUT": "1"}))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("nranks", [2, 4])
+def test_signals_of_ranks_that_left_still_count(run_ranks, nranks):
+    _check(run_ranks(nranks, "ranks_rma:senders_leave", timeout=90))
