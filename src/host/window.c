@@ -193,36 +193,58 @@ static ncclResult_t agree(host_comm *c, win_rec *mine, win_rec *all, ncclResult_
     return ncclSuccess;
 }
 
+/* When op's range lies inside one ncclMemAlloc block: a duplicate of the block's descriptor in
+ * *myfd and a listener on a random abstract name in *lfd, announced in mine. */
+static ncclResult_t offer_block(host_comm *c, const host_opd *op, win_rec *mine, int *lfd, int *myfd)
+{
+    size_t off = 0;
+    uint64_t rnd;
+    ncclResult_t rc;
+    if (c->nranks == 1 || !host_mem_lookup(op->recvbuff, op->count, myfd, &off))
+        return ncclSuccess;
+    mine->off = off;
+    if (HOST_FAILED(rc = host_random_bytes(&rnd, sizeof rnd)))
+        return rc;
+    snprintf(mine->name, sizeof mine->name, "nccl-host-win-%d-%016llx", (int)getpid(), (unsigned long long)rnd);
+    if (HOST_FAILED(rc = host_uds_listen(mine->name, c->nranks < 1024 ? c->nranks : 1024, lfd)))
+        return rc;
+    mine->mappable = 1;
+    return ncclSuccess;
+}
+
+/* Links a registered window into its communicator's list and the registry. */
+static void win_publish(host_comm *c, host_win *w)
+{
+    pthread_mutex_lock(&c->lock);
+    w->next = c->wins;
+    c->wins = w;
+    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_lock(&wins_lock);
+    w->gnext = wins;
+    wins = w;
+    pthread_mutex_unlock(&wins_lock);
+}
+
 static ncclResult_t run_register(host_comm *c, host_opd *op)
 {
     int n = c->nranks, lfd = -1, myfd = -1;
     win_rec mine, *all = calloc((size_t)n, sizeof *all);
     host_win *w = calloc(1, sizeof *w);
-    ncclResult_t rc = ncclSuccess;
-    size_t off = 0;
+    ncclResult_t rc;
     memset(&mine, 0, sizeof mine);
     mine.serial = c->win_serial + 1;
+    mine.size = op->count;
+    c->win_serial = mine.serial; /* every rank consumes the number, registered or not */
     if (w != NULL)
         w->part = calloc((size_t)n, sizeof *w->part);
     if (all == NULL || w == NULL || w->part == NULL) {
-        rc = host_fail(ncclSystemError, "ncclCommWindowRegister: out of memory");
-        goto fail; /* the peers learn it at their deadline */
+        rc = host_fail(ncclSystemError, "ncclCommWindowRegister: out of memory"); /* peers: their deadline */
+        goto exit;
     }
-    mine.size = op->count;
-    if (n > 1 && host_mem_lookup(op->recvbuff, op->count, &myfd, &off)) {
-        uint64_t rnd;
-        mine.off = off;
-        if (HOST_FAILED(rc = host_random_bytes(&rnd, sizeof rnd)))
-            goto local_done;
-        snprintf(mine.name, sizeof mine.name, "nccl-host-win-%d-%016llx", (int)getpid(), (unsigned long long)rnd);
-        if (HOST_FAILED(rc = host_uds_listen(mine.name, n < 1024 ? n : 1024, &lfd)))
-            goto local_done;
-        mine.mappable = 1;
-    }
-local_done:
+    rc = offer_block(c, op, &mine, &lfd, &myfd);
     /* Everyone takes part in both rounds even after a local failure, so nobody waits in vain. */
     if (HOST_FAILED(rc = agree(c, &mine, all, rc, "ncclCommWindowRegister")))
-        goto fail;
+        goto exit;
     w->comm = c;
     w->serial = mine.serial;
     w->buff = op->recvbuff;
@@ -234,27 +256,15 @@ local_done:
     rc = exchange_fds(c, w, all, lfd, myfd);
     host_sock_close(&lfd);
     if (HOST_FAILED(rc = agree(c, &mine, all, rc, "ncclCommWindowRegister")))
-        goto fail;
-    c->win_serial = mine.serial;
-    pthread_mutex_lock(&c->lock);
-    w->next = c->wins;
-    c->wins = w;
-    pthread_mutex_unlock(&c->lock);
-    pthread_mutex_lock(&wins_lock);
-    w->gnext = wins;
-    wins = w;
-    pthread_mutex_unlock(&wins_lock);
+        goto exit;
+    win_publish(c, w);
     if (op->winp != NULL)
         *op->winp = (ncclWindow_t)w;
     HOST_INFO(HOST_SUB_ALLOC, "%s rank %d: window %llu registered: %zu bytes at %p%s", c->name, c->rank,
               (unsigned long long)w->serial, w->size, w->buff, mine.mappable ? "" : " (not ncclMemAlloc memory: "
               "peers cannot map it)");
-    free(all);
-    if (myfd >= 0)
-        close(myfd);
-    return ncclSuccess;
-fail:
-    c->win_serial = mine.serial; /* every rank consumed the number, registered or not */
+    w = NULL;
+exit:
     host_sock_close(&lfd);
     if (myfd >= 0)
         close(myfd);
