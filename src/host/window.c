@@ -91,13 +91,14 @@ static ncclResult_t exchange_fds(host_comm *c, host_win *w, const win_rec *recs,
     int64_t deadline = host_deadline_after(host_params()->timeout_ns);
     int *sock = malloc(sizeof(int) * (size_t)n);
     struct pollfd *pfd = malloc(sizeof *pfd * (size_t)(n + 2));
-    ncclResult_t rc = ncclSuccess;
+    ncclResult_t rc = ncclSuccess, refused = ncclSuccess;
     if (sock == NULL || pfd == NULL) {
         rc = host_fail(ncclSystemError, "ncclCommWindowRegister: out of memory");
         goto exit;
     }
-    for (int j = 0; j < n; j++) {
+    for (int j = 0; j < n; j++)
         sock[j] = -1;
+    for (int j = 0; j < n; j++) {
         if (j == me || !recs[j].mappable)
             continue;
         need++;
@@ -140,6 +141,7 @@ static ncclResult_t exchange_fds(host_comm *c, host_win *w, const win_rec *recs,
             }
         for (int j = 0; j < n; j++) {
             int fd = -1;
+            ncclResult_t mr;
             if (sock[j] < 0 || !pfd[j + 2].revents)
                 continue;
             if (host_uds_recv_fd(sock[j], deadline, c->wake_fd, &fd) != HOST_IO_OK || fd < 0) {
@@ -148,13 +150,16 @@ static ncclResult_t exchange_fds(host_comm *c, host_win *w, const win_rec *recs,
                 goto exit;
             }
             host_sock_close(&sock[j]);
-            rc = map_part(c, &w->part[j], fd, &recs[j], j);
+            /* A part we refuse fails the registration, but only after the loop: the peers still
+             * wait for us to fetch theirs, and would otherwise wait until their deadline. */
+            mr = map_part(c, &w->part[j], fd, &recs[j], j);
             close(fd);
-            if (rc != ncclSuccess)
-                goto exit;
+            if (mr != ncclSuccess && refused == ncclSuccess)
+                refused = mr;
             got++;
         }
     }
+    rc = refused;
 exit:
     for (int j = 0; sock != NULL && j < n; j++)
         host_sock_close(&sock[j]);
