@@ -28,7 +28,8 @@
  *   rma.c        one-sided ops: ncclPutSignal, ncclSignal, ncclWaitSignal over windows and signals
  *   api.c        the exported entry points
  *
- * Lock order (outer first): host_handles_lock -> monitor registry lock -> comm->lock.
+ * Lock order (outer first): host_handles_lock -> monitor registry lock -> comm->lock; window.c's
+ * registry lock -> comm->lock.
  * No lock is ever held while waiting for another rank. */
 #ifndef NCCL_HOST_H
 #define NCCL_HOST_H

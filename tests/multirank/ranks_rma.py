@@ -182,7 +182,20 @@ def group_windows(ctx):
         w1.close()
         w2.close()
     b.comm_window_deregister(ctx.comm, box.ptr)
-    for bb in (b1, b2, b3):
+    # a registration and a collective on the same buffer in one group (the registration runs first)
+    b4, a4 = alloc(64)
+    a4[:] = me + 1
+    with core.group():
+        w4 = c.register_window(b4)
+        c.allreduce(a4, a4, b.RedOp.Sum)
+    k.equal("allreduce grouped with the registration", a4, np.full(8, n * (n + 1) / 2))
+    c.allreduce(np.zeros(1), np.zeros(1), b.RedOp.Sum)  # every rank's allreduce wrote its output
+    c.put_signal(np.full(1, -1.0), nxt, w4, 7)
+    c.wait_signal(WaitSignalDesc(prev))
+    k.equal("put into the window registered with the allreduce", a4[7], -1.0)
+    c.allreduce(np.zeros(1), np.zeros(1), b.RedOp.Sum)
+    w4.close()
+    for bb in (b1, b2, b3, b4):
         core.mem_free(bb)
     return k.result()
 
