@@ -381,3 +381,17 @@ def senders_leave(ctx):
     c.wait_signal([WaitSignalDesc(p) for p in range(1, n)])
     k.equal("data of ranks that left", arr[1:], 10.0 + np.arange(1, n))
     return k.result()
+
+
+def register_then_peer_dies(ctx):
+    """The last rank is killed (SIGKILL) instead of registering: the others' registration fails
+    with ncclRemoteError naming it, well before the deadline."""
+    k = Checker(ctx)
+    c, n, me = k.comm, k.size, k.rank
+    c.allreduce(np.zeros(1), np.zeros(1), b.RedOp.Sum)
+    if me == n - 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    buf, _ = alloc(4096)
+    e = k.raises("registration with a dead peer", b.NCCLRemoteError, "", c.register_window, buf)
+    ctx.extra["error"] = str(e)
+    return k.result()

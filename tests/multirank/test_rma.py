@@ -70,3 +70,13 @@ def test_wait_obeys_the_deadline(run_ranks):
 @pytest.mark.parametrize("nranks", [2, 4])
 def test_signals_of_ranks_that_left_still_count(run_ranks, nranks):
     _check(run_ranks(nranks, "ranks_rma:senders_leave", timeout=90))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_peer_killed_during_registration(run_ranks, nranks):
+    results = _check(run_ranks(nranks, "ranks_rma:register_then_peer_dies", timeout=90,
+                               expect_death=(nranks - 1,)))
+    # each survivor names a peer it lost: the killed rank, or a survivor that failed and left first
+    for r in results[:-1]:
+        assert f"peer rank {nranks - 1}" in r.extra["error"] or "left the communicator" in r.extra["error"], r.extra
