@@ -395,3 +395,43 @@ def register_then_peer_dies(ctx):
     e = k.raises("registration with a dead peer", b.NCCLRemoteError, "", c.register_window, buf)
     ctx.extra["error"] = str(e)
     return k.result()
+
+
+def nonblocking(ctx):
+    """A nonblocking communicator (config.blocking = 0): the registration, the put and the wait
+    each return success or ncclInProgress; polling ncclCommGetAsyncError to success then shows
+    the handle, and the data."""
+    k = Checker(ctx)
+    n, me = ctx.size, ctx.rank
+    cfg = b.Config()
+    cfg.blocking = 0
+    box = b.PointerBox()
+    b.comm_init_rank_config(box.address, n, ctx.uid, me, cfg.ptr)
+    comm = box.ptr
+
+    def settle():
+        deadline = time.monotonic() + 20
+        while int(b.comm_get_async_error(comm)) == int(b.Result.InProgress) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        return int(b.comm_get_async_error(comm))
+
+    settle()
+    buf, arr = alloc(64)
+    arr[:] = 0
+    wbox = b.PointerBox()
+    b.comm_window_register(comm, arr.ctypes.data, 64, wbox.address, 0)
+    if settle() != 0 or wbox.ptr == 0:
+        k.fail(f"registration: state {settle()}, handle {wbox.ptr:#x}")
+    v = np.full(2, 3.0 + me)
+    b.put_signal(v.ctypes.data, 2, F64, (me + 1) % n, wbox.ptr, 16, 0, 0, 0, comm, 0)
+    settle()
+    desc = np.array([1, (me - 1) % n, 0, 0], np.int32)
+    b.wait_signal(1, desc.ctypes.data, comm, 0)
+    if settle() != 0:
+        k.fail(f"wait: state {settle()}")
+    k.equal("nonblocking put", arr[:5], [0, 0, 3.0 + (me - 1) % n, 3.0 + (me - 1) % n, 0])
+    b.comm_window_deregister(comm, wbox.ptr)
+    settle()
+    b.comm_destroy(comm)
+    core.mem_free(buf)
+    return k.result()

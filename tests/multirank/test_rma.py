@@ -80,3 +80,9 @@ def test_peer_killed_during_registration(run_ranks, nranks):
     # each survivor names a peer it lost: the killed rank, or a survivor that failed and left first
     for r in results[:-1]:
         assert f"peer rank {nranks - 1}" in r.extra["error"] or "left the communicator" in r.extra["error"], r.extra
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_nonblocking_communicator(run_ranks, nranks):
+    _check(run_ranks(nranks, "ranks_rma:nonblocking", timeout=90, init=False))
