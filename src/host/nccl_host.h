@@ -832,6 +832,8 @@ typedef struct {
     const char *what;    /* "collective step", "send", ... */
     const char *opname;
     int nmissing;
+    int liveness_checked; /* the op checks peer's liveness itself, re-reading what it waits for
+                           * after seeing the peer gone (a peer may deliver, then leave) */
 } host_blocked;
 
 /* coll.c: a collective in progress */

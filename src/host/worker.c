@@ -327,7 +327,7 @@ static ncclResult_t stuck_check(host_comm *c, host_task *t, int coll_pending, co
     if (coll_pending && any_peer_gone(c, &who))
         return host_fail(ncclRemoteError, "%s rank %d: %s needs rank %d, which %s", c->name, c->rank,
                          b->opname ? b->opname : "collective", who, gone_how(c, who));
-    if (b->peer >= 0 && b->peer != c->rank && peer_gone(c, b->peer))
+    if (b->peer >= 0 && b->peer != c->rank && !b->liveness_checked && peer_gone(c, b->peer))
         return host_fail(ncclRemoteError, "%s rank %d: %s needs rank %d, which %s", c->name, c->rank,
                          b->opname ? b->opname : "operation", b->peer, gone_how(c, b->peer));
     return ncclSuccess;
