@@ -962,6 +962,7 @@ ncclResult_t host_signal(int peer, int sigIdx, int ctx, unsigned flags, ncclComm
 ncclResult_t host_wait_signal(int nDesc, const ncclWaitSignalDesc_t *descs, ncclComm_t comm);
 /* At the call: a WaitSignal's descriptors checked and summed per peer into op->v. */
 ncclResult_t host_rma_descs(host_comm *c, host_opd *op);
+/* Argument checks of the one-sided and window ops, on the calling thread (group.c's validate). */
 ncclResult_t host_rma_validate(host_comm *c, host_opd *op);
 /* Advances a PUT/SIGNAL/WAITSIG op; puts and signals finish at once, waits when satisfied. */
 ncclResult_t host_rma_progress(host_comm *c, host_opd *op, int *progress, int *done, host_blocked *b);
