@@ -13,10 +13,9 @@
  * ncclHostRefusedEntryPoints exports so that `python -m nccl doctor` lists them apart from
  * symbols a library lacks; tests/host/test_host_api.py keeps the list and the calls in step. */
 static const char host_refused[] =
-    "ncclCommWindowRegister ncclCommWindowDeregister ncclWinGetUserPtr "
-    "ncclPutSignal ncclSignal ncclWaitSignal ncclDevCommCreate ncclDevCommDestroy "
-    "ncclGetLsaMultimemDevicePointer ncclGetMultimemDevicePointer ncclGetLsaDevicePointer "
-    "ncclGetPeerDevicePointer ncclGetMultimemDeviceLeInfo ncclGetCftDeviceLeInfo ncclGetPeerDeviceLeInfo "
+    "ncclDevCommCreate ncclDevCommDestroy "
+    "ncclGetLsaMultimemDevicePointer ncclGetMultimemDevicePointer "
+    "ncclGetMultimemDeviceLeInfo ncclGetCftDeviceLeInfo ncclGetPeerDeviceLeInfo "
     "ncclTeamCft ncclTeamCftMultimem ncclLsaBarrierCreateRequirement ncclGinBarrierCreateRequirement "
     "ncclLLA2ACreateRequirement";
 
@@ -253,28 +252,17 @@ ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle)
 
 ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int winFlags)
 {
-    (void)comm;
-    (void)buff;
-    (void)size;
-    (void)winFlags;
-    if (win != NULL)
-        *win = NULL;
-    return host_refuse("ncclCommWindowRegister");
+    return host_win_register(comm, buff, size, win, winFlags);
 }
 
 ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
 {
-    (void)comm;
-    (void)win;
-    return host_refuse("ncclCommWindowDeregister");
+    return host_win_deregister(comm, win);
 }
 
 ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void **outUserPtr)
 {
-    (void)comm;
-    (void)win;
-    (void)outUserPtr;
-    return host_refuse("ncclWinGetUserPtr");
+    return host_win_user_ptr(comm, win, outUserPtr);
 }
 
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype,
@@ -374,27 +362,20 @@ ncclResult_t ncclPutSignal(const void *localbuff, size_t count, ncclDataType_t d
                            ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx, unsigned int flags,
                            ncclComm_t comm, cudaStream_t stream)
 {
-    (void)localbuff, (void)count, (void)datatype, (void)peer, (void)peerWin, (void)peerWinOffset;
-    (void)sigIdx, (void)ctx, (void)flags, (void)comm, (void)stream;
-    ncclResult_t rc = host_refuse("ncclPutSignal");
-    host_group_record(rc);
-    return rc;
+    (void)stream;
+    return host_put_signal(localbuff, count, datatype, peer, peerWin, peerWinOffset, sigIdx, ctx, flags, comm);
 }
 
 ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm, cudaStream_t stream)
 {
-    (void)peer, (void)sigIdx, (void)ctx, (void)flags, (void)comm, (void)stream;
-    ncclResult_t rc = host_refuse("ncclSignal");
-    host_group_record(rc);
-    return rc;
+    (void)stream;
+    return host_signal(peer, sigIdx, ctx, flags, comm);
 }
 
 ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t *signalDescs, ncclComm_t comm, cudaStream_t stream)
 {
-    (void)nDesc, (void)signalDescs, (void)comm, (void)stream;
-    ncclResult_t rc = host_refuse("ncclWaitSignal");
-    host_group_record(rc);
-    return rc;
+    (void)stream;
+    return host_wait_signal(nDesc, signalDescs, comm);
 }
 
 ncclResult_t ncclGroupStart(void)
@@ -760,14 +741,13 @@ ncclResult_t ncclGetMultimemDevicePointer(ncclWindow_t window, size_t offset, nc
 
 ncclResult_t ncclGetLsaDevicePointer(ncclWindow_t window, size_t offset, int lsaRank, void **outPtr)
 {
-    (void)window, (void)offset, (void)lsaRank, (void)outPtr;
-    return host_refuse("ncclGetLsaDevicePointer");
+    /* One LSA team, the world: an LSA rank is a rank. */
+    return host_win_peer_ptr(window, offset, lsaRank, outPtr, "ncclGetLsaDevicePointer");
 }
 
 ncclResult_t ncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer, void **outPtr)
 {
-    (void)window, (void)offset, (void)peer, (void)outPtr;
-    return host_refuse("ncclGetPeerDevicePointer");
+    return host_win_peer_ptr(window, offset, peer, outPtr, "ncclGetPeerDevicePointer");
 }
 
 ncclResult_t ncclGetMultimemDeviceLeInfo(ncclWindow_t window, size_t offset, ncclCftLeId_t *leId, size_t *leOffset)

@@ -92,6 +92,7 @@ void host_comm_free(host_comm *c)
         return;
     host_redop_free_all(c);
     host_reg_free_all(c);
+    host_win_free_all(c);
     while (c->mail != NULL) {
         host_mail *m = c->mail;
         c->mail = m->next;
@@ -870,6 +871,7 @@ ncclResult_t host_query_properties(ncclComm_t comm, ncclCommProperties_t *props)
     p.ginType = ncclGinTypeNone;
     p.nLsaTeams = 1;
     p.railedGinType = ncclGinTypeNone;
+    p.hostRmaSupport = 1; /* windows, ncclPutSignal/ncclSignal/ncclWaitSignal (window.c, rma.c) */
     p.commHash = host_hash64(c->token, sizeof c->token, 0);
     p.ginMinStride = 0;
     p.ginConnectionType = ncclGinConnectionNone;

@@ -73,7 +73,7 @@ static void item_free(host_gitem *it)
     free(it);
 }
 
-static host_opd *opd_dup(const host_opd *op, int nranks)
+static host_opd *opd_dup(const host_opd *op)
 {
     host_opd *o = malloc(sizeof *o);
     if (o == NULL)
@@ -82,12 +82,12 @@ static host_opd *opd_dup(const host_opd *op, int nranks)
     o->next = NULL;
     o->v = NULL;
     if (op->v != NULL) {
-        o->v = malloc(sizeof(size_t) * 4 * (size_t)nranks);
+        o->v = malloc(sizeof(size_t) * op->nv);
         if (o->v == NULL) {
             free(o);
             return NULL;
         }
-        memcpy(o->v, op->v, sizeof(size_t) * 4 * (size_t)nranks);
+        memcpy(o->v, op->v, sizeof(size_t) * op->nv);
     }
     return o;
 }
@@ -199,6 +199,8 @@ static ncclResult_t validate(host_comm *c, host_opd *op)
                  op->kind == HOST_K_SCATTER;
     int p2p = op->kind == HOST_K_SEND || op->kind == HOST_K_RECV;
     int checks = host_params()->checks;
+    if (host_kind_is_rma(op->kind) || host_kind_is_win(op->kind))
+        return host_rma_validate(c, op);
     if ((int)op->datatype < 0 || (int)op->datatype >= ncclNumTypes)
         return host_fail(ncclInvalidArgument, "%s: invalid datatype %d", op->name, (int)op->datatype);
     es = host_type_size(op->datatype);
@@ -285,7 +287,7 @@ static ncclResult_t group_queue(host_comm *c, ncclComm_t comm, const host_opd *o
         return rc;
     it = calloc(1, sizeof *it);
     if (it != NULL)
-        it->op = opd_dup(op, c->nranks);
+        it->op = opd_dup(op);
     if (it == NULL || it->op == NULL) {
         free(it);
         return host_fail(ncclSystemError, "%s: out of memory queueing the operation", op->name);
@@ -326,7 +328,7 @@ static ncclResult_t run_now(host_comm *c, const host_opd *op)
     }
     t = calloc(1, sizeof *t);
     if (t != NULL)
-        t->ops = opd_dup(op, c->nranks);
+        t->ops = opd_dup(op);
     if (t == NULL || t->ops == NULL) {
         free(t);
         rc = host_fail(ncclSystemError, "%s: out of memory", op->name);
@@ -367,9 +369,12 @@ static ncclResult_t coll_call(host_opd *op, ncclComm_t comm)
             rc = host_fail(ncclSystemError, "%s: out of memory", op->name);
             goto exit;
         }
+        op->nv = 4 * n;
         for (int i = 0; i < 4; i++)
             memcpy(op->v + (size_t)i * n, op->uv[i], sizeof(size_t) * n);
     }
+    if (op->kind == HOST_K_WAITSIG && HOST_FAILED(rc = host_rma_descs(c, op)))
+        goto exit;
     if (HOST_FAILED(rc = validate(c, op)))
         goto exit;
     if (G.depth > 0)
@@ -755,6 +760,11 @@ const char *host_kind_name(host_kind k)
     case HOST_K_ALLREDUCE_BIAS: return "ncclAllReduceWithBias";
     case HOST_K_SEND: return "ncclSend";
     case HOST_K_RECV: return "ncclRecv";
+    case HOST_K_PUT: return "ncclPutSignal";
+    case HOST_K_SIGNAL: return "ncclSignal";
+    case HOST_K_WAITSIG: return "ncclWaitSignal";
+    case HOST_K_WINREG: return "ncclCommWindowRegister";
+    case HOST_K_WINDEREG: return "ncclCommWindowDeregister";
     default: return "unknown";
     }
 }

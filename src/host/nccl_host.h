@@ -24,10 +24,13 @@
  *   p2p.c        send/recv over per-pair rings in the segment (large messages: single copy)
  *   group.c      thread-local group state and the entry path of every communication call
  *   redop.c      ncclRedOpCreatePreMulSum / ncclRedOpDestroy
- *   mem.c        ncclMemAlloc/Free, ncclCommRegister/Deregister
+ *   mem.c        ncclMemAlloc/Free (one sealed memfd per block, mappable by peers), ncclCommRegister
+ *   window.c     windows: collective registration (peers' blocks mapped), user and peer pointers
+ *   rma.c        one-sided ops: ncclPutSignal, ncclSignal, ncclWaitSignal over windows and signals
  *   api.c        the exported entry points
  *
- * Lock order (outer first): host_handles_lock -> monitor registry lock -> comm->lock.
+ * Lock order (outer first): host_handles_lock -> monitor registry lock -> comm->lock; window.c's
+ * registry lock -> comm->lock.
  * No lock is ever held while waiting for another rank. */
 #ifndef NCCL_HOST_H
 #define NCCL_HOST_H
@@ -66,7 +69,7 @@ ncclResult_t host_refuse(const char *fn);
 #define HOST_LIB_VERSION_NUM 100      /* compared in the bootstrap handshake */
 #define HOST_PROTO_VERSION 2          /* wire protocol of the bootstrap and the mesh */
 #define HOST_ID_LAYOUT 1              /* unique id layout version (docs/host-backend.md#unique-ids-and-bootstrap) */
-#define HOST_SEG_LAYOUT 4             /* shared segment layout version (4: first causes) */
+#define HOST_SEG_LAYOUT 5             /* shared segment layout version (4: first causes; 5: signal counters) */
 #define HOST_TOKEN_BYTES 16
 #define HOST_SECRET_BYTES 16
 #define HOST_MAX_RANKS 4096
@@ -429,6 +432,7 @@ typedef struct {
     uint64_t buf_bytes, buf_stride;  /* data bytes of one step buffer; header + data, aligned */
     uint64_t ring_stride;
     uint64_t off_ranks, off_slots, off_rings;
+    uint64_t off_signals;            /* n x n signal counters (rma.c) */
     uint64_t total_bytes;
     uint8_t token[HOST_TOKEN_BYTES]; /* proves the attacher opened the right object */
     _Atomic uint32_t error_code;     /* first cross-rank failure (mismatch), 0 = none */
@@ -511,6 +515,12 @@ static inline unsigned char *host_seg_ring_data(const host_seg *s, int src, int 
 {
     return (unsigned char *)host_seg_ring(s, src, dst) + sizeof(host_ring_hdr);
 }
+/* The count of ncclPutSignal/ncclSignal operations src has completed towards dst: written by
+ * src only (release), read by dst (acquire). */
+static inline _Atomic uint64_t *host_seg_signal(const host_seg *s, int dst, int src)
+{
+    return (_Atomic uint64_t *)((char *)s->base + s->hdr->off_signals) + (size_t)dst * (size_t)s->nranks + src;
+}
 
 /* ------------------------------------------------------------------------------------------ */
 /* Communicators                                                                               */
@@ -529,8 +539,25 @@ typedef enum {
     HOST_K_ALLTOALLV,
     HOST_K_ALLREDUCE_BIAS,
     HOST_K_SEND,
-    HOST_K_RECV
+    HOST_K_RECV,
+    HOST_K_PUT,            /* one-sided (rma.c): they run in program order among themselves */
+    HOST_K_SIGNAL,
+    HOST_K_WAITSIG,
+    HOST_K_WINREG,         /* window (de)registration (window.c): run first, in order */
+    HOST_K_WINDEREG
 } host_kind;
+static inline int host_kind_is_coll(host_kind k)
+{
+    return k <= HOST_K_ALLREDUCE_BIAS;
+}
+static inline int host_kind_is_rma(host_kind k)
+{
+    return k == HOST_K_PUT || k == HOST_K_SIGNAL || k == HOST_K_WAITSIG;
+}
+static inline int host_kind_is_win(host_kind k)
+{
+    return k == HOST_K_WINREG || k == HOST_K_WINDEREG;
+}
 
 typedef struct host_opd {
     host_kind kind;
@@ -545,8 +572,17 @@ typedef struct host_opd {
     uint8_t scalar[8];         /* PreMulSum host-immediate scalar */
     const void *scalar_ptr;    /* PreMulSum device-residence scalar, read at execution */
     const void *acc;           /* AllReduceWithBias */
-    size_t *v;                 /* AllToAllv: sendcounts, sdispls, recvcounts, rdispls (4*n), owned */
+    size_t *v;                 /* AllToAllv: sendcounts, sdispls, recvcounts, rdispls (4*n); WaitSignal:
+                                * signals wanted per peer (n); owned */
+    size_t nv;                 /* entries of v */
     const size_t *uv[4];       /* AllToAllv: the caller's arrays, copied into v at the call */
+    struct host_win *win;      /* Put: the window; WinDereg: the window; WinReg: NULL */
+    ncclWindow_t *winp;        /* WinReg: where the handle goes when the registration completes */
+    size_t offset;             /* Put: byte offset into the peer's part of the window */
+    int flags;                 /* WinReg: winFlags */
+    int started;               /* WaitSignal: v holds absolute targets */
+    const ncclWaitSignalDesc_t *descs; /* WaitSignal: the caller's array, summed into v at the call */
+    int ndesc;
     struct host_opd *next;
 } host_opd;
 
@@ -702,6 +738,9 @@ typedef struct host_comm {
 
     host_userop *userops;        /* guarded by lock */
     host_reg *regs;              /* guarded by lock */
+    struct host_win *wins;       /* registered windows (window.c); guarded by lock */
+    uint64_t win_serial;         /* windows registered so far: the same on every rank */
+    uint64_t *sig_seen;          /* per peer: signals consumed by ncclWaitSignal (rma.c), lazily */
 } host_comm;
 
 /* handle.c */
@@ -843,6 +882,8 @@ typedef struct {
     const char *what;    /* "collective step", "send", ... */
     const char *opname;
     int nmissing;
+    int liveness_checked; /* the op checks peer's liveness itself, re-reading what it waits for
+                           * after seeing the peer gone (a peer may deliver, then leave) */
 } host_blocked;
 
 /* coll.c: a collective in progress */
@@ -929,11 +970,54 @@ ncclResult_t host_redop_resolve(host_comm *c, ncclRedOp_t op, ncclDataType_t dt,
 void host_redop_free_all(host_comm *c);
 
 /* mem.c */
+/* Whether [buff, buff+size) lies inside one ncclMemAlloc block: then *fd is a duplicate of the
+ * block's memfd (the caller closes it) and *off the range's offset in it. */
+int host_mem_lookup(const void *buff, size_t size, int *fd, size_t *off);
 ncclResult_t host_mem_alloc(void **ptr, size_t size);
 ncclResult_t host_mem_free(void *ptr);
 ncclResult_t host_register(ncclComm_t comm, void *buff, size_t size, void **handle);
 ncclResult_t host_deregister(ncclComm_t comm, void *handle);
 void host_reg_free_all(host_comm *c);
+
+/* window.c (docs/host-backend.md#windows-and-one-sided-operations) */
+typedef struct {
+    unsigned char *base;         /* this rank's address of rank j's part (NULL: not mappable) */
+    size_t size;                 /* bytes rank j registered */
+    void *map;                   /* our mapping of rank j's block (munmap), NULL for self */
+    size_t map_len;
+} host_win_part;
+typedef struct host_win {
+    host_comm *comm;
+    uint64_t serial;             /* registration number on the communicator */
+    void *buff;                  /* the user pointer */
+    size_t size;
+    int flags;
+    host_win_part *part;         /* per rank */
+    struct host_win *next;       /* the communicator's list */
+    struct host_win *gnext;      /* the process-wide registry */
+} host_win;
+ncclResult_t host_win_register(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int flags);
+ncclResult_t host_win_deregister(ncclComm_t comm, ncclWindow_t win);
+ncclResult_t host_win_user_ptr(ncclComm_t comm, ncclWindow_t win, void **out);
+ncclResult_t host_win_peer_ptr(ncclWindow_t win, size_t offset, int peer, void **out, const char *fn);
+/* The window w if it is registered on c (c->lock held or the task thread), else NULL. */
+host_win *host_win_find(host_comm *c, const void *w);
+/* Runs a WINREG/WINDEREG op on the task thread: collective over the control mesh. */
+ncclResult_t host_win_run(host_comm *c, host_opd *op);
+void host_win_free_all(host_comm *c);
+
+/* rma.c */
+ncclResult_t host_put_signal(const void *localbuff, size_t count, ncclDataType_t datatype, int peer,
+                             ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx, unsigned flags,
+                             ncclComm_t comm);
+ncclResult_t host_signal(int peer, int sigIdx, int ctx, unsigned flags, ncclComm_t comm);
+ncclResult_t host_wait_signal(int nDesc, const ncclWaitSignalDesc_t *descs, ncclComm_t comm);
+/* At the call: a WaitSignal's descriptors checked and summed per peer into op->v. */
+ncclResult_t host_rma_descs(host_comm *c, host_opd *op);
+/* Argument checks of the one-sided and window ops, on the calling thread (group.c's validate). */
+ncclResult_t host_rma_validate(host_comm *c, host_opd *op);
+/* Advances a PUT/SIGNAL/WAITSIG op; puts and signals finish at once, waits when satisfied. */
+ncclResult_t host_rma_progress(host_comm *c, host_opd *op, int *progress, int *done, host_blocked *b);
 
 /* Names for messages. */
 const char *host_kind_name(host_kind k);

@@ -7,7 +7,8 @@
  * never has a name: nothing is left in /dev/shm or anywhere else when a rank is killed at any
  * instant, and the memory goes with the last mapping.
  *
- * Layout: header (4 KiB) | per-rank words (bell, state, done) | n slots | n(n-1) rings. */
+ * Layout: header (4 KiB) | per-rank words (bell, state, done) | n slots | n(n-1) rings |
+ * n x n signal counters (rma.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -43,7 +44,8 @@ static void layout(host_seg_header *h, int n, size_t chunk, size_t p2p)
     h->slot_stride = align_up(2 * h->buf_stride, PAGE);
     h->off_rings = h->off_slots + (size_t)n * h->slot_stride;
     h->ring_stride = align_up(sizeof(host_ring_hdr) + p2p, PAGE);
-    h->total_bytes = h->off_rings + (size_t)n * (size_t)(n - 1) * h->ring_stride;
+    h->off_signals = h->off_rings + (size_t)n * (size_t)(n - 1) * h->ring_stride;
+    h->total_bytes = h->off_signals + align_up((size_t)n * (size_t)n * sizeof(uint64_t), PAGE);
 }
 
 static void seg_fill(host_seg *seg, void *base, size_t size)

@@ -329,7 +329,7 @@ static ncclResult_t stuck_check(host_comm *c, host_task *t, int coll_pending, co
     }
     if (coll_pending && any_peer_gone(c, &who))
         return needs_gone_peer(c, b->opname ? b->opname : "collective", who);
-    if (b->peer >= 0 && b->peer != c->rank && peer_gone(c, b->peer))
+    if (b->peer >= 0 && b->peer != c->rank && !b->liveness_checked && peer_gone(c, b->peer))
         return needs_gone_peer(c, b->opname ? b->opname : "operation", b->peer);
     return ncclSuccess;
 }
@@ -403,7 +403,23 @@ typedef struct {
     int *head;            /* per peer: [0,n) sends, [n,2n) recvs; -1 when that chain is done */
     host_opd *coll;       /* current collective, NULL when all collectives are done */
     host_coll_run crun;
+    host_opd *rma;        /* current one-sided op (rma.c), NULL when they are all done */
 } ops_state;
+
+/* The next op from o on (o included) that is a collective, or a one-sided op. */
+static host_opd *next_coll(host_opd *o)
+{
+    while (o != NULL && !host_kind_is_coll(o->kind))
+        o = o->next;
+    return o;
+}
+
+static host_opd *next_rma(host_opd *o)
+{
+    while (o != NULL && !host_kind_is_rma(o->kind))
+        o = o->next;
+    return o;
+}
 
 /* One non-blocking pass over every chain and the collective sequence. *pending: something is
  * left; *progress: something moved; *b: what the first stuck op waits for. */
@@ -426,6 +442,20 @@ static ncclResult_t ops_pass(host_comm *c, ops_state *st, int *progress, int *pe
             st->head[q] = st->ps[st->head[q]].next;
         }
     }
+    while (st->rma != NULL) {
+        int done = 0, moved = 0;
+        host_blocked rb = {-1, NULL, NULL, 0};
+        if (HOST_FAILED(rc = host_rma_progress(c, st->rma, &moved, &done, &rb)))
+            return rc;
+        *progress |= moved;
+        if (!done) {
+            if (b->peer < 0)
+                *b = rb;
+            *pending = 1;
+            break;
+        }
+        st->rma = next_rma(st->rma->next);
+    }
     while (st->coll != NULL) {
         int done = 0, moved = 0;
         host_blocked cb = {-1, NULL, NULL, 0};
@@ -438,9 +468,7 @@ static ncclResult_t ops_pass(host_comm *c, ops_state *st, int *progress, int *pe
             *pending = 2 | *pending;
             break;
         }
-        do
-            st->coll = st->coll->next;
-        while (st->coll != NULL && (st->coll->kind == HOST_K_SEND || st->coll->kind == HOST_K_RECV));
+        st->coll = next_coll(st->coll->next);
         if (st->coll != NULL) {
             rc = host_coll_begin(c, &st->crun, st->coll);
             if (rc != ncclSuccess) {
@@ -538,9 +566,12 @@ ncclResult_t host_run_ops(host_comm *c, host_task *t)
             i++;
         }
     }
-    for (st.coll = t->ops; st.coll != NULL && (st.coll->kind == HOST_K_SEND || st.coll->kind == HOST_K_RECV);
-         st.coll = st.coll->next)
-        ;
+    /* Window (de)registrations first, in issue order: collective exchanges over the mesh. */
+    for (host_opd *o = t->ops; o != NULL; o = o->next)
+        if (host_kind_is_win(o->kind) && HOST_FAILED(rc = host_win_run(c, o)))
+            goto exit;
+    st.rma = next_rma(t->ops);
+    st.coll = next_coll(t->ops);
     if (st.coll != NULL)
         if (HOST_FAILED(rc = host_coll_begin(c, &st.crun, st.coll)))
             goto exit;

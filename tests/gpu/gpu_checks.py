@@ -1,8 +1,9 @@
 """nccl.core on a real GPU with the real NCCL: a one-rank communicator through every collective
 on torch and cupy device tensors, every collective again with nccl4py 0.6.0's config= (through
 ncclXxxConfig on NCCL >= 2.31), properties and team_world against the library's own answers,
-and an allreduce captured in a CUDA graph and replayed.
-Run by tests/gpu/run_checks.sh; prints PASS/FAIL/SKIP per check and exits 1 on any failure."""
+an allreduce captured in a CUDA graph and replayed, and (NCCL >= 2.29) a window over mem_alloc memory
+with a put_signal/wait_signal round to the rank itself: the same code tests/multirank/test_rma.py runs
+on the host backend. Run by tests/gpu/run_checks.sh; prints PASS/FAIL/SKIP per check and exits 1 on any failure."""
 
 import sys
 import traceback
@@ -125,6 +126,33 @@ def graph_replay():
     torch.cuda.synchronize()
     if not torch.equal(x, torch.ones_like(x)):
         raise AssertionError("graph replay changed a one-rank sum")
+
+
+@check("torch: window over mem_alloc memory, put_signal to oneself, wait_signal (NCCL >= 2.29)")
+def window_put_signal():
+    try:
+        import torch
+    except ImportError:
+        return "skip"
+    if low.get_version() < 22902:
+        return "skip"  # no ncclPutSignal before NCCL 2.29
+    buf = nc.mem_alloc(4096)
+    view = torch.utils.dlpack.from_dlpack(buf).view(torch.float32)
+    view.zero_()
+    torch.cuda.synchronize()
+    win = comm.register_window(buf)
+    s = torch.cuda.Stream()
+    src = torch.arange(16, dtype=torch.float32, device="cuda")
+    comm.put_signal(src, 0, win, 8, stream=s)  # offset in elements of src
+    comm.wait_signal(nc.WaitSignalDesc(0), stream=s)
+    s.synchronize()
+    got = view[:32].cpu().numpy()
+    win.close()
+    nc.mem_free(buf)
+    want = np.zeros(32, np.float32)
+    want[8:24] = np.arange(16)
+    if not np.array_equal(got, want):
+        raise AssertionError(f"window after put_signal: {got}")
 
 
 @check("host numpy array on a GPU communicator is rejected")

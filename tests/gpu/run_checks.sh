@@ -3,8 +3,9 @@
 #   tests/gpu/run_checks.sh            uses $PYTHON (default python3), which must have nccl4py
 #                                      installed, or installs this checkout into it (no network
 #                                      needed when meson-python and numpy are already there)
-# Prints: the library in use, one line per check (PASS/FAIL/SKIP), and the per-call overhead
-# benchmark. Exits non-zero if any check failed. Bounded to 5 minutes.
+# Checks (tests/gpu/gpu_checks.py): every collective, configs, properties, a graph replay, a window
+# with a put_signal/wait_signal round. Prints: the library in use, one line per check
+# (PASS/FAIL/SKIP), and the per-call overhead benchmark. Exits non-zero if any check failed. Bounded to 5 minutes.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 python="${PYTHON:-python3}"

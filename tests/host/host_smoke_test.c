@@ -894,8 +894,8 @@ static void scen_argcheck(int n)
         EXPECT_RC(ncclAllReduceWithBias(buf, out, 4, ncclInt32, ncclSum, c, NULL, buf), ncclInvalidUsage);
         /* optional calls say they are not supported */
         {
-            ncclWindow_t w;
-            EXPECT_RC(ncclCommWindowRegister(c, buf, sizeof buf, &w, 0), ncclInvalidUsage);
+            void *mp = NULL;
+            EXPECT_RC(ncclGetLsaMultimemDevicePointer(NULL, 0, &mp), ncclInvalidUsage);
             CHECK(strstr(ncclGetLastError(NULL), "not supported by the host backend") != NULL);
         }
         EXPECT_RC(ncclCommRevoke(c, 1), ncclInvalidArgument);

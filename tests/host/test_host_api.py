@@ -67,7 +67,7 @@ def test_refused_list_matches_the_refusing_code():
     calls = set(re.findall(r'host_refuse\("(\w+)"\)', API_C.read_text()))
     listed = result("result = L.ncclHostRefusedEntryPoints().decode().split()")
     assert sorted(listed) == sorted(set(listed)) and set(listed) == calls
-    assert len(listed) == 20
+    assert len(listed) == 12
 
 
 def test_every_refused_entry_point_refuses_by_name():
@@ -277,7 +277,7 @@ def test_properties_in_the_2_32_layout():
     """)
     for rank, (rc, head, comm_hash, gin, support, rtsize, cft, beyond) in enumerate(r):
         assert rc == 0
-        assert head == [rank, 2, rank, rank, 0, 0, 0, 1, 0, 0]
+        assert head == [rank, 2, rank, rank, 0, 0, 0, 1, 1, 0]  # hostRmaSupport: windows and one-sided ops
         assert gin == [0, 0] and support == "00" * 64 and rtsize == 0 and cft == "000000"
         assert beyond == "a5" * 8  # nothing written past the 152 bytes
     assert r[0][2] == r[1][2] != 0  # the same commHash on every rank
@@ -352,3 +352,70 @@ def test_set_encryption():
     """)
     assert r[0] == 0 and r[1] == 5 and "PSK encryption is not supported by the host backend" in r[2]
     assert r[3:] == [4, 4, 4, 4]
+
+
+# ---- windows and one-sided operations, two ranks driven by one thread ----
+
+def test_windows_and_puts_of_two_ranks_in_one_process():
+    """ncclCommInitAll ranks (one process, so both windows are registered in one group and run on
+    the workers): windows over ncclMemAlloc blocks, a put each way in one group, one wait per rank
+    in another, peer pointers, deregistration in a group; a window over ctypes memory refuses puts
+    but registers."""
+    r = result("""
+        c = comms(2)
+        Z = ctypes.c_size_t
+        L.ncclPutSignal.argtypes = [P, Z, ctypes.c_int, ctypes.c_int, P, Z, ctypes.c_int, ctypes.c_int, ctypes.c_uint, P, P]
+        L.ncclGetPeerDevicePointer.argtypes = [P, Z, ctypes.c_int, ctypes.POINTER(P)]
+        L.ncclCommWindowRegister.argtypes = [P, P, Z, ctypes.POINTER(P), ctypes.c_int]
+        bufs = [P(), P()]
+        for b in bufs:
+            assert L.ncclMemAlloc(ctypes.byref(b), 4096) == 0
+        arrs = [np.frombuffer((ctypes.c_char * 4096).from_address(b.value), np.float32) for b in bufs]
+        for a in arrs:
+            a[:] = 0
+        wins = [P(), P()]
+        assert L.ncclGroupStart() == 0
+        for k in range(2):
+            assert L.ncclCommWindowRegister(c[k], bufs[k], 4096, ctypes.byref(wins[k]), 0) == 0
+        inside = [w.value for w in wins]
+        assert L.ncclGroupEnd() == 0, last()
+        src = [np.arange(8, dtype=np.float32) + 100 * k for k in range(2)]
+        assert L.ncclGroupStart() == 0
+        for k in range(2):
+            assert L.ncclPutSignal(src[k].ctypes.data, 8, 7, 1 - k, wins[k], 16 * (k + 1), 0, 0, 0, c[k], None) == 0
+        assert L.ncclGroupEnd() == 0, last()
+        desc = [(ctypes.c_int * 4)(1, 1 - k, 0, 0) for k in range(2)]
+        assert L.ncclGroupStart() == 0
+        for k in range(2):
+            assert L.ncclWaitSignal(1, desc[k], c[k], None) == 0, last()
+        assert L.ncclGroupEnd() == 0, last()
+        ptr = P()
+        assert L.ncclGetPeerDevicePointer(wins[0], 16, 1, ctypes.byref(ptr)) == 0
+        mapped = np.frombuffer((ctypes.c_char * 16).from_address(ptr.value), np.float32).copy()
+        other = (ctypes.c_float * 16)()
+        w3 = [P(), P()]
+        assert L.ncclGroupStart() == 0
+        for k in range(2):
+            assert L.ncclCommWindowRegister(c[k], ctypes.addressof(other), 64, ctypes.byref(w3[k]), 0) == 0
+        assert L.ncclGroupEnd() == 0, last()
+        bad = L.ncclPutSignal(src[0].ctypes.data, 1, 7, 1, w3[0], 0, 0, 0, 0, c[0], None), last()
+        assert L.ncclGetPeerDevicePointer(w3[0], 0, 1, ctypes.byref(ptr)) == 0
+        foreign_ptr = ptr.value
+        assert L.ncclGroupStart() == 0
+        for k in range(2):
+            assert L.ncclCommWindowDeregister(c[k], wins[k]) == 0
+            assert L.ncclCommWindowDeregister(c[k], w3[k]) == 0
+        assert L.ncclGroupEnd() == 0, last()
+        result = dict(inside=inside, handles=[w.value is not None for w in wins],
+                      a0=arrs[0][:16].tolist(), a1=arrs[1][:16].tolist(), mapped=mapped.tolist(), bad=bad,
+                      foreign_ptr=foreign_ptr)
+        for b in bufs:
+            assert L.ncclMemFree(b) == 0
+    """)
+    assert r["inside"] == [None, None] and r["handles"] == [True, True]
+    want0 = [0.0] * 8 + list(range(100, 108))   # rank 1 put at byte 32 of rank 0's window
+    want1 = [0.0] * 4 + list(range(0, 8)) + [0.0] * 4  # rank 0 put at byte 16 of rank 1's
+    assert r["a0"] == want0 and r["a1"] == want1
+    assert r["mapped"] == [0.0, 1.0, 2.0, 3.0]  # rank 0's mapping of bytes 16-31 of rank 1's part
+    assert r["bad"][0] == 5 and "rank 1's part of the window is not ncclMemAlloc memory" in r["bad"][1]
+    assert r["foreign_ptr"] is None
