@@ -4,7 +4,7 @@
  * the first function that needs it. */
 #include "hip_module.h"
 
-PyDoc_STRVAR(hip_error__doc__,
+PyDoc_STRVAR(hip_error__doc__, "HipError(message)\n--\n\n"
 "A HIP runtime call failed. Attributes: code (the hipError_t value), name (its symbolic name,\n"
 "e.g. 'hipErrorOutOfMemory') and function (the HIP entry point, e.g. 'hipMalloc').");
 PyDoc_STRVAR(not_supported__doc__,
@@ -17,14 +17,12 @@ PyDoc_STRVAR(not_found__doc__,
 static int nh_exec(PyObject *module)
 {
     nh_state *st = nh_get_state(module);
-    /* The class's text signature, for inspect.signature() and help(): it is built from one message
-     * (hip_errors.c), then given its attributes. */
-    PyObject *attrs = Py_BuildValue("{ss}", "__text_signature__", "(message)");
-    if (attrs == NULL)
-        return -1;
-    st->hip_error = PyErr_NewExceptionWithDoc("nccl._hip_compat._hip.HipError", hip_error__doc__,
-                                              PyExc_RuntimeError, attrs);
-    Py_DECREF(attrs);
+    /* A heap type from a spec (not PyErr_NewException) so that its docstring's text signature
+     * reaches inspect.signature() and help(); hip_errors.c builds it from one message. */
+    PyType_Slot hip_error_slots[] = {{Py_tp_doc, (void *)hip_error__doc__}, {0, NULL}};
+    PyType_Spec hip_error_spec = {"nccl._hip_compat._hip.HipError", 0, 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+                                  hip_error_slots};
+    st->hip_error = PyType_FromSpecWithBases(&hip_error_spec, PyExc_RuntimeError);
     if (st->hip_error == NULL || PyModule_AddObjectRef(module, "HipError", st->hip_error) < 0)
         return -1;
     st->fallback_not_supported = PyErr_NewExceptionWithDoc("nccl._hip_compat._hip.NotSupportedError",
