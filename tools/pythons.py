@@ -12,7 +12,8 @@ Interpreters (names on the command line):
 * ``3.10``: the oldest CPython ``requires-python`` admits, and ``3.11`` ... the series before
   STABLE_SERIES (tools/build_wheels.py builds a wheel for each). Debian ships no 3.10 in any suite,
   so these are taken from pyenv (``$PYENV_ROOT`` or ~/.pyenv, the newest 3.N.x there), else from a
-  ``python3.N`` on PATH; nothing is fetched or cached.
+  ``python3.N`` on PATH, else from Debian's binary packages as ``stable`` is (sid may carry the
+  series before the stable one).
 * ``stable``: the newest stable CPython Debian builds (STABLE_SERIES, from sid), fetched as binary
   packages into a prefix. Its glibc and libraries are newer than Debian 12's, so the binary is
   patched (patchelf) to start under the prefix's dynamic loader with the prefix's library folder as
@@ -163,7 +164,8 @@ def local_series():
 
 
 def get_local(series):
-    """A getter for CPython `series` from pyenv (the newest patch release there) or PATH."""
+    """A getter for CPython `series` from pyenv (the newest patch release there) or PATH, else from
+    Debian SUITE's binary packages as for ``stable``."""
     def get(cache, apt, refresh):
         root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
         candidates = sorted(root.glob(f"versions/{series}.*/bin/python{series}"),
@@ -180,7 +182,11 @@ def get_local(series):
                 continue
             log(f"{series}: {python} ({info['version']})")
             return python
-        raise RuntimeError(f"no CPython {series} in pyenv or on PATH (pyenv install {series})")
+        try:
+            return get_debian(series, cache, apt, refresh)
+        except RuntimeError as e:
+            raise RuntimeError(f"no CPython {series} in pyenv, on PATH or in Debian {SUITE} ({e}); "
+                               f"pyenv install {series}") from e
     return get
 
 
@@ -199,12 +205,17 @@ def ensure_patchelf():
 
 
 def get_stable(cache, apt, refresh):
-    series = STABLE_SERIES
+    return get_debian(STABLE_SERIES, cache, apt, refresh)
+
+
+def get_debian(series, cache, apt, refresh):
+    """CPython `series` from Debian SUITE's binary packages (RuntimeError if SUITE has none)."""
+    name = "stable" if series == STABLE_SERIES else series
     rel = f"usr/bin/python{series}"
     if not refresh:
         python = cached(cache, f"cpython-{series}.*-debian", rel, False)
         if python:
-            log(f"stable: cached {python}")
+            log(f"{name}: cached {python}")
             return python
     steps = Steps()
     steps.run("apt-get update", apt.update)
@@ -213,9 +224,9 @@ def get_stable(cache, apt, refresh):
     python = dest / rel
     if (dest / MANIFEST).is_file():
         verify(python, False)
-        log(f"stable: cached {python} is {SUITE}'s newest ({version})")
+        log(f"{name}: cached {python} is {SUITE}'s newest ({version})")
         return python
-    log(f"stable: fetching python{series} {version} from Debian {SUITE} into {dest}")
+    log(f"{name}: fetching python{series} {version} from Debian {SUITE} into {dest}")
     ensure_patchelf()
     # The runtime closure on an empty system (glibc included), and the headers and pip without
     # their dependencies (the compilers and -dev libraries come from the machine).
@@ -249,12 +260,12 @@ def get_stable(cache, apt, refresh):
             shutil.rmtree(dest)
         prefix.rename(dest)
         info = steps.run("verify", verify, python, False)
-        write_manifest(dest, name="stable", series=series, debian_version=version, suite=SUITE,
+        write_manifest(dest, name=name, series=series, debian_version=version, suite=SUITE,
                        version=info["version"], python=str(python), packages=pins,
                        pip_wheel=str(dest / wheels[-1].relative_to(prefix)), seconds=steps.seconds)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    log(f"stable: {python} ({info['version']}) in {sum(steps.seconds.values()):.0f} s")
+    log(f"{name}: {python} ({info['version']}) in {sum(steps.seconds.values()):.0f} s")
     return python
 
 
