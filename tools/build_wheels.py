@@ -280,6 +280,10 @@ def main():
         tmp = Path(tmp)
         try:
             tools = Tools(cache)
+        except RuntimeError as e:
+            log(f"the build tools ({' '.join(TOOLS)}) cannot be had, so nothing is built: {e}")
+            return 1
+        try:
             t0 = time.monotonic()
             built = run([tools.python, "-m", "build", "--sdist", "--no-isolation", "-o", args.out, ROOT],
                         env=tools.env)
