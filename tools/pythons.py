@@ -2,15 +2,18 @@
 """Get the CPython interpreters the project is tested on, reproducibly, into a cache.
 
     python3 tools/pythons.py 3.10 stable ft   # each: "NAME PATH-OF-PYTHON" on stdout
+    python3 tools/pythons.py --names          # every NAME, oldest first
     python3 tools/pythons.py --list           # what is cached, fetching nothing
     python3 tools/pythons.py --refresh stable # look for a newer Debian build than the cached one
     python3 tools/pythons.py --venv DIR ft    # also create a venv with pip at DIR
 
 Interpreters (names on the command line):
 
-* ``3.10``: the oldest CPython ``requires-python`` admits. Debian ships no 3.10 in any suite, so it
-  is taken from pyenv (``$PYENV_ROOT`` or ~/.pyenv, the newest 3.10.x there), else from a
-  ``python3.10`` on PATH; nothing is fetched or cached.
+* ``3.10``: the oldest CPython ``requires-python`` admits, and ``3.11`` ... the series before
+  STABLE_SERIES (tools/build_wheels.py builds a wheel for each). Debian ships no 3.10 in any suite,
+  so these are taken from pyenv (``$PYENV_ROOT`` or ~/.pyenv, the newest 3.N.x there), else from a
+  ``python3.N`` on PATH, else from Debian's binary packages as ``stable`` is (sid may carry the
+  series before the stable one).
 * ``stable``: the newest stable CPython Debian builds (STABLE_SERIES, from sid), fetched as binary
   packages into a prefix. Its glibc and libraries are newer than Debian 12's, so the binary is
   patched (patchelf) to start under the prefix's dynamic loader with the prefix's library folder as
@@ -149,24 +152,42 @@ def write_manifest(dest, **fields):
     (dest / MANIFEST).write_text(json.dumps(fields, indent=2) + "\n")
 
 
-# ---- 3.10 -------------------------------------------------------------------------------------------
+# ---- 3.10 ... the series before STABLE_SERIES: pyenv or PATH --------------------------------------
 
-def get_310(cache, apt, refresh):
-    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
-    candidates = sorted(root.glob("versions/3.10.*/bin/python3.10"),
-                        key=lambda p: [int(x) for x in p.parts[-3].split(".")[1:] if x.isdigit()], reverse=True)
-    which = shutil.which("python3.10")
-    if which:
-        candidates.append(Path(which))
-    for python in candidates:
+OLDEST_SERIES = "3.10"
+
+
+def local_series():
+    """"3.10" ... the series before STABLE_SERIES."""
+    oldest, stable = int(OLDEST_SERIES.split(".")[1]), int(STABLE_SERIES.split(".")[1])
+    return [f"3.{minor}" for minor in range(oldest, stable)]
+
+
+def get_local(series):
+    """A getter for CPython `series` from pyenv (the newest patch release there) or PATH, else from
+    Debian SUITE's binary packages as for ``stable``."""
+    def get(cache, apt, refresh):
+        root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+        candidates = sorted(root.glob(f"versions/{series}.*/bin/python{series}"),
+                            key=lambda p: [int(x) for x in p.parts[-3].split(".")[2:] if x.isdigit()],
+                            reverse=True)
+        which = shutil.which(f"python{series}")
+        if which:
+            candidates.append(Path(which))
+        for python in candidates:
+            try:
+                info = verify(python, False)
+            except (RuntimeError, ValueError) as e:
+                log(f"{python} does not work: {e}")
+                continue
+            log(f"{series}: {python} ({info['version']})")
+            return python
         try:
-            info = verify(python, False)
-        except (RuntimeError, ValueError) as e:
-            log(f"{python} does not work: {e}")
-            continue
-        log(f"3.10: {python} ({info['version']})")
-        return python
-    raise RuntimeError("no CPython 3.10: Debian ships none; install it with pyenv (pyenv install 3.10)")
+            return get_debian(series, cache, apt, refresh)
+        except RuntimeError as e:
+            raise RuntimeError(f"no CPython {series} in pyenv, on PATH or in Debian {SUITE} ({e}); "
+                               f"pyenv install {series}") from e
+    return get
 
 
 # ---- stable: Debian's binary packages ------------------------------------------------------------
@@ -184,12 +205,17 @@ def ensure_patchelf():
 
 
 def get_stable(cache, apt, refresh):
-    series = STABLE_SERIES
+    return get_debian(STABLE_SERIES, cache, apt, refresh)
+
+
+def get_debian(series, cache, apt, refresh):
+    """CPython `series` from Debian SUITE's binary packages (RuntimeError if SUITE has none)."""
+    name = "stable" if series == STABLE_SERIES else series
     rel = f"usr/bin/python{series}"
     if not refresh:
         python = cached(cache, f"cpython-{series}.*-debian", rel, False)
         if python:
-            log(f"stable: cached {python}")
+            log(f"{name}: cached {python}")
             return python
     steps = Steps()
     steps.run("apt-get update", apt.update)
@@ -198,9 +224,9 @@ def get_stable(cache, apt, refresh):
     python = dest / rel
     if (dest / MANIFEST).is_file():
         verify(python, False)
-        log(f"stable: cached {python} is {SUITE}'s newest ({version})")
+        log(f"{name}: cached {python} is {SUITE}'s newest ({version})")
         return python
-    log(f"stable: fetching python{series} {version} from Debian {SUITE} into {dest}")
+    log(f"{name}: fetching python{series} {version} from Debian {SUITE} into {dest}")
     ensure_patchelf()
     # The runtime closure on an empty system (glibc included), and the headers and pip without
     # their dependencies (the compilers and -dev libraries come from the machine).
@@ -234,12 +260,12 @@ def get_stable(cache, apt, refresh):
             shutil.rmtree(dest)
         prefix.rename(dest)
         info = steps.run("verify", verify, python, False)
-        write_manifest(dest, name="stable", series=series, debian_version=version, suite=SUITE,
+        write_manifest(dest, name=name, series=series, debian_version=version, suite=SUITE,
                        version=info["version"], python=str(python), packages=pins,
                        pip_wheel=str(dest / wheels[-1].relative_to(prefix)), seconds=steps.seconds)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    log(f"stable: {python} ({info['version']}) in {sum(steps.seconds.values()):.0f} s")
+    log(f"{name}: {python} ({info['version']}) in {sum(steps.seconds.values()):.0f} s")
     return python
 
 
@@ -326,7 +352,7 @@ def build_ft(cache, apt, steps, tmp):
     return python
 
 
-GETTERS = {"3.10": get_310, "stable": get_stable, "ft": get_ft}
+GETTERS = {**{series: get_local(series) for series in local_series()}, "stable": get_stable, "ft": get_ft}
 
 
 def make_venv(python, venv):
@@ -345,12 +371,16 @@ def make_venv(python, venv):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("names", nargs="*", metavar="NAME", help="3.10, stable or ft")
+    ap.add_argument("names", nargs="*", metavar="NAME", help=f"{', '.join(GETTERS)}")
     ap.add_argument("--cache", type=Path, default=default_cache())
     ap.add_argument("--refresh", action="store_true", help="look for a newer Debian version first")
     ap.add_argument("--venv", type=Path, help="create a venv with pip there (one NAME only)")
     ap.add_argument("--list", action="store_true", help="show the cache and exit")
+    ap.add_argument("--names", dest="show_names", action="store_true", help="print every NAME, oldest first, and exit")
     args = ap.parse_args()
+    if args.show_names:
+        print(*GETTERS)
+        return 0
     if args.list:
         for m in sorted(args.cache.glob(f"*/{MANIFEST}")):
             d = json.loads(m.read_text())

@@ -1,0 +1,89 @@
+"""The release checks of tools/build_wheels.py (docs/developing.md#release): what a wheel must hold
+is derived from the source tree, and a wheel with a file more or less, or with debug info left in a
+library, is refused. .ci/release sets NCCL4PY_RELEASE_WHEEL / NCCL4PY_RELEASE_SDIST to the wheel and
+sdist the release tool built, and the last two tests check those; elsewhere they skip."""
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+pytest.importorskip("tomllib", reason="tools/build_wheels.py reads pyproject.toml with tomllib (3.11+)")
+import build_wheels  # noqa: E402
+
+EXT = ".cpython-399-x86_64-linux-gnu.so"
+
+
+def make_wheel(path, names):
+    with zipfile.ZipFile(path, "w") as zf:
+        for name in sorted(names):
+            zf.writestr(name, b"\x7fELF\x02\x01" if name.endswith(".so") else b"")
+    return path
+
+
+def test_wheel_needs_every_package_file_and_the_license():
+    needs = build_wheels.wheel_needs(EXT)
+    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files", "src/nccl"], capture_output=True,
+                             text=True, check=True).stdout.split()
+    on_disk = {str(p.relative_to(ROOT / "src")) for p in (ROOT / "src" / "nccl").rglob("*")
+               if p.suffix in (".py", ".pyi") or p.name == "py.typed"}
+    assert on_disk <= {p.removeprefix("src/") for p in tracked}
+    assert on_disk | build_wheels.installed_libraries(EXT) <= needs
+    assert "nccl4py-0.6.0.dist-info/licenses/LICENSE" in needs
+    assert not [n for n in needs if n.startswith(("tests/", "build", "benchmarks/", "src/"))]
+
+
+def test_installed_libraries_are_those_the_installed_package_has():
+    """The parse of src/**/meson.build names exactly the .so files of the package under test."""
+    import nccl
+
+    package = Path(nccl.__file__).parent
+    site = package.parent
+    have = {str(p.relative_to(site)) for p in package.rglob("*.so")}
+    assert build_wheels.installed_libraries(sysconfig.get_config_var("EXT_SUFFIX")) == have
+    assert len(have) == 3
+
+
+def test_wheel_mismatch_names_missing_and_unexpected_files(tmp_path):
+    needs = build_wheels.wheel_needs(EXT)
+    assert build_wheels.wheel_mismatch(make_wheel(tmp_path / "ok.whl", needs), EXT) == ([], [])
+    bad = (needs - {"nccl/py.typed", "nccl/core/buffer.pyi"}) | {"tests/conftest.py", "nccl/_build/x.o"}
+    assert build_wheels.wheel_mismatch(make_wheel(tmp_path / "bad.whl", bad), EXT) == (
+        ["nccl/core/buffer.pyi", "nccl/py.typed"], ["nccl/_build/x.o", "tests/conftest.py"])
+
+
+@pytest.mark.skipif(not shutil.which("cc"), reason="needs a C compiler")
+def test_debug_sections_found_and_absent(tmp_path):
+    (tmp_path / "f.c").write_text("int f(int x) { return x + 1; }\n")
+    for flags, debug in ((["-g"], True), ([], False)):
+        so = tmp_path / f"f{len(flags)}.so"
+        subprocess.run(["cc", "-shared", "-fPIC", *flags, "-o", str(so), str(tmp_path / "f.c")], check=True)
+        assert (".debug_info" in build_wheels.debug_sections(so.read_bytes())) is debug
+    with pytest.raises(ValueError, match="not an ELF64"):
+        build_wheels.debug_sections(b"#!/bin/sh\n")
+
+
+@pytest.mark.parametrize("policy, ok", [("manylinux_2_17_x86_64", True), ("manylinux_2_28_x86_64", True),
+                                        ("manylinux2014_x86_64", True), ("manylinux_2_34_x86_64", False),
+                                        ("linux_x86_64", False), (None, False)])
+def test_policy_ok(policy, ok):
+    assert build_wheels.policy_ok(policy) is ok
+
+
+@pytest.mark.skipif("NCCL4PY_RELEASE_WHEEL" not in os.environ, reason="no release wheel (set by .ci/release)")
+def test_release_wheel_holds_what_the_package_needs():
+    wheel = Path(os.environ["NCCL4PY_RELEASE_WHEEL"])
+    assert build_wheels.wheel_mismatch(wheel, sysconfig.get_config_var("EXT_SUFFIX")) == ([], [])
+    assert build_wheels.unstripped(wheel) == {}
+
+
+@pytest.mark.skipif("NCCL4PY_RELEASE_SDIST" not in os.environ, reason="no release sdist (set by .ci/release)")
+def test_release_sdist_holds_what_a_build_needs():
+    assert build_wheels.sdist_missing(Path(os.environ["NCCL4PY_RELEASE_SDIST"])) == []
