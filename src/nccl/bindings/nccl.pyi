@@ -1,6 +1,6 @@
 # Stub of nccl.bindings.nccl (C functions of nccl._ext, set into the module by nccl.py).
 # Every public name is declared (tests/core/test_typing.py checks it against __all__).
-from typing import Any, SupportsIndex, overload, type_check_only
+from typing import Any, SupportsIndex, final, overload, type_check_only
 
 from typing_extensions import Self
 
@@ -8,8 +8,9 @@ import numpy
 
 __version__: str
 
+@final
 class Comm:
-    def __init__(self, handle: SupportsIndex | Comm = 0) -> None: ...
+    def __new__(cls, handle: SupportsIndex | Comm = 0) -> Self: ...
     @property
     def handle(self) -> int: ...
     @property
@@ -18,16 +19,17 @@ class Comm:
     def __index__(self) -> int: ...
     def __bool__(self) -> bool: ...
     def __hash__(self) -> int: ...
-    def __eq__(self, other: object) -> bool: ...
-    def __ne__(self, other: object) -> bool: ...
-    def __lt__(self, other: SupportsIndex | float) -> bool: ...
-    def __le__(self, other: SupportsIndex | float) -> bool: ...
-    def __gt__(self, other: SupportsIndex | float) -> bool: ...
-    def __ge__(self, other: SupportsIndex | float) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __ne__(self, other: object, /) -> bool: ...
+    def __lt__(self, other: SupportsIndex | float, /) -> bool: ...
+    def __le__(self, other: SupportsIndex | float, /) -> bool: ...
+    def __gt__(self, other: SupportsIndex | float, /) -> bool: ...
+    def __ge__(self, other: SupportsIndex | float, /) -> bool: ...
     def __format__(self, spec: str) -> str: ...
 
+@final
 class Window:
-    def __init__(self, handle: SupportsIndex | Window = 0) -> None: ...
+    def __new__(cls, handle: SupportsIndex | Window = 0) -> Self: ...
     @property
     def handle(self) -> int: ...
     @property
@@ -36,16 +38,17 @@ class Window:
     def __index__(self) -> int: ...
     def __bool__(self) -> bool: ...
     def __hash__(self) -> int: ...
-    def __eq__(self, other: object) -> bool: ...
-    def __ne__(self, other: object) -> bool: ...
-    def __lt__(self, other: SupportsIndex | float) -> bool: ...
-    def __le__(self, other: SupportsIndex | float) -> bool: ...
-    def __gt__(self, other: SupportsIndex | float) -> bool: ...
-    def __ge__(self, other: SupportsIndex | float) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __ne__(self, other: object, /) -> bool: ...
+    def __lt__(self, other: SupportsIndex | float, /) -> bool: ...
+    def __le__(self, other: SupportsIndex | float, /) -> bool: ...
+    def __gt__(self, other: SupportsIndex | float, /) -> bool: ...
+    def __ge__(self, other: SupportsIndex | float, /) -> bool: ...
     def __format__(self, spec: str) -> str: ...
 
+@final
 class PointerBox:
-    def __init__(self, ptr: int = 0) -> None: ...
+    def __new__(cls, ptr: int = 0) -> Self: ...
     ptr: int
     @property
     def address(self) -> int: ...
@@ -186,15 +189,17 @@ class _StructWrapper:
     def from_ptr(cls, ptr: int, readonly: bool = False, owner: object = None) -> Self: ...
     def __int__(self) -> int: ...
     def __index__(self) -> int: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     def __bytes__(self) -> bytes: ...
     @property
     def ptr(self) -> int: ...
 
+@final
 class CftBarrierHandle(_StructWrapper):
     buf_handle: int
     n_barriers: int
 
+@final
 class CollConfig(_StructWrapper):
     size_: int
     magic: int
@@ -210,6 +215,7 @@ class CollConfig(_StructWrapper):
     user_profiler_tag: int
     launch_completion_event_handle: int
 
+@final
 class CommProperties(_StructWrapper):
     size_: int
     magic: int
@@ -233,6 +239,7 @@ class CommProperties(_StructWrapper):
     cft_multicast_support: int
     cft_counted_support: int
 
+@final
 class Config(_StructWrapper):
     size_: int
     magic: int
@@ -261,11 +268,13 @@ class Config(_StructWrapper):
     host_cft_mode: int
     nvls_host_mode: int
 
+@final
 class ConfigExt(_StructWrapper):
     next: int
     key: memoryview
     val: int
 
+@final
 class DevComm(_StructWrapper):
     magic: int
     version: int
@@ -308,6 +317,7 @@ class DevComm(_StructWrapper):
     cft_barrier: CftBarrierHandle
     cft_multimem_barrier: CftBarrierHandle
 
+@final
 class DevCommRequirements(_StructWrapper):
     size_: int
     magic: int
@@ -337,6 +347,7 @@ class DevCommRequirements(_StructWrapper):
     cft_caps: int
     cft_barrier_count: int
 
+@final
 class DevResourceRequirements(_StructWrapper):
     next: int
     buffer_size: int
@@ -347,6 +358,7 @@ class DevResourceRequirements(_StructWrapper):
     out_gin_signal_start: int
     out_gin_counter_start: int
 
+@final
 class EncryptionConfig(_StructWrapper):
     size_: int
     magic: int
@@ -354,46 +366,56 @@ class EncryptionConfig(_StructWrapper):
     mode: int
     psk: str
 
+@final
 class GinBarrierHandle(_StructWrapper):
     signal0: int
     unused: int
 
+@final
 class LLA2AHandle(_StructWrapper):
     buf_handle: int
     n_slots: int
 
+@final
 class LsaBarrierHandle(_StructWrapper):
     buf_handle: int
     n_barriers: int
 
+@final
 class MultimemHandle(_StructWrapper):
     mc_base_ptr: int
 
+@final
 class ResourceWindowVidmem(_StructWrapper):
     lsa_flat_base: int
     stride4g: int
     mc_offset4k: int
 
+@final
 class SimInfo(_StructWrapper):
     size_: int
     magic: int
     version: int
     estimated_time: float
 
+@final
 class Team(_StructWrapper):
     n_ranks: int
     rank: int
     stride: int
 
+@final
 class TeamRequirements(_StructWrapper):
     next: int
     team: Team
     multimem: int
     out_multimem_handle: int
 
+@final
 class UniqueId(_StructWrapper):
     internal: bytes
 
+@final
 class WaitSignalDesc(_StructWrapper):
     op_cnt: int
     peer: int

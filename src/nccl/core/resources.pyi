@@ -1,6 +1,10 @@
 # Stub of nccl.core.resources: the resource classes are C (nccl._ext); docs/compatibility.md#resources.
-from typing import Any
+from types import TracebackType
+from typing import final
 
+from typing_extensions import Self
+
+from nccl.bindings.nccl import DevComm
 from nccl.core._team import CftLeInfo, GinBarrierHandle, LLA2AHandle, LsaBarrierHandle, MultimemHandle, NCCLTeam
 from nccl.core._types import NcclDataType, WindowFlag
 from nccl.core.communicator import Communicator
@@ -8,18 +12,24 @@ from nccl.core.communicator import Communicator
 __all__ = ["CommResource", "RegisteredBufferHandle", "RegisteredWindowHandle", "CustomRedOp", "DevCommResource"]
 
 class CommResource:
+    def __new__(cls, comm: Communicator) -> Self: ...
     @property
     def comm(self) -> Communicator: ...
     @property
     def is_valid(self) -> bool: ...
     def close(self) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None, /) -> None: ...
 
+@final
 class RegisteredBufferHandle(CommResource):
     @property
     def handle(self) -> int: ...
     @property
     def size(self) -> int: ...
 
+@final
 class RegisteredWindowHandle(CommResource):
     @property
     def handle(self) -> int: ...
@@ -37,6 +47,7 @@ class RegisteredWindowHandle(CommResource):
     def get_peer_le_info(self, peer: int, offset: int = 0) -> CftLeInfo: ...
     def get_cft_le_info(self, peer_cft: int, cft_team: NCCLTeam, offset: int = 0) -> CftLeInfo: ...
 
+@final
 class CustomRedOp(CommResource):
     @property
     def op(self) -> int: ...
@@ -44,10 +55,11 @@ class CustomRedOp(CommResource):
     def dtype(self) -> NcclDataType: ...
     def __int__(self) -> int: ...
 
+@final
 class DevCommResource(CommResource):
     # Made by Communicator.create_dev_comm (ncclDevCommCreate); not constructible directly.
     @property
-    def dev_comm(self) -> Any: ...  # nccl.bindings.nccl.DevComm
+    def dev_comm(self) -> DevComm: ...
     @property
     def ptr(self) -> int: ...
     @property

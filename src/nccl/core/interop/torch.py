@@ -3,15 +3,23 @@
 PyTorch is imported by the first call, not by importing this module.
 """
 
+from __future__ import annotations
+
 import math
+from collections.abc import Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Literal
 
 from nccl._errors import NcclInvalid
 from nccl.core._types import NcclDataType
 
+if TYPE_CHECKING:
+    import torch
+
 __all__ = ["empty", "resolve_tensor"]
 
 
-def _torch():
+def _torch() -> ModuleType:
     try:
         import torch
     except ImportError:
@@ -19,7 +27,7 @@ def _torch():
     return torch
 
 
-def _dtype_table(torch):
+def _dtype_table(torch: ModuleType) -> dict[torch.dtype, NcclDataType]:
     table = {
         torch.float16: NcclDataType.FLOAT16, torch.float32: NcclDataType.FLOAT32,
         torch.float64: NcclDataType.FLOAT64, torch.bfloat16: NcclDataType.BFLOAT16,
@@ -34,7 +42,7 @@ def _dtype_table(torch):
     return table
 
 
-def _nccl_dtype(torch, dtype):
+def _nccl_dtype(torch: ModuleType, dtype: torch.dtype) -> NcclDataType:
     member = _dtype_table(torch).get(dtype)
     if member is None:
         raise NcclInvalid(f"Unsupported torch dtype {dtype} has no NCCL equivalent. "
@@ -42,13 +50,14 @@ def _nccl_dtype(torch, dtype):
     return member
 
 
-def _size(size):
+def _size(size: tuple[int | Sequence[int], ...]) -> tuple[int, ...]:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     return tuple(int(n) for n in size)
 
 
-def empty(*size, dtype=None, device=None, morder="C"):
+def empty(*size: int | Sequence[int], dtype: torch.dtype | None = None, device: torch.device | str | int | None = None,
+          morder: Literal["C", "F"] = "C") -> torch.Tensor:
     """An uninitialised tensor in memory from nccl.core.mem_alloc, on a CUDA (or HIP) device."""
     torch = _torch()
     if morder not in ("C", "F"):
@@ -81,7 +90,7 @@ def empty(*size, dtype=None, device=None, morder="C"):
     return flat.as_strided(size, tuple(strides))
 
 
-def resolve_tensor(tensor):
+def resolve_tensor(tensor: torch.Tensor) -> tuple[int, int, NcclDataType, int | None]:
     """``(data_ptr, numel, dtype, device.index)`` of a tensor."""
     torch = _torch()
     if not isinstance(tensor, torch.Tensor):
