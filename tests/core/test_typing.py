@@ -280,6 +280,27 @@ def test_stubs_match_the_c_signatures(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def test_stub_docstrings_are_the_runtime_docstrings(tmp_path):
+    """The stubs carry the runtime objects' docstrings (editors read a stub's, not the C tables'):
+    tools/stub_docstrings.py writes them; --check finds none missing or stale in the installed stubs."""
+    import nccl
+
+    tool = HERE.parents[1] / "tools" / "stub_docstrings.py"
+    env = {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")}
+    r = subprocess.run([sys.executable, str(tool), "--check", "--root", str(pathlib.Path(nccl.__file__).parent)],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    import ast
+
+    import nccl.core as nc
+
+    stub = ast.parse((pathlib.Path(nccl.__file__).parent / "core" / "communicator.pyi").read_text())
+    cls = next(n for n in stub.body if isinstance(n, ast.ClassDef) and n.name == "Communicator")
+    from_env = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "from_env")
+    assert ast.get_docstring(from_env) == inspect.cleandoc(nc.Communicator.from_env.__doc__)
+    assert ast.get_docstring(cls) == inspect.cleandoc(nc.Communicator.__doc__)
+
+
 # pyright's report on the public types: share of exported symbols whose type is fully known.
 _COMPLETENESS = {
     "nccl.bindings.nccl": None,
