@@ -1,8 +1,9 @@
 # Stub of nccl.bindings.nccl (C functions of nccl._ext, set into the module by nccl.py).
 # Every public name is declared (tests/core/test_typing.py checks it against __all__).
+from collections.abc import Sequence
 from typing import Any, SupportsIndex, final, overload, type_check_only
 
-from typing_extensions import Self
+from typing_extensions import Buffer, Self
 
 import numpy
 
@@ -79,7 +80,7 @@ _WindowArg = Window | int
 # An address: an int, or an object with __index__ (PointerBox, struct wrappers); never a handle.
 _Address = int | PointerBox | _Struct
 # A unique id: its address, or a buffer of exactly its size (bytes, UniqueId, numpy ...).
-_Ids = Any
+_Ids = int | PointerBox | _Struct | Buffer
 
 # Creation: the short form (0.2.0 / 0.5+ argument counts) returns the handle; the 0.3.1 form
 # takes the address of the slot to fill first (PointerBox().address, Comm().handle_ptr) and
@@ -115,7 +116,7 @@ def comm_init_rank_scalable(newcomm: int, nranks: int, myrank: int, n_id: int, c
     """ncclCommInitRankScalable into the slot at address newcomm; returns the status. comm_ids: an address
     or a buffer of n_id * 128 bytes. Short form (without newcomm) returns the new Comm.
     """
-def comm_init_all(ndev: int, devlist: Any) -> list[Comm]:
+def comm_init_all(ndev: int, devlist: Sequence[int] | int | None) -> list[Comm]:
     """ncclCommInitAll: ndev communicators in this process; returns a list of ndev Comm.
     devlist: a sequence of ints, an int address, or None (devices 0..ndev-1).
     """
@@ -130,14 +131,14 @@ def comm_split(comm: _CommArg, color: int, key: int, newcomm: int, config: _Addr
     Short form comm_split(comm, color, key, config) returns the new Comm (empty for NCCL_SPLIT_NOCOLOR).
     """
 @overload
-def comm_shrink(comm: _CommArg, exclude_ranks_list: Any, exclude_ranks_count: int, config: _Address,
+def comm_shrink(comm: _CommArg, exclude_ranks_list: Sequence[int] | int, exclude_ranks_count: int, config: _Address,
                 shrink_flags: int) -> Comm:
     """ncclCommShrink into the slot at address newcomm; returns the status. Called by the survivors.
     exclude_ranks_list: a sequence of ints (copied) or an int address. Short form (without newcomm)
     returns the new Comm.
     """
 @overload
-def comm_shrink(comm: _CommArg, exclude_ranks_list: Any, exclude_ranks_count: int, newcomm: int,
+def comm_shrink(comm: _CommArg, exclude_ranks_list: Sequence[int] | int, exclude_ranks_count: int, newcomm: int,
                 config: _Address, shrink_flags: int) -> int:
     """ncclCommShrink into the slot at address newcomm; returns the status. Called by the survivors.
     exclude_ranks_list: a sequence of ints (copied) or an int address. Short form (without newcomm)
@@ -248,9 +249,9 @@ from nccl._errors import (
 class _StructWrapper:
     def __init__(self) -> None: ...
     @classmethod
-    def from_buffer(cls, buffer: Any) -> Self: ...
+    def from_buffer(cls, buffer: Buffer) -> Self: ...
     @classmethod
-    def from_data(cls, data: Any) -> Self: ...
+    def from_data(cls, data: numpy.ndarray[Any, Any]) -> Self: ...
     @classmethod
     def from_ptr(cls, ptr: int, readonly: bool = False, owner: object = None) -> Self: ...
     def __int__(self) -> int: ...
@@ -798,7 +799,7 @@ def team_rank_to_world(comm: _CommArg, team: _Address, rank: int) -> int:
     """ncclTeamRankToWorld: the world rank of team's rank `rank`."""
 def team_world(comm: _CommArg) -> Team:
     """ncclTeamWorld: the team of every rank of comm (a Team)."""
-def wait_signal(n_desc: int, signal_descs: Any, comm: _CommArg, stream: int) -> None:
+def wait_signal(n_desc: int, signal_descs: _Address | Buffer, comm: _CommArg, stream: int) -> None:
     """ncclWaitSignal: wait for the signals described by n_desc WaitSignalDesc entries (an address or a buffer)."""
 def win_get_user_ptr(comm: _CommArg, win: _WindowArg) -> int:
     """ncclWinGetUserPtr: the window's user pointer."""

@@ -1,10 +1,12 @@
 # Stub of nccl.bindings.rocm_extensions (C functions of nccl._ext; docs/compatibility.md#rccl-only-collectives).
-from typing import Any
+from collections.abc import Sequence
+
+from typing_extensions import Buffer
 
 from nccl.bindings.nccl import _Address, _CommArg
 
 # A host size_t[nranks] array: its address, a sequence of ints, or a 1-D uint64 buffer.
-_SizeArray = Any
+_SizeArray = int | Sequence[int] | Buffer
 
 def all_reduce_with_bias(sendbuff: _Address, recvbuff: _Address, count: int, datatype: int, op: int,
                          comm: _CommArg, stream: int, acc: _Address) -> None:
