@@ -62,32 +62,32 @@ def empty(*size: int | Sequence[int], dtype: torch.dtype | None = None, device: 
     torch = _torch()
     if morder not in ("C", "F"):
         raise NcclInvalid(f"Invalid memory order: must be 'C' or 'F', got '{morder}'")
-    size = _size(size)
+    shape = _size(size)
     if dtype is None:
         dtype = torch.get_default_dtype()
     if device is None:
-        device = torch.device("cuda", torch.cuda.current_device())
+        target = torch.device("cuda", torch.cuda.current_device())
     elif isinstance(device, int) and not isinstance(device, bool):
-        device = torch.device("cuda", device)
+        target = torch.device("cuda", device)
     else:
-        device = torch.device(device)
-    if device.type != "cuda":
-        raise NcclInvalid(f"NCCL tensors must be on CUDA device, got {device}")
-    index = device.index if device.index is not None else torch.cuda.current_device()
+        target = torch.device(device)
+    if target.type != "cuda":
+        raise NcclInvalid(f"NCCL tensors must be on CUDA device, got {target}")
+    index = target.index if target.index is not None else torch.cuda.current_device()
     _nccl_dtype(torch, dtype)
     from nccl.core.memory import mem_alloc
 
     itemsize = torch.empty((), dtype=dtype).element_size()
-    count = math.prod(size)
+    count = math.prod(shape)
     buf = mem_alloc(max(count * itemsize, 1), device=index)
     flat = torch.from_dlpack(buf)[: count * itemsize].view(dtype)
     if morder == "C":
-        return flat.view(size)
+        return flat.view(shape)
     strides, step = [], 1
-    for n in size:
+    for n in shape:
         strides.append(step)
         step *= n
-    return flat.as_strided(size, tuple(strides))
+    return flat.as_strided(shape, tuple(strides))
 
 
 def resolve_tensor(tensor: torch.Tensor) -> tuple[int, int, NcclDataType, int | None]:
