@@ -280,7 +280,7 @@ int nx_comm_keep_child(nx_Communicator *c, PyObject *child)
 
 /* ---- teardown ---- */
 
-PyDoc_STRVAR(close_all_resources__doc__, "close_all_resources()\n--\n\n"
+PyDoc_STRVAR(close_all_resources__doc__, "close_all_resources($self)\n--\n\n"
 "Close every tracked resource (registered buffers and windows, custom operators), swallowing\n"
 "errors. Idempotent.");
 static PyObject *Communicator_close_all_resources(PyObject *self, PyObject *unused)
@@ -329,7 +329,7 @@ static PyObject *teardown(nx_state *st, nx_Communicator *c, int abort)
     return nx_none_or_error(st, rc, NULL);
 }
 
-PyDoc_STRVAR(destroy__doc__, "destroy()\n--\n\n"
+PyDoc_STRVAR(destroy__doc__, "destroy($self)\n--\n\n"
 "Close the tracked resources, then ncclCommDestroy (an intra-node collective). No-op when null.");
 static PyObject *Communicator_destroy(NX_COMM_METHOD_ARGS)
 {
@@ -339,7 +339,7 @@ static PyObject *Communicator_destroy(NX_COMM_METHOD_ARGS)
     return teardown(NX_COMM_STATE(cls), (nx_Communicator *)self, 0);
 }
 
-PyDoc_STRVAR(abort__doc__, "abort()\n--\n\n"
+PyDoc_STRVAR(abort__doc__, "abort($self)\n--\n\n"
 "Close the tracked resources, then ncclCommAbort: stops in-flight operations (also from another\n"
 "thread). No-op when null.");
 static PyObject *Communicator_abort(NX_COMM_METHOD_ARGS)
@@ -350,7 +350,7 @@ static PyObject *Communicator_abort(NX_COMM_METHOD_ARGS)
     return teardown(NX_COMM_STATE(cls), (nx_Communicator *)self, 1);
 }
 
-PyDoc_STRVAR(finalize__doc__, "finalize()\n--\n\n"
+PyDoc_STRVAR(finalize__doc__, "finalize($self)\n--\n\n"
 "ncclCommFinalize: flush outstanding work (collective). No-op when null; a nonblocking\n"
 "communicator then reports InProgress from get_async_error() until done.");
 static PyObject *Communicator_finalize_method(NX_COMM_METHOD_ARGS)
@@ -389,7 +389,7 @@ static PyObject *flag_call(NX_COMM_METHOD_ARGS, const nx_msig *sig, int dflt,
 }
 
 NX_MSIG(revoke, 1, 0, "flags");
-PyDoc_STRVAR(revoke__doc__, "revoke(flags=0)\n--\n\n"
+PyDoc_STRVAR(revoke__doc__, "revoke($self, flags=0)\n--\n\n"
 "ncclCommRevoke: stop in-flight operations; get_async_error() reports InProgress until quiescent.");
 static PyObject *Communicator_revoke(NX_COMM_METHOD_ARGS)
 {
@@ -404,7 +404,7 @@ static PyObject *Communicator_suspend(NX_COMM_METHOD_ARGS)
     return flag_call(self, cls, args, nargs, kwnames, &M_suspend, NCCL_SUSPEND_MEM, &nx_api.ncclCommSuspend);
 }
 
-PyDoc_STRVAR(resume__doc__, "resume()\n--\n\nncclCommResume: undo suspend().");
+PyDoc_STRVAR(resume__doc__, "resume($self)\n--\n\nncclCommResume: undo suspend().");
 static PyObject *Communicator_resume(NX_COMM_METHOD_ARGS)
 {
     (void)args;
@@ -423,7 +423,7 @@ static PyObject *Communicator_resume(NX_COMM_METHOD_ARGS)
 
 /* ---- status ---- */
 
-PyDoc_STRVAR(get_last_error__doc__, "get_last_error()\n--\n\nncclGetLastError: the library's last error text.");
+PyDoc_STRVAR(get_last_error__doc__, "get_last_error($self)\n--\n\nncclGetLastError: the library's last error text.");
 static PyObject *Communicator_get_last_error(NX_COMM_METHOD_ARGS)
 {
     (void)args;
@@ -437,7 +437,7 @@ static PyObject *Communicator_get_last_error(NX_COMM_METHOD_ARGS)
     return PyUnicode_DecodeUTF8(s ? s : "", s ? (Py_ssize_t)strlen(s) : 0, "replace");
 }
 
-PyDoc_STRVAR(get_async_error__doc__, "get_async_error()\n--\n\n"
+PyDoc_STRVAR(get_async_error__doc__, "get_async_error($self)\n--\n\n"
 "ncclCommGetAsyncError: the state code as a Result member (Success, InProgress or an error), not\n"
 "raised. Once it is not InProgress, split/shrink children kept alive are released.");
 static PyObject *Communicator_get_async_error(NX_COMM_METHOD_ARGS)
@@ -468,7 +468,7 @@ static PyObject *Communicator_get_async_error(NX_COMM_METHOD_ARGS)
 }
 
 NX_MSIG(get_mem_stat, 1, 1, "stat");
-PyDoc_STRVAR(get_mem_stat__doc__, "get_mem_stat(stat)\n--\n\n"
+PyDoc_STRVAR(get_mem_stat__doc__, "get_mem_stat($self, stat)\n--\n\n"
 "ncclCommMemStats: bytes for the NcclCommMemStat kind (0/1 for GPU_MEM_SUSPENDED).");
 static PyObject *Communicator_get_mem_stat(NX_COMM_METHOD_ARGS)
 {
@@ -498,7 +498,7 @@ static PyObject *Communicator_enter(PyObject *self, PyObject *unused)
     return Py_NewRef(self);
 }
 
-PyDoc_STRVAR(exit__doc__, "__exit__(exc_type, exc, tb)\n--\n\n"
+PyDoc_STRVAR(exit__doc__, "__exit__($self, exc_type, exc, tb)\n--\n\n"
 "destroy(), or abort() when an exception is propagating. Never suppresses the exception.");
 static PyObject *Communicator_exit(NX_COMM_METHOD_ARGS)
 {

@@ -157,7 +157,7 @@ done:
 }
 
 NX_MSIG(initialize, 4, 3, "nranks", "rank", "unique_id", "config");
-PyDoc_STRVAR(initialize__doc__, "initialize(nranks, rank, unique_id, config=None)\n--\n\n"
+PyDoc_STRVAR(initialize__doc__, "initialize($self, nranks, rank, unique_id, config=None)\n--\n\n"
 "Create the communicator in place: ncclCommInitRankScalable with every id given; for one id on\n"
 "libraries without it, ncclCommInitRankConfig, or ncclCommInitRank when config is None. Collective.");
 static PyObject *Communicator_initialize(NX_COMM_METHOD_ARGS)
@@ -331,7 +331,7 @@ error:
 }
 
 NX_MSIG(split, 3, 0, "color", "key", "config");
-PyDoc_STRVAR(split__doc__, "split(color=None, key=0, config=None)\n--\n\n"
+PyDoc_STRVAR(split__doc__, "split($self, color=None, key=0, config=None)\n--\n\n"
 "ncclCommSplit. Collective. color=None (NCCL_SPLIT_NOCOLOR) gives this rank a null communicator;\n"
 "config=None inherits the parent's.");
 static PyObject *Communicator_split(NX_COMM_METHOD_ARGS)
@@ -434,7 +434,7 @@ static PyObject *Communicator_shrink(NX_COMM_METHOD_ARGS)
 }
 
 NX_MSIG(grow, 4, 1, "nranks", "unique_id", "rank", "config");
-PyDoc_STRVAR(grow__doc__, "grow(nranks, unique_id=None, rank=None, config=None)\n--\n\n"
+PyDoc_STRVAR(grow__doc__, "grow($self, nranks, unique_id=None, rank=None, config=None)\n--\n\n"
 "ncclCommGrow. Existing root: comm.grow(n, uid); existing non-root: comm.grow(n); a new rank:\n"
 "Communicator().grow(n, uid, rank=r).");
 static PyObject *Communicator_grow(NX_COMM_METHOD_ARGS)
@@ -476,7 +476,7 @@ static PyObject *Communicator_grow(NX_COMM_METHOD_ARGS)
     return r;
 }
 
-PyDoc_STRVAR(get_unique_id__doc__, "get_unique_id()\n--\n\n"
+PyDoc_STRVAR(get_unique_id__doc__, "get_unique_id($self)\n--\n\n"
 "ncclCommGetUniqueId: a single-use id for grow(), called by the grow root only.");
 static PyObject *Communicator_get_unique_id(NX_COMM_METHOD_ARGS)
 {

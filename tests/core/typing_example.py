@@ -4,6 +4,7 @@ Never run: it only has to be well-typed."""
 from __future__ import annotations
 
 import pickle
+from typing import Any
 
 import numpy as np
 
@@ -79,3 +80,53 @@ def helpers() -> None:
     comms: list[nc.Communicator] = nc.Communicator.init_all([0, 1])
     uid: nc.UniqueId = nc.get_unique_id(empty=True)
     raw: bytes = bytes(uid) + uid.as_bytes
+    arr = uid.as_ndarray
+    same: bool = nc.UniqueId.from_bytes(bytearray(128)) == uid and hash(uid) == hash(uid)
+    address: int = uid.ptr
+
+
+def surface() -> None:
+    """The rest of the public surface, each with the type its annotation promises."""
+    import torch
+
+    from nccl.core import constants
+    from nccl.core.params import dump_params
+    from nccl.core.interop import torch as nt
+
+    keys: list[str] = list(nc.params)
+    level: str | None = nc.params.get("NCCL_DEBUG")
+    nc.dump_params()
+    dump_params()
+    nc.group_start()
+    nc.group_end()
+    sim: nc.GroupSimInfo = nc.group_end(simulate=True)
+    maybe: nc.GroupSimInfo | None = nc.group_end(simulate=bool(keys))
+    ms: float = sim.estimated_time
+    old: nc.Version = nc.Version(22703)
+    nccl_v = old.nccl_version
+    lib_path = nc.get_lib_path()
+    text: str = nc.get_error_string(nc.NcclDataType.INT8)
+    np_dtype: np.dtype[Any] = nc.FLOAT32.numpy_dtype
+    op: nc.NcclRedOp = constants.SUM
+    flag: nc.WindowFlag = nc.WindowFlag.COLL_SYMMETRIC | nc.WindowFlag.STRICT_ORDERING
+    mr = get_memory_resource(0)
+    dev: int = mr.device_id
+    host: bool = mr.is_host_accessible and not mr.is_device_accessible
+    t: torch.Tensor = nt.empty(4, 4, dtype=torch.float32, device=0, morder="F")
+    ptr, count, dtype, device = nt.resolve_tensor(t)
+    total: int = ptr + count + dtype.itemsize
+    idx: int | None = device
+    team = nc.NCCLTeam(n_ranks=2, rank=0, stride=1)
+    req = nc.NCCLDevCommRequirements(teams=(nc.TeamRequirement(team),),
+                                     resources=(nc.GinBarrierRequirement(team, 1), nc.LLA2ARequirement(1, 2, 4)))
+    gin: nc.NcclGinType | int | None = nc.NCCLConfig().host_cft_mode and nc.NcclGinType.PROXY
+    le = nc.CftLeInfo(le_id=1, le_offset=0)
+    comm = nc.Communicator.from_env(config=nc.NCCLConfig(), timeout=5.0, environ={"RANK": "0"})
+    with comm.register_buffer(np.zeros(4)) as reg:
+        size: int = reg.size
+    props = comm.properties
+    kinds: tuple[nc.NcclGinType | int, ...] | None = props.available_gin_types
+    handles = comm.create_dev_comm(req).resource_handles
+    for h in handles:
+        if isinstance(h, nc.LsaBarrierHandle):
+            n: int = h.n_barriers + h.buf_handle

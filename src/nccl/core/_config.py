@@ -10,20 +10,29 @@ from the current field values every time, so mutating a config after constructio
 was built: src/ext/coll_config.c).
 """
 
+from __future__ import annotations
+
 import threading
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
 
 from nccl.core._types import (
     CTAPolicy, NcclCftCap, NcclGinConnectionType, NcclGinType, NcclHostCftMode, NcclNvlsHostMode,
 )
+
+if TYPE_CHECKING:
+    from nccl.bindings import nccl as _b
+    from nccl.core._team import GinBarrierRequirement, LLA2ARequirement, LsaBarrierRequirement, TeamRequirement
+    from nccl.core.typing import NcclEventSpec
 
 __all__ = ["NCCLConfig", "NCCLCollConfig", "VendorOption", "NCCLDevCommRequirements", "WaitSignalDesc"]
 
 _BOOL, _INT, _STR = "bool", "int", "str"
 
 
-def _check_field(owner, name, kind, value, extra=()):
+def _check_field(owner: str, name: str, kind: str, value: object, extra: tuple[type, ...] = ()) -> None:
     if value is None:
         return
     if kind == _BOOL:
@@ -40,7 +49,7 @@ def _check_field(owner, name, kind, value, extra=()):
 
 
 # field: (kind, min NCCL version code, extra accepted types)
-_CONFIG_FIELDS = {
+_CONFIG_FIELDS: dict[str, tuple[str, int, tuple[type, ...]]] = {
     "blocking": (_BOOL, 21403, ()),
     "cga_cluster_size": (_INT, 21701, ()),
     "min_ctas": (_INT, 21701, ()),
@@ -67,17 +76,17 @@ _CONFIG_FIELDS = {
 }
 
 _warned_lock = threading.Lock()
-_warned = set()  # (field, library version code) already warned about in this process
+_warned: set[tuple[str, str, int]] = set()  # (field, library version code) already warned about in this process
 
 
-def _warn_too_new(owner, names, stacklevel):
+def _warn_too_new(owner: str, names: Iterable[tuple[str, int]], stacklevel: int) -> None:
     """The one-time RuntimeWarning of docs/compatibility.md#configuration for each set field (name, min version
     code) that the loaded library predates."""
     from nccl import _ext
     from nccl.bindings import nccl as _b
 
     code = int(_b.get_version())
-    late = []
+    late: list[tuple[str, int]] = []
     with _warned_lock:
         for name, need in names:
             if code < need and (owner, name, code) not in _warned:
@@ -122,18 +131,18 @@ class NCCLConfig:
     host_cft_mode: "NcclHostCftMode | int | None" = None
     nvls_host_mode: "NcclNvlsHostMode | int | None" = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name, (kind, _, extra) in _CONFIG_FIELDS.items():
             _check_field("NCCLConfig", name, kind, getattr(self, name), extra)
 
     @property
-    def _lowpp(self):
+    def _lowpp(self) -> _b.Config:
         """A fresh ``nccl.bindings.nccl.Config`` built from the current values; unset fields keep
         the initializer's INT_MIN / NULL. Warns once per field the loaded library predates."""
         from nccl.bindings import nccl as _b
 
         cfg = _b.Config()
-        used = []
+        used: list[tuple[str, int]] = []
         for name, (kind, need, extra) in _CONFIG_FIELDS.items():
             value = getattr(self, name)
             if value is None:
@@ -148,7 +157,7 @@ class NCCLConfig:
 
 # field: (kind, min NCCL version code, extra accepted types, count: must not be negative).
 # ncclDevCommRequirements_t itself is 2.28.3 (ncclDevCommCreate); later fields carry their release.
-_REQ_FIELDS = {
+_REQ_FIELDS: dict[str, tuple[str, int, tuple[type, ...], bool]] = {
     "lsa_multimem": (_BOOL, 22803, (), False),
     "barrier_count": (_INT, 22803, (), True),
     "lsa_barrier_count": (_INT, 22803, (), True),
@@ -173,7 +182,7 @@ _REQ_FIELDS = {
 }
 
 
-def _check_count(owner, name, value):
+def _check_count(owner: str, name: str, value: int | None) -> None:
     if value is not None and int(value) < 0:
         from nccl._errors import NcclInvalid
 
@@ -206,13 +215,13 @@ class NCCLDevCommRequirements:
     gin_type: "NcclGinType | int | None" = None
     cft_caps: "NcclCftCap | int | None" = None
     cft_barrier_count: "int | None" = None
-    teams: "tuple" = ()
-    resources: "tuple" = ()
+    teams: "tuple[TeamRequirement, ...]" = ()
+    resources: "tuple[LsaBarrierRequirement | GinBarrierRequirement | LLA2ARequirement, ...]" = ()
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self._check()
 
-    def _check(self):
+    def _check(self) -> None:
         owner = "NCCLDevCommRequirements"
         for name, (kind, _, extra, count) in _REQ_FIELDS.items():
             value = getattr(self, name)
@@ -229,12 +238,13 @@ class NCCLDevCommRequirements:
                 raise TypeError(f"{owner}.resources[{i}] must be an LsaBarrierRequirement, "
                                 f"GinBarrierRequirement or LLA2ARequirement, got {type(r).__name__}")
 
-    def _set_fields(self, warn=False):
+    def _set_fields(self, warn: bool = False) -> dict[str, int]:
         """{bindings DevCommRequirements field name: int} of the fields that are set (checked
         again; negative counts refused); with ``warn``, warns once per field the loaded library
         predates (create_dev_comm, where a library is loaded)."""
         self._check()
-        out, used = {}, []
+        out: dict[str, int] = {}
+        used: list[tuple[str, int]] = []
         for name, (kind, need, extra, count) in _REQ_FIELDS.items():
             value = getattr(self, name)
             if value is not None:
@@ -272,7 +282,7 @@ class VendorOption:
     str_value: "str | None" = None
     raw_value: "int | None" = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in ("vendor_id", "option_id"):
             _check_field("VendorOption", name, _INT, getattr(self, name))
         _check_field("VendorOption", "int_value", _INT, self.int_value)
@@ -300,17 +310,17 @@ class NCCLCollConfig:
     force_alg_selection: "bool | None" = None
     cta_policy: "CTAPolicy | int | None" = None
     user_profiler_tag: "int | None" = None
-    launch_completion_event: "object | None" = None
+    launch_completion_event: "NcclEventSpec | None" = None
     vendor_options: "tuple[VendorOption, ...]" = ()
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         # The C core keeps the struct it built from this config in __dict__ (src/ext/coll_config.c,
         # checked against the current field values at each use); a copy or a pickle leaves it out.
         state = dict(self.__dict__)
         state.pop("_nx_coll_config", None)
         return state
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name, kind, extra in _COLL_FIELDS:
             _check_field("NCCLCollConfig", name, kind, getattr(self, name), extra)
         for i, v in enumerate(self.vendor_options):
@@ -318,7 +328,7 @@ class NCCLCollConfig:
                 raise TypeError(f"NCCLCollConfig.vendor_options[{i}] must be a VendorOption, got {type(v).__name__}")
 
 
-_COLL_FIELDS = (
+_COLL_FIELDS: tuple[tuple[str, str, tuple[type, ...]], ...] = (
     ("min_ctas", _INT, ()), ("max_ctas", _INT, ()), ("nvls_ctas", _INT, ()), ("cga_cluster_size", _INT, ()),
     ("alg_selection", _STR, ()), ("force_alg_selection", _BOOL, ()), ("cta_policy", _INT, (CTAPolicy,)),
     ("user_profiler_tag", _INT, ()),

@@ -9,7 +9,14 @@ path and those names are a contract. A team made by a Communicator remembers whi
 communicator is refused before any library call.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from nccl.bindings import nccl as _b
+    from nccl.core._types import NcclGinConnectionType, NcclGinType
 
 from nccl._errors import NcclInvalid
 
@@ -18,7 +25,7 @@ __all__ = ["NCCLTeam", "TeamRequirement", "LsaBarrierRequirement", "GinBarrierRe
            "NCCLCommProperties"]
 
 
-def _int(owner, name, value, *, count=False):
+def _int(owner: str, name: str, value: object, *, count: bool = False) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{owner}.{name} must be int, got {type(value).__name__}")
     if count and value < 0:
@@ -35,12 +42,12 @@ class NCCLTeam:
     rank: int
     stride: int
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in ("n_ranks", "rank", "stride"):
             _int("NCCLTeam", name, getattr(self, name))
 
     @property
-    def _lowpp(self):
+    def _lowpp(self) -> _b.Team:
         """A fresh ``nccl.bindings.nccl.Team`` with these values."""
         from nccl.bindings import nccl as _b
 
@@ -49,7 +56,7 @@ class NCCLTeam:
         return t
 
 
-def _team(owner, team):
+def _team(owner: str, team: object) -> None:
     if not isinstance(team, NCCLTeam):
         raise TypeError(f"{owner}.team must be an NCCLTeam, got {type(team).__name__}")
 
@@ -62,7 +69,7 @@ class TeamRequirement:
     team: NCCLTeam
     multimem: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _team("TeamRequirement", self.team)
         if not isinstance(self.multimem, int):
             raise TypeError(f"TeamRequirement.multimem must be bool, got {type(self.multimem).__name__}")
@@ -75,7 +82,7 @@ class LsaBarrierRequirement:
     team: NCCLTeam
     n_barriers: int
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _team("LsaBarrierRequirement", self.team)
         _int("LsaBarrierRequirement", "n_barriers", self.n_barriers, count=True)
 
@@ -87,7 +94,7 @@ class GinBarrierRequirement:
     team: NCCLTeam
     n_barriers: int
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _team("GinBarrierRequirement", self.team)
         _int("GinBarrierRequirement", "n_barriers", self.n_barriers, count=True)
 
@@ -101,7 +108,7 @@ class LLA2ARequirement:
     max_elements: int
     max_element_size: int
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in ("n_blocks", "max_elements", "max_element_size"):
             _int("LLA2ARequirement", name, getattr(self, name), count=True)
 
@@ -114,10 +121,11 @@ class _HandleView:
     library wrote): the fields are properties; equal views have equal fields."""
 
     __slots__ = ("_lowpp",)
-    _struct = ""
-    _fields = ()
+    _struct: ClassVar[str] = ""
+    _fields: ClassVar[tuple[str, ...]] = ()
+    _lowpp: Any  # the nccl.bindings.nccl struct wrapper named by _struct
 
-    def __init__(self, lowpp=None, **values):
+    def __init__(self, lowpp: object = None, **values: int) -> None:
         from nccl.bindings import nccl as _b
 
         cls = getattr(_b, self._struct)
@@ -132,24 +140,24 @@ class _HandleView:
         object.__setattr__(self, "_lowpp", lowpp)
 
     @staticmethod
-    def _lowpp_name(name):
+    def _lowpp_name(name: str) -> str:
         return {"mc_base_pointer": "mc_base_ptr"}.get(name, name)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} is read-only")
 
-    def _values(self):
+    def _values(self) -> tuple[object, ...]:
         return tuple(getattr(self, f) for f in self._fields)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
         return self._values() == other._values()
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((type(self).__name__, self._values()))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
         return f"{type(self).__name__}({inner})"
 
@@ -161,7 +169,7 @@ class MultimemHandle(_HandleView):
     _struct, _fields = "MultimemHandle", ("mc_base_pointer",)
 
     @property
-    def mc_base_pointer(self):
+    def mc_base_pointer(self) -> int:
         """The multicast base address (ncclMultimemHandle_t.mcBasePtr)."""
         return self._lowpp.mc_base_ptr
 
@@ -173,12 +181,12 @@ class LsaBarrierHandle(_HandleView):
     _struct, _fields = "LsaBarrierHandle", ("buf_handle", "n_barriers")
 
     @property
-    def buf_handle(self):
+    def buf_handle(self) -> int:
         """The resource handle of the barriers' memory (ncclLsaBarrierHandle_t.bufHandle)."""
         return self._lowpp.buf_handle
 
     @property
-    def n_barriers(self):
+    def n_barriers(self) -> int:
         """The barriers the handle holds (ncclLsaBarrierHandle_t.nBarriers)."""
         return self._lowpp.n_barriers
 
@@ -190,7 +198,7 @@ class GinBarrierHandle(_HandleView):
     _struct, _fields = "GinBarrierHandle", ("signal0",)
 
     @property
-    def signal0(self):
+    def signal0(self) -> int:
         """The first GIN signal the barrier uses (ncclGinBarrierHandle_t.signal0)."""
         return self._lowpp.signal0
 
@@ -202,12 +210,12 @@ class LLA2AHandle(_HandleView):
     _struct, _fields = "LLA2AHandle", ("buf_handle", "n_slots")
 
     @property
-    def buf_handle(self):
+    def buf_handle(self) -> int:
         """The resource handle of the slots' memory (ncclLLA2AHandle_t.bufHandle)."""
         return self._lowpp.buf_handle
 
     @property
-    def n_slots(self):
+    def n_slots(self) -> int:
         """The slots of the all-to-all buffer (ncclLLA2AHandle_t.nSlots)."""
         return self._lowpp.n_slots
 
@@ -232,37 +240,37 @@ class NCCLCommProperties:
     nvml_dev: int
     device_api_support: bool
     multimem_support: bool
-    gin_type: int
+    gin_type: NcclGinType | int
     n_lsa_teams: int
     host_rma_support: bool
-    railed_gin_type: int
+    railed_gin_type: NcclGinType | int
     comm_hash: "int | None" = None
     gin_min_stride: "int | None" = None
-    gin_connection_type: "int | None" = None
-    available_gin_types: "tuple | None" = None
+    gin_connection_type: "NcclGinConnectionType | int | None" = None
+    available_gin_types: "tuple[NcclGinType | int, ...] | None" = None
     dev_comm_runtime_version_size: "int | None" = None
     cft_support: "bool | None" = None
     cft_multicast_support: "bool | None" = None
     cft_counted_support: "bool | None" = None
 
     @classmethod
-    def _from_lowpp(cls, p, version):
+    def _from_lowpp(cls, p: _b.CommProperties, version: int) -> NCCLCommProperties:
         """From a filled nccl.bindings.nccl.CommProperties and the library's version code."""
         from nccl.core._types import NcclGinConnectionType, NcclGinType
 
-        def gin(v):
+        def gin(v: int) -> NcclGinType | int:
             try:
                 return NcclGinType(v)
             except ValueError:
                 return v
 
-        values = dict(rank=p.rank, n_ranks=p.n_ranks, cuda_dev=p.cuda_dev, nvml_dev=p.nvml_dev,
+        values: dict[str, Any] = dict(rank=p.rank, n_ranks=p.n_ranks, cuda_dev=p.cuda_dev, nvml_dev=p.nvml_dev,
                       device_api_support=bool(p.device_api_support), multimem_support=bool(p.multimem_support),
                       gin_type=gin(p.gin_type), n_lsa_teams=p.n_lsa_teams,
                       host_rma_support=bool(p.host_rma_support), railed_gin_type=gin(p.railed_gin_type))
         if version >= 23100:
             try:
-                conn = NcclGinConnectionType(p.gin_connection_type)
+                conn: NcclGinConnectionType | int = NcclGinConnectionType(p.gin_connection_type)
             except ValueError:
                 conn = p.gin_connection_type
             values.update(comm_hash=p.comm_hash, gin_min_stride=p.gin_min_stride, gin_connection_type=conn,

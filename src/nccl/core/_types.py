@@ -7,9 +7,13 @@ exports; the member names here are nccl.core's own spellings (upper case, with n
 camel-case ones as aliases).
 """
 
+from __future__ import annotations
+
 from enum import IntEnum, IntFlag
+from typing import Any
 
 import numpy as _np
+from numpy.typing import DTypeLike
 
 from nccl import _enums
 from nccl._errors import NcclInvalid
@@ -54,7 +58,7 @@ class NcclDataType(IntEnum):
     FLOAT8E5M2 = _enums.DataType.Float8e5m2.value
 
     @classmethod
-    def _missing_(cls, value):
+    def _missing_(cls, value: object) -> NcclDataType | None:
         # Plain ints outside the table stay a ValueError (the standard IntEnum one).
         if isinstance(value, int):
             return None
@@ -65,7 +69,7 @@ class NcclDataType(IntEnum):
         return cls.from_numpy_dtype(dtype)
 
     @classmethod
-    def from_numpy_dtype(cls, dtype):
+    def from_numpy_dtype(cls, dtype: DTypeLike) -> NcclDataType:
         """The member for a numpy dtype: by name (bfloat16, fp8), then by (kind, itemsize).
         numpy bool maps to UINT8."""
         dtype = _np.dtype(dtype)
@@ -79,12 +83,12 @@ class NcclDataType(IntEnum):
         return cls(code)
 
     @property
-    def itemsize(self):
+    def itemsize(self) -> int:
         """The element size in bytes."""
         return _ITEMSIZE[self.value]
 
     @property
-    def numpy_dtype(self):
+    def numpy_dtype(self) -> _np.dtype[Any]:
         """The numpy dtype; bfloat16 and the fp8 formats need the ml_dtypes package."""
         name = _NUMPY_NAMES[self.value]
         if self.value < 9:
@@ -96,11 +100,11 @@ class NcclDataType(IntEnum):
                               "Install it with: pip install ml-dtypes") from None
         return _np.dtype(getattr(ml_dtypes, name))
 
-    def __str__(self):
+    def __str__(self) -> str:
         # Member names on every Python version (docs/compatibility.md#exceptions-and-messages).
         return self.name
 
-    def __format__(self, spec):
+    def __format__(self, spec: str) -> str:
         # Numeric format specs ("d", "x", "03d", ...) still format the value.
         if spec and spec[-1] in "bcdoxXneEfFgG%":
             return format(self.value, spec)

@@ -4,14 +4,24 @@ The C core reads ``UniqueId`` from here and uses its ``_internal`` attribute (a
 ``nccl.bindings.nccl.UniqueId`` struct wrapper holding the 128 bytes), so both are a contract.
 """
 
+from __future__ import annotations
+
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable
+
 import numpy as _np
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer as _Bytes  # bytes, bytearray, memoryview, ...
+
+    from nccl.bindings.nccl import UniqueId as _UniqueIdStruct
 
 __all__ = ["UniqueId", "get_unique_id"]
 
 _SIZE = 128
 
 
-def _bindings():
+def _bindings() -> ModuleType:
     from nccl.bindings import nccl as _b
 
     return _b
@@ -26,7 +36,7 @@ class UniqueId:
 
     __slots__ = ("_internal", "__weakref__")
 
-    def __init__(self, _internal=None):
+    def __init__(self, _internal: _UniqueIdStruct | None = None) -> None:
         if _internal is None:
             _internal = _bindings().UniqueId()
         elif not isinstance(_internal, _bindings().UniqueId):
@@ -35,7 +45,7 @@ class UniqueId:
         self._internal = _internal
 
     @staticmethod
-    def from_bytes(b):
+    def from_bytes(b: _Bytes) -> UniqueId:
         """A new id holding a copy of exactly 128 one-byte items (bytes, bytearray, memoryview)."""
         view = memoryview(b)  # TypeError for non-buffers
         if view.itemsize != 1:
@@ -46,53 +56,53 @@ class UniqueId:
         memoryview(uid._internal).cast("B")[:] = view.cast("B")
         return uid
 
-    def __bytes__(self):
+    def __bytes__(self) -> bytes:
         return bytes(self._internal)
 
     @property
-    def as_bytes(self):
+    def as_bytes(self) -> bytes:
         """The 128 raw bytes."""
         return bytes(self._internal)
 
     @property
-    def as_ndarray(self):
+    def as_ndarray(self) -> _np.recarray[Any, Any]:
         """A writable 1-element ``np.recarray`` of ``unique_id_dtype`` sharing this id's memory."""
         dtype = _bindings().unique_id_dtype
         arr = _np.frombuffer(memoryview(self._internal), dtype=_np.uint8).view(dtype)
         return arr.view(_np.recarray)
 
     @property
-    def ptr(self):
+    def ptr(self) -> int:
         """The address of the 128-byte struct."""
         return self._internal.ptr
 
-    def __getstate__(self):
+    def __getstate__(self) -> bytes:
         return bytes(self._internal)
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: bytes) -> None:
         self._internal = UniqueId.from_bytes(state)._internal
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[bytes], UniqueId], tuple[bytes]]:
         return (_from_state, (bytes(self._internal),))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         raw = bytes(self._internal)
         return f"<UniqueId: {raw[:8].hex()}...{raw[-8:].hex()}>"
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, UniqueId):
             return NotImplemented
         return bytes(self._internal) == bytes(other._internal)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(bytes(self._internal))
 
 
-def _from_state(state):
+def _from_state(state: bytes) -> UniqueId:
     return UniqueId.from_bytes(state)
 
 
-def get_unique_id(empty=False):
+def get_unique_id(empty: bool = False) -> UniqueId:
     """A new id from ncclGetUniqueId (loads the library); ``empty=True``: a zero id, no call."""
     if empty:
         return UniqueId()

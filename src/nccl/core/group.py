@@ -5,8 +5,12 @@ functions ``nccl.bindings.nccl.group_start``/``group_end``/``group_simulate_end`
 calls count too.
 """
 
+from __future__ import annotations
+
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Literal, overload
 
 __all__ = ["group", "group_start", "group_end", "GroupSimInfo"]
 
@@ -18,14 +22,20 @@ class GroupSimInfo:
     estimated_time: float
 
 
-def group_start():
+def group_start() -> None:
     """ncclGroupStart: defer the following calls until the matching group_end()."""
     from nccl.bindings import nccl as _b
 
     _b.group_start()
 
 
-def group_end(*, simulate=False):
+@overload
+def group_end(*, simulate: Literal[False] = False) -> None: ...
+@overload
+def group_end(*, simulate: Literal[True]) -> GroupSimInfo: ...
+@overload
+def group_end(*, simulate: bool) -> GroupSimInfo | None: ...
+def group_end(*, simulate: bool = False) -> GroupSimInfo | None:
     """ncclGroupEnd, returning None; with ``simulate=True`` ncclGroupSimulateEnd, returning a
     GroupSimInfo."""
     from nccl.bindings import nccl as _b
@@ -38,7 +48,7 @@ def group_end(*, simulate=False):
 
 
 @contextlib.contextmanager
-def group():
+def group() -> Iterator[None]:
     """``with group():`` starts a group and ends it on exit, exceptions included."""
     group_start()
     try:

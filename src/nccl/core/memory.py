@@ -1,16 +1,19 @@
 """Memory from ncclMemAlloc (docs/compatibility.md#memory): ``mem_alloc``/``mem_free`` and the
 ``NcclMemoryResource`` behind them, a ``cuda.core`` MemoryResource per thread and device."""
 
+from __future__ import annotations
+
 import threading
 
 from cuda.core import Buffer, MemoryResource
 
 from nccl.core.cuda import CudaDeviceContext, get_device_id
+from nccl.core.typing import NcclDeviceSpec, NcclStreamSpec
 
 __all__ = ["NcclMemoryResource", "get_memory_resource", "mem_alloc", "mem_free"]
 
 
-def _host_flavour():
+def _host_flavour() -> bool:
     from nccl.bindings import nccl as _b
 
     return _b.get_library_flavour() == "host"
@@ -25,19 +28,19 @@ class NcclMemoryResource(MemoryResource):
 
     __slots__ = ("_device_id", "_host")
 
-    def __init__(self, device_id):
+    def __init__(self, device_id: int) -> None:
         self._handle = None
         self._device_id = int(device_id)
         self._host = _host_flavour()
 
-    def allocate(self, size, stream=None):
+    def allocate(self, size: int, stream: NcclStreamSpec | None = None) -> Buffer:
         """``size`` bytes from ncclMemAlloc (the allocation may be rounded up); the stream is unused."""
         from nccl.bindings import nccl as _b
 
         ptr = _b.mem_alloc(size)
         return Buffer.from_handle(ptr, size, mr=self)
 
-    def deallocate(self, ptr, size, stream=None):
+    def deallocate(self, ptr: int, size: int, stream: NcclStreamSpec | None = None) -> None:
         """ncclMemFree; the stream is unused."""
         from nccl.bindings import nccl as _b
 
@@ -46,27 +49,30 @@ class NcclMemoryResource(MemoryResource):
             _b.mem_free(ptr)
 
     @property
-    def is_device_accessible(self):
+    def is_device_accessible(self) -> bool:
+        """Whether the device can access the memory (False on the host flavour)."""
         return not self._host
 
     @property
-    def is_host_accessible(self):
+    def is_host_accessible(self) -> bool:
+        """Whether the host can access the memory (True on the host flavour only)."""
         return self._host
 
     @property
-    def device_id(self):
+    def device_id(self) -> int:
+        """The device the memory is allocated on."""
         return self._device_id
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<NcclMemoryResource device_id={self._device_id}>"
 
 
 _tls = threading.local()
 
 
-def get_memory_resource(device_id):
+def get_memory_resource(device_id: int) -> NcclMemoryResource:
     """This thread's NcclMemoryResource for the device."""
-    cache = _tls.__dict__.get("resources")
+    cache: dict[int, NcclMemoryResource] | None = _tls.__dict__.get("resources")
     if cache is None:
         cache = _tls.resources = {}
     device_id = int(device_id)
@@ -76,7 +82,7 @@ def get_memory_resource(device_id):
     return mr
 
 
-def mem_alloc(size, device=None):
+def mem_alloc(size: int, device: NcclDeviceSpec | None = None) -> Buffer:
     """``size`` bytes of ncclMemAlloc memory on ``device`` (None: the current one), as a
     cuda.core Buffer. The device is made current for the call and restored afterwards."""
     device_id = get_device_id(device)
@@ -84,6 +90,6 @@ def mem_alloc(size, device=None):
         return get_memory_resource(device_id).allocate(size)
 
 
-def mem_free(buf):
+def mem_free(buf: Buffer) -> None:
     """Frees a Buffer from mem_alloc now (ncclMemFree); garbage collection frees it otherwise."""
     buf.close()

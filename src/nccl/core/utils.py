@@ -4,6 +4,8 @@
 (one implementation: nccl/_show_versions.py); ``Version``, ``get_lib_version`` and
 ``get_lib_path`` are 0.3.1's, kept for code written against it."""
 
+from __future__ import annotations
+
 import pathlib
 from dataclasses import dataclass
 
@@ -29,17 +31,17 @@ class VersionInfo:
     libnccl: "LibraryInfo | None"
 
     @property
-    def nccl_version(self):
+    def nccl_version(self) -> _PkgVersion | None:
         """The loaded library's version (nccl4py 0.3.1's name), or None when nothing loads."""
         return None if self.libnccl is None else self.libnccl.version
 
     @property
-    def nccl4py_version(self):
+    def nccl4py_version(self) -> _PkgVersion:
         """This package's version (nccl4py 0.3.1's name)."""
         return self.nccl4py
 
 
-def get_version():
+def get_version() -> VersionInfo:
     """Versions of nccl4py, of the bindings' NCCL header and of the loaded library (loading it if
     needed), as nccl4py 0.6.0's ``nccl.core.get_version()``. ``nccl.get_version()`` keeps the
     top-level shape (nccl4py, nccl, nccl_ep)."""
@@ -51,33 +53,33 @@ def get_version():
 class Version:
     """The library version (from its version code) and this package's version."""
 
-    def __init__(self, nccl_version):
-        self.nccl_version = _decode_version(int(nccl_version))
-        self.nccl4py_version = _PkgVersion(_nccl4py_version)
+    def __init__(self, nccl_version: int) -> None:
+        self.nccl_version: _PkgVersion = _decode_version(int(nccl_version))
+        self.nccl4py_version: _PkgVersion = _PkgVersion(_nccl4py_version)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"Version(\n"
                 f"  nccl_version={self.nccl_version},\n"
                 f"  nccl4py_version={self.nccl4py_version},\n"
                 f")")
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, Version):
             return NotImplemented
         return (self.nccl_version, self.nccl4py_version) == (other.nccl_version, other.nccl4py_version)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self.nccl_version, self.nccl4py_version))
 
 
-def get_lib_version():
+def get_lib_version() -> _PkgVersion:
     """The loaded library's version (for RCCL, the NCCL version it tracks)."""
     from nccl.bindings import nccl as _b
 
     return _decode_version(_b.get_version())
 
 
-def get_lib_path():
+def get_lib_path() -> pathlib.Path | None:
     """The path of the loaded library (NCCL, RCCL or the host backend), or None."""
     from nccl.bindings import nccl as _b
 
@@ -85,7 +87,7 @@ def get_lib_path():
     return pathlib.Path(path) if path else None
 
 
-def get_error_string(nccl_result):
+def get_error_string(nccl_result: int) -> str:
     """ncclGetErrorString for a Result member or int."""
     from nccl.bindings import nccl as _b
 

@@ -3,18 +3,27 @@
 CuPy is imported by the first call, not by importing this module.
 """
 
+from __future__ import annotations
+
 import math
 import operator
+from collections.abc import Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Literal
 
 import numpy as _np
 
 from nccl._errors import NcclInvalid
 from nccl.core._types import NcclDataType
 
+if TYPE_CHECKING:
+    import cupy
+    from numpy.typing import DTypeLike
+
 __all__ = ["empty", "resolve_array"]
 
 
-def _cupy():
+def _cupy() -> ModuleType:
     try:
         import cupy
     except ImportError:
@@ -22,13 +31,13 @@ def _cupy():
     return cupy
 
 
-def _shape(shape):
+def _shape(shape: int | Sequence[int]) -> tuple[int, ...]:
     if isinstance(shape, (tuple, list)):
         return tuple(operator.index(n) for n in shape)
     return (operator.index(shape),)
 
 
-def empty(shape, dtype=float, order="C"):
+def empty(shape: int | Sequence[int], dtype: DTypeLike = float, order: Literal["C", "F"] = "C") -> cupy.ndarray:
     """An uninitialised CuPy array on the current device, in memory from nccl.core.mem_alloc."""
     if order not in ("C", "F"):
         raise NcclInvalid(f"Invalid memory order: must be 'C' or 'F', got '{order}'. "
@@ -47,7 +56,7 @@ def empty(shape, dtype=float, order="C"):
     return flat[: count * np_dtype.itemsize].view(np_dtype).reshape(shape, order=order)
 
 
-def resolve_array(array):
+def resolve_array(array: cupy.ndarray) -> tuple[int, int, NcclDataType, int]:
     """``(ptr, count, dtype, device_id)`` of a CuPy array; numpy bool maps to UINT8."""
     cupy = _cupy()
     if not isinstance(array, cupy.ndarray):

@@ -3,15 +3,23 @@
 PyTorch is imported by the first call, not by importing this module.
 """
 
+from __future__ import annotations
+
 import math
+from collections.abc import Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Literal
 
 from nccl._errors import NcclInvalid
 from nccl.core._types import NcclDataType
 
+if TYPE_CHECKING:
+    import torch
+
 __all__ = ["empty", "resolve_tensor"]
 
 
-def _torch():
+def _torch() -> ModuleType:
     try:
         import torch
     except ImportError:
@@ -19,7 +27,7 @@ def _torch():
     return torch
 
 
-def _dtype_table(torch):
+def _dtype_table(torch: ModuleType) -> dict[torch.dtype, NcclDataType]:
     table = {
         torch.float16: NcclDataType.FLOAT16, torch.float32: NcclDataType.FLOAT32,
         torch.float64: NcclDataType.FLOAT64, torch.bfloat16: NcclDataType.BFLOAT16,
@@ -34,7 +42,7 @@ def _dtype_table(torch):
     return table
 
 
-def _nccl_dtype(torch, dtype):
+def _nccl_dtype(torch: ModuleType, dtype: torch.dtype) -> NcclDataType:
     member = _dtype_table(torch).get(dtype)
     if member is None:
         raise NcclInvalid(f"Unsupported torch dtype {dtype} has no NCCL equivalent. "
@@ -42,46 +50,47 @@ def _nccl_dtype(torch, dtype):
     return member
 
 
-def _size(size):
+def _size(size: tuple[int | Sequence[int], ...]) -> tuple[int, ...]:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     return tuple(int(n) for n in size)
 
 
-def empty(*size, dtype=None, device=None, morder="C"):
+def empty(*size: int | Sequence[int], dtype: torch.dtype | None = None, device: torch.device | str | int | None = None,
+          morder: Literal["C", "F"] = "C") -> torch.Tensor:
     """An uninitialised tensor in memory from nccl.core.mem_alloc, on a CUDA (or HIP) device."""
     torch = _torch()
     if morder not in ("C", "F"):
         raise NcclInvalid(f"Invalid memory order: must be 'C' or 'F', got '{morder}'")
-    size = _size(size)
+    shape = _size(size)
     if dtype is None:
         dtype = torch.get_default_dtype()
     if device is None:
-        device = torch.device("cuda", torch.cuda.current_device())
+        target = torch.device("cuda", torch.cuda.current_device())
     elif isinstance(device, int) and not isinstance(device, bool):
-        device = torch.device("cuda", device)
+        target = torch.device("cuda", device)
     else:
-        device = torch.device(device)
-    if device.type != "cuda":
-        raise NcclInvalid(f"NCCL tensors must be on CUDA device, got {device}")
-    index = device.index if device.index is not None else torch.cuda.current_device()
+        target = torch.device(device)
+    if target.type != "cuda":
+        raise NcclInvalid(f"NCCL tensors must be on CUDA device, got {target}")
+    index = target.index if target.index is not None else torch.cuda.current_device()
     _nccl_dtype(torch, dtype)
     from nccl.core.memory import mem_alloc
 
     itemsize = torch.empty((), dtype=dtype).element_size()
-    count = math.prod(size)
+    count = math.prod(shape)
     buf = mem_alloc(max(count * itemsize, 1), device=index)
     flat = torch.from_dlpack(buf)[: count * itemsize].view(dtype)
     if morder == "C":
-        return flat.view(size)
+        return flat.view(shape)
     strides, step = [], 1
-    for n in size:
+    for n in shape:
         strides.append(step)
         step *= n
-    return flat.as_strided(size, tuple(strides))
+    return flat.as_strided(shape, tuple(strides))
 
 
-def resolve_tensor(tensor):
+def resolve_tensor(tensor: torch.Tensor) -> tuple[int, int, NcclDataType, int | None]:
     """``(data_ptr, numel, dtype, device.index)`` of a tensor."""
     torch = _torch()
     if not isinstance(tensor, torch.Tensor):
