@@ -5,6 +5,11 @@ subclass for that status, so ``except NCCLError`` and ``.status`` checks keep wo
 can also catch one code. Constructing or unpickling one never loads a library.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
 from nccl._enums import Result
 
 __all__ = [
@@ -24,10 +29,11 @@ __all__ = [
 ]
 
 
-def _error_text(status):
+def _error_text(status: int) -> str:
     from nccl import _ext  # the C module; only its string lookups are used, nothing loads
 
-    return _ext._error_text(status)
+    text: str = _ext._error_text(status)
+    return text
 
 
 class NCCLError(Exception):
@@ -37,17 +43,17 @@ class NCCLError(Exception):
     library (HIP, not cuda, on RCCL), then "library's last error: <ncclGetLastError text>" when
     the library had one; ``last_error`` holds that text alone."""
 
-    def __new__(cls, status, last_error="", *args, **kwargs):
+    def __new__(cls, status: int, last_error: str = "", *args: Any, **kwargs: Any) -> NCCLError:
         if cls is NCCLError:
             cls = _BY_STATUS.get(int(status), NCCLError)
         return super().__new__(cls, status)
 
-    def __init__(self, status, last_error=""):
-        self.status = int(status)
-        self.last_error = str(last_error) if last_error else ""
+    def __init__(self, status: int, last_error: str = "") -> None:
+        self.status: int = int(status)
+        self.last_error: str = str(last_error) if last_error else ""
         super().__init__(self._message())
 
-    def _message(self):
+    def _message(self) -> str:
         try:
             name = Result(self.status).name
         except ValueError:
@@ -59,12 +65,12 @@ class NCCLError(Exception):
             text += "\n  library's last error: " + self.last_error
         return text
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.status,), {"last_error": self.last_error})
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.last_error = state.get("last_error", "")
-        self.args = (self._message(),)
+        self.args: tuple[Any, ...] = (self._message(),)
 
 
 class NCCLUnhandledCudaError(NCCLError):
@@ -119,18 +125,18 @@ class FunctionNotFoundError(NotImplementedError):
 class NotSupportedError(RuntimeError):
     """No NCCL/RCCL library could be loaded. ``attempts`` lists every candidate and its outcome."""
 
-    def __init__(self, message, attempts=()):
+    def __init__(self, message: str, attempts: Iterable[tuple[str, str]] = ()) -> None:
         super().__init__(message)
-        self.attempts = tuple(attempts)
+        self.attempts: tuple[tuple[str, str], ...] = tuple(attempts)
 
     @classmethod
-    def _from_attempts(cls, attempts):
+    def _from_attempts(cls, attempts: Iterable[tuple[str, str]]) -> NotSupportedError:
         lines = ["Could not load RCCL or NCCL library. Tried:"]
         lines += [f"  {candidate}: {outcome}" for candidate, outcome in attempts]
         lines.append("Set NCCL_LIBRARY to a path or SONAME, or to 'host' for the bundled host backend.")
         return cls("\n".join(lines), attempts)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.args[0] if self.args else "", self.attempts))
 
 
@@ -151,14 +157,14 @@ class NcclInvalid(Exception):
     nccl.core.
     """
 
-    def __init__(self, msg):
+    def __init__(self, msg: str) -> None:
         super().__init__(msg)
-        self.msg = msg
+        self.msg: str = msg
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.msg,))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<NcclInvalid: {self.msg}>"
 
 
@@ -173,14 +179,14 @@ class NCCLNullHandleError(NcclInvalid, NCCLInvalidArgument, ValueError):
     RCCL crashes on some, so the library is never called). ``last_error`` is empty.
     """
 
-    def __new__(cls, msg, *args, **kwargs):
+    def __new__(cls, msg: str, *args: Any, **kwargs: Any) -> NCCLNullHandleError:
         return Exception.__new__(cls, msg)
 
-    def __init__(self, msg):
+    def __init__(self, msg: str) -> None:
         Exception.__init__(self, msg)  # not super(): NCCLError.__init__ takes a status
         self.msg = msg
-        self.status = int(Result.InvalidArgument)
-        self.last_error = ""
+        self.status: int = int(Result.InvalidArgument)
+        self.last_error: str = ""
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.msg,))

@@ -34,7 +34,7 @@ class LibraryInfo:
     path: "pathlib.Path | None"
     flavour: "str | None" = None
 
-    def __str__(self):
+    def __str__(self) -> str:
         text = str(self.version)
         if self.cuda_variant is not None:
             text += f"+cuda{self.cuda_variant}"
@@ -123,7 +123,7 @@ def _nccl_ep_library_info():
     return LibraryInfo(_decode_version(code), _cuda_variant(path, "nccl", _EP_CUDA_BANNER), p, "nccl")
 
 
-def get_version():
+def get_version() -> VersionInfo:
     """Versions of this package, of the NCCL/RCCL library and of libnccl_ep (loading them if needed).
 
     A library field is None when that library cannot be loaded (libnccl_ep: when nccl-extensions
@@ -135,7 +135,7 @@ def get_version():
     return VersionInfo(Version(__version__), lib, _nccl_ep_library_info())
 
 
-def show_versions():
+def show_versions() -> None:
     """Print this package's version and the loaded library's, one row each."""
     info = get_version()
     lib = "not available" if info.nccl is None else f"{info.nccl} ({info.nccl.flavour})"

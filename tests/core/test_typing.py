@@ -302,20 +302,13 @@ def test_stub_docstrings_are_the_runtime_docstrings(tmp_path):
 
 
 # pyright's report on the public types: share of exported symbols whose type is fully known.
-_COMPLETENESS = {
-    "nccl.bindings.nccl": None,
-    # 80% while nccl/core/typing.py builds its aliases from cuda.core's Buffer/Device/Stream/Event,
-    # which no checker resolves without cuda.core installed (the shim is registered at run time):
-    # they are the unknowns under most parameters of communicator.pyi, buffer.pyi and cuda.pyi.
-    # Spelled with protocols only (a cuda.core Stream has __cuda_stream__, a Buffer __dlpack__, a
-    # Device a device_id, an Event a handle) and with nccl/core/__init__.py's __getattr__/__dir__
-    # and nccl/_show_versions.py's __str__/show_versions annotated, it measures 99%; then drop this.
-    "nccl.core": "the aliases of nccl.core.typing are unknown without cuda.core",
-}
+# nccl.core.typing spells its aliases with protocols for checkers (cuda.core is not resolvable
+# without cuda.core installed; the shim exists only at run time).
+_COMPLETENESS_MODULES = ("nccl.bindings.nccl", "nccl.core")
 
 
-@pytest.mark.parametrize("module", sorted(_COMPLETENESS))
-def test_type_completeness(tmp_path, module, request):
+@pytest.mark.parametrize("module", _COMPLETENESS_MODULES)
+def test_type_completeness(tmp_path, module):
     """basedpyright --verifytypes (pyright's check, from PyPI without npm) rates at least 95% of
     the module's public symbols as fully typed."""
     import json
@@ -324,8 +317,6 @@ def test_type_completeness(tmp_path, module, request):
         import basedpyright  # noqa: F401
     except ImportError:
         pytest.skip("basedpyright is in the 'test' extra")
-    if _COMPLETENESS[module]:
-        request.applymarker(pytest.mark.xfail(reason=_COMPLETENESS[module], strict=True))
     # pyright finds the installed package through the python on PATH.
     env = {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")}
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")

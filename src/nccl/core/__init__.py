@@ -7,6 +7,8 @@ are C (``nccl._ext``); the enums, options, groups, unique ids, versions, memory 
 helpers are here. ``nccl.core.cupy`` and ``nccl.core.torch`` are imported on first access.
 """
 
+from types import ModuleType as _ModuleType
+
 import nccl  # registers the cuda.core shim where needed, before anything imports cuda.core
 from nccl._errors import NcclInvalid
 from nccl.core._types import (
@@ -73,7 +75,7 @@ __all__ = [
 _INTEROP = ("cupy", "torch")
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> _ModuleType:
     if name in _INTEROP:
         import importlib
 
@@ -83,5 +85,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'nccl.core' has no attribute '{name}'")
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_INTEROP))

@@ -5,10 +5,9 @@ nccl.core._types and nccl._errors)."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Union, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Union, runtime_checkable
 
 import numpy as np
-from cuda.core import Buffer, Device, Event, Stream
 
 from nccl._errors import NcclInvalid
 from nccl.core._types import (
@@ -50,12 +49,38 @@ class _SupportsCudaStream(Protocol):
     def __cuda_stream__(self) -> tuple[int, int]: ...
 
 
-# NcclSupportedBuffer: upstream's name for the same union (outside __all__ there too).
+if TYPE_CHECKING:
+    # A type checker cannot see cuda.core where it is not installed (the HIP shim exists only at
+    # run time), so the aliases name what nccl.core reads of each object instead: a cuda.core
+    # Buffer is a DLPack producer, a Stream has __cuda_stream__, a Device its device_id, an Event
+    # its handle.
+    class _DeviceLike(Protocol):
+        @property
+        def device_id(self) -> int: ...
+
+    class _EventLike(Protocol):
+        @property
+        def handle(self) -> int: ...
+
+    Buffer = SupportsDLPack
+    Device = _DeviceLike
+    Stream = _SupportsCudaStream
+    Event = _EventLike
+else:
+    from cuda.core import Buffer, Device, Event, Stream
+
+#: Upstream's name for NcclBufferSpec (outside ``__all__`` there too).
 NcclSupportedBuffer = Union[Buffer, SupportsDLPack, SupportsCAI]
+#: A buffer argument: a cuda.core Buffer, a DLPack producer (torch, CuPy, JAX, numpy) or an object
+#: with ``__cuda_array_interface__``.
 NcclBufferSpec = NcclSupportedBuffer
+#: A scalar argument (PreMulSum's factor): a Python number, a numpy scalar/array, or a one-element
+#: buffer.
 NcclScalarSpec = Union[int, float, np.ndarray, NcclBufferSpec]
+#: A device argument: a cuda.core Device or a device ordinal.
 NcclDeviceSpec = Union[Device, int]
+#: A stream argument: a cuda.core Stream, anything with ``__cuda_stream__``, or a raw stream handle.
 NcclStreamSpec = Union[Stream, _SupportsCudaStream, int]
-# A CUDA/HIP event: a cuda.core Event (real or the shim's), anything with an int ``handle``, or
-# the handle itself (NCCLCollConfig.launch_completion_event; nccl.core.cuda.get_event_ptr).
+#: A CUDA/HIP event: a cuda.core Event (real or the shim's), anything with an int ``handle``, or
+#: the handle itself (NCCLCollConfig.launch_completion_event; nccl.core.cuda.get_event_ptr).
 NcclEventSpec = Union[Event, int]
