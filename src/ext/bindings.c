@@ -221,14 +221,49 @@ PyObject *nx_creation_result(nx_state *st, ncclResult_t rc, PyObject *handle, nc
     return handle != NULL ? handle : PyLong_FromLong((long)rc);
 }
 
+/* The public names (no leading underscore) of the functions of tables[0..n), in table order, as a
+ * tuple: what nccl.bindings.nccl and nccl.bindings.rocm_extensions read at import, so a binding's
+ * name is written only in its method table. */
+static PyObject *public_names(PyMethodDef *const *tables, size_t n)
+{
+    PyObject *names = PyList_New(0), *name = NULL, *out = NULL;
+    if (names == NULL)
+        goto done;
+    for (size_t i = 0; i < n; i++)
+        for (const PyMethodDef *d = tables[i]; d->ml_name != NULL; d++) {
+            if (d->ml_name[0] == '_')
+                continue;
+            if ((name = PyUnicode_FromString(d->ml_name)) == NULL || PyList_Append(names, name) < 0)
+                goto done;
+            Py_CLEAR(name);
+        }
+    out = PyList_AsTuple(names);
+done:
+    Py_XDECREF(name);
+    Py_XDECREF(names);
+    return out;
+}
+
 int nx_bindings_setup(PyObject *module, nx_state *st)
 {
     (void)st;
+    /* The NCCL tables, then the RCCL-only one (last). */
     PyMethodDef *tables[] = {nx_bindings_memory_methods, nx_bindings_lifecycle_methods, nx_bindings_query_methods,
                              nx_bindings_collective_methods, nx_bindings_window_methods, nx_bindings_config_methods,
                              nx_bindings_team_methods, nx_bindings_param_methods, nx_rocm_extension_methods};
-    for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
+    const size_t n = sizeof tables / sizeof tables[0];
+    PyObject *nccl = NULL, *rccl = NULL;
+    int rc = -1;
+    for (size_t i = 0; i < n; i++)
         if (PyModule_AddFunctions(module, tables[i]) < 0)
-            return -1;
-    return 0;
+            goto done;
+    if ((nccl = public_names(tables, n - 1)) == NULL || (rccl = public_names(&tables[n - 1], 1)) == NULL ||
+        PyModule_AddObjectRef(module, "_NCCL_BINDINGS", nccl) < 0 ||
+        PyModule_AddObjectRef(module, "_RCCL_BINDINGS", rccl) < 0)
+        goto done;
+    rc = 0;
+done:
+    Py_XDECREF(nccl);
+    Py_XDECREF(rccl);
+    return rc;
 }

@@ -21,8 +21,7 @@
  *      name is written; the loader resolves it into nx_api.ncclFoo).
  *   2. In the file of its concern, write it out like its neighbours:
  *
- *        static const nx_sig foo_sig = NX_SIGNATURE("foo", "comm", "count");
- *        PyDoc_STRVAR(foo__doc__, "foo(comm, count)\n--\n\nncclFoo: what it does.");
+ *        NX_BINDING(foo, ("comm", "count"), "ncclFoo: what it does.");
  *        static PyObject *foo(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
  *        {
  *            const nx_sig *sig = &foo_sig;
@@ -46,8 +45,14 @@
  *      None). Every comm parameter goes through nx_arg_comm and every
  *      window through nx_arg_window, which refuse a null handle before any library call (only
  *      where NCCL gives NULL a meaning does a binding pass NX_NULL_ACCEPTED, with a comment).
- *   3. Add NX_FASTCALL_DEF(foo) to the file's method table, and "foo" to _FUNCTIONS in
- *      src/nccl/bindings/nccl.py (or to the import and __all__ of rocm_extensions.py).
+ *      NX_BINDING spells the name and the parameters once: they make both foo_sig (what
+ *      nx_intake checks and names in errors) and foo__doc__, whose text signature
+ *      "foo(comm, count)\n--\n\n" inspect.signature reads. A second argument-count form is an
+ *      NX_FORM(foo, 02, ...) (foo_sig_02) beside it.
+ *   3. Add NX_FASTCALL_DEF(foo) to the file's method table. That is the name's only other
+ *      spelling: nx_bindings_setup publishes the tables' names (_ext._NCCL_BINDINGS, and
+ *      _ext._RCCL_BINDINGS for rocm_extensions.c's), which nccl.bindings.nccl and
+ *      nccl.bindings.rocm_extensions export.
  *   4. Tests: tests/test_bindings_marshalling.py checks argument order through the stub library
  *      (tests/stubs, generated from abi.h); tests/test_bindings_bad_input.py the null-handle rule,
  *      which it derives from the signature. */
@@ -62,6 +67,46 @@
 /* An nx_sig initializer: NX_SIGNATURE("all_reduce", "sendbuff", ...); the count is computed. */
 #define NX_SIGNATURE(fname, ...) \
     {(fname), (const char *const[]){__VA_ARGS__, NULL}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)}
+
+/* "a, b, c" from the string literals "a", "b", "c" (1 to NX_MAX_PARAMS of them): the parameter
+ * list of a text signature, spelled from the same literals as the nx_sig. */
+#define NX_PT_1(a) a
+#define NX_PT_2(a, ...) a ", " NX_PT_1(__VA_ARGS__)
+#define NX_PT_3(a, ...) a ", " NX_PT_2(__VA_ARGS__)
+#define NX_PT_4(a, ...) a ", " NX_PT_3(__VA_ARGS__)
+#define NX_PT_5(a, ...) a ", " NX_PT_4(__VA_ARGS__)
+#define NX_PT_6(a, ...) a ", " NX_PT_5(__VA_ARGS__)
+#define NX_PT_7(a, ...) a ", " NX_PT_6(__VA_ARGS__)
+#define NX_PT_8(a, ...) a ", " NX_PT_7(__VA_ARGS__)
+#define NX_PT_9(a, ...) a ", " NX_PT_8(__VA_ARGS__)
+#define NX_PT_10(a, ...) a ", " NX_PT_9(__VA_ARGS__)
+#define NX_PT_11(a, ...) a ", " NX_PT_10(__VA_ARGS__)
+#define NX_PT_12(a, ...) a ", " NX_PT_11(__VA_ARGS__)
+#define NX_PT_13(a, ...) a ", " NX_PT_12(__VA_ARGS__)
+#define NX_PT_14(a, ...) a ", " NX_PT_13(__VA_ARGS__)
+#define NX_PT_15(a, ...) a ", " NX_PT_14(__VA_ARGS__)
+#define NX_PT_16(a, ...) a ", " NX_PT_15(__VA_ARGS__)
+#define NX_PT_PICK(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, n, ...) NX_PT_##n
+#define NX_PARAMS_TEXT(...) \
+    NX_PT_PICK(__VA_ARGS__, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)(__VA_ARGS__)
+#define NX_UNPAREN(...) __VA_ARGS__
+
+/* A binding's signature and docstring from one spelling of its name and parameters:
+ *   NX_BINDING(comm_count, ("comm"), "ncclCommCount: the number of ranks.");
+ * defines comm_count_sig (the nx_sig its intake checks) and comm_count__doc__, whose first line
+ * is the text signature "comm_count(comm)\n--\n\n" that inspect.signature reads. */
+#define NX_BINDING(fn, params, doc)                                     \
+    static const nx_sig fn##_sig = NX_SIGNATURE(#fn, NX_UNPAREN params); \
+    PyDoc_STRVAR(fn##__doc__, #fn "(" NX_PARAMS_TEXT params ")\n--\n\n" doc)
+
+/* The same for a binding without parameters (its other form, if any, is an NX_FORM). */
+#define NX_BINDING0(fn, doc)                                                     \
+    static const nx_sig fn##_sig = {#fn, (const char *const[]){NULL}, 0}; \
+    PyDoc_STRVAR(fn##__doc__, #fn "()\n--\n\n" doc)
+
+/* Another argument-count form of binding fn (the 0.2.0 form, or the short form of a creation
+ * call): NX_FORM(comm_split, short, "comm", ...) defines comm_split_sig_short. */
+#define NX_FORM(fn, form, ...) static const nx_sig fn##_sig_##form = NX_SIGNATURE(#fn, __VA_ARGS__)
 
 /* Runs one library call with the GIL released (only C values cross) and stores its status. The
  * block holds nothing but the call. */

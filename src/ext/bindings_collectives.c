@@ -4,9 +4,7 @@
 
 /* ---- reductions ---- */
 
-static const nx_sig all_reduce_sig =
-    NX_SIGNATURE("all_reduce", "sendbuff", "recvbuff", "count", "datatype", "op", "comm", "stream");
-PyDoc_STRVAR(all_reduce__doc__, "all_reduce(sendbuff, recvbuff, count, datatype, op, comm, stream)\n--\n\n"
+NX_BINDING(all_reduce, ("sendbuff", "recvbuff", "count", "datatype", "op", "comm", "stream"),
 "ncclAllReduce: reduce over all ranks into every recvbuff. Collective; enqueued on stream.");
 static PyObject *all_reduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -19,9 +17,7 @@ static PyObject *all_reduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs
     return nx_none_or_error(st, rc, c.comm);
 }
 
-static const nx_sig reduce_scatter_sig =
-    NX_SIGNATURE("reduce_scatter", "sendbuff", "recvbuff", "recvcount", "datatype", "op", "comm", "stream");
-PyDoc_STRVAR(reduce_scatter__doc__, "reduce_scatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream)\n--\n\n"
+NX_BINDING(reduce_scatter, ("sendbuff", "recvbuff", "recvcount", "datatype", "op", "comm", "stream"),
 "ncclReduceScatter: reduce, then scatter recvcount elements per rank. Collective.");
 static PyObject *reduce_scatter(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -35,9 +31,7 @@ static PyObject *reduce_scatter(PyObject *m, PyObject *const *args, Py_ssize_t n
     return nx_none_or_error(st, rc, c.comm);
 }
 
-static const nx_sig reduce_sig =
-    NX_SIGNATURE("reduce", "sendbuff", "recvbuff", "count", "datatype", "op", "root", "comm", "stream");
-PyDoc_STRVAR(reduce__doc__, "reduce(sendbuff, recvbuff, count, datatype, op, root, comm, stream)\n--\n\n"
+NX_BINDING(reduce, ("sendbuff", "recvbuff", "count", "datatype", "op", "root", "comm", "stream"),
 "ncclReduce: reduce onto root. Collective; enqueued on stream.");
 static PyObject *reduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -68,35 +62,28 @@ static PyObject *rooted(PyObject *m, PyObject *const *args, Py_ssize_t nargs, Py
     return nx_none_or_error(st, rc, c.comm);
 }
 
-static const nx_sig broadcast_sig =
-    NX_SIGNATURE("broadcast", "sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream");
-PyDoc_STRVAR(broadcast__doc__, "broadcast(sendbuff, recvbuff, count, datatype, root, comm, stream)\n--\n\n"
+NX_BINDING(broadcast, ("sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream"),
 "ncclBroadcast: copy root's sendbuff to every recvbuff. Collective; enqueued on stream.");
 static PyObject *broadcast(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     return rooted(m, args, nargs, kwnames, &broadcast_sig, &nx_api.ncclBroadcast);
 }
 
-static const nx_sig gather_sig =
-    NX_SIGNATURE("gather", "sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream");
-PyDoc_STRVAR(gather__doc__, "gather(sendbuff, recvbuff, count, datatype, root, comm, stream)\n--\n\n"
+NX_BINDING(gather, ("sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream"),
 "ncclGather: gather count elements from every rank onto root. Collective.");
 static PyObject *gather(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     return rooted(m, args, nargs, kwnames, &gather_sig, &nx_api.ncclGather);
 }
 
-static const nx_sig scatter_sig =
-    NX_SIGNATURE("scatter", "sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream");
-PyDoc_STRVAR(scatter__doc__, "scatter(sendbuff, recvbuff, count, datatype, root, comm, stream)\n--\n\n"
+NX_BINDING(scatter, ("sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream"),
 "ncclScatter: scatter count elements per rank from root. Collective.");
 static PyObject *scatter(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     return rooted(m, args, nargs, kwnames, &scatter_sig, &nx_api.ncclScatter);
 }
 
-static const nx_sig bcast_sig = NX_SIGNATURE("bcast", "buff", "count", "datatype", "root", "comm", "stream");
-PyDoc_STRVAR(bcast__doc__, "bcast(buff, count, datatype, root, comm, stream)\n--\n\n"
+NX_BINDING(bcast, ("buff", "count", "datatype", "root", "comm", "stream"),
 "ncclBcast (deprecated, in place): broadcast from root. Collective; enqueued on stream.");
 static PyObject *bcast(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -122,9 +109,7 @@ static PyObject *bcast(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyO
 
 /* ---- all-to-all data movement ---- */
 
-static const nx_sig all_gather_sig =
-    NX_SIGNATURE("all_gather", "sendbuff", "recvbuff", "sendcount", "datatype", "comm", "stream");
-PyDoc_STRVAR(all_gather__doc__, "all_gather(sendbuff, recvbuff, sendcount, datatype, comm, stream)\n--\n\n"
+NX_BINDING(all_gather, ("sendbuff", "recvbuff", "sendcount", "datatype", "comm", "stream"),
 "ncclAllGather: gather sendcount elements from every rank everywhere. Collective.");
 static PyObject *all_gather(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -137,9 +122,7 @@ static PyObject *all_gather(PyObject *m, PyObject *const *args, Py_ssize_t nargs
     return nx_none_or_error(st, rc, c.comm);
 }
 
-static const nx_sig allto_all_sig =
-    NX_SIGNATURE("allto_all", "sendbuff", "recvbuff", "count", "datatype", "comm", "stream");
-PyDoc_STRVAR(allto_all__doc__, "allto_all(sendbuff, recvbuff, count, datatype, comm, stream)\n--\n\n"
+NX_BINDING(allto_all, ("sendbuff", "recvbuff", "count", "datatype", "comm", "stream"),
 "ncclAlltoAll (RCCL's older ncclAllToAll when that is all the library has): count elements to and\n"
 "from every rank. Collective; enqueued on stream.");
 static PyObject *allto_all(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -197,16 +180,14 @@ static PyObject *p2p(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObj
     return nx_none_or_error(st, rc, comm);
 }
 
-static const nx_sig send_sig = NX_SIGNATURE("send", "sendbuff", "count", "datatype", "peer", "comm", "stream");
-PyDoc_STRVAR(send__doc__, "send(sendbuff, count, datatype, peer, comm, stream)\n--\n\n"
+NX_BINDING(send, ("sendbuff", "count", "datatype", "peer", "comm", "stream"),
 "ncclSend: send count elements to peer. Enqueued on stream; pair with recv.");
 static PyObject *send(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     return p2p(m, args, nargs, kwnames, &send_sig, 1);
 }
 
-static const nx_sig recv_sig = NX_SIGNATURE("recv", "recvbuff", "count", "datatype", "peer", "comm", "stream");
-PyDoc_STRVAR(recv__doc__, "recv(recvbuff, count, datatype, peer, comm, stream)\n--\n\n"
+NX_BINDING(recv, ("recvbuff", "count", "datatype", "peer", "comm", "stream"),
 "ncclRecv: receive count elements from peer. Enqueued on stream.");
 static PyObject *recv(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -215,9 +196,7 @@ static PyObject *recv(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyOb
 
 /* ---- custom reduction operators ---- */
 
-static const nx_sig red_op_create_pre_mul_sum_sig =
-    NX_SIGNATURE("red_op_create_pre_mul_sum", "scalar", "datatype", "residence", "comm");
-PyDoc_STRVAR(red_op_create_pre_mul_sum__doc__, "red_op_create_pre_mul_sum(scalar, datatype, residence, comm)\n--\n\n"
+NX_BINDING(red_op_create_pre_mul_sum, ("scalar", "datatype", "residence", "comm"),
 "ncclRedOpCreatePreMulSum: a new reduction op (returned as an int). scalar is an address.");
 static PyObject *red_op_create_pre_mul_sum(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -243,8 +222,7 @@ static PyObject *red_op_create_pre_mul_sum(PyObject *m, PyObject *const *args, P
     return PyLong_FromLong((long)op);
 }
 
-static const nx_sig red_op_destroy_sig = NX_SIGNATURE("red_op_destroy", "op", "comm");
-PyDoc_STRVAR(red_op_destroy__doc__, "red_op_destroy(op, comm)\n--\n\nncclRedOpDestroy.");
+NX_BINDING(red_op_destroy, ("op", "comm"), "ncclRedOpDestroy.");
 static PyObject *red_op_destroy(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &red_op_destroy_sig;
@@ -315,9 +293,8 @@ static PyObject *group_end(PyObject *m, PyObject *unused)
     return nx_none_or_error(st, rc, NULL);
 }
 
-static const nx_sig group_simulate_end_sig = {"group_simulate_end", (const char *const[]){NULL}, 0};
-static const nx_sig group_simulate_end_sig_02 = NX_SIGNATURE("group_simulate_end", "sim_info");
-PyDoc_STRVAR(group_simulate_end__doc__, "group_simulate_end()\n--\n\n"
+NX_FORM(group_simulate_end, 02, "sim_info");
+NX_BINDING0(group_simulate_end,
 "ncclGroupSimulateEnd: end the group without communicating; returns a SimInfo with the estimate.\n"
 "0.2.0 form group_simulate_end(sim_info) fills the struct at that address.");
 static PyObject *group_simulate_end(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)

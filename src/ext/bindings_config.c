@@ -4,10 +4,7 @@
  * intake is the plain twins' (bindings_intake.h); bindings.h says how a binding is written. */
 #include "bindings_intake.h"
 
-static const nx_sig all_reduce_config_sig =
-    NX_SIGNATURE("all_reduce_config", "sendbuff", "recvbuff", "count", "datatype", "op", "comm", "stream", "config");
-PyDoc_STRVAR(all_reduce_config__doc__,
-             "all_reduce_config(sendbuff, recvbuff, count, datatype, op, comm, stream, config)\n--\n\n"
+NX_BINDING(all_reduce_config, ("sendbuff", "recvbuff", "count", "datatype", "op", "comm", "stream", "config"),
 "ncclAllReduceConfig: reduce over all ranks into every recvbuff. Collective; enqueued on stream.");
 static PyObject *all_reduce_config(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -21,11 +18,7 @@ static PyObject *all_reduce_config(PyObject *m, PyObject *const *args, Py_ssize_
     return nx_none_or_error(st, rc, c.comm);
 }
 
-static const nx_sig reduce_config_sig =
-    NX_SIGNATURE("reduce_config", "sendbuff", "recvbuff", "count", "datatype", "op", "root", "comm", "stream",
-                 "config");
-PyDoc_STRVAR(reduce_config__doc__,
-             "reduce_config(sendbuff, recvbuff, count, datatype, op, root, comm, stream, config)\n--\n\n"
+NX_BINDING(reduce_config, ("sendbuff", "recvbuff", "count", "datatype", "op", "root", "comm", "stream", "config"),
 "ncclReduceConfig: reduce onto root. Collective; enqueued on stream.");
 static PyObject *reduce_config(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -39,11 +32,7 @@ static PyObject *reduce_config(PyObject *m, PyObject *const *args, Py_ssize_t na
     return nx_none_or_error(st, rc, c.comm);
 }
 
-static const nx_sig reduce_scatter_config_sig =
-    NX_SIGNATURE("reduce_scatter_config", "sendbuff", "recvbuff", "recvcount", "datatype", "op", "comm", "stream",
-                 "config");
-PyDoc_STRVAR(reduce_scatter_config__doc__,
-             "reduce_scatter_config(sendbuff, recvbuff, recvcount, datatype, op, comm, stream, config)\n--\n\n"
+NX_BINDING(reduce_scatter_config, ("sendbuff", "recvbuff", "recvcount", "datatype", "op", "comm", "stream", "config"),
 "ncclReduceScatterConfig: reduce, then scatter recvcount elements per rank. Collective; enqueued on stream.");
 static PyObject *reduce_scatter_config(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -57,10 +46,7 @@ static PyObject *reduce_scatter_config(PyObject *m, PyObject *const *args, Py_ss
     return nx_none_or_error(st, rc, c.comm);
 }
 
-static const nx_sig all_gather_config_sig =
-    NX_SIGNATURE("all_gather_config", "sendbuff", "recvbuff", "sendcount", "datatype", "comm", "stream", "config");
-PyDoc_STRVAR(all_gather_config__doc__,
-             "all_gather_config(sendbuff, recvbuff, sendcount, datatype, comm, stream, config)\n--\n\n"
+NX_BINDING(all_gather_config, ("sendbuff", "recvbuff", "sendcount", "datatype", "comm", "stream", "config"),
 "ncclAllGatherConfig: gather sendcount elements from every rank everywhere. Collective; enqueued on stream.");
 static PyObject *all_gather_config(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -74,10 +60,7 @@ static PyObject *all_gather_config(PyObject *m, PyObject *const *args, Py_ssize_
     return nx_none_or_error(st, rc, c.comm);
 }
 
-static const nx_sig allto_all_config_sig =
-    NX_SIGNATURE("allto_all_config", "sendbuff", "recvbuff", "count", "datatype", "comm", "stream", "config");
-PyDoc_STRVAR(allto_all_config__doc__,
-             "allto_all_config(sendbuff, recvbuff, count, datatype, comm, stream, config)\n--\n\n"
+NX_BINDING(allto_all_config, ("sendbuff", "recvbuff", "count", "datatype", "comm", "stream", "config"),
 "ncclAlltoAllConfig: count elements to and from every rank. Collective; enqueued on stream.");
 static PyObject *allto_all_config(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -110,30 +93,21 @@ static PyObject *rooted_config(PyObject *m, PyObject *const *args, Py_ssize_t na
     return nx_none_or_error(st, rc, c.comm);
 }
 
-static const nx_sig broadcast_config_sig =
-    NX_SIGNATURE("broadcast_config", "sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream", "config");
-PyDoc_STRVAR(broadcast_config__doc__,
-             "broadcast_config(sendbuff, recvbuff, count, datatype, root, comm, stream, config)\n--\n\n"
+NX_BINDING(broadcast_config, ("sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream", "config"),
 "ncclBroadcastConfig: copy root's sendbuff to every recvbuff. Collective; enqueued on stream.");
 static PyObject *broadcast_config(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     return rooted_config(m, args, nargs, kwnames, &broadcast_config_sig, &nx_api.ncclBroadcastConfig);
 }
 
-static const nx_sig gather_config_sig =
-    NX_SIGNATURE("gather_config", "sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream", "config");
-PyDoc_STRVAR(gather_config__doc__,
-             "gather_config(sendbuff, recvbuff, count, datatype, root, comm, stream, config)\n--\n\n"
+NX_BINDING(gather_config, ("sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream", "config"),
 "ncclGatherConfig: gather count elements from every rank onto root. Collective; enqueued on stream.");
 static PyObject *gather_config(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     return rooted_config(m, args, nargs, kwnames, &gather_config_sig, &nx_api.ncclGatherConfig);
 }
 
-static const nx_sig scatter_config_sig =
-    NX_SIGNATURE("scatter_config", "sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream", "config");
-PyDoc_STRVAR(scatter_config__doc__,
-             "scatter_config(sendbuff, recvbuff, count, datatype, root, comm, stream, config)\n--\n\n"
+NX_BINDING(scatter_config, ("sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream", "config"),
 "ncclScatterConfig: scatter count elements per rank from root. Collective; enqueued on stream.");
 static PyObject *scatter_config(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {

@@ -24,11 +24,8 @@ static int creation_slot(nx_state *st, int short_form, void *caller_slot, PyObje
     return 0;
 }
 
-static const nx_sig comm_init_rank_config_sig =
-    NX_SIGNATURE("comm_init_rank_config", "comm", "nranks", "comm_id", "rank", "config");
-static const nx_sig comm_init_rank_config_sig_short =
-    NX_SIGNATURE("comm_init_rank_config", "nranks", "comm_id", "rank", "config");
-PyDoc_STRVAR(comm_init_rank_config__doc__, "comm_init_rank_config(comm, nranks, comm_id, rank, config)\n--\n\n"
+NX_FORM(comm_init_rank_config, short, "nranks", "comm_id", "rank", "config");
+NX_BINDING(comm_init_rank_config, ("comm", "nranks", "comm_id", "rank", "config"),
 "ncclCommInitRankConfig into the slot at address comm; returns the status (0, or 7 in progress).\n"
 "Short form comm_init_rank_config(nranks, comm_id, rank, config) returns the new Comm.");
 static PyObject *comm_init_rank_config(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -59,9 +56,8 @@ static PyObject *comm_init_rank_config(PyObject *m, PyObject *const *args, Py_ss
     return nx_creation_result(st, rc, handle, NULL);
 }
 
-static const nx_sig comm_init_rank_sig = NX_SIGNATURE("comm_init_rank", "comm", "nranks", "comm_id", "rank");
-static const nx_sig comm_init_rank_sig_short = NX_SIGNATURE("comm_init_rank", "nranks", "comm_id", "rank");
-PyDoc_STRVAR(comm_init_rank__doc__, "comm_init_rank(comm, nranks, comm_id, rank)\n--\n\n"
+NX_FORM(comm_init_rank, short, "nranks", "comm_id", "rank");
+NX_BINDING(comm_init_rank, ("comm", "nranks", "comm_id", "rank"),
 "ncclCommInitRank into the slot at address comm; returns the status. Collective, blocking.\n"
 "Short form comm_init_rank(nranks, comm_id, rank) returns the new Comm.");
 static PyObject *comm_init_rank(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -91,8 +87,7 @@ static PyObject *comm_init_rank(PyObject *m, PyObject *const *args, Py_ssize_t n
     return nx_creation_result(st, rc, handle, NULL);
 }
 
-static const nx_sig comm_init_all_sig = NX_SIGNATURE("comm_init_all", "ndev", "devlist");
-PyDoc_STRVAR(comm_init_all__doc__, "comm_init_all(ndev, devlist)\n--\n\n"
+NX_BINDING(comm_init_all, ("ndev", "devlist"),
 "ncclCommInitAll: ndev communicators in this process; returns a list of ndev Comm.\n"
 "devlist: a sequence of ints, an int address, or None (devices 0..ndev-1).");
 static PyObject *comm_init_all(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -151,12 +146,8 @@ done:
     return result;
 }
 
-static const nx_sig comm_init_rank_scalable_sig =
-    NX_SIGNATURE("comm_init_rank_scalable", "newcomm", "nranks", "myrank", "n_id", "comm_ids", "config");
-static const nx_sig comm_init_rank_scalable_sig_short =
-    NX_SIGNATURE("comm_init_rank_scalable", "nranks", "myrank", "n_id", "comm_ids", "config");
-PyDoc_STRVAR(comm_init_rank_scalable__doc__,
-"comm_init_rank_scalable(newcomm, nranks, myrank, n_id, comm_ids, config)\n--\n\n"
+NX_FORM(comm_init_rank_scalable, short, "nranks", "myrank", "n_id", "comm_ids", "config");
+NX_BINDING(comm_init_rank_scalable, ("newcomm", "nranks", "myrank", "n_id", "comm_ids", "config"),
 "ncclCommInitRankScalable into the slot at address newcomm; returns the status. comm_ids: an address\n"
 "or a buffer of n_id * 128 bytes. Short form (without newcomm) returns the new Comm.");
 static PyObject *comm_init_rank_scalable(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -195,9 +186,8 @@ static PyObject *comm_init_rank_scalable(PyObject *m, PyObject *const *args, Py_
     return nx_creation_result(st, rc, handle, NULL);
 }
 
-static const nx_sig comm_split_sig = NX_SIGNATURE("comm_split", "comm", "color", "key", "newcomm", "config");
-static const nx_sig comm_split_sig_short = NX_SIGNATURE("comm_split", "comm", "color", "key", "config");
-PyDoc_STRVAR(comm_split__doc__, "comm_split(comm, color, key, newcomm, config)\n--\n\n"
+NX_FORM(comm_split, short, "comm", "color", "key", "config");
+NX_BINDING(comm_split, ("comm", "color", "key", "newcomm", "config"),
 "ncclCommSplit into the slot at address newcomm; returns the status. Collective over comm.\n"
 "Short form comm_split(comm, color, key, config) returns the new Comm (empty for NCCL_SPLIT_NOCOLOR).");
 static PyObject *comm_split(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -225,12 +215,8 @@ static PyObject *comm_split(PyObject *m, PyObject *const *args, Py_ssize_t nargs
     return nx_creation_result(st, rc, handle, comm);
 }
 
-static const nx_sig comm_shrink_sig = NX_SIGNATURE("comm_shrink", "comm", "exclude_ranks_list", "exclude_ranks_count",
-                                                    "newcomm", "config", "shrink_flags");
-static const nx_sig comm_shrink_sig_short =
-    NX_SIGNATURE("comm_shrink", "comm", "exclude_ranks_list", "exclude_ranks_count", "config", "shrink_flags");
-PyDoc_STRVAR(comm_shrink__doc__,
-"comm_shrink(comm, exclude_ranks_list, exclude_ranks_count, newcomm, config, shrink_flags)\n--\n\n"
+NX_FORM(comm_shrink, short, "comm", "exclude_ranks_list", "exclude_ranks_count", "config", "shrink_flags");
+NX_BINDING(comm_shrink, ("comm", "exclude_ranks_list", "exclude_ranks_count", "newcomm", "config", "shrink_flags"),
 "ncclCommShrink into the slot at address newcomm; returns the status. Called by the survivors.\n"
 "exclude_ranks_list: a sequence of ints (copied) or an int address. Short form (without newcomm)\n"
 "returns the new Comm.");
@@ -266,10 +252,8 @@ static PyObject *comm_shrink(PyObject *m, PyObject *const *args, Py_ssize_t narg
     return nx_creation_result(st, rc, handle, comm);
 }
 
-static const nx_sig comm_grow_sig =
-    NX_SIGNATURE("comm_grow", "comm", "n_ranks", "unique_id", "rank", "newcomm", "config");
-static const nx_sig comm_grow_sig_short = NX_SIGNATURE("comm_grow", "comm", "n_ranks", "unique_id", "rank", "config");
-PyDoc_STRVAR(comm_grow__doc__, "comm_grow(comm, n_ranks, unique_id, rank, newcomm, config)\n--\n\n"
+NX_FORM(comm_grow, short, "comm", "n_ranks", "unique_id", "rank", "config");
+NX_BINDING(comm_grow, ("comm", "n_ranks", "unique_id", "rank", "newcomm", "config"),
 "ncclCommGrow into the slot at address newcomm; returns the status. unique_id is an address or 0.\n"
 "comm is 0 (or an empty Comm) on a rank that joins. Short form (without newcomm) returns the new Comm.");
 static PyObject *comm_grow(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -299,9 +283,8 @@ static PyObject *comm_grow(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
     return nx_creation_result(st, rc, handle, comm);
 }
 
-static const nx_sig comm_get_unique_id_sig = NX_SIGNATURE("comm_get_unique_id", "comm");
-static const nx_sig comm_get_unique_id_sig_02 = NX_SIGNATURE("comm_get_unique_id", "comm", "unique_id");
-PyDoc_STRVAR(comm_get_unique_id__doc__, "comm_get_unique_id(comm)\n--\n\n"
+NX_FORM(comm_get_unique_id, 02, "comm", "unique_id");
+NX_BINDING(comm_get_unique_id, ("comm"),
 "ncclCommGetUniqueId: a UniqueId for growing comm. 0.2.0 form (comm, unique_id) writes to that address.");
 static PyObject *comm_get_unique_id(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -351,24 +334,20 @@ static PyObject *teardown_call(PyObject *m, PyObject *const *args, Py_ssize_t na
     return nx_none_or_error(st, rc, comm);
 }
 
-static const nx_sig comm_finalize_sig = NX_SIGNATURE("comm_finalize", "comm");
-PyDoc_STRVAR(comm_finalize__doc__, "comm_finalize(comm)\n--\n\n"
+NX_BINDING(comm_finalize, ("comm"),
 "ncclCommFinalize: flush this rank's work. Collective. A null comm (0) is refused (ValueError).");
 static PyObject *comm_finalize(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     return teardown_call(m, args, nargs, kwnames, &comm_finalize_sig, &nx_api.ncclCommFinalize);
 }
 
-static const nx_sig comm_destroy_sig = NX_SIGNATURE("comm_destroy", "comm");
-PyDoc_STRVAR(comm_destroy__doc__, "comm_destroy(comm)\n--\n\n"
-"ncclCommDestroy: free the communicator. A null comm (0) is refused (ValueError).");
+NX_BINDING(comm_destroy, ("comm"), "ncclCommDestroy: free the communicator. A null comm (0) is refused (ValueError).");
 static PyObject *comm_destroy(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     return teardown_call(m, args, nargs, kwnames, &comm_destroy_sig, &nx_api.ncclCommDestroy);
 }
 
-static const nx_sig comm_abort_sig = NX_SIGNATURE("comm_abort", "comm");
-PyDoc_STRVAR(comm_abort__doc__, "comm_abort(comm)\n--\n\n"
+NX_BINDING(comm_abort, ("comm"),
 "ncclCommAbort: abort in-flight operations and free the communicator. A null comm (0) is refused\n"
 "(ValueError).");
 static PyObject *comm_abort(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -396,24 +375,19 @@ static PyObject *comm_flags_call(PyObject *m, PyObject *const *args, Py_ssize_t 
     return nx_none_or_error(st, rc, comm);
 }
 
-static const nx_sig comm_revoke_sig = NX_SIGNATURE("comm_revoke", "comm", "revoke_flags");
-PyDoc_STRVAR(comm_revoke__doc__, "comm_revoke(comm, revoke_flags)\n--\n\n"
-"ncclCommRevoke: stop in-flight work, keep resources.");
+NX_BINDING(comm_revoke, ("comm", "revoke_flags"), "ncclCommRevoke: stop in-flight work, keep resources.");
 static PyObject *comm_revoke(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     return comm_flags_call(m, args, nargs, kwnames, &comm_revoke_sig, &nx_api.ncclCommRevoke);
 }
 
-static const nx_sig comm_suspend_sig = NX_SIGNATURE("comm_suspend", "comm", "flags");
-PyDoc_STRVAR(comm_suspend__doc__, "comm_suspend(comm, flags)\n--\n\n"
-"ncclCommSuspend: release resources (NCCL_SUSPEND_MEM).");
+NX_BINDING(comm_suspend, ("comm", "flags"), "ncclCommSuspend: release resources (NCCL_SUSPEND_MEM).");
 static PyObject *comm_suspend(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     return comm_flags_call(m, args, nargs, kwnames, &comm_suspend_sig, &nx_api.ncclCommSuspend);
 }
 
-static const nx_sig comm_resume_sig = NX_SIGNATURE("comm_resume", "comm");
-PyDoc_STRVAR(comm_resume__doc__, "comm_resume(comm)\n--\n\nncclCommResume: resume a suspended communicator.");
+NX_BINDING(comm_resume, ("comm"), "ncclCommResume: resume a suspended communicator.");
 static PyObject *comm_resume(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &comm_resume_sig;

@@ -4,8 +4,7 @@
 
 #include "structs.h"
 
-static const nx_sig mem_alloc_sig = NX_SIGNATURE("mem_alloc", "size");
-PyDoc_STRVAR(mem_alloc__doc__, "mem_alloc(size)\n--\n\nncclMemAlloc: allocate size bytes; returns the pointer.");
+NX_BINDING(mem_alloc, ("size"), "ncclMemAlloc: allocate size bytes; returns the pointer.");
 static PyObject *mem_alloc(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &mem_alloc_sig;
@@ -25,8 +24,7 @@ static PyObject *mem_alloc(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
     return PyLong_FromVoidPtr(ptr);
 }
 
-static const nx_sig mem_free_sig = NX_SIGNATURE("mem_free", "ptr");
-PyDoc_STRVAR(mem_free__doc__, "mem_free(ptr)\n--\n\nncclMemFree: free memory from mem_alloc.");
+NX_BINDING(mem_free, ("ptr"), "ncclMemFree: free memory from mem_alloc.");
 static PyObject *mem_free(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &mem_free_sig;
@@ -58,9 +56,8 @@ static PyObject *get_version(PyObject *m, PyObject *unused)
     return PyLong_FromLong(v);
 }
 
-static const nx_sig get_unique_id_sig = {"get_unique_id", (const char *const[]){NULL}, 0};
-static const nx_sig get_unique_id_sig_02 = NX_SIGNATURE("get_unique_id", "unique_id");
-PyDoc_STRVAR(get_unique_id__doc__, "get_unique_id()\n--\n\n"
+NX_FORM(get_unique_id, 02, "unique_id");
+NX_BINDING0(get_unique_id,
 "ncclGetUniqueId: a new UniqueId. The 0.2.0 form get_unique_id(unique_id) writes to that address.");
 static PyObject *get_unique_id(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -88,8 +85,7 @@ static PyObject *get_unique_id(PyObject *m, PyObject *const *args, Py_ssize_t na
     return nx_struct_result(st, obj, rc, NULL);
 }
 
-static const nx_sig get_error_string_sig = NX_SIGNATURE("get_error_string", "result");
-PyDoc_STRVAR(get_error_string__doc__, "get_error_string(result)\n--\n\nncclGetErrorString: the text of a result code.");
+NX_BINDING(get_error_string, ("result"), "ncclGetErrorString: the text of a result code.");
 static PyObject *get_error_string(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &get_error_string_sig;
@@ -106,8 +102,7 @@ static PyObject *get_error_string(PyObject *m, PyObject *const *args, Py_ssize_t
     return PyUnicode_FromString(s ? s : "");
 }
 
-static const nx_sig get_last_error_sig = NX_SIGNATURE("get_last_error", "comm");
-PyDoc_STRVAR(get_last_error__doc__, "get_last_error(comm)\n--\n\n"
+NX_BINDING(get_last_error, ("comm"),
 "ncclGetLastError: the last error text ('' if none). comm may be 0: the error of a call made\n"
 "without a communicator.");
 static PyObject *get_last_error(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)

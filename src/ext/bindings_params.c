@@ -21,8 +21,7 @@ static PyObject *library_text(const char *text, Py_ssize_t len)
     return PyUnicode_DecodeUTF8(text, len < 0 ? (Py_ssize_t)strlen(text) : len, "replace");
 }
 
-static const nx_sig param_get_parameter_sig = NX_SIGNATURE("param_get_parameter", "key");
-PyDoc_STRVAR(param_get_parameter__doc__, "param_get_parameter(key)\n--\n\n"
+NX_BINDING(param_get_parameter, ("key"),
 "ncclParamGetParameter: the value of the library parameter `key` (an ``NCCL_*`` name), as text.");
 static PyObject *param_get_parameter(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -95,8 +94,7 @@ static PyObject *param_dump_all(PyObject *m, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-static const nx_sig set_encryption_sig = NX_SIGNATURE("set_encryption", "config");
-PyDoc_STRVAR(set_encryption__doc__, "set_encryption(config)\n--\n\n"
+NX_BINDING(set_encryption, ("config"),
 "ncclSetEncryption: how the library encrypts its connections from now on; config is an\n"
 "EncryptionConfig or the int address of an ncclEncryptionConfig_t.");
 static PyObject *set_encryption(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)

@@ -3,8 +3,7 @@
 
 #include "structs.h"
 
-static const nx_sig comm_get_async_error_sig = NX_SIGNATURE("comm_get_async_error", "comm");
-PyDoc_STRVAR(comm_get_async_error__doc__, "comm_get_async_error(comm)\n--\n\n"
+NX_BINDING(comm_get_async_error, ("comm"),
 "ncclCommGetAsyncError: the communicator's asynchronous state (returned, not raised).");
 static PyObject *comm_get_async_error(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -44,29 +43,25 @@ static PyObject *int_query(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
     return PyLong_FromLong(v);
 }
 
-static const nx_sig comm_count_sig = NX_SIGNATURE("comm_count", "comm");
-PyDoc_STRVAR(comm_count__doc__, "comm_count(comm)\n--\n\nncclCommCount: the number of ranks.");
+NX_BINDING(comm_count, ("comm"), "ncclCommCount: the number of ranks.");
 static PyObject *comm_count(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     return int_query(m, args, nargs, kwnames, &comm_count_sig, &nx_api.ncclCommCount);
 }
 
-static const nx_sig comm_cu_device_sig = NX_SIGNATURE("comm_cu_device", "comm");
-PyDoc_STRVAR(comm_cu_device__doc__, "comm_cu_device(comm)\n--\n\nncclCommCuDevice: the device ordinal.");
+NX_BINDING(comm_cu_device, ("comm"), "ncclCommCuDevice: the device ordinal.");
 static PyObject *comm_cu_device(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     return int_query(m, args, nargs, kwnames, &comm_cu_device_sig, &nx_api.ncclCommCuDevice);
 }
 
-static const nx_sig comm_user_rank_sig = NX_SIGNATURE("comm_user_rank", "comm");
-PyDoc_STRVAR(comm_user_rank__doc__, "comm_user_rank(comm)\n--\n\nncclCommUserRank: this rank.");
+NX_BINDING(comm_user_rank, ("comm"), "ncclCommUserRank: this rank.");
 static PyObject *comm_user_rank(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     return int_query(m, args, nargs, kwnames, &comm_user_rank_sig, &nx_api.ncclCommUserRank);
 }
 
-static const nx_sig comm_mem_stats_sig = NX_SIGNATURE("comm_mem_stats", "comm", "stat");
-PyDoc_STRVAR(comm_mem_stats__doc__, "comm_mem_stats(comm, stat)\n--\n\nncclCommMemStats: the value of a CommMemStat.");
+NX_BINDING(comm_mem_stats, ("comm", "stat"), "ncclCommMemStats: the value of a CommMemStat.");
 static PyObject *comm_mem_stats(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &comm_mem_stats_sig;
@@ -88,9 +83,8 @@ static PyObject *comm_mem_stats(PyObject *m, PyObject *const *args, Py_ssize_t n
     return PyLong_FromUnsignedLongLong(v);
 }
 
-static const nx_sig comm_query_properties_sig = NX_SIGNATURE("comm_query_properties", "comm");
-static const nx_sig comm_query_properties_sig_02 = NX_SIGNATURE("comm_query_properties", "comm", "props");
-PyDoc_STRVAR(comm_query_properties__doc__, "comm_query_properties(comm)\n--\n\n"
+NX_FORM(comm_query_properties, 02, "comm", "props");
+NX_BINDING(comm_query_properties, ("comm"),
 "ncclCommQueryProperties: a CommProperties. 0.2.0 form (comm, props) fills the struct at that address.");
 static PyObject *comm_query_properties(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {

@@ -42,40 +42,33 @@ static PyObject *comm_team(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
     return team_result(st, team);
 }
 
-static const nx_sig team_world_sig = NX_SIGNATURE("team_world", "comm");
-PyDoc_STRVAR(team_world__doc__, "team_world(comm)\n--\n\nncclTeamWorld: the team of every rank of comm (a Team).");
+NX_BINDING(team_world, ("comm"), "ncclTeamWorld: the team of every rank of comm (a Team).");
 static PyObject *team_world(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     return comm_team(m, args, nargs, kwnames, &team_world_sig, &nx_api.ncclTeamWorld);
 }
 
-static const nx_sig team_lsa_sig = NX_SIGNATURE("team_lsa", "comm");
-PyDoc_STRVAR(team_lsa__doc__, "team_lsa(comm)\n--\n\n"
+NX_BINDING(team_lsa, ("comm"),
 "ncclTeamLsa: the team of the ranks sharing this rank's load/store-accessible memory (a Team).");
 static PyObject *team_lsa(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     return comm_team(m, args, nargs, kwnames, &team_lsa_sig, &nx_api.ncclTeamLsa);
 }
 
-static const nx_sig team_rail_sig = NX_SIGNATURE("team_rail", "comm");
-PyDoc_STRVAR(team_rail__doc__, "team_rail(comm)\n--\n\n"
+NX_BINDING(team_rail, ("comm"),
 "ncclTeamRail: the team of the ranks at this rank's position in every LSA team (a Team).");
 static PyObject *team_rail(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     return comm_team(m, args, nargs, kwnames, &team_rail_sig, &nx_api.ncclTeamRail);
 }
 
-static const nx_sig team_cft_multimem_sig = NX_SIGNATURE("team_cft_multimem", "comm");
-PyDoc_STRVAR(team_cft_multimem__doc__, "team_cft_multimem(comm)\n--\n\n"
-"ncclTeamCftMultimem: the CFT multimem team of comm (a Team).");
+NX_BINDING(team_cft_multimem, ("comm"), "ncclTeamCftMultimem: the CFT multimem team of comm (a Team).");
 static PyObject *team_cft_multimem(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     return comm_team(m, args, nargs, kwnames, &team_cft_multimem_sig, &nx_api.ncclTeamCftMultimem);
 }
 
-static const nx_sig team_cft_sig = NX_SIGNATURE("team_cft", "comm", "mode");
-PyDoc_STRVAR(team_cft__doc__, "team_cft(comm, mode)\n--\n\n"
-"ncclTeamCft: the CFT team of comm in the given CftTeamMode (a Team).");
+NX_BINDING(team_cft, ("comm", "mode"), "ncclTeamCft: the CFT team of comm in the given CftTeamMode (a Team).");
 static PyObject *team_cft(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &team_cft_sig;
@@ -117,17 +110,13 @@ static PyObject *team_rank(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
     return PyLong_FromLong(r);
 }
 
-static const nx_sig team_rank_to_world_sig = NX_SIGNATURE("team_rank_to_world", "comm", "team", "rank");
-PyDoc_STRVAR(team_rank_to_world__doc__, "team_rank_to_world(comm, team, rank)\n--\n\n"
-"ncclTeamRankToWorld: the world rank of team's rank `rank`.");
+NX_BINDING(team_rank_to_world, ("comm", "team", "rank"), "ncclTeamRankToWorld: the world rank of team's rank `rank`.");
 static PyObject *team_rank_to_world(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     return team_rank(m, args, nargs, kwnames, &team_rank_to_world_sig, &nx_api.ncclTeamRankToWorld);
 }
 
-static const nx_sig team_rank_to_lsa_sig = NX_SIGNATURE("team_rank_to_lsa", "comm", "team", "rank");
-PyDoc_STRVAR(team_rank_to_lsa__doc__, "team_rank_to_lsa(comm, team, rank)\n--\n\n"
-"ncclTeamRankToLsa: the LSA rank of team's rank `rank`.");
+NX_BINDING(team_rank_to_lsa, ("comm", "team", "rank"), "ncclTeamRankToLsa: the LSA rank of team's rank `rank`.");
 static PyObject *team_rank_to_lsa(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     return team_rank(m, args, nargs, kwnames, &team_rank_to_lsa_sig, &nx_api.ncclTeamRankToLsa);
@@ -145,10 +134,7 @@ static int requirement_outs(nx_state *st, const nx_sig *sig, PyObject *const *a,
     return nx_arg_struct_ptr(st, sig, a, i + 1, NX_STRUCT_DEV_RESOURCE_REQUIREMENTS, "DevResourceRequirements", req);
 }
 
-static const nx_sig lsa_barrier_create_requirement_sig =
-    NX_SIGNATURE("lsa_barrier_create_requirement", "team", "n_barriers", "out_handle", "out_req");
-PyDoc_STRVAR(lsa_barrier_create_requirement__doc__,
-"lsa_barrier_create_requirement(team, n_barriers, out_handle, out_req)\n--\n\n"
+NX_BINDING(lsa_barrier_create_requirement, ("team", "n_barriers", "out_handle", "out_req"),
 "ncclLsaBarrierCreateRequirement: fill out_handle (an LsaBarrierHandle) and out_req (a\n"
 "DevResourceRequirements) for n_barriers LSA barriers over team; either may be an int address.");
 static PyObject *lsa_barrier_create_requirement(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
@@ -172,10 +158,7 @@ static PyObject *lsa_barrier_create_requirement(PyObject *m, PyObject *const *ar
     return nx_none_or_error(st, rc, NULL);
 }
 
-static const nx_sig gin_barrier_create_requirement_sig =
-    NX_SIGNATURE("gin_barrier_create_requirement", "comm", "team", "n_barriers", "out_handle", "out_req");
-PyDoc_STRVAR(gin_barrier_create_requirement__doc__,
-"gin_barrier_create_requirement(comm, team, n_barriers, out_handle, out_req)\n--\n\n"
+NX_BINDING(gin_barrier_create_requirement, ("comm", "team", "n_barriers", "out_handle", "out_req"),
 "ncclGinBarrierCreateRequirement: fill out_handle (a GinBarrierHandle) and out_req (a\n"
 "DevResourceRequirements) for n_barriers GIN barriers over team; either may be an int address.");
 static PyObject *gin_barrier_create_requirement(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
@@ -201,10 +184,7 @@ static PyObject *gin_barrier_create_requirement(PyObject *m, PyObject *const *ar
     return nx_none_or_error(st, rc, comm);
 }
 
-static const nx_sig ll_a2a_create_requirement_sig =
-    NX_SIGNATURE("ll_a2a_create_requirement", "n_blocks", "n_slots", "out_handle", "out_req");
-PyDoc_STRVAR(ll_a2a_create_requirement__doc__, "ll_a2a_create_requirement(n_blocks, n_slots, out_handle, out_req)\n"
-"--\n\n"
+NX_BINDING(ll_a2a_create_requirement, ("n_blocks", "n_slots", "out_handle", "out_req"),
 "ncclLLA2ACreateRequirement: fill out_handle (an LLA2AHandle) and out_req (a\n"
 "DevResourceRequirements) for a low-latency all-to-all; either may be an int address.");
 static PyObject *ll_a2a_create_requirement(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -225,8 +205,7 @@ static PyObject *ll_a2a_create_requirement(PyObject *m, PyObject *const *args, P
     return nx_none_or_error(st, rc, NULL);
 }
 
-static const nx_sig ll_a2a_calc_slots_sig = NX_SIGNATURE("ll_a2a_calc_slots", "max_elts", "max_elt_size");
-PyDoc_STRVAR(ll_a2a_calc_slots__doc__, "ll_a2a_calc_slots(max_elts, max_elt_size)\n--\n\n"
+NX_BINDING(ll_a2a_calc_slots, ("max_elts", "max_elt_size"),
 "ncclLLA2ACalcSlots: the slot count a low-latency all-to-all of max_elts elements of\n"
 "max_elt_size bytes needs (0.3.1's spelling lla2a_calc_slots is an alias).");
 static PyObject *ll_a2a_calc_slots(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -259,9 +238,7 @@ static PyObject *const *window_intake(PyObject *m, PyObject *const *args, Py_ssi
     return a;
 }
 
-static const nx_sig get_multimem_device_pointer_sig =
-    NX_SIGNATURE("get_multimem_device_pointer", "window", "offset", "multimem");
-PyDoc_STRVAR(get_multimem_device_pointer__doc__, "get_multimem_device_pointer(window, offset, multimem)\n--\n\n"
+NX_BINDING(get_multimem_device_pointer, ("window", "offset", "multimem"),
 "ncclGetMultimemDevicePointer: the multimem pointer at offset through multimem (a MultimemHandle).");
 static PyObject *get_multimem_device_pointer(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -293,8 +270,7 @@ static PyObject *le_info_result(nx_state *st, ncclResult_t rc, ncclCftLeId_t le_
     return Py_BuildValue("(kn)", (unsigned long)le_id, (Py_ssize_t)le_offset);
 }
 
-static const nx_sig get_multimem_device_le_info_sig = NX_SIGNATURE("get_multimem_device_le_info", "window", "offset");
-PyDoc_STRVAR(get_multimem_device_le_info__doc__, "get_multimem_device_le_info(window, offset)\n--\n\n"
+NX_BINDING(get_multimem_device_le_info, ("window", "offset"),
 "ncclGetMultimemDeviceLeInfo: (le_id, le_offset) of the multimem logical endpoint at offset.");
 static PyObject *get_multimem_device_le_info(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -314,9 +290,7 @@ static PyObject *get_multimem_device_le_info(PyObject *m, PyObject *const *args,
     return le_info_result(st, rc, id, le_offset);
 }
 
-static const nx_sig get_cft_device_le_info_sig =
-    NX_SIGNATURE("get_cft_device_le_info", "window", "offset", "peer_cft", "cft_team");
-PyDoc_STRVAR(get_cft_device_le_info__doc__, "get_cft_device_le_info(window, offset, peer_cft, cft_team)\n--\n\n"
+NX_BINDING(get_cft_device_le_info, ("window", "offset", "peer_cft", "cft_team"),
 "ncclGetCftDeviceLeInfo: (le_id, le_offset) of CFT rank peer_cft of cft_team (a Team) at offset.");
 static PyObject *get_cft_device_le_info(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -341,9 +315,7 @@ static PyObject *get_cft_device_le_info(PyObject *m, PyObject *const *args, Py_s
     return le_info_result(st, rc, id, le_offset);
 }
 
-static const nx_sig get_peer_device_le_info_sig =
-    NX_SIGNATURE("get_peer_device_le_info", "window", "offset", "peer_world");
-PyDoc_STRVAR(get_peer_device_le_info__doc__, "get_peer_device_le_info(window, offset, peer_world)\n--\n\n"
+NX_BINDING(get_peer_device_le_info, ("window", "offset", "peer_world"),
 "ncclGetPeerDeviceLeInfo: (le_id, le_offset) of world rank peer_world's window at offset.");
 static PyObject *get_peer_device_le_info(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {

@@ -6,8 +6,7 @@
 
 /* ---- buffer registration ---- */
 
-static const nx_sig comm_register_sig = NX_SIGNATURE("comm_register", "comm", "buff", "size");
-PyDoc_STRVAR(comm_register__doc__, "comm_register(comm, buff, size)\n--\n\nncclCommRegister: returns the handle.");
+NX_BINDING(comm_register, ("comm", "buff", "size"), "ncclCommRegister: returns the handle.");
 static PyObject *comm_register(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &comm_register_sig;
@@ -29,8 +28,7 @@ static PyObject *comm_register(PyObject *m, PyObject *const *args, Py_ssize_t na
     return PyLong_FromVoidPtr(handle);
 }
 
-static const nx_sig comm_deregister_sig = NX_SIGNATURE("comm_deregister", "comm", "handle");
-PyDoc_STRVAR(comm_deregister__doc__, "comm_deregister(comm, handle)\n--\n\nncclCommDeregister.");
+NX_BINDING(comm_deregister, ("comm", "handle"), "ncclCommDeregister.");
 static PyObject *comm_deregister(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &comm_deregister_sig;
@@ -50,11 +48,8 @@ static PyObject *comm_deregister(PyObject *m, PyObject *const *args, Py_ssize_t 
 
 /* ---- windows ---- */
 
-static const nx_sig comm_window_register_sig =
-    NX_SIGNATURE("comm_window_register", "comm", "buff", "size", "win", "win_flags");
-static const nx_sig comm_window_register_sig_short =
-    NX_SIGNATURE("comm_window_register", "comm", "buff", "size", "win_flags");
-PyDoc_STRVAR(comm_window_register__doc__, "comm_window_register(comm, buff, size, win, win_flags)\n--\n\n"
+NX_FORM(comm_window_register, short, "comm", "buff", "size", "win_flags");
+NX_BINDING(comm_window_register, ("comm", "buff", "size", "win", "win_flags"),
 "ncclCommWindowRegister into the slot at address win; returns the status. Collective.\n"
 "Short form comm_window_register(comm, buff, size, win_flags) returns the new Window (inside a group\n"
 "the library fills it when the group ends).");
@@ -83,8 +78,7 @@ static PyObject *comm_window_register(PyObject *m, PyObject *const *args, Py_ssi
     return nx_creation_result(st, rc, handle, comm);
 }
 
-static const nx_sig comm_window_deregister_sig = NX_SIGNATURE("comm_window_deregister", "comm", "win");
-PyDoc_STRVAR(comm_window_deregister__doc__, "comm_window_deregister(comm, win)\n--\n\nncclCommWindowDeregister.");
+NX_BINDING(comm_window_deregister, ("comm", "win"), "ncclCommWindowDeregister.");
 static PyObject *comm_window_deregister(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &comm_window_deregister_sig;
@@ -102,8 +96,7 @@ static PyObject *comm_window_deregister(PyObject *m, PyObject *const *args, Py_s
     return nx_none_or_error(st, rc, comm);
 }
 
-static const nx_sig win_get_user_ptr_sig = NX_SIGNATURE("win_get_user_ptr", "comm", "win");
-PyDoc_STRVAR(win_get_user_ptr__doc__, "win_get_user_ptr(comm, win)\n--\n\nncclWinGetUserPtr: the window's user pointer.");
+NX_BINDING(win_get_user_ptr, ("comm", "win"), "ncclWinGetUserPtr: the window's user pointer.");
 static PyObject *win_get_user_ptr(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &win_get_user_ptr_sig;
@@ -126,10 +119,10 @@ static PyObject *win_get_user_ptr(PyObject *m, PyObject *const *args, Py_ssize_t
 
 /* ---- one-sided signals ---- */
 
-static const nx_sig put_signal_sig = NX_SIGNATURE("put_signal", "localbuff", "count", "datatype", "peer", "peer_win",
-                                                   "peer_win_offset", "sig_idx", "ctx", "flags", "comm", "stream");
-PyDoc_STRVAR(put_signal__doc__, "put_signal(localbuff, count, datatype, peer, peer_win, peer_win_offset, sig_idx, "
-"ctx, flags, comm, stream)\n--\n\nncclPutSignal: one-sided write into peer's window (offset in bytes), then signal.");
+NX_BINDING(put_signal,
+           ("localbuff", "count", "datatype", "peer", "peer_win", "peer_win_offset", "sig_idx", "ctx", "flags",
+            "comm", "stream"),
+"ncclPutSignal: one-sided write into peer's window (offset in bytes), then signal.");
 static PyObject *put_signal(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &put_signal_sig;
@@ -156,8 +149,7 @@ static PyObject *put_signal(PyObject *m, PyObject *const *args, Py_ssize_t nargs
     return nx_none_or_error(st, rc, comm);
 }
 
-static const nx_sig signal_sig = NX_SIGNATURE("signal", "peer", "sig_idx", "ctx", "flags", "comm", "stream");
-PyDoc_STRVAR(signal__doc__, "signal(peer, sig_idx, ctx, flags, comm, stream)\n--\n\nncclSignal: signal peer without data.");
+NX_BINDING(signal, ("peer", "sig_idx", "ctx", "flags", "comm", "stream"), "ncclSignal: signal peer without data.");
 /* Named signal_ in C: <signal.h>'s signal() may be declared through Python.h. */
 static PyObject *signal_(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -179,8 +171,7 @@ static PyObject *signal_(PyObject *m, PyObject *const *args, Py_ssize_t nargs, P
     return nx_none_or_error(st, rc, comm);
 }
 
-static const nx_sig wait_signal_sig = NX_SIGNATURE("wait_signal", "n_desc", "signal_descs", "comm", "stream");
-PyDoc_STRVAR(wait_signal__doc__, "wait_signal(n_desc, signal_descs, comm, stream)\n--\n\n"
+NX_BINDING(wait_signal, ("n_desc", "signal_descs", "comm", "stream"),
 "ncclWaitSignal: wait for the signals described by n_desc WaitSignalDesc entries (an address or a buffer).");
 static PyObject *wait_signal(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -219,9 +210,7 @@ static PyObject *wait_signal(PyObject *m, PyObject *const *args, Py_ssize_t narg
 
 /* ---- device pointers of a window ---- */
 
-static const nx_sig get_lsa_multimem_device_pointer_sig =
-    NX_SIGNATURE("get_lsa_multimem_device_pointer", "window", "offset");
-PyDoc_STRVAR(get_lsa_multimem_device_pointer__doc__, "get_lsa_multimem_device_pointer(window, offset)\n--\n\n"
+NX_BINDING(get_lsa_multimem_device_pointer, ("window", "offset"),
 "ncclGetLsaMultimemDevicePointer: the multimem pointer at offset.");
 static PyObject *get_lsa_multimem_device_pointer(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
                                                  PyObject *kwnames)
@@ -271,16 +260,14 @@ static PyObject *window_rank_pointer(PyObject *m, PyObject *const *args, Py_ssiz
     return PyLong_FromVoidPtr(p);
 }
 
-static const nx_sig get_lsa_device_pointer_sig = NX_SIGNATURE("get_lsa_device_pointer", "window", "offset", "lsa_rank");
-PyDoc_STRVAR(get_lsa_device_pointer__doc__, "get_lsa_device_pointer(window, offset, lsa_rank)\n--\n\n"
+NX_BINDING(get_lsa_device_pointer, ("window", "offset", "lsa_rank"),
 "ncclGetLsaDevicePointer: the pointer of lsa_rank's window at offset.");
 static PyObject *get_lsa_device_pointer(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     return window_rank_pointer(m, args, nargs, kwnames, &get_lsa_device_pointer_sig, 0);
 }
 
-static const nx_sig get_peer_device_pointer_sig = NX_SIGNATURE("get_peer_device_pointer", "window", "offset", "peer");
-PyDoc_STRVAR(get_peer_device_pointer__doc__, "get_peer_device_pointer(window, offset, peer)\n--\n\n"
+NX_BINDING(get_peer_device_pointer, ("window", "offset", "peer"),
 "ncclGetPeerDevicePointer: the pointer of peer's window at offset.");
 static PyObject *get_peer_device_pointer(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -289,9 +276,8 @@ static PyObject *get_peer_device_pointer(PyObject *m, PyObject *const *args, Py_
 
 /* ---- device communicators ---- */
 
-static const nx_sig dev_comm_create_sig = NX_SIGNATURE("dev_comm_create", "comm", "reqs");
-static const nx_sig dev_comm_create_sig_02 = NX_SIGNATURE("dev_comm_create", "comm", "reqs", "out_dev_comm");
-PyDoc_STRVAR(dev_comm_create__doc__, "dev_comm_create(comm, reqs)\n--\n\n"
+NX_FORM(dev_comm_create, 02, "comm", "reqs", "out_dev_comm");
+NX_BINDING(dev_comm_create, ("comm", "reqs"),
 "ncclDevCommCreate: a new DevComm built from the requirements reqs (a DevCommRequirements or its\n"
 "address). The 3-argument form dev_comm_create(comm, reqs, out_dev_comm) fills the struct at\n"
 "address out_dev_comm instead and returns None.");
@@ -323,8 +309,7 @@ static PyObject *dev_comm_create(PyObject *m, PyObject *const *args, Py_ssize_t 
     return nx_struct_result(st, obj, rc, comm);
 }
 
-static const nx_sig dev_comm_destroy_sig = NX_SIGNATURE("dev_comm_destroy", "comm", "dev_comm");
-PyDoc_STRVAR(dev_comm_destroy__doc__, "dev_comm_destroy(comm, dev_comm)\n--\n\nncclDevCommDestroy.");
+NX_BINDING(dev_comm_destroy, ("comm", "dev_comm"), "ncclDevCommDestroy.");
 static PyObject *dev_comm_destroy(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     const nx_sig *sig = &dev_comm_destroy_sig;

@@ -5,6 +5,7 @@
 #include "library.h"
 #include "loader.h"
 #include "module.h"
+#include "nccl_error_text.h"
 
 static const char *const exc_names[NX_NEXC] = {
     [NX_EXC_NCCL_ERROR] = "NCCLError",
@@ -49,18 +50,7 @@ void nx_errors_cache_clear(nx_errors_cache *c)
 
 const char *nx_builtin_error_string(int status)
 {
-    switch (status) {
-    case ncclSuccess: return "no error";
-    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
-    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
-    case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
-    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
-    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
-    case ncclRemoteError: return "remote process exited or there was a network error";
-    case ncclInProgress: return "NCCL operation in progress";
-    case ncclTimeout: return "timeout";
-    default: return "unknown result code";
-    }
+    return nccl_error_text(status);
 }
 
 PyObject *nx_raise_status(nx_state *st, ncclResult_t status, ncclComm_t comm)

@@ -4,10 +4,7 @@
  * written). */
 #include "bindings_intake.h"
 
-static const nx_sig all_reduce_with_bias_sig =
-    NX_SIGNATURE("all_reduce_with_bias", "sendbuff", "recvbuff", "count", "datatype", "op", "comm", "stream", "acc");
-PyDoc_STRVAR(all_reduce_with_bias__doc__,
-"all_reduce_with_bias(sendbuff, recvbuff, count, datatype, op, comm, stream, acc)\n--\n\n"
+NX_BINDING(all_reduce_with_bias, ("sendbuff", "recvbuff", "count", "datatype", "op", "comm", "stream", "acc"),
 "ncclAllReduceWithBias (RCCL): an all-reduce that also adds acc, count elements of datatype, into\n"
 "the result. Collective; enqueued on stream. FunctionNotFoundError when the library lacks it.");
 static PyObject *all_reduce_with_bias(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -33,10 +30,8 @@ static PyObject *all_reduce_with_bias(PyObject *m, PyObject *const *args, Py_ssi
     return nx_none_or_error(st, rc, comm);
 }
 
-static const nx_sig all_to_all_v_sig = NX_SIGNATURE("all_to_all_v", "sendbuff", "sendcounts", "sdispls", "recvbuff",
-                                                     "recvcounts", "rdispls", "datatype", "comm", "stream");
-PyDoc_STRVAR(all_to_all_v__doc__,
-"all_to_all_v(sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, datatype, comm, stream)\n--\n\n"
+NX_BINDING(all_to_all_v,
+           ("sendbuff", "sendcounts", "sdispls", "recvbuff", "recvcounts", "rdispls", "datatype", "comm", "stream"),
 "ncclAlltoAllv (RCCL; falls back to the deprecated ncclAllToAllv): rank j receives sendcounts[j]\n"
 "elements from sendbuff + sdispls[j]; data from rank i lands at recvbuff + rdispls[i]. Counts and\n"
 "displacements are in elements of datatype, not bytes. The four arrays are host size_t[nranks]\n"

@@ -4,20 +4,25 @@
  * never drift from what the bindings call. Only nccl* (and the pnccl* aliases NCCL also exports) leave the library: the
  * build uses hidden visibility, HOST_API marks these functions, and libnccl-host.map is a second
  * guard. The library never calls its own exported names. */
+#include <stdio.h>
 #include <string.h>
 
 #include "nccl_host.h"
 
 /* Entry points the host backend does not implement: a clear ncclInvalidUsage, never a silent
- * success (listed in docs/host-backend.md#entry-points-it-does-not-implement). Each one is in host_refused below, which
- * ncclHostRefusedEntryPoints exports so that `python -m nccl doctor` lists them apart from
- * symbols a library lacks; tests/host/test_host_api.py keeps the list and the calls in step. */
-static const char host_refused[] =
-    "ncclDevCommCreate ncclDevCommDestroy "
-    "ncclGetLsaMultimemDevicePointer ncclGetMultimemDevicePointer "
-    "ncclGetMultimemDeviceLeInfo ncclGetCftDeviceLeInfo ncclGetPeerDeviceLeInfo "
-    "ncclTeamCft ncclTeamCftMultimem ncclLsaBarrierCreateRequirement ncclGinBarrierCreateRequirement "
-    "ncclLLA2ACreateRequirement";
+ * success (listed in docs/host-backend.md#entry-points-it-does-not-implement). Their shells refuse
+ * with HOST_REFUSE(), which also records the shell's own name (__func__) in the host_refused
+ * section; ncclHostRefusedEntryPoints joins that section into the list `python -m nccl doctor`
+ * prints apart from symbols a library lacks. So the refusing shells are the list: there is no
+ * other copy to keep in step. */
+#define HOST_REFUSE()                                                                                          \
+    __extension__({                                                                                            \
+        static const char *const host_refused_name __attribute__((used, section("host_refused"))) = __func__; \
+        host_refuse(host_refused_name);                                                                        \
+    })
+
+/* The bounds of the host_refused section, defined by the linker. */
+extern const char *const __start_host_refused[], *const __stop_host_refused[];
 
 ncclResult_t host_refuse(const char *fn)
 {
@@ -25,9 +30,26 @@ ncclResult_t host_refuse(const char *fn)
                      HOST_LIB_VERSION);
 }
 
+/* The refused names, space-separated, joined once (about 30 bytes a name). */
+static char host_refused_text[1024];
+static pthread_once_t host_refused_once = PTHREAD_ONCE_INIT;
+
+static void host_refused_join(void)
+{
+    size_t used = 0;
+    for (const char *const *name = __start_host_refused; name < __stop_host_refused; name++) {
+        int n = snprintf(host_refused_text + used, sizeof host_refused_text - used, "%s%s", used ? " " : "", *name);
+        if (n < 0 || (size_t)n >= sizeof host_refused_text - used)
+            break; /* never cut a name in half: stop at the last whole one */
+        used += (size_t)n;
+    }
+    host_refused_text[used] = '\0';
+}
+
 const char *ncclHostRefusedEntryPoints(void)
 {
-    return host_refused;
+    pthread_once(&host_refused_once, host_refused_join);
+    return host_refused_text;
 }
 
 static ncclResult_t rccl_only(const char *fn)
@@ -676,14 +698,14 @@ int ncclTeamRankToLsa(ncclComm_t comm, ncclTeam_t team, int rank)
 ncclTeam_t ncclTeamCft(ncclComm_t comm, ncclCftTeamMode_t mode)
 {
     (void)comm, (void)mode;
-    (void)host_refuse("ncclTeamCft");
+    (void)HOST_REFUSE();
     return no_team;
 }
 
 ncclTeam_t ncclTeamCftMultimem(ncclComm_t comm)
 {
     (void)comm;
-    (void)host_refuse("ncclTeamCftMultimem");
+    (void)HOST_REFUSE();
     return no_team;
 }
 
@@ -697,46 +719,46 @@ ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t team, int nBarriers, ncc
                                              ncclDevResourceRequirements_t *outReq)
 {
     (void)team, (void)nBarriers, (void)outHandle, (void)outReq;
-    return host_refuse("ncclLsaBarrierCreateRequirement");
+    return HOST_REFUSE();
 }
 
 ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t team, int nBarriers,
                                              ncclGinBarrierHandle_t *outHandle, ncclDevResourceRequirements_t *outReq)
 {
     (void)comm, (void)team, (void)nBarriers, (void)outHandle, (void)outReq;
-    return host_refuse("ncclGinBarrierCreateRequirement");
+    return HOST_REFUSE();
 }
 
 ncclResult_t ncclLLA2ACreateRequirement(int nBlocks, int nSlots, ncclLLA2AHandle_t *outHandle,
                                         ncclDevResourceRequirements_t *outReq)
 {
     (void)nBlocks, (void)nSlots, (void)outHandle, (void)outReq;
-    return host_refuse("ncclLLA2ACreateRequirement");
+    return HOST_REFUSE();
 }
 
 ncclResult_t ncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements_t *reqs, ncclDevComm_t *outDevComm)
 {
     (void)comm, (void)reqs, (void)outDevComm;
-    return host_refuse("ncclDevCommCreate");
+    return HOST_REFUSE();
 }
 
 ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm_t *devComm)
 {
     (void)comm, (void)devComm;
-    return host_refuse("ncclDevCommDestroy");
+    return HOST_REFUSE();
 }
 
 ncclResult_t ncclGetLsaMultimemDevicePointer(ncclWindow_t window, size_t offset, void **outPtr)
 {
     (void)window, (void)offset, (void)outPtr;
-    return host_refuse("ncclGetLsaMultimemDevicePointer");
+    return HOST_REFUSE();
 }
 
 ncclResult_t ncclGetMultimemDevicePointer(ncclWindow_t window, size_t offset, ncclMultimemHandle_t multimem,
                                           void **outPtr)
 {
     (void)window, (void)offset, (void)multimem, (void)outPtr;
-    return host_refuse("ncclGetMultimemDevicePointer");
+    return HOST_REFUSE();
 }
 
 ncclResult_t ncclGetLsaDevicePointer(ncclWindow_t window, size_t offset, int lsaRank, void **outPtr)
@@ -753,21 +775,21 @@ ncclResult_t ncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int pe
 ncclResult_t ncclGetMultimemDeviceLeInfo(ncclWindow_t window, size_t offset, ncclCftLeId_t *leId, size_t *leOffset)
 {
     (void)window, (void)offset, (void)leId, (void)leOffset;
-    return host_refuse("ncclGetMultimemDeviceLeInfo");
+    return HOST_REFUSE();
 }
 
 ncclResult_t ncclGetCftDeviceLeInfo(ncclWindow_t window, size_t offset, int peerCft, ncclTeam_t cftTeam,
                                     ncclCftLeId_t *leId, size_t *leOffset)
 {
     (void)window, (void)offset, (void)peerCft, (void)cftTeam, (void)leId, (void)leOffset;
-    return host_refuse("ncclGetCftDeviceLeInfo");
+    return HOST_REFUSE();
 }
 
 ncclResult_t ncclGetPeerDeviceLeInfo(ncclWindow_t window, size_t offset, int peerWorld, ncclCftLeId_t *leId,
                                      size_t *leOffset)
 {
     (void)window, (void)offset, (void)peerWorld, (void)leId, (void)leOffset;
-    return host_refuse("ncclGetPeerDeviceLeInfo");
+    return HOST_REFUSE();
 }
 
 /* ------------------------------------------------------------------------------------------ */

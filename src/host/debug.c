@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <fcntl.h>
 
+#include "nccl_error_text.h"
 #include "nccl_host.h"
 
 int host_log_level = HOST_LOG_NONE;                 /* written once in host_log_init */
@@ -199,20 +200,8 @@ const char *host_last_error(void)
 
 const char *host_error_string(ncclResult_t rc)
 {
-    switch (rc) {
-    case ncclSuccess: return "no error";
-    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
-    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
-    case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
-    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
-    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
-    case ncclRemoteError: return "remote process exited or there was a network error";
-    case ncclInProgress: return "NCCL operation in progress";
-    case ncclTimeout:
-        /* RCCL releases on the 2.21 base have no ncclTimeout and print the default text. */
-        if (host_params()->flavor == HOST_FLAVOR_RCCL && host_params()->version_code < 23000)
-            return "unknown result code";
-        return "timeout";
-    default: return "unknown result code";
-    }
+    /* RCCL releases on the 2.21 base have no ncclTimeout and print the default text. */
+    if (rc == ncclTimeout && host_params()->flavor == HOST_FLAVOR_RCCL && host_params()->version_code < 23000)
+        return NCCL_ERROR_TEXT_UNKNOWN;
+    return nccl_error_text((int)rc);
 }

@@ -63,8 +63,9 @@ def result(code, pre="", **env):
 # ---- refusals ----
 
 def test_refused_list_matches_the_refusing_code():
-    """Every host_refuse("X") call site is listed, and every listed name has one."""
-    calls = set(re.findall(r'host_refuse\("(\w+)"\)', API_C.read_text()))
+    """Every shell that refuses (HOST_REFUSE()) is listed, and every listed name is one."""
+    shells = re.findall(r"^\w[^\n]*?\b(nccl\w+)\((.*?)^\}", API_C.read_text(), re.M | re.S)
+    calls = {name for name, body in shells if "HOST_REFUSE()" in body}
     listed = result("result = L.ncclHostRefusedEntryPoints().decode().split()")
     assert sorted(listed) == sorted(set(listed)) and set(listed) == calls
     assert len(listed) == 12

@@ -59,26 +59,9 @@ from nccl._errors import (  # noqa: F401
     NotSupportedError,
 )
 
-_FUNCTIONS = (
-    "mem_alloc", "mem_free", "get_version", "get_unique_id", "comm_init_rank_config", "comm_init_rank",
-    "comm_init_all", "comm_finalize", "comm_destroy", "comm_abort", "comm_revoke", "comm_split",
-    "comm_shrink", "comm_get_unique_id", "comm_grow", "comm_init_rank_scalable", "get_error_string",
-    "get_last_error", "comm_get_async_error", "comm_count", "comm_cu_device", "comm_user_rank",
-    "comm_register", "comm_deregister", "comm_suspend", "comm_resume", "comm_mem_stats",
-    "comm_window_register", "comm_window_deregister", "win_get_user_ptr", "red_op_create_pre_mul_sum",
-    "red_op_destroy", "reduce", "bcast", "broadcast", "all_reduce", "reduce_scatter", "all_gather",
-    "allto_all", "gather", "scatter", "send", "recv", "put_signal", "signal", "wait_signal",
-    "group_start", "group_end", "group_simulate_end", "comm_query_properties", "dev_comm_create",
-    "dev_comm_destroy", "get_lsa_multimem_device_pointer", "get_lsa_device_pointer",
-    "get_peer_device_pointer", "all_reduce_config", "broadcast_config", "reduce_config", "all_gather_config",
-    "reduce_scatter_config", "allto_all_config", "gather_config", "scatter_config", "team_world", "team_lsa",
-    "team_rail", "team_cft", "team_cft_multimem", "team_rank_to_world", "team_rank_to_lsa",
-    "lsa_barrier_create_requirement", "gin_barrier_create_requirement", "ll_a2a_create_requirement",
-    "ll_a2a_calc_slots", "get_multimem_device_pointer", "get_multimem_device_le_info", "get_cft_device_le_info",
-    "get_peer_device_le_info", "param_get_parameter", "param_get_all_keys", "param_dump_all", "set_encryption",
-    "get_library_path", "get_library_flavour", "get_load_attempts",
-    "check_status",
-)
+# Every binding's name comes from the extension's method tables (src/ext/bindings*.c), where it is
+# written once; the loader's functions and check_status are the module's own additions.
+_FUNCTIONS = _ext._NCCL_BINDINGS + ("get_library_path", "get_library_flavour", "get_load_attempts", "check_status")
 _STRUCTS = (
     "UniqueId", "Config", "SimInfo", "WaitSignalDesc", "CommProperties", "CollConfig", "ConfigExt",
     "EncryptionConfig", "Team", "MultimemHandle", "LsaBarrierHandle", "GinBarrierHandle", "CftBarrierHandle",

@@ -3,6 +3,8 @@
 the datatype. On a library without them, calling raises FunctionNotFoundError (a
 NotImplementedError)."""
 
-from nccl._ext import all_reduce_with_bias, all_to_all_v
+from nccl import _ext
 
-__all__ = ["all_reduce_with_bias", "all_to_all_v"]
+# The names come from the extension's RCCL-only method table (src/ext/rocm_extensions.c).
+__all__ = list(_ext._RCCL_BINDINGS)
+globals().update({name: getattr(_ext, name) for name in __all__})
