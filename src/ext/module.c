@@ -4,7 +4,7 @@
 static int nx_exec(PyObject *module)
 {
     nx_state *st = nx_get_state(module);
-    if (nx_errors_setup(module, st) < 0 || nx_library_setup(module, st) < 0 || nx_structs_setup(module, st) < 0 ||
+    if (nx_errors_setup(module, st) < 0 || nx_lazy_setup(module, st) < 0 || nx_library_setup(module, st) < 0 || nx_structs_setup(module, st) < 0 ||
         nx_pointer_box_setup(module, st) < 0 || nx_handles_setup(module, st) < 0 ||
         nx_bindings_setup(module, st) < 0 || nx_buffer_setup(module, st) < 0 ||
         nx_ncclbuffer_setup(module, st) < 0 || nx_stream_setup(module, st) < 0 ||
