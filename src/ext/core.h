@@ -5,12 +5,17 @@
 #ifndef NCCL4PY_CORE_H
 #define NCCL4PY_CORE_H
 
-#include "bindings.h"
+#include "common.h"
 
 #include <stdint.h>
 
 #include "buffer.h"
+#include "convert.h"
+#include "errors.h"
+#include "group.h"
 #include "lazy.h"
+#include "library.h"
+#include "module.h"
 #include "stream.h"
 
 /* ---- Communicator (communicator.c) ---- */

@@ -1,4 +1,5 @@
 /* nccl._ext: multi-phase init, module state, and the exec slot that calls each file's setup. */
+#include "bindings.h"
 #include "core.h"
 
 static int nx_exec(PyObject *module)
