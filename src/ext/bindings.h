@@ -61,6 +61,7 @@
 
 #include "convert.h"
 #include "errors.h"
+#include "group.h"
 #include "library.h"
 #include "module.h"
 
@@ -108,26 +109,9 @@
  * call): NX_FORM(comm_split, short, "comm", ...) defines comm_split_sig_short. */
 #define NX_FORM(fn, form, ...) static const nx_sig fn##_sig_##form = NX_SIGNATURE(#fn, __VA_ARGS__)
 
-/* Runs one library call with the GIL released (only C values cross) and stores its status. The
- * block holds nothing but the call. */
-#define NX_RUN(rc, call)          \
-    do {                          \
-        Py_BEGIN_ALLOW_THREADS    \
-        (rc) = (call);            \
-        Py_END_ALLOW_THREADS      \
-    } while (0)
-
 /* A method table entry of a binding: Python name = C name, FASTCALL with keywords, doc fn##__doc__. */
 #define NX_FASTCALL_DEF(fn) \
     {#fn, (PyCFunction)(void (*)(void))fn, METH_FASTCALL | METH_KEYWORDS, fn##__doc__}
-
-/* Groups open on this thread (ncclGroupStart calls not yet ended). */
-int nx_group_depth(void);
-/* Keeps o alive until the outermost group end of this thread (group_refs.c); call only while a
- * group is open. -1 with an exception set on failure. */
-int nx_group_keep(PyObject *o);
-/* Drops what nx_group_keep kept (the outermost group end, after the library call). */
-void nx_group_release(void);
 
 /* ---- argument i of the binding described by sig ----
  * Each converts a[i] and names sig's function and parameter in its error: 0, or -1 with
@@ -256,9 +240,6 @@ int nx_size_array_arg(PyObject *o, const char *fname, const char *argname, Py_ss
  * at least `count` entries); None gives NULL when allow_none. */
 int nx_int_array_arg(PyObject *o, const char *fname, const char *argname, Py_ssize_t count, int allow_none,
                      int **out, int **copy);
-
-/* Groups open on this thread (ncclGroupStart calls not yet ended; bindings_collectives.c). */
-int nx_group_depth(void);
 
 /* ---- setup: each binding file's method table, added by nx_bindings_setup ---- */
 extern PyMethodDef nx_bindings_memory_methods[];

@@ -242,27 +242,14 @@ static PyObject *red_op_destroy(PyObject *m, PyObject *const *args, Py_ssize_t n
 
 /* ---- groups ---- */
 
-/* Open groups on this thread (nccl.core's register_window asks). Counted here, where every group
- * call of both APIs passes: incremented by a successful ncclGroupStart, decremented by every
- * ncclGroupEnd/ncclGroupSimulateEnd that ran, failed or not (the library closes the group). */
-static _Thread_local int group_depth;
-
-int nx_group_depth(void) { return group_depth; }
-
-static void group_depth_leave(void)
-{
-    if (group_depth > 0)
-        group_depth--;
-    if (group_depth == 0)
-        nx_group_release(); /* the group's work has run: its buffers may go */
-}
+/* Every group call of both APIs passes here and keeps this thread's group depth (group.h). */
 
 PyDoc_STRVAR(group_depth_py__doc__, "_group_depth()\n--\n\nNumber of groups open on this thread.");
 static PyObject *group_depth_py(PyObject *m, PyObject *unused)
 {
     (void)m;
     (void)unused;
-    return PyLong_FromLong(group_depth);
+    return PyLong_FromLong(nx_group_depth());
 }
 
 PyDoc_STRVAR(group_start__doc__, "group_start()\n--\n\nncclGroupStart: defer calls until the matching group_end().");
@@ -276,7 +263,7 @@ static PyObject *group_start(PyObject *m, PyObject *unused)
     NX_RUN(rc, nx_api.ncclGroupStart());
     if (nx_check(st, rc, NULL) < 0)
         return NULL;
-    group_depth++;
+    nx_group_enter();
     Py_RETURN_NONE;
 }
 
@@ -289,7 +276,7 @@ static PyObject *group_end(PyObject *m, PyObject *unused)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclGroupEnd());
-    group_depth_leave();
+    nx_group_leave();
     return nx_none_or_error(st, rc, NULL);
 }
 
@@ -313,7 +300,7 @@ static PyObject *group_simulate_end(PyObject *m, PyObject *const *args, Py_ssize
         if (nx_arg_addr(sig, a, 0, &out) < 0)
             return NULL;
         NX_RUN(rc, nx_api.ncclGroupSimulateEnd((ncclSimInfo_t *)out));
-        group_depth_leave();
+        nx_group_leave();
         return nx_none_or_error(st, rc, NULL);
     }
     PyObject *obj = nx_struct_new(st, NX_STRUCT_SIM_INFO);
@@ -321,7 +308,7 @@ static PyObject *group_simulate_end(PyObject *m, PyObject *const *args, Py_ssize
         return NULL;
     ncclSimInfo_t *info = nx_struct_storage(st, obj, NX_STRUCT_SIM_INFO);
     NX_RUN(rc, nx_api.ncclGroupSimulateEnd(info));
-    group_depth_leave();
+    nx_group_leave();
     return nx_struct_result(st, obj, rc, NULL);
 }
 

@@ -1,6 +1,6 @@
 /* Communicator construction (docs/compatibility.md#communicator): init, initialize, init_all, split, shrink,
- * grow, get_unique_id and from_env, with the argument pieces they share (config, unique ids). The
- * type itself is in communicator.c. */
+ * grow and get_unique_id, with the argument pieces they share (config, unique ids). The type itself
+ * is in communicator.c; from_env is Python (nccl.core.communicator), registered as its attribute. */
 #include "core.h"
 
 #include <string.h>
@@ -498,44 +498,6 @@ static PyObject *Communicator_get_unique_id(NX_COMM_METHOD_ARGS)
     return new_unique_id(st, &id);
 }
 
-PyDoc_STRVAR(from_env__doc__, "from_env(*, config=None, timeout=None, environ=None)\n--\n\n"
-"A communicator from the launcher's environment: python -m nccl.run, torchrun, mpirun or srun.\n\n"
-"The rank and the rank count come from the launcher's variables; rank 0 creates the unique id and\n"
-"the others receive it. Outside any launcher the result is a one-rank communicator.\n\n"
-"Args:\n"
-"    config: an NCCLConfig for the init, or None.\n"
-"    timeout: seconds the unique-id exchange may take (default: NCCL4PY_ID_TIMEOUT, else 300).\n"
-"    environ: a mapping used instead of os.environ.\n\n"
-"Raises:\n"
-"    ValueError: the launcher's variables are inconsistent or give no channel for the id.\n"
-"    TimeoutError: a rank did not join the id exchange in time.\n"
-"    NCCLError: the library's init failed.");
-static PyObject *Communicator_from_env(PyObject *type, PyObject *const *args, Py_ssize_t nargs,
-                                       PyObject *kwnames)
-{
-    if (nargs != 0) {
-        PyErr_SetString(PyExc_TypeError, "from_env() takes keyword arguments only");
-        return NULL;
-    }
-    nx_state *st = nx_state_of_type((PyTypeObject *)type);
-    PyObject *fn = st ? nx_lazy(st, NX_LAZY_FROM_ENV) : NULL;
-    if (fn == NULL)
-        return NULL;
-    /* from_env(cls, **kwargs): the vectorcall array needs cls in front of the keyword values. */
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    PyObject *small[8], **argv = nkw + 1 <= 8 ? small : PyMem_Malloc((size_t)(nkw + 1) * sizeof(PyObject *));
-    if (argv == NULL)
-        return PyErr_NoMemory();
-    argv[0] = type;
-    for (Py_ssize_t i = 0; i < nkw; i++)
-        argv[1 + i] = args[i];
-    PyObject *r = PyObject_Vectorcall(fn, argv, 1, kwnames);
-    if (argv != small)
-        PyMem_Free(argv);
-    return r;
-}
-
-
 #define METHOD(name) NX_COMM_METHOD_DEF(#name, Communicator_##name, name##__doc__)
 /* Plain METH_CLASS, not METH_METHOD: CPython 3.10-3.13 drop a METH_METHOD method's __doc__ once it
  * is bound (help(Communicator.init) showed nothing); the module state comes from the class. */
@@ -545,7 +507,6 @@ static PyObject *Communicator_from_env(PyObject *type, PyObject *const *args, Py
 PyMethodDef nx_comm_create_methods[] = {
     CLASS_METHOD(init),
     CLASS_METHOD(init_all),
-    CLASS_METHOD(from_env),
     METHOD(initialize),
     METHOD(split),
     METHOD(shrink),

@@ -5,12 +5,17 @@
 #ifndef NCCL4PY_CORE_H
 #define NCCL4PY_CORE_H
 
-#include "bindings.h"
+#include "common.h"
 
 #include <stdint.h>
 
 #include "buffer.h"
+#include "convert.h"
+#include "errors.h"
+#include "group.h"
 #include "lazy.h"
+#include "library.h"
+#include "module.h"
 #include "stream.h"
 
 /* ---- Communicator (communicator.c) ---- */
@@ -65,7 +70,7 @@ void nx_comm_reset_caches(nx_Communicator *c);
 #define NX_COMM_METHOD_DEF(pyname, fn, doc) \
     {pyname, (PyCFunction)(void (*)(void))fn, METH_METHOD | METH_FASTCALL | METH_KEYWORDS, doc}
 
-/* communicator_create.c: init, init_all, from_env (class methods), initialize, split, shrink, grow,
+/* communicator_create.c: init, init_all (class methods), initialize, split, shrink, grow,
  * get_unique_id. */
 extern PyMethodDef nx_comm_create_methods[];
 /* collectives.c: allreduce, reduce, broadcast, allgather, gather, reduce_scatter, alltoall,

@@ -88,12 +88,10 @@ static PyObject *DevComm_get_resource_handles(PyObject *self, void *closure)
     return Py_NewRef(((nx_DevComm *)self)->handles);
 }
 
-/* A handle view of nccl.core._team: cls_name(**{field: value}). */
-static PyObject *view(const char *cls_name, const char *fmt, ...)
+/* A handle view of nccl.core._team (registered): cls(**{field: value}). */
+static PyObject *view(nx_state *st, nx_lazy_kind kind, const char *fmt, ...)
 {
-    PyObject *mod = PyImport_ImportModule("nccl.core._team");
-    PyObject *cls = mod ? PyObject_GetAttrString(mod, cls_name) : NULL;
-    Py_XDECREF(mod);
+    PyObject *cls = nx_lazy(st, kind); /* borrowed */
     if (cls == NULL)
         return NULL;
     va_list ap;
@@ -104,7 +102,6 @@ static PyObject *view(const char *cls_name, const char *fmt, ...)
     PyObject *r = args ? PyObject_Call(cls, args, kw) : NULL;
     Py_XDECREF(args);
     Py_XDECREF(kw);
-    Py_DECREF(cls);
     return r;
 }
 
@@ -115,15 +112,17 @@ static PyObject *DevComm_multimem_handle(PyObject *self, PyObject *team)
     nx_DevComm *d = (nx_DevComm *)self;
     if (!d->base.open)
         return nx_resource_closed_error(self);
+    nx_state *st = state_of(self);
+    if (st == NULL)
+        return NULL;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(d->teams); i++) {
         int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(d->teams, i), team, Py_EQ);
         if (eq < 0)
             return NULL;
         if (eq)
-            return view("MultimemHandle", "{s:K}", "mc_base_pointer", (unsigned long long)(uintptr_t)d->mm[i].mcBasePtr);
+            return view(st, NX_LAZY_MULTIMEM_HANDLE, "{s:K}", "mc_base_pointer", (unsigned long long)(uintptr_t)d->mm[i].mcBasePtr);
     }
-    nx_state *st = state_of(self);
-    return st ? nx_invalid(st, "multimem_handle: %R was not among the requirements' teams", team) : NULL;
+    return nx_invalid(st, "multimem_handle: %R was not among the requirements' teams", team);
 }
 
 static PyMethodDef DevComm_methods[] = {
@@ -210,12 +209,12 @@ static int make_resource(nx_state *st, ncclComm_t comm, PyObject *o, resource_re
     return nx_check(st, rc, comm);
 }
 
-static PyObject *resource_view(const resource_req *r)
+static PyObject *resource_view(nx_state *st, const resource_req *r)
 {
     switch (r->kind) {
-    case 0: return view("LsaBarrierHandle", "{s:I,s:i}", "buf_handle", r->h.lsa.bufHandle, "n_barriers", r->h.lsa.nBarriers);
-    case 1: return view("GinBarrierHandle", "{s:I}", "signal0", r->h.gin.signal0);
-    default: return view("LLA2AHandle", "{s:I,s:I}", "buf_handle", r->h.lla2a.bufHandle, "n_slots", r->h.lla2a.nSlots);
+    case 0: return view(st, NX_LAZY_LSA_BARRIER_HANDLE, "{s:I,s:i}", "buf_handle", r->h.lsa.bufHandle, "n_barriers", r->h.lsa.nBarriers);
+    case 1: return view(st, NX_LAZY_GIN_BARRIER_HANDLE, "{s:I}", "signal0", r->h.gin.signal0);
+    default: return view(st, NX_LAZY_LLA2A_HANDLE, "{s:I,s:I}", "buf_handle", r->h.lla2a.bufHandle, "n_slots", r->h.lla2a.nSlots);
     }
 }
 
@@ -262,11 +261,8 @@ static PyObject *Communicator_create_dev_comm(NX_COMM_METHOD_ARGS)
     nx_struct_descs[NX_STRUCT_DEV_COMM_REQUIREMENTS].init(&req);
     PyObject *reqs = a[0] != NULL ? a[0] : Py_None;
     if (reqs != Py_None) {
-        PyObject *mod = PyImport_ImportModule("nccl.core._config");
-        PyObject *rcls = mod ? PyObject_GetAttrString(mod, "NCCLDevCommRequirements") : NULL;
-        Py_XDECREF(mod);
+        PyObject *rcls = nx_lazy(st, NX_LAZY_DEV_COMM_REQUIREMENTS); /* borrowed */
         int ok = rcls ? PyObject_IsInstance(reqs, rcls) : -1;
-        Py_XDECREF(rcls);
         if (ok == 0)
             PyErr_Format(PyExc_TypeError, "create_dev_comm: requirements must be an NCCLDevCommRequirements or None, "
                          "got %s", Py_TYPE(reqs)->tp_name);
@@ -336,7 +332,7 @@ static PyObject *Communicator_create_dev_comm(NX_COMM_METHOD_ARGS)
     if ((handles = PyTuple_New(nr)) == NULL)
         goto fail_open;
     for (Py_ssize_t i = 0; i < nr; i++) {
-        PyObject *v = resource_view(&rreqs[i]);
+        PyObject *v = resource_view(st, &rreqs[i]);
         if (v == NULL)
             goto fail_open;
         PyTuple_SET_ITEM(handles, i, v);

@@ -1,6 +1,7 @@
-/* Python-level objects the C core of nccl.core uses: enums, dataclasses and cuda.core helpers
- * written in Python. Each is imported on first use, because those modules import nccl._ext
- * themselves, and cached in module state. Also the NcclInvalid raiser and the datatype table. */
+/* Python-level objects the C code uses: enums, dataclasses and cuda.core helpers written in Python.
+ * Those modules import nccl._ext themselves, so C never imports them: the packages that define them
+ * hand them over once, at their own import, through nccl._ext._register(name=object), and they are
+ * kept in module state. Also the NcclInvalid raiser and the datatype table. */
 #include "lazy.h"
 
 #include <stdarg.h>
@@ -8,41 +9,103 @@
 #include "errors.h"
 #include "module.h"
 
+/* Each object's keyword in _register and the package whose import registers it (for the message
+ * when C needs an object nobody registered). */
 static const struct {
-    const char *module;
     const char *name;
+    const char *registrant;
 } lazy_names[NX_NLAZY] = {
-    [NX_LAZY_DATATYPE] = {"nccl.core._types", "NcclDataType"},
-    [NX_LAZY_RESULT] = {"nccl._enums", "Result"},
-    [NX_LAZY_UNIQUE_ID] = {"nccl.core._unique_id", "UniqueId"},
-    [NX_LAZY_NCCL_CONFIG] = {"nccl.core._config", "NCCLConfig"},
-    [NX_LAZY_GET_DEVICE] = {"nccl.core.cuda", "get_cuda_device"},
-    [NX_LAZY_NUM_DEVICES] = {"nccl.core.cuda", "get_num_devices"},
-    [NX_LAZY_WAIT_SIGNAL] = {"nccl.core._config", "WaitSignalDesc"},
-    [NX_LAZY_FROM_ENV] = {"nccl.core._env", "from_env"},
-    [NX_LAZY_GIN_TYPE] = {"nccl.core._types", "NcclGinType"},
-    [NX_LAZY_NUMPY] = {"numpy", NULL}, /* NULL: the module itself */
-    [NX_LAZY_COLL_CONFIG] = {"nccl.core._config", "NCCLCollConfig"},
-    [NX_LAZY_GET_EVENT_PTR] = {"nccl.core.cuda", "get_event_ptr"},
-    [NX_LAZY_TEAM] = {"nccl.core._team", "NCCLTeam"},
-    [NX_LAZY_COMM_PROPERTIES] = {"nccl.core._team", "NCCLCommProperties"},
-    [NX_LAZY_CHECK_ONE_RANK] = {"nccl._launch", "check_one_rank"},
+    [NX_LAZY_DATATYPE] = {"NcclDataType", "nccl.core"},
+    [NX_LAZY_RESULT] = {"Result", "nccl.core"},
+    [NX_LAZY_UNIQUE_ID] = {"UniqueId", "nccl.core"},
+    [NX_LAZY_NCCL_CONFIG] = {"NCCLConfig", "nccl.core"},
+    [NX_LAZY_GET_DEVICE] = {"get_cuda_device", "nccl.core"},
+    [NX_LAZY_NUM_DEVICES] = {"get_num_devices", "nccl.core"},
+    [NX_LAZY_WAIT_SIGNAL] = {"WaitSignalDesc", "nccl.core"},
+    [NX_LAZY_GIN_TYPE] = {"NcclGinType", "nccl.core"},
+    [NX_LAZY_NUMPY] = {"numpy", "nccl.core"},
+    [NX_LAZY_COLL_CONFIG] = {"NCCLCollConfig", "nccl.core"},
+    [NX_LAZY_GET_EVENT_PTR] = {"get_event_ptr", "nccl.core"},
+    [NX_LAZY_TEAM] = {"NCCLTeam", "nccl.core"},
+    [NX_LAZY_COMM_PROPERTIES] = {"NCCLCommProperties", "nccl.core"},
+    [NX_LAZY_CHECK_ONE_RANK] = {"check_one_rank", "nccl.core or nccl.bindings.nccl"},
+    [NX_LAZY_DEV_COMM_REQUIREMENTS] = {"NCCLDevCommRequirements", "nccl.core"},
+    [NX_LAZY_CFT_LE_INFO] = {"CftLeInfo", "nccl.core"},
+    [NX_LAZY_MULTIMEM_HANDLE] = {"MultimemHandle", "nccl.core"},
+    [NX_LAZY_LSA_BARRIER_HANDLE] = {"LsaBarrierHandle", "nccl.core"},
+    [NX_LAZY_GIN_BARRIER_HANDLE] = {"GinBarrierHandle", "nccl.core"},
+    [NX_LAZY_LLA2A_HANDLE] = {"LLA2AHandle", "nccl.core"},
 };
 
 PyObject *nx_lazy(nx_state *st, nx_lazy_kind kind)
 {
-    PyObject **slot = &st->lazy.obj[kind];
-    PyObject *obj = nx_cache_get(slot);
+    PyObject *obj = nx_cache_get(&st->lazy.obj[kind]);
     if (NX_LIKELY(obj != NULL))
         return obj;
-    /* Threads racing here each import (the import system serialises that) and the first to
-     * publish wins (common.h). */
-    PyObject *mod = PyImport_ImportModule(lazy_names[kind].module);
-    if (mod == NULL || lazy_names[kind].name == NULL)
-        return nx_cache_publish(slot, mod);
-    obj = PyObject_GetAttrString(mod, lazy_names[kind].name);
-    Py_DECREF(mod);
-    return nx_cache_publish(slot, obj);
+    PyErr_Format(PyExc_RuntimeError, "nccl._ext: %s is not registered yet; importing %s registers it",
+                 lazy_names[kind].name, lazy_names[kind].registrant);
+    return NULL;
+}
+
+/* _register's keywords other than the objects above: Communicator's class attributes written in
+ * Python (set in the type's dict, so an immutable type takes them too). */
+static const char *const comm_attributes[] = {"from_env"};
+
+static int register_comm_attribute(nx_state *st, PyObject *key, PyObject *value)
+{
+    PyTypeObject *tp = st->core_types[NX_TYPE_COMMUNICATOR];
+    if (PyDict_SetItem(tp->tp_dict, key, value) < 0)
+        return -1;
+    PyType_Modified(tp);
+    return 0;
+}
+
+static int register_one(nx_state *st, PyObject *key, PyObject *value)
+{
+    for (int i = 0; i < NX_NLAZY; i++) {
+        if (PyUnicode_CompareWithASCIIString(key, lazy_names[i].name) == 0) {
+            nx_cache_publish(&st->lazy.obj[i], Py_NewRef(value)); /* the first registration stays */
+            return 0;
+        }
+    }
+    for (size_t i = 0; i < sizeof comm_attributes / sizeof *comm_attributes; i++) {
+        if (PyUnicode_CompareWithASCIIString(key, comm_attributes[i]) == 0)
+            return register_comm_attribute(st, key, value);
+    }
+    PyErr_Format(PyExc_TypeError, "_register() got an unexpected keyword argument '%U'", key);
+    return -1;
+}
+
+PyDoc_STRVAR(register__doc__, "_register(**objects)\n--\n\n"
+"Hand the C code the Python objects it uses (NcclDataType=..., check_one_rank=..., ...), once, from\n"
+"the import of the package that defines them; from_env=... becomes a Communicator class attribute.\n"
+"The first registration of each object stays (C reads them without a lock).");
+
+static PyObject *register_objects(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    nx_state *st = nx_get_state(module);
+    if (PyTuple_GET_SIZE(args) != 0) {
+        PyErr_SetString(PyExc_TypeError, "_register() takes keyword arguments only");
+        return NULL;
+    }
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (kwargs != NULL && PyDict_Next(kwargs, &pos, &key, &value)) {
+        if (register_one(st, key, value) < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef lazy_methods[] = {
+    {"_register", (PyCFunction)(void (*)(void))register_objects, METH_VARARGS | METH_KEYWORDS, register__doc__},
+    {NULL, NULL, 0, NULL},
+};
+
+int nx_lazy_setup(PyObject *module, nx_state *st)
+{
+    (void)st;
+    return PyModule_AddFunctions(module, lazy_methods);
 }
 
 int nx_check_one_rank(nx_state *st, int nranks)

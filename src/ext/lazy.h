@@ -1,12 +1,14 @@
-/* Python-level objects the C core of nccl.core uses, imported on first use (lazy.c); also the
- * NcclInvalid raiser and the datatype table, which every nccl.core file needs. */
+/* Python-level objects the C code uses, registered by the Python packages at their import
+ * (nccl._ext._register, lazy.c); also the NcclInvalid raiser and the datatype table, which every
+ * nccl.core file needs. */
 #ifndef NCCL4PY_LAZY_H
 #define NCCL4PY_LAZY_H
 
 #include "common.h"
 
 /* They live in Python modules (enums, dataclasses, cuda.core) that import nccl._ext themselves, so
- * they cannot be fetched at exec time. */
+ * the packages defining them register them (nccl.core's __init__; check_one_rank also
+ * nccl.bindings.nccl). */
 typedef enum {
     NX_LAZY_DATATYPE,      /* nccl.core._types.NcclDataType */
     NX_LAZY_RESULT,        /* nccl._enums.Result */
@@ -15,7 +17,6 @@ typedef enum {
     NX_LAZY_GET_DEVICE,    /* nccl.core.cuda.get_cuda_device(device_id) -> cuda.core Device */
     NX_LAZY_NUM_DEVICES,   /* nccl.core.cuda.get_num_devices() -> int */
     NX_LAZY_WAIT_SIGNAL,   /* nccl.core._config.WaitSignalDesc */
-    NX_LAZY_FROM_ENV,      /* nccl.core._env.from_env(cls, **kwargs) -> Communicator */
     NX_LAZY_GIN_TYPE,      /* nccl.core._types.NcclGinType */
     NX_LAZY_NUMPY,         /* the numpy module itself (CustomRedOp's host scalars) */
     NX_LAZY_COLL_CONFIG,   /* nccl.core._config.NCCLCollConfig */
@@ -23,10 +24,16 @@ typedef enum {
     NX_LAZY_TEAM,          /* nccl.core._team.NCCLTeam */
     NX_LAZY_COMM_PROPERTIES, /* nccl.core._team.NCCLCommProperties */
     NX_LAZY_CHECK_ONE_RANK,  /* nccl._launch.check_one_rank() */
+    NX_LAZY_DEV_COMM_REQUIREMENTS, /* nccl.core._config.NCCLDevCommRequirements */
+    NX_LAZY_CFT_LE_INFO,           /* nccl.core._team.CftLeInfo */
+    NX_LAZY_MULTIMEM_HANDLE,       /* nccl.core._team.MultimemHandle */
+    NX_LAZY_LSA_BARRIER_HANDLE,    /* nccl.core._team.LsaBarrierHandle */
+    NX_LAZY_GIN_BARRIER_HANDLE,    /* nccl.core._team.GinBarrierHandle */
+    NX_LAZY_LLA2A_HANDLE,          /* nccl.core._team.LLA2AHandle */
     NX_NLAZY
 } nx_lazy_kind;
 
-/* This file's part of the module state: the objects, NULL until first needed (owned). */
+/* This file's part of the module state: the objects, NULL until registered (owned). */
 typedef struct {
     PyObject *obj[NX_NLAZY];
 } nx_lazy_cache;
@@ -34,8 +41,12 @@ typedef struct {
 int nx_lazy_cache_traverse(nx_lazy_cache *c, visitproc visit, void *arg);
 void nx_lazy_cache_clear(nx_lazy_cache *c);
 
-/* A borrowed reference to the object, importing its module on first use; NULL with an exception. */
+/* A borrowed reference to the registered object; NULL with RuntimeError when its package has not
+ * been imported (so has not registered it). */
 PyObject *nx_lazy(nx_state *st, nx_lazy_kind kind);
+
+/* Adds nccl._ext._register. */
+int nx_lazy_setup(PyObject *module, nx_state *st);
 
 /* Every communicator creation with an nranks argument calls this before the library: for a 1-rank
  * communicator it runs nccl._launch.check_one_rank(), which refuses a 1-rank job inside a

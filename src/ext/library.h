@@ -48,4 +48,13 @@ static inline int nx_require(nx_state *st, const void *slot)
 
 const char *nx_flavour_name(nx_flavour f);
 
+/* Runs one library call with the GIL released (only C values cross) and stores its status. The
+ * block holds nothing but the call. */
+#define NX_RUN(rc, call)          \
+    do {                          \
+        Py_BEGIN_ALLOW_THREADS    \
+        (rc) = (call);            \
+        Py_END_ALLOW_THREADS      \
+    } while (0)
+
 #endif

@@ -1,10 +1,11 @@
 /* nccl._ext: multi-phase init, module state, and the exec slot that calls each file's setup. */
+#include "bindings.h"
 #include "core.h"
 
 static int nx_exec(PyObject *module)
 {
     nx_state *st = nx_get_state(module);
-    if (nx_errors_setup(module, st) < 0 || nx_library_setup(module, st) < 0 || nx_structs_setup(module, st) < 0 ||
+    if (nx_errors_setup(module, st) < 0 || nx_lazy_setup(module, st) < 0 || nx_library_setup(module, st) < 0 || nx_structs_setup(module, st) < 0 ||
         nx_pointer_box_setup(module, st) < 0 || nx_handles_setup(module, st) < 0 ||
         nx_bindings_setup(module, st) < 0 || nx_buffer_setup(module, st) < 0 ||
         nx_ncclbuffer_setup(module, st) < 0 || nx_stream_setup(module, st) < 0 ||

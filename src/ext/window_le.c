@@ -6,14 +6,10 @@
 
 #include "structs.h"
 
-static PyObject *le_info(ncclCftLeId_t id, size_t offset)
+static PyObject *le_info(nx_state *st, ncclCftLeId_t id, size_t offset)
 {
-    PyObject *mod = PyImport_ImportModule("nccl.core._team");
-    PyObject *cls = mod ? PyObject_GetAttrString(mod, "CftLeInfo") : NULL;
-    Py_XDECREF(mod);
-    PyObject *r = cls ? PyObject_CallFunction(cls, "kn", (unsigned long)id, (Py_ssize_t)offset) : NULL;
-    Py_XDECREF(cls);
-    return r;
+    PyObject *cls = nx_lazy(st, NX_LAZY_CFT_LE_INFO); /* borrowed */
+    return cls ? PyObject_CallFunction(cls, "kn", (unsigned long)id, (Py_ssize_t)offset) : NULL;
 }
 
 static int offset_arg(PyObject *o, const char *fname, size_t *out)
@@ -90,7 +86,7 @@ PyObject *nx_window_multimem_le_info(PyObject *self, PyObject *const *args, Py_s
     NX_RUN(rc, nx_api.ncclGetMultimemDeviceLeInfo(win, offset, &id, &le_offset));
     if (nx_check(st, rc, NULL) < 0)
         return NULL;
-    return le_info(id, le_offset);
+    return le_info(st, id, le_offset);
 }
 
 NX_MSIG(get_peer_le_info, 2, 1, "peer", "offset");
@@ -115,7 +111,7 @@ PyObject *nx_window_peer_le_info(PyObject *self, PyObject *const *args, Py_ssize
     NX_RUN(rc, nx_api.ncclGetPeerDeviceLeInfo(win, offset, peer, &id, &le_offset));
     if (nx_check(st, rc, NULL) < 0)
         return NULL;
-    return le_info(id, le_offset);
+    return le_info(st, id, le_offset);
 }
 
 /* cft_team: an NCCLTeam or a bindings Team struct. */
@@ -170,5 +166,5 @@ PyObject *nx_window_cft_le_info(PyObject *self, PyObject *const *args, Py_ssize_
     NX_RUN(rc, nx_api.ncclGetCftDeviceLeInfo(win, offset, peer, team, &id, &le_offset));
     if (nx_check(st, rc, NULL) < 0)
         return NULL;
-    return le_info(id, le_offset);
+    return le_info(st, id, le_offset);
 }

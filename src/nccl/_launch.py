@@ -7,14 +7,15 @@ written for MPI (``MPI.COMM_WORLD.Get_rank()``, as NVIDIA's examples are) finds 
 since mpi4py initialises MPI as a singleton without ``mpirun``, and every rank would then run a
 1-rank job and succeed. So every creation of a 1-rank communicator (``Communicator.init`` and
 ``initialize``, the bindings' ``comm_init_rank``, ``comm_init_rank_config`` and
-``comm_init_rank_scalable``) calls ``check_one_rank()`` first, from C:
+``comm_init_rank_scalable``) calls ``check_one_rank()`` first, from C (nccl.core and
+nccl.bindings.nccl hand it to nccl._ext at their import):
 
 * inside a launch of several ranks, with mpi4py's MPI initialised and counting one process, it
   raises RuntimeError saying what happened and the ``mpirun`` command to use instead;
 * inside a launch of several ranks otherwise, it warns (RuntimeWarning): a rank may want a
   private 1-rank communicator, but more often the program ignores the launcher's variables.
 
-Standard library only: the bindings layer imports this on its first 1-rank creation.
+Standard library only, so importing it with the bindings costs nothing.
 """
 
 import os

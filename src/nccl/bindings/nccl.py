@@ -12,6 +12,7 @@ nccl4py release names; param_get_parameter reads any parameter by key instead.
 import numpy as _np
 
 from nccl import _ext
+from nccl._launch import check_one_rank as _check_one_rank
 from nccl._enums import (  # noqa: F401
     CftCap,
     CftTeamMode,
@@ -115,6 +116,8 @@ def _make_dtypes():
 
 
 globals().update(_make_dtypes())
+# The creation functions run it on a 1-rank communicator (nccl.core registers it too).
+_ext._register(check_one_rank=_check_one_rank)
 
 __all__ = sorted(
     [name for name in globals() if not name.startswith("_") and name != "annotations"]

@@ -35,7 +35,29 @@ from nccl.core.params import dump_params, params
 from nccl.core.memory import mem_alloc, mem_free
 from nccl._version import __version__
 
-del nccl
+
+def _register():
+    """Hands nccl._ext the Python objects its C code uses, and Communicator.from_env (lazy.c)."""
+    import numpy
+
+    from nccl import _ext
+    from nccl._enums import Result
+    from nccl._launch import check_one_rank
+    from nccl.core import communicator, cuda
+
+    _ext._register(
+        NcclDataType=NcclDataType, Result=Result, UniqueId=UniqueId, NCCLConfig=NCCLConfig,
+        get_cuda_device=cuda.get_cuda_device, get_num_devices=cuda.get_num_devices,
+        get_event_ptr=cuda.get_event_ptr, WaitSignalDesc=WaitSignalDesc, NcclGinType=NcclGinType,
+        numpy=numpy, NCCLCollConfig=NCCLCollConfig, NCCLTeam=NCCLTeam, NCCLCommProperties=NCCLCommProperties,
+        check_one_rank=check_one_rank, NCCLDevCommRequirements=NCCLDevCommRequirements, CftLeInfo=CftLeInfo,
+        MultimemHandle=MultimemHandle, LsaBarrierHandle=LsaBarrierHandle, GinBarrierHandle=GinBarrierHandle,
+        LLA2AHandle=LLA2AHandle, from_env=classmethod(communicator.from_env),
+    )
+
+
+_register()
+del nccl, _register
 
 __all__ = [
     "__version__",

@@ -1,6 +1,6 @@
 """UniqueId and get_unique_id (docs/compatibility.md#unique-ids).
 
-The C core reads ``UniqueId`` from here and uses its ``_internal`` attribute (a
+The C core gets ``UniqueId`` (nccl.core registers it) and uses its ``_internal`` attribute (a
 ``nccl.bindings.nccl.UniqueId`` struct wrapper holding the 128 bytes), so both are a contract.
 """
 

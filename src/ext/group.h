@@ -1,0 +1,22 @@
+/* This thread's open NCCL groups, which both APIs' group calls keep (group_depth.c), and the
+ * objects they keep alive until the outermost end (group_refs.c). */
+#ifndef NCCL4PY_GROUP_H
+#define NCCL4PY_GROUP_H
+
+#include "common.h"
+
+/* Groups open on this thread (ncclGroupStart calls not yet ended). */
+int nx_group_depth(void);
+/* After a successful ncclGroupStart. */
+void nx_group_enter(void);
+/* After every ncclGroupEnd/ncclGroupSimulateEnd that ran, failed or not (the library closes the
+ * group); the outermost one drops what the group kept. */
+void nx_group_leave(void);
+
+/* Keeps o alive until the outermost group end of this thread; call only while a group is open.
+ * -1 with an exception set on failure. */
+int nx_group_keep(PyObject *o);
+/* Drops what nx_group_keep kept (the outermost group end, after the library call). */
+void nx_group_release(void);
+
+#endif
