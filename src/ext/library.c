@@ -241,6 +241,7 @@ int nx_load_library(nx_state *st)
 
     nx_load_request req = {
         .override = override,
+        .override_is_host = sel->names_host,
         .host_path = host_path,
         .devices = devices,
         .rccl = (const char *const *)rccl.items,

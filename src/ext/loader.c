@@ -252,8 +252,7 @@ static int discover(const nx_load_request *req, int *notices)
 
     if (req->override != NULL) {
         /* An explicit request never falls back to anything else. */
-        int is_host = strcasecmp(req->override, "host") == 0;
-        const char *cand = is_host ? req->host_path : req->override;
+        const char *cand = req->override_is_host ? req->host_path : req->override;
         if (open_and_adopt(cand) != 0)
             return -1;
         *notices |= note_other_copy(&mapped);

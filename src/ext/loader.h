@@ -27,6 +27,7 @@ typedef enum { NX_FLAVOUR_NONE = 0, NX_FLAVOUR_NCCL, NX_FLAVOUR_RCCL, NX_FLAVOUR
 
 typedef struct {
     const char *override;     /* NCCL_LIBRARY, stripped and non-empty, or NULL */
+    int override_is_host;     /* it names the bundled host backend (sel_library_selection.names_host) */
     const char *host_path;    /* the bundled libnccl-host.so */
     int devices;              /* NX_DEVICE_* bits (lib_select.h): the kinds of GPU device node present */
     const char *const *rccl;  /* RCCL candidates, in order; tried when an AMD device is present */
