@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib_select.h"
+
 gpu_hip_table gpu_hip;
 
 #define GPU_SYMBOL_ROW(name, ret, params, need) {#name, need, offsetof(gpu_hip_table, name)},
@@ -120,19 +122,10 @@ static int discover(void)
 {
     const int flags = RTLD_NOW | RTLD_LOCAL;
     char label[4096 + 64];
-    const char *override = getenv("NCCL4PY_HIP_LIBRARY");
-    if (override != NULL) {
-        while (*override == ' ' || *override == '\t' || *override == '\n')
-            override++;
-        char value[4096];
-        snprintf(value, sizeof value, "%s", override);
-        size_t n = strlen(value);
-        while (n > 0 && (value[n - 1] == ' ' || value[n - 1] == '\t' || value[n - 1] == '\n'))
-            value[--n] = '\0';
-        if (n > 0) {
-            snprintf(label, sizeof label, "NCCL4PY_HIP_LIBRARY=%s", value);
-            return try_candidate(label, value, flags);
-        }
+    char value[4096];
+    if (sel_env_trimmed("NCCL4PY_HIP_LIBRARY", value, sizeof value) > 0) {
+        snprintf(label, sizeof label, "NCCL4PY_HIP_LIBRARY=%s", value);
+        return try_candidate(label, value, flags);
     }
 
     char mapped[4096] = "";

@@ -131,14 +131,8 @@ static PyObject *allto_all(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
     PyObject *buf[NX_MAX_PARAMS];
     PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
     nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_loaded(st) < 0)
+    if (a == NULL || nx_require(st, &nx_api.ncclAlltoAll) < 0)
         return NULL;
-    /* RCCL before 2.20 spells it ncclAllToAll, with the same signature. */
-    __typeof__(nx_api.ncclAlltoAll) fn = nx_api.ncclAlltoAll;
-    if (fn == NULL && nx_loader_info()->flavour == NX_FLAVOUR_RCCL)
-        fn = nx_api.ncclAllToAll;
-    if (fn == NULL)
-        return nx_raise_function_not_found(st, "ncclAlltoAll", NULL);
     void *send, *recv;
     size_t count;
     ncclDataType_t dt;
@@ -148,7 +142,7 @@ static PyObject *allto_all(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
         nx_arg_dtype(sig, a, 3, &dt) < 0 || nx_arg_comm(sig, a, 4, &comm) < 0 || nx_arg_stream(sig, a, 5, &stream) < 0)
         return NULL;
     ncclResult_t rc;
-    NX_RUN(rc, fn(send, recv, count, dt, comm, stream));
+    NX_RUN(rc, nx_api.ncclAlltoAll(send, recv, count, dt, comm, stream));
     return nx_none_or_error(st, rc, comm);
 }
 

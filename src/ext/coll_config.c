@@ -336,7 +336,7 @@ static void *config_entry(nx_coll_kind k)
     }
 }
 
-/* The plain entry point's table slot, for nx_require (alltoall has two spellings: see below). */
+/* The plain entry point's table slot, for nx_require. */
 static const void *plain_slot(nx_coll_kind k)
 {
     switch (k) {
@@ -346,6 +346,7 @@ static const void *plain_slot(nx_coll_kind k)
     case NX_COLL_ALLGATHER: return &nx_api.ncclAllGather;
     case NX_COLL_GATHER: return &nx_api.ncclGather;
     case NX_COLL_REDUCE_SCATTER: return &nx_api.ncclReduceScatter;
+    case NX_COLL_ALLTOALL: return &nx_api.ncclAlltoAll;
     default: return &nx_api.ncclScatter;
     }
 }
@@ -421,7 +422,7 @@ static ncclResult_t run(const nx_coll_call *a, void *fn, const ncclCollConfig_t 
         if (fn != NULL)
             NX_RUN(rc, nx_api.ncclAlltoAllConfig(a->send, a->recv, a->count, a->dtype, a->comm, a->stream, cfg));
         else
-            NX_RUN(rc, a->plain_alltoall(a->send, a->recv, a->count, a->dtype, a->comm, a->stream));
+            NX_RUN(rc, nx_api.ncclAlltoAll(a->send, a->recv, a->count, a->dtype, a->comm, a->stream));
         return rc;
     default:
         if (fn != NULL)
@@ -446,14 +447,7 @@ PyObject *nx_coll_with_config(nx_state *st, nx_coll_call *a, PyObject *config, c
         nx_raise_function_not_found(st, config_names[a->kind], NULL);
         goto done;
     }
-    if (fn == NULL && a->kind == NX_COLL_ALLTOALL) {
-        /* RCCL before 2.20 spells it ncclAllToAll: same signature. */
-        a->plain_alltoall = nx_api.ncclAlltoAll ? nx_api.ncclAlltoAll : nx_api.ncclAllToAll;
-        if (a->plain_alltoall == NULL) {
-            nx_raise_function_not_found(st, "ncclAlltoAll", "ncclAllToAll");
-            goto done;
-        }
-    } else if (fn == NULL && nx_require(st, plain_slot(a->kind)) < 0) {
+    if (fn == NULL && nx_require(st, plain_slot(a->kind)) < 0) {
         goto done;
     }
     ncclResult_t rc = run(a, fn, c.use);

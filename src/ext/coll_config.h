@@ -40,8 +40,6 @@ typedef struct {
     int root;         /* rooted calls */
     ncclComm_t comm;
     cudaStream_t stream;
-    /* filled here: the plain alltoall's spelling, for a default config on an older library */
-    ncclResult_t (*plain_alltoall)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
 } nx_coll_call;
 
 /* The type check of a config argument, done with the other arguments (before any library call):

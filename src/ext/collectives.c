@@ -231,7 +231,7 @@ static PyObject *reduce_impl(PyObject *self, PyTypeObject *cls, const char *fnam
     ncclComm_t comm = in.comm;
     if (has_config(configo)) {
         nx_coll_call call = {rooted ? NX_COLL_REDUCE : NX_COLL_ALLREDUCE, s.ptr, r.ptr, s.count, s.dtype, op, root,
-                             comm, stream, NULL};
+                             comm, stream};
         return nx_coll_with_config(st, &call, configo, fname);
     }
     ncclResult_t rc;
@@ -316,7 +316,7 @@ static PyObject *Communicator_reduce_scatter(NX_COMM_METHOD_ARGS)
     if (op_arg(st, in.c, a[2], s.dtype, fname, &op) < 0 || stream_arg(st, a[3], &stream) < 0)
         return NULL;
     if (has_config(a[4])) {
-        nx_coll_call call = {NX_COLL_REDUCE_SCATTER, s.ptr, r.ptr, count, s.dtype, op, -1, comm, stream, NULL};
+        nx_coll_call call = {NX_COLL_REDUCE_SCATTER, s.ptr, r.ptr, count, s.dtype, op, -1, comm, stream};
         return nx_coll_with_config(st, &call, a[4], fname);
     }
     if (nx_require(st, &nx_api.ncclReduceScatter) < 0)
@@ -359,7 +359,7 @@ static PyObject *Communicator_broadcast(NX_COMM_METHOD_ARGS)
     if (stream_arg(st, a[3], &stream) < 0)
         return NULL;
     if (has_config(a[4])) {
-        nx_coll_call call = {NX_COLL_BROADCAST, s.ptr, r.ptr, r.count, r.dtype, 0, root, comm, stream, NULL};
+        nx_coll_call call = {NX_COLL_BROADCAST, s.ptr, r.ptr, r.count, r.dtype, 0, root, comm, stream};
         return nx_coll_with_config(st, &call, a[4], fname);
     }
     if (nx_require(st, &nx_api.ncclBroadcast) < 0)
@@ -397,7 +397,7 @@ static PyObject *gather_impl(PyObject *self, PyTypeObject *cls, const char *fnam
         return NULL;
     if (has_config(configo)) {
         nx_coll_call call = {rooted ? NX_COLL_GATHER : NX_COLL_ALLGATHER, s.ptr, r.ptr, count, s.dtype, 0, root, comm,
-                             stream, NULL};
+                             stream};
         return nx_coll_with_config(st, &call, configo, fname);
     }
     ncclResult_t rc;
@@ -474,7 +474,7 @@ static PyObject *Communicator_scatter(NX_COMM_METHOD_ARGS)
     if (stream_arg(st, a[3], &stream) < 0)
         return NULL;
     if (has_config(a[4])) {
-        nx_coll_call call = {NX_COLL_SCATTER, s.ptr, r.ptr, r.count, r.dtype, 0, root, comm, stream, NULL};
+        nx_coll_call call = {NX_COLL_SCATTER, s.ptr, r.ptr, r.count, r.dtype, 0, root, comm, stream};
         return nx_coll_with_config(st, &call, a[4], fname);
     }
     if (nx_require(st, &nx_api.ncclScatter) < 0)
@@ -515,17 +515,13 @@ static PyObject *Communicator_alltoall(NX_COMM_METHOD_ARGS)
     if (stream_arg(st, a[2], &stream) < 0)
         return NULL;
     if (has_config(a[3])) {
-        nx_coll_call call = {NX_COLL_ALLTOALL, s.ptr, r.ptr, count, s.dtype, 0, -1, comm, stream, NULL};
+        nx_coll_call call = {NX_COLL_ALLTOALL, s.ptr, r.ptr, count, s.dtype, 0, -1, comm, stream};
         return nx_coll_with_config(st, &call, a[3], fname);
     }
-    if (nx_loaded(st) < 0)
+    if (nx_require(st, &nx_api.ncclAlltoAll) < 0)
         return NULL;
-    /* RCCL before 2.20 spells it ncclAllToAll: same signature. */
-    __typeof__(nx_api.ncclAlltoAll) fn = nx_api.ncclAlltoAll ? nx_api.ncclAlltoAll : nx_api.ncclAllToAll;
-    if (fn == NULL)
-        return nx_raise_function_not_found(st, "ncclAlltoAll", "ncclAllToAll");
     ncclResult_t rc;
-    NX_RUN(rc, fn(s.ptr, r.ptr, count, s.dtype, comm, stream));
+    NX_RUN(rc, nx_api.ncclAlltoAll(s.ptr, r.ptr, count, s.dtype, comm, stream));
     return nx_none_or_error(st, rc, comm);
 }
 
@@ -841,15 +837,10 @@ static PyObject *Communicator_alltoallv(NX_COMM_METHOD_ARGS)
     cudaStream_t stream;
     if (stream_arg(st, a[6], &stream) < 0)
         goto done;
-    if (nx_loaded(st) < 0)
+    if (nx_require(st, &nx_api.ncclAlltoAllv) < 0)
         goto done;
-    __typeof__(nx_api.ncclAlltoAllv) fn = nx_api.ncclAlltoAllv ? nx_api.ncclAlltoAllv : nx_api.ncclAllToAllv;
-    if (fn == NULL) {
-        nx_raise_function_not_found(st, "ncclAlltoAllv", "ncclAllToAllv");
-        goto done;
-    }
     ncclResult_t rc;
-    NX_RUN(rc, fn(s.ptr, sc, sd, r.ptr, rc_, rd, s.dtype, comm, stream));
+    NX_RUN(rc, nx_api.ncclAlltoAllv(s.ptr, sc, sd, r.ptr, rc_, rd, s.dtype, comm, stream));
     result = nx_none_or_error(st, rc, comm);
 done:
     PyMem_Free(arr);

@@ -224,31 +224,24 @@ int nx_load_library(nx_state *st)
     int rc = -1;
     strlist rccl = {0}, nccl = {0};
     char host_path[PATH_MAX];
-    char *override = NULL;
     if (host_backend_path(host_path, sizeof host_path) < 0)
         snprintf(host_path, sizeof host_path, "libnccl-host.so");
 
     /* The environment is read with the GIL held: os.environ writes happen under it. */
-    const char *env = getenv("NCCL_LIBRARY");
-    if (env != NULL) {
-        while (*env == ' ' || *env == '\t' || *env == '\n')
-            env++;
-        size_t len = strlen(env);
-        while (len > 0 && (env[len - 1] == ' ' || env[len - 1] == '\t' || env[len - 1] == '\n'))
-            len--;
-        if (len > 0 && (override = strndup(env, len)) == NULL) {
-            PyErr_NoMemory();
-            goto done;
-        }
+    sel_library_selection *sel = PyMem_Malloc(sizeof *sel);
+    if (sel == NULL) {
+        PyErr_NoMemory();
+        goto done;
     }
-    /* NCCL4PY_DEV_DIR: where device nodes are looked for (tests simulate a GPU machine with it). */
-    const char *dev_dir = getenv("NCCL4PY_DEV_DIR");
-    int devices = nx_gpu_device_kinds(dev_dir && *dev_dir ? dev_dir : "/dev");
+    sel_read(sel);
+    const char *override = sel->library[0] != '\0' ? sel->library : NULL;
+    int devices = sel->devices;
     if (override == NULL && devices != 0 && build_candidates(&rccl, &nccl) < 0)
         goto done;
 
     nx_load_request req = {
         .override = override,
+        .override_is_host = sel->names_host,
         .host_path = host_path,
         .devices = devices,
         .rccl = (const char *const *)rccl.items,
@@ -268,7 +261,7 @@ int nx_load_library(nx_state *st)
     }
     rc = emit_notices(st, notices);
 done:
-    free(override);
+    PyMem_Free(sel);
     strlist_free(&rccl);
     strlist_free(&nccl);
     return rc;
@@ -281,7 +274,7 @@ int nx_missing_function(nx_state *st, const void *slot)
     for (size_t i = 0; i < nx_nsymbols; i++)
         if (nx_symbols[i].offset == offset)
             name = nx_symbols[i].name;
-    nx_raise_function_not_found(st, name, NULL);
+    nx_raise_function_not_found(st, name, nx_alias_of(name));
     return -1;
 }
 
@@ -340,7 +333,7 @@ static PyObject *library_info(PyObject *module, PyObject *unused)
 }
 
 PyDoc_STRVAR(inspect_function_pointers__doc__, "_inspect_function_pointers()\n--\n\n"
-"{'__ncclXxx': address or 0} for every NCCL entry point of the ABI table; loads the library.");
+"{'__ncclXxx': address or 0} for every NCCL entry point the library exports under that name; loads it.");
 
 static PyObject *inspect_function_pointers(PyObject *module, PyObject *unused)
 {
@@ -349,9 +342,7 @@ static PyObject *inspect_function_pointers(PyObject *module, PyObject *unused)
         return NULL;
     PyObject *d = PyDict_New();
     for (size_t i = 0; d != NULL && i < nx_nnccl_symbols; i++) {
-        void *fn;
-        memcpy(&fn, (const char *)&nx_api + nx_symbols[i].offset, sizeof fn);
-        PyObject *addr = PyLong_FromVoidPtr(fn);
+        PyObject *addr = PyLong_FromVoidPtr(nx_loader_exported(i));
         PyObject *key = PyUnicode_FromFormat("__%s", nx_symbols[i].name);
         if (addr == NULL || key == NULL || PyDict_SetItem(d, key, addr) < 0)
             Py_CLEAR(d);
@@ -380,7 +371,8 @@ static PyObject *abi_symbols(PyObject *module, PyObject *unused)
 }
 
 PyDoc_STRVAR(abi_resolved__doc__, "_abi_resolved()\n--\n\n"
-"{name: address or 0} for every row of the ABI table, RCCL-only rows included; loads the library.");
+"{name: address or 0} for every row of the ABI table as the library exports it (RCCL-only rows\n"
+"included; 0 for a name it serves only under the older spelling); loads the library.");
 
 static PyObject *abi_resolved(PyObject *module, PyObject *unused)
 {
@@ -389,9 +381,7 @@ static PyObject *abi_resolved(PyObject *module, PyObject *unused)
         return NULL;
     PyObject *d = PyDict_New();
     for (size_t i = 0; d != NULL && i < nx_nsymbols; i++) {
-        void *fn;
-        memcpy(&fn, (const char *)&nx_api + nx_symbols[i].offset, sizeof fn);
-        PyObject *addr = PyLong_FromVoidPtr(fn);
+        PyObject *addr = PyLong_FromVoidPtr(nx_loader_exported(i));
         if (addr == NULL || PyDict_SetItemString(d, nx_symbols[i].name, addr) < 0)
             Py_CLEAR(d);
         Py_XDECREF(addr);
@@ -430,6 +420,54 @@ static PyObject *version_text(PyObject *module, PyObject *arg)
     char text[32];
     nx_format_version(code, text, sizeof text);
     return PyUnicode_FromString(text);
+}
+
+PyDoc_STRVAR(library_selection__doc__, "_library_selection()\n--\n\n"
+"The library-selection environment as the loader reads it (no load is triggered): {'library':\n"
+"NCCL_LIBRARY stripped, or None when unset or blank; 'host': whether it names the host backend;\n"
+"'dev_dir': NCCL4PY_DEV_DIR or '/dev'; 'amd', 'nvidia': whether a device node of that kind is\n"
+"there; 'nodes': the GPU device nodes, kfd first, then nvidia<N> sorted}.");
+
+static int add_node(const char *path, void *list)
+{
+    PyObject *s = PyUnicode_DecodeFSDefault(path);
+    int rc = s != NULL ? PyList_Append((PyObject *)list, s) : -1;
+    Py_XDECREF(s);
+    return rc;
+}
+
+static PyObject *library_selection(PyObject *module, PyObject *unused)
+{
+    (void)module, (void)unused;
+    PyObject *result = NULL;
+    sel_library_selection *sel = PyMem_Malloc(sizeof *sel);
+    PyObject *nodes = PyList_New(0);
+    if (sel == NULL || nodes == NULL) {
+        if (sel == NULL)
+            PyErr_NoMemory();
+        goto done;
+    }
+    sel_read(sel);
+    if (sel_gpu_devices(sel->dev_dir, add_node, nodes) < 0)
+        goto done;
+    /* kfd stays first; the nvidia<N> nodes come in directory order and are sorted here. */
+    Py_ssize_t first = (sel->devices & NX_DEVICE_AMD) && PyList_GET_SIZE(nodes) > 0 ? 1 : 0;
+    PyObject *nvidia = PyList_GetSlice(nodes, first, PyList_GET_SIZE(nodes));
+    if (nvidia == NULL || PyList_Sort(nvidia) < 0 ||
+        PyList_SetSlice(nodes, first, PyList_GET_SIZE(nodes), nvidia) < 0) {
+        Py_XDECREF(nvidia);
+        goto done;
+    }
+    Py_DECREF(nvidia);
+    result = Py_BuildValue("{s:N,s:O,s:N,s:O,s:O,s:O}", "library",
+                           sel->library[0] ? PyUnicode_DecodeFSDefault(sel->library) : Py_NewRef(Py_None), "host",
+                           sel->names_host ? Py_True : Py_False, "dev_dir", PyUnicode_DecodeFSDefault(sel->dev_dir),
+                           "amd", (sel->devices & NX_DEVICE_AMD) ? Py_True : Py_False, "nvidia",
+                           (sel->devices & NX_DEVICE_NVIDIA) ? Py_True : Py_False, "nodes", nodes);
+done:
+    PyMem_Free(sel);
+    Py_XDECREF(nodes);
+    return result;
 }
 
 PyDoc_STRVAR(mapped_libraries__doc__, "_mapped_libraries()\n--\n\n"
@@ -471,6 +509,7 @@ static PyMethodDef library_methods[] = {
     {"_abi_resolved", abi_resolved, METH_NOARGS, abi_resolved__doc__},
     {"_abi_aliases", abi_aliases, METH_NOARGS, abi_aliases__doc__},
     {"_mapped_libraries", mapped_libraries, METH_NOARGS, mapped_libraries__doc__},
+    {"_library_selection", library_selection, METH_NOARGS, library_selection__doc__},
     {"_version_text", version_text, METH_O, version_text__doc__},
     {NULL, NULL, 0, NULL},
 };

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <unistd.h>
 
 nx_api_table nx_api;
@@ -46,25 +45,6 @@ void nx_format_version(int code, char *out, size_t outlen)
         x = code / 1000, y = (code % 1000) / 100, z = code % 100;
     }
     snprintf(out, outlen, "%d.%d.%d", x, y, z);
-}
-
-int nx_gpu_device_kinds(const char *dev_dir)
-{
-    int kinds = 0;
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/kfd", dev_dir);
-    if (access(path, F_OK) == 0)
-        kinds |= NX_DEVICE_AMD;
-    DIR *d = opendir(dev_dir);
-    if (d == NULL)
-        return kinds;
-    struct dirent *e;
-    while (!(kinds & NX_DEVICE_NVIDIA) && (e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, "nvidia", 6) == 0 && e->d_name[6] >= '0' && e->d_name[6] <= '9')
-            kinds |= NX_DEVICE_NVIDIA;
-    }
-    closedir(d);
-    return kinds;
 }
 
 static const char *base_name(const char *path)
@@ -129,14 +109,56 @@ static void *try_open(const char *candidate, int *broken)
     return h;
 }
 
-static nx_flavour detect_flavour(void *h, const char *path)
+/* After resolve_aliases: an RCCL-only row (either all-to-all-v spelling) marks RCCL. */
+static nx_flavour detect_flavour(void *h, const char *path, const nx_api_table *t)
 {
     if (dlsym(h, NCCL_HOST_INFO_SYMBOL) != NULL)
         return NX_FLAVOUR_HOST;
-    if (strncmp(base_name(path), "librccl", 7) == 0 || dlsym(h, "ncclAllReduceWithBias") != NULL ||
-        dlsym(h, "ncclAlltoAllv") != NULL || dlsym(h, "ncclAllToAllv") != NULL)
+    if (strncmp(base_name(path), "librccl", 7) == 0 || t->ncclAllReduceWithBias != NULL || t->ncclAlltoAllv != NULL)
         return NX_FLAVOUR_RCCL;
     return NX_FLAVOUR_NCCL;
+}
+
+/* The alias rows of abi.h as slot offsets: (the name the wrappers call, its older spelling). */
+#define NX_ALIAS_ROW(name, older) {#name, #older, offsetof(nx_api_table, name), offsetof(nx_api_table, older)},
+static const struct {
+    const char *name_text, *older_text;
+    size_t name, older;
+} aliases[] = {NCCL_ABI_ALIASES(NX_ALIAS_ROW)};
+#undef NX_ALIAS_ROW
+
+/* Fills each alias slot the library leaves empty from its older spelling, once, so that the
+ * wrappers call one slot and know nothing of spellings. Sets bit i of *filled for alias row i. */
+static void resolve_aliases(nx_api_table *t, unsigned *filled)
+{
+    *filled = 0;
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++) {
+        void *fn, *older;
+        memcpy(&fn, (char *)t + aliases[i].name, sizeof fn);
+        memcpy(&older, (char *)t + aliases[i].older, sizeof older);
+        if (fn == NULL && older != NULL) {
+            memcpy((char *)t + aliases[i].name, &older, sizeof older);
+            *filled |= 1u << i;
+        }
+    }
+}
+
+const char *nx_alias_of(const char *name)
+{
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        if (strcmp(name, aliases[i].name_text) == 0)
+            return aliases[i].older_text;
+    return NULL;
+}
+
+void *nx_loader_exported(size_t row)
+{
+    void *fn;
+    memcpy(&fn, (const char *)&nx_api + nx_symbols[row].offset, sizeof fn);
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        if ((info.aliased & (1u << i)) && aliases[i].name == nx_symbols[row].offset)
+            return NULL;
+    return fn;
 }
 
 /* Resolves every row of the table from h (absent ones stay NULL) and records what was loaded. */
@@ -149,6 +171,8 @@ static int adopt(void *h, const char *candidate)
         /* Storing a data pointer into a function-pointer slot: the conversion POSIX documents. */
         memcpy((char *)&table + nx_symbols[i].offset, &sym, sizeof sym);
     }
+    unsigned aliased;
+    resolve_aliases(&table, &aliased);
     int version = 0;
     ncclResult_t rc = table.ncclGetVersion(&version);
     if (rc != ncclSuccess) {
@@ -166,7 +190,8 @@ static int adopt(void *h, const char *candidate)
     if (realpath(path, loaded_path) == NULL)
         snprintf(loaded_path, sizeof loaded_path, "%s", path);
 
-    info.flavour = detect_flavour(h, loaded_path);
+    info.flavour = detect_flavour(h, loaded_path, &table);
+    info.aliased = aliased;
     info.version = version;
     info.path = loaded_path;
     info.host_info = NULL;
@@ -227,8 +252,7 @@ static int discover(const nx_load_request *req, int *notices)
 
     if (req->override != NULL) {
         /* An explicit request never falls back to anything else. */
-        int is_host = strcasecmp(req->override, "host") == 0;
-        const char *cand = is_host ? req->host_path : req->override;
+        const char *cand = req->override_is_host ? req->host_path : req->override;
         if (open_and_adopt(cand) != 0)
             return -1;
         *notices |= note_other_copy(&mapped);

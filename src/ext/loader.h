@@ -12,6 +12,7 @@
 
 #include "abi.h"
 #include "dl_attempts.h"
+#include "lib_select.h"
 
 #define NX_API_FIELD(name, ret, params, args, since) ret(*name) params;
 typedef struct {
@@ -26,8 +27,9 @@ typedef enum { NX_FLAVOUR_NONE = 0, NX_FLAVOUR_NCCL, NX_FLAVOUR_RCCL, NX_FLAVOUR
 
 typedef struct {
     const char *override;     /* NCCL_LIBRARY, stripped and non-empty, or NULL */
+    int override_is_host;     /* it names the bundled host backend (sel_library_selection.names_host) */
     const char *host_path;    /* the bundled libnccl-host.so */
-    int devices;              /* NX_DEVICE_* bits: the kinds of GPU device node present */
+    int devices;              /* NX_DEVICE_* bits (lib_select.h): the kinds of GPU device node present */
     const char *const *rccl;  /* RCCL candidates, in order; tried when an AMD device is present */
     size_t nrccl;
     const char *const *nccl;  /* NCCL candidates, in order; tried when an NVIDIA device is present */
@@ -47,6 +49,7 @@ typedef struct {
     const char *path;         /* absolute path the symbols came from */
     const char *host_info;    /* ncclHostGetInfo() text for the host backend, else NULL */
     char other_copy[PATH_MAX];    /* path of a second mapped copy, when NX_NOTICE_TWO_COPIES */
+    unsigned aliased;         /* bit i: alias row i of NCCL_ABI_ALIASES was filled from its older spelling */
 } nx_library_info;
 
 /* Nonzero once a library is loaded; then nx_api and nx_loader_info() are immutable. */
@@ -64,11 +67,6 @@ int nx_loader_load(const nx_load_request *req, const dl_attempt **attempts, size
 /* The attempts of the discovery that succeeded (or of the last failed one). Loader-owned. */
 void nx_loader_attempts(const dl_attempt **attempts, size_t *nattempts);
 
-/* The kinds of GPU device node under dev_dir: NX_DEVICE_AMD for kfd, NX_DEVICE_NVIDIA for
- * nvidia<N> (not nvidiactl or nvidia-uvm, which containers have without a GPU). */
-enum { NX_DEVICE_AMD = 1, NX_DEVICE_NVIDIA = 2 };
-int nx_gpu_device_kinds(const char *dev_dir);
-
 /* Names and minimum versions of the table, in table order (NCCL rows first, then RCCL rows). */
 typedef struct {
     const char *name;
@@ -78,6 +76,14 @@ typedef struct {
 extern const nx_symbol nx_symbols[];
 extern const size_t nx_nsymbols;
 extern const size_t nx_nnccl_symbols; /* the first nx_nnccl_symbols rows are NCCL's */
+
+/* Aliases (NCCL_ABI_ALIASES) are resolved at load: when the library lacks an alias row's name but
+ * exports its older spelling, nx_api's slot for the name holds the older function, so every wrapper
+ * calls the one slot. nx_alias_of: the older spelling of an alias row's name, else NULL.
+ * nx_loader_exported: row `row`'s slot as the library exports it (NULL for a slot filled by its
+ * alias), for the reports of what the library itself has. */
+const char *nx_alias_of(const char *name);
+void *nx_loader_exported(size_t row);
 
 /* Formats a version code as "X.Y.Z". */
 void nx_format_version(int code, char *out, size_t outlen);

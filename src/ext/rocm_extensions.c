@@ -42,12 +42,8 @@ static PyObject *all_to_all_v(PyObject *m, PyObject *const *args, Py_ssize_t nar
     PyObject *buf[NX_MAX_PARAMS];
     PyObject *const *a = nx_args(sig, args, nargs, kwnames, buf);
     nx_state *st = nx_get_state(m);
-    if (a == NULL || nx_loaded(st) < 0)
+    if (a == NULL || nx_require(st, &nx_api.ncclAlltoAllv) < 0)
         return NULL;
-    /* RCCL before 2.20 spells it ncclAllToAllv, with the same signature. */
-    __typeof__(nx_api.ncclAlltoAllv) fn = nx_api.ncclAlltoAllv ? nx_api.ncclAlltoAllv : nx_api.ncclAllToAllv;
-    if (fn == NULL)
-        return nx_raise_function_not_found(st, "ncclAlltoAllv", "ncclAllToAllv");
     void *send, *recv;
     ncclDataType_t dt;
     ncclComm_t comm;
@@ -76,7 +72,7 @@ static PyObject *all_to_all_v(PyObject *m, PyObject *const *args, Py_ssize_t nar
         if (nx_size_array_arg(a[arr_index[k]], sig->fname, sig->names[arr_index[k]], nranks, &arr[k], &copies[k]) < 0)
             goto done;
     ncclResult_t rc;
-    NX_RUN(rc, fn(send, arr[0], arr[1], recv, arr[2], arr[3], dt, comm, (hipStream_t)stream));
+    NX_RUN(rc, nx_api.ncclAlltoAllv(send, arr[0], arr[1], recv, arr[2], arr[3], dt, comm, (hipStream_t)stream));
     if (nx_check(st, rc, comm) < 0)
         goto done;
     result = Py_NewRef(Py_None);

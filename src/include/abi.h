@@ -269,8 +269,9 @@
 
 /* Two spellings of one entry point: X(name, older spelling). RCCL exported the all-to-all pair as
  * ncclAllToAll/ncclAllToAllv before NCCL 2.28 named its own ncclAlltoAll (and RCCL 2.28 followed
- * with ncclAlltoAllv); the wrappers call `name` and fall back to the older spelling, so a library
- * with either serves the entry point (doctor reports it so). Same signatures, rows above. */
+ * with ncclAlltoAllv). The loader fills `name`'s table slot from the older spelling when the
+ * library lacks `name`, so a library with either serves the entry point and the wrappers call
+ * `name` alone (doctor reports the fill). Same signatures, rows above. */
 #define NCCL_ABI_ALIASES(X) \
     X(ncclAlltoAll, ncclAllToAll) \
     X(ncclAlltoAllv, ncclAllToAllv)

@@ -61,7 +61,7 @@ def _symbols(ext, lib):
     missing: [(name, min version text, rccl_only)] for ABI rows the library does not serve;
     aliased: [(name, older spelling)] for entry points served under the older spelling only.
     RCCL-only rows count only on RCCL. A row whose partner spelling (abi.h NCCL_ABI_ALIASES) is
-    present is not missing: the wrappers fall back from one to the other.
+    present is not missing: the loader serves one under the other.
     """
     if not lib.get("loaded"):
         return [], []
@@ -172,14 +172,9 @@ def _environment():
     return {"nccl": dict(sorted(nccl.items())), "discovery": other}
 
 
-def _devices():
-    dev_dir = os.environ.get("NCCL4PY_DEV_DIR") or "/dev"
-    nodes = []
-    kfd = os.path.join(dev_dir, "kfd")
-    if os.path.exists(kfd):
-        nodes.append(kfd)
-    nodes += sorted(p for p in glob.glob(os.path.join(dev_dir, "nvidia*"))
-                    if os.path.basename(p)[len("nvidia"):].isdigit())
+def _devices(ext):
+    selection = ext._library_selection()  # the device nodes as the loader sees them
+    dev_dir, nodes = selection["dev_dir"], selection["nodes"]
     render = sorted(glob.glob(os.path.join(dev_dir, "dri", "renderD*")))
     visible = {k: os.environ[k] for k in VISIBILITY_VARIABLES if k in os.environ}
     return {"dev_dir": dev_dir, "gpu_nodes": nodes, "render_nodes": render, "visibility": visible,
@@ -219,7 +214,7 @@ def collect():
         "aliased_symbols": aliased,
         "refused_symbols": _refused_symbols(lib),
         "unwrapped_symbols": _unwrapped_symbols(),
-        "devices": _devices(),
+        "devices": _devices(_ext),
         "shim": _shim(),
     }
 

@@ -150,6 +150,7 @@ def create_unique_id():
     Returns (id bytes, extra environment for the ranks, notice or None). The host backend's
     one-time HostBackendWarning is caught here and turned into the launcher's own notice."""
     import nccl.bindings.nccl as b
+    from nccl import _ext
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -164,7 +165,7 @@ def create_unique_id():
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     extra = {}
-    if flavour == "host" and not os.environ.get("NCCL_LIBRARY", "").strip():
+    if flavour == "host" and _ext._library_selection()["library"] is None:
         # The ranks choose the same library without repeating the notice each.
         extra["NCCL_LIBRARY"] = "host"
     return uid, extra, notice

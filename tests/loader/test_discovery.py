@@ -297,3 +297,37 @@ def test_python_m_nccl_reports_the_library(mini_libs):
     assert f"path         : {mini_libs['rccl']}\n" in res.stdout
     assert "flavour      : rccl\n" in res.stdout
     assert "version      : 2.28.3\n" in res.stdout
+
+
+@pytest.mark.parametrize("library, expected", [
+    (None, (None, False)), ("  \t\n", (None, False)), (" HOST\n", ("HOST", True)),
+    ("\tlibrccl.so.1 ", ("librccl.so.1", False)),
+])
+def test_library_selection_is_the_loaders_reading(tmp_path, run_py, library, expected):
+    """_ext._library_selection(): NCCL_LIBRARY stripped of blanks, whether it names the host backend,
+    and the GPU nodes of NCCL4PY_DEV_DIR (kfd first, nvidia<N> sorted, nvidiactl and nvidia-uvm
+    not GPUs), without loading anything."""
+    dev = tmp_path / "dev_sel"
+    dev.mkdir()
+    for name in ("nvidia10", "nvidiactl", "nvidia-uvm", "kfd", "nvidia1", "renderD128"):
+        (dev / name).touch()
+    env = {"NCCL4PY_DEV_DIR": dev} if library is None else {"NCCL4PY_DEV_DIR": dev, "NCCL_LIBRARY": library}
+    out = run_py("""
+        import json
+        from nccl import _ext
+        print(json.dumps({"selection": _ext._library_selection(), "mapped": _ext._mapped_libraries()}))
+    """, env)
+    assert out == {"selection": {"library": expected[0], "host": expected[1], "dev_dir": str(dev), "amd": True,
+                                 "nvidia": True, "nodes": [str(dev / "kfd"), str(dev / "nvidia1"),
+                                                           str(dev / "nvidia10")]},
+                   "mapped": []}
+
+
+def test_library_selection_without_device_nodes(no_gpu_dev, run_py):
+    out = run_py("""
+        import json
+        from nccl import _ext
+        print(json.dumps(_ext._library_selection()))
+    """, {"NCCL4PY_DEV_DIR": no_gpu_dev})
+    assert out == {"library": None, "host": False, "dev_dir": str(no_gpu_dev), "amd": False, "nvidia": False,
+                   "nodes": []}

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-STEERING = ("NCCL4PY_CUDA_CORE_SHIM", "NCCL_LIBRARY")
+STEERING = ("NCCL4PY_CUDA_CORE_SHIM", "NCCL_LIBRARY", "NCCL4PY_DEV_DIR")
 
 
 # `import nccl` registers the shim once the package is installed with its real __init__; each
@@ -129,13 +129,12 @@ def test_real_cuda_core_importable(child, tmp_path, env, kfd, expected):
         import sys
         sys.path.insert(0, %r)
         from nccl._hip_compat import _register, register_cuda_core_shim
-        _register._KFD_PATH = %r
         assert register_cuda_core_shim() is %r
         import cuda, cuda.core
         assert hasattr(cuda.core, "REAL") is (not %r)
         # the real namespace package was used, never a synthetic one
         assert cuda.__spec__.origin is None and %r in list(cuda.__path__)
-    """ % (str(site), str(kfd_path), expected, expected, str(site / "cuda")), env=env)
+    """ % (str(site), expected, expected, str(site / "cuda")), env={**env, "NCCL4PY_DEV_DIR": str(tmp_path)})
 
 
 def test_existing_cuda_core_is_left_alone(child):

@@ -17,7 +17,8 @@ def register_cuda_core_shim(force=None):
     ``force=True`` registers it even when a real ``cuda.core`` is importable, ``force=False``
     never registers it; ``force=None`` (the default) follows ``NCCL4PY_CUDA_CORE_SHIM`` (``1``
     always, ``0`` never) and otherwise registers when no real ``cuda.core`` is importable, on a
-    ROCm host (``/dev/kfd``) or when ``NCCL_LIBRARY`` names RCCL or the host backend.
+    ROCm host (a ``kfd`` node in ``/dev`` or ``NCCL4PY_DEV_DIR``) or when ``NCCL_LIBRARY`` names
+    RCCL or the host backend.
 
     Nothing is replaced once ``"cuda.core"`` is in ``sys.modules``. Idempotent and thread-safe.
     Returns True if ``cuda.core`` is the shim after the call.

@@ -2,6 +2,8 @@
 
 Only the standard library is imported here, and nothing HIP-related is touched: every name of
 the registered modules is resolved on first access, from ``nccl._hip_compat.cuda_core_shim``.
+The decision reads the library-selection environment and device nodes as the loader does
+(``nccl._ext._library_selection()``, which loads no library).
 """
 
 import importlib
@@ -15,7 +17,6 @@ import warnings
 
 _SHIM = "nccl._hip_compat.cuda_core_shim"
 _ORIGIN = "nccl._hip_compat (HIP shim)"
-_KFD_PATH = "/dev/kfd"  # a ROCm host; a module attribute so tests can point it elsewhere
 
 _TYPING_NAMES = {
     "IsStreamType": ("typing", "IsStreamType"),
@@ -190,10 +191,12 @@ def _wanted(force):
                           RuntimeWarning, stacklevel=3)
     else:
         return bool(force)
-    library = os.environ.get("NCCL_LIBRARY", "").strip().lower()
-    if "rccl" in library or library == "host":
+    from nccl import _ext
+
+    selection = _ext._library_selection()
+    if selection["host"] or "rccl" in (selection["library"] or "").lower():
         return True
-    if os.path.exists(_KFD_PATH):
+    if selection["amd"]:  # a ROCm host
         return True
     return not _real_cuda_core_importable()
 

@@ -32,8 +32,10 @@ _device_count = None  # the device count never changes within a process; cached 
 
 def names_host_library():
     """True when ``NCCL_LIBRARY`` names the host backend (``host``): its flavour is then known
-    without loading anything."""
-    return os.environ.get("NCCL_LIBRARY", "").strip() == "host"
+    without loading anything. The loader's reading of the variable (nccl._ext; loads nothing)."""
+    from nccl import _ext
+
+    return _ext._library_selection()["host"]
 
 
 def hip():
