@@ -466,150 +466,179 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-ncclResult_t host_run_split(host_comm *parent, host_task *t)
-{
-    host_split_args *a = t->split;
-    int shrink = t->kind == HOST_TASK_SHRINK;
-    const char *fn = shrink ? "ncclCommShrink" : "ncclCommSplit";
-    int n = parent->nranks, nm = 0, newn = 0, newrank = -1;
-    int *members = NULL, *newmembers = NULL;
-    split_rec mine, *recs = NULL;
-    host_peer_addr *table = NULL;
-    host_comm *child = NULL;
-    ncclComm_t h = NULL;
-    int lfd = -1;
-    uint16_t port = 0;
-    ncclConfig_t cfg;
-    ncclResult_t rc = ncclSuccess;
+/* One rank's part of a split or shrink while it runs (host_run_split). */
+typedef struct {
+    const char *fn;
+    int shrink;
+    int nm, newn, newrank;
+    int *members;          /* the parent ranks taking part, ascending */
+    int *newmembers;       /* the child's ranks as indices into members/recs, in child rank order */
+    split_rec mine, *recs; /* this rank's record, and every member's */
+    host_peer_addr *table; /* the child's ranks' addresses */
+    int lfd;               /* the child's listener until the child owns it */
+    uint16_t port;
+} split_state;
 
-    if (atomic_load(&parent->aborted))
-        return host_fail(ncclInvalidUsage, "%s: communicator aborted", fn);
-    if (!shrink && host_comm_error(parent) != ncclSuccess)
-        return host_comm_error(parent);
-    members = malloc(sizeof(int) * (size_t)n);
-    newmembers = malloc(sizeof(int) * (size_t)n);
-    recs = calloc((size_t)n, sizeof *recs);
-    table = calloc((size_t)n, sizeof *table);
-    if (members == NULL || newmembers == NULL || recs == NULL || table == NULL) {
-        rc = host_fail(ncclSystemError, "%s: out of memory", fn);
-        goto exit;
-    }
+/* Phase 1: every member's record (colour, key, exclusion list, address, token), gathered over
+ * the parent; a rank that will join a child listens first. */
+static ncclResult_t split_exchange(host_comm *parent, const host_split_args *a, split_state *s)
+{
+    ncclResult_t rc = ncclSuccess;
+    int n = parent->nranks;
+    s->members = malloc(sizeof(int) * (size_t)n);
+    s->newmembers = malloc(sizeof(int) * (size_t)n);
+    s->recs = calloc((size_t)n, sizeof *s->recs);
+    s->table = calloc((size_t)n, sizeof *s->table);
+    if (s->members == NULL || s->newmembers == NULL || s->recs == NULL || s->table == NULL)
+        return host_fail(ncclSystemError, "%s: out of memory", s->fn);
     for (int r = 0, k = 0; r < n; r++) {
-        if (shrink && k < a->nexclude && a->exclude[k] == r) {
+        if (s->shrink && k < a->nexclude && a->exclude[k] == r) {
             k++;
             continue;
         }
-        members[nm++] = r;
+        s->members[s->nm++] = r;
     }
-    memset(&mine, 0, sizeof mine);
-    mine.color = a->color;
-    mine.key = a->key;
-    mine.pid = (uint32_t)getpid();
-    mine.addr_be = host_params()->bind_addr;
-    mine.flags = a->flags;
-    mine.nexclude = a->nexclude;
-    mine.exclude_hash = host_hash64(a->exclude, sizeof(int) * (size_t)a->nexclude, (uint64_t)a->flags);
-    if (HOST_FAILED(rc = host_random_bytes(mine.token, sizeof mine.token)))
-        goto exit;
-    if (shrink || a->color != NCCL_SPLIT_NOCOLOR) {
-        if (HOST_FAILED(rc = host_sock_listen(host_params()->bind_addr, &lfd, &port)))
-            goto exit;
-        mine.port_be = port;
+    s->mine.color = a->color;
+    s->mine.key = a->key;
+    s->mine.pid = (uint32_t)getpid();
+    s->mine.addr_be = host_params()->bind_addr;
+    s->mine.flags = a->flags;
+    s->mine.nexclude = a->nexclude;
+    s->mine.exclude_hash = host_hash64(a->exclude, sizeof(int) * (size_t)a->nexclude, (uint64_t)a->flags);
+    if (HOST_FAILED(rc = host_random_bytes(s->mine.token, sizeof s->mine.token)))
+        return rc;
+    if (s->shrink || a->color != NCCL_SPLIT_NOCOLOR) {
+        if (HOST_FAILED(rc = host_sock_listen(host_params()->bind_addr, &s->lfd, &s->port)))
+            return rc;
+        s->mine.port_be = s->port;
     }
-    if (HOST_FAILED(rc = host_mgmt_allgather(parent, members, nm, &mine, sizeof mine, recs, fn)))
-        goto exit;
+    return host_mgmt_allgather(parent, s->members, s->nm, &s->mine, sizeof s->mine, s->recs, s->fn);
+}
 
-    if (shrink) {
-        for (int i = 0; i < nm; i++)
-            if (recs[i].flags != mine.flags || recs[i].nexclude != mine.nexclude ||
-                recs[i].exclude_hash != mine.exclude_hash) {
-                rc = host_fail(ncclInvalidUsage, "%s: rank %d and rank %d passed different exclusion lists or flags", fn,
-                               parent->rank, members[i]);
-                goto exit;
-            }
-        for (int i = 0; i < nm; i++) {
-            newmembers[newn] = i;
-            if (members[i] == parent->rank)
-                newrank = newn;
-            newn++;
+/* Phase 2 of a shrink: every member passed the same exclusion list and flags; the child keeps
+ * the members' order. */
+static ncclResult_t shrink_ranks(const host_comm *parent, split_state *s)
+{
+    for (int i = 0; i < s->nm; i++)
+        if (s->recs[i].flags != s->mine.flags || s->recs[i].nexclude != s->mine.nexclude ||
+            s->recs[i].exclude_hash != s->mine.exclude_hash)
+            return host_fail(ncclInvalidUsage, "%s: rank %d and rank %d passed different exclusion lists or flags",
+                             s->fn, parent->rank, s->members[i]);
+    for (int i = 0; i < s->nm; i++) {
+        s->newmembers[s->newn] = i;
+        if (s->members[i] == parent->rank)
+            s->newrank = s->newn;
+        s->newn++;
+    }
+    return ncclSuccess;
+}
+
+/* Phase 2 of a split: the members of this rank's colour, ordered by key, ties by parent rank
+ * (stable). */
+static void split_ranks(const host_comm *parent, const host_split_args *a, split_state *s)
+{
+    for (int i = 0; i < s->nm; i++)
+        if (s->recs[i].color == a->color)
+            s->newmembers[s->newn++] = i;
+    for (int i = 1; i < s->newn; i++) {
+        int v = s->newmembers[i], j = i - 1;
+        while (j >= 0 && s->recs[s->newmembers[j]].key > s->recs[v].key) {
+            s->newmembers[j + 1] = s->newmembers[j];
+            j--;
         }
-    } else {
-        if (a->color == NCCL_SPLIT_NOCOLOR)
-            goto exit; /* participates, gets NULL */
-        /* Same colour, ordered by key, ties by parent rank (stable). */
-        for (int i = 0; i < nm; i++)
-            if (recs[i].color == a->color)
-                newmembers[newn++] = i;
-        for (int i = 1; i < newn; i++) {
-            int v = newmembers[i], j = i - 1;
-            while (j >= 0 && recs[newmembers[j]].key > recs[v].key) {
-                newmembers[j + 1] = newmembers[j];
-                j--;
-            }
-            newmembers[j + 1] = v;
-        }
-        for (int i = 0; i < newn; i++)
-            if (members[newmembers[i]] == parent->rank)
-                newrank = i;
+        s->newmembers[j + 1] = v;
     }
-    if (newrank < 0) {
-        rc = host_fail(ncclInternalError, "%s: this rank is missing from its own group", fn);
-        goto exit;
+    for (int i = 0; i < s->newn; i++)
+        if (s->members[s->newmembers[i]] == parent->rank)
+            s->newrank = i;
+}
+
+/* Phase 3: the child communicator, meshed, with its transport and worker; *a->newcomm is set
+ * only when it is ready. */
+static ncclResult_t split_child(host_comm *parent, const host_split_args *a, split_state *s)
+{
+    host_comm *child = NULL;
+    ncclComm_t h = NULL;
+    ncclConfig_t cfg = parent->config;
+    ncclResult_t rc;
+    int own;
+    for (int i = 0; i < s->newn; i++) {
+        const split_rec *r = &s->recs[s->newmembers[i]];
+        s->table[i].pid = r->pid;
+        s->table[i].addr_be = r->addr_be;
+        s->table[i].port_be = r->port_be;
     }
-    for (int i = 0; i < newn; i++) {
-        const split_rec *r = &recs[newmembers[i]];
-        table[i].pid = r->pid;
-        table[i].addr_be = r->addr_be;
-        table[i].port_be = r->port_be;
-    }
-    cfg = parent->config;
     cfg.blocking = a->child_blocking;
-    if (HOST_FAILED(rc = host_comm_create(newn, newrank, &cfg, &child)))
-        goto exit;
+    if (HOST_FAILED(rc = host_comm_create(s->newn, s->newrank, &cfg, &child)))
+        return rc;
     snprintf(child->name, sizeof child->name, "%s", a->child_name[0] ? a->child_name : parent->name);
     child->device = parent->device;
-    child->listen_fd = lfd;
-    child->listen_port_be = port;
-    lfd = -1;
-    memcpy(child->token, recs[newmembers[0]].token, sizeof child->token);
-    rc = host_handle_new(child, &h);
-    if (rc != ncclSuccess) {
+    child->listen_fd = s->lfd;
+    child->listen_port_be = s->port;
+    s->lfd = -1;
+    memcpy(child->token, s->recs[s->newmembers[0]].token, sizeof child->token);
+    if (HOST_FAILED(rc = host_handle_new(child, &h))) {
         host_comm_free(child);
-        child = NULL;
-        goto exit;
+        return rc;
     }
     /* While the child is built it listens to the parent's wake fd: aborting the parent cancels
      * the child under construction (docs/host-backend.md#communicator-lifecycle). Nobody else holds the child yet. */
-    {
-        int own = child->wake_fd;
-        child->wake_fd = parent->wake_fd;
-        rc = host_mesh_build(child, table);
-        child->wake_fd = own;
-        if (rc == ncclSuccess && atomic_load(&parent->aborted))
-            rc = host_fail(ncclInvalidUsage, "%s: parent communicator aborted", fn);
-    }
+    own = child->wake_fd;
+    child->wake_fd = parent->wake_fd;
+    rc = host_mesh_build(child, s->table);
+    child->wake_fd = own;
+    if (rc == ncclSuccess && atomic_load(&parent->aborted))
+        rc = host_fail(ncclInvalidUsage, "%s: parent communicator aborted", s->fn);
     if (rc == ncclSuccess)
         rc = host_transport_setup(child);
     if (rc == ncclSuccess)
         rc = host_worker_start(child);
     if (rc != ncclSuccess) {
         host_comm *pc;
-        if (host_comm_enter(h, fn, &pc) == ncclSuccess)
+        if (host_comm_enter(h, s->fn, &pc) == ncclSuccess)
             (void)host_destroy_impl(pc, 1);
-        child = NULL;
-        goto exit;
+        return rc;
     }
     pthread_mutex_lock(&child->lock);
     child->phase = HOST_PHASE_READY;
     pthread_mutex_unlock(&child->lock);
-    HOST_INFO(HOST_SUB_INIT, "%s: parent rank %d -> rank %d of %d", fn, parent->rank, newrank, newn);
+    HOST_INFO(HOST_SUB_INIT, "%s: parent rank %d -> rank %d of %d", s->fn, parent->rank, s->newrank, s->newn);
     *a->newcomm = h;
-exit:
-    host_sock_close(&lfd);
-    free(members);
-    free(newmembers);
-    free(recs);
-    free(table);
+    return ncclSuccess;
+}
+
+ncclResult_t host_run_split(host_comm *parent, host_task *t)
+{
+    host_split_args *a = t->split;
+    split_state s;
+    ncclResult_t rc = ncclSuccess;
+    memset(&s, 0, sizeof s);
+    s.shrink = t->kind == HOST_TASK_SHRINK;
+    s.fn = s.shrink ? "ncclCommShrink" : "ncclCommSplit";
+    s.newrank = -1;
+    s.lfd = -1;
+    if (atomic_load(&parent->aborted))
+        rc = host_fail(ncclInvalidUsage, "%s: communicator aborted", s.fn);
+    else if (!s.shrink)
+        rc = host_comm_error(parent);
+    if (rc == ncclSuccess)
+        rc = split_exchange(parent, a, &s);
+    if (rc == ncclSuccess && s.shrink)
+        rc = shrink_ranks(parent, &s);
+    else if (rc == ncclSuccess && a->color != NCCL_SPLIT_NOCOLOR)
+        split_ranks(parent, a, &s);
+    /* A rank passing NCCL_SPLIT_NOCOLOR takes part in the exchange and gets NULL. */
+    if (rc == ncclSuccess && (s.shrink || a->color != NCCL_SPLIT_NOCOLOR)) {
+        if (s.newrank < 0)
+            rc = host_fail(ncclInternalError, "%s: this rank is missing from its own group", s.fn);
+        else
+            rc = split_child(parent, a, &s);
+    }
+    host_sock_close(&s.lfd);
+    free(s.members);
+    free(s.newmembers);
+    free(s.recs);
+    free(s.table);
     return rc;
 }
 
