@@ -507,11 +507,10 @@ static ncclResult_t split_exchange(host_comm *parent, const host_split_args *a, 
     s->mine.exclude_hash = host_hash64(a->exclude, sizeof(int) * (size_t)a->nexclude, (uint64_t)a->flags);
     if (HOST_FAILED(rc = host_random_bytes(s->mine.token, sizeof s->mine.token)))
         return rc;
-    if (s->shrink || a->color != NCCL_SPLIT_NOCOLOR) {
-        if (HOST_FAILED(rc = host_sock_listen(host_params()->bind_addr, &s->lfd, &s->port)))
-            return rc;
-        s->mine.port_be = s->port;
-    }
+    if ((s->shrink || a->color != NCCL_SPLIT_NOCOLOR) &&
+        HOST_FAILED(rc = host_sock_listen(host_params()->bind_addr, &s->lfd, &s->port)))
+        return rc;
+    s->mine.port_be = s->port; /* 0 when not listening */
     return host_mgmt_allgather(parent, s->members, s->nm, &s->mine, sizeof s->mine, s->recs, s->fn);
 }
 
@@ -557,7 +556,7 @@ static void split_ranks(const host_comm *parent, const host_split_args *a, split
  * only when it is ready. */
 static ncclResult_t split_child(host_comm *parent, const host_split_args *a, split_state *s)
 {
-    host_comm *child = NULL;
+    host_comm *child = NULL, *pc;
     ncclComm_t h = NULL;
     ncclConfig_t cfg = parent->config;
     ncclResult_t rc;
@@ -594,7 +593,6 @@ static ncclResult_t split_child(host_comm *parent, const host_split_args *a, spl
     if (rc == ncclSuccess)
         rc = host_worker_start(child);
     if (rc != ncclSuccess) {
-        host_comm *pc;
         if (host_comm_enter(h, s->fn, &pc) == ncclSuccess)
             (void)host_destroy_impl(pc, 1);
         return rc;
@@ -615,8 +613,7 @@ ncclResult_t host_run_split(host_comm *parent, host_task *t)
     memset(&s, 0, sizeof s);
     s.shrink = t->kind == HOST_TASK_SHRINK;
     s.fn = s.shrink ? "ncclCommShrink" : "ncclCommSplit";
-    s.newrank = -1;
-    s.lfd = -1;
+    s.newrank = s.lfd = -1;
     if (atomic_load(&parent->aborted))
         rc = host_fail(ncclInvalidUsage, "%s: communicator aborted", s.fn);
     else if (!s.shrink)
