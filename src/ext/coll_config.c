@@ -12,9 +12,13 @@
  * their addresses cannot be reused while it lives: an assignment to any field, even of an equal
  * value, is seen, and the config is rebuilt from its current values as before. Only configs made
  * of immutable values are kept (vendor_options a tuple, launch_completion_event None or an int):
- * a list could change in place, an event object's handle is asked for at each use. */
+ * a list could change in place, an event object's handle is asked for at each use.
+ *
+ * One table, coll_fields, names the fields of NCCLCollConfig read here: it drives the conversion,
+ * the interned names in the module state and the values a cached struct is checked against. */
 #include "coll_config.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "core.h"
@@ -36,13 +40,35 @@ typedef struct {
     const ncclCollConfig_t *use;     /* what the call gets: &cfg, or the cached struct */
 } coll_config;
 
-/* The fields of NCCLCollConfig whose current values a cached struct was built from. */
-#define NFIELDS (NX_NCSTR - NX_CSTR_FIELD0)
-static const char *const field_names[NFIELDS] = {
-    "min_ctas",         "max_ctas",          "nvls_ctas",  "cga_cluster_size",        "alg_selection",
-    "force_alg_selection", "cta_policy", "user_profiler_tag", "launch_completion_event", "vendor_options",
+/* How a field of NCCLCollConfig becomes its member of ncclCollConfig_t. */
+typedef enum {
+    CF_INT,    /* int or None */
+    CF_STR,    /* str or None, kept alive while the struct is used */
+    CF_TAG,    /* int in [0, 2**64) or None */
+    CF_EVENT,  /* an event (int handle or cuda.core Event) or None */
+    CF_VENDOR, /* a sequence of VendorOption: the ext chain */
+} coll_field_kind;
+
+typedef struct {
+    const char *name; /* the dataclass field */
+    coll_field_kind kind;
+    size_t offset;    /* its member of ncclCollConfig_t */
+} coll_field;
+
+/* NCCLCollConfig's fields, in the order they are read (so the first bad one is reported). */
+static const coll_field coll_fields[] = {
+    {"min_ctas", CF_INT, offsetof(ncclCollConfig_t, minCTAs)},
+    {"max_ctas", CF_INT, offsetof(ncclCollConfig_t, maxCTAs)},
+    {"nvls_ctas", CF_INT, offsetof(ncclCollConfig_t, nvlsCTAs)},
+    {"cga_cluster_size", CF_INT, offsetof(ncclCollConfig_t, cgaClusterSize)},
+    {"force_alg_selection", CF_INT, offsetof(ncclCollConfig_t, forceAlgSelection)},
+    {"cta_policy", CF_INT, offsetof(ncclCollConfig_t, CTAPolicy)},
+    {"alg_selection", CF_STR, offsetof(ncclCollConfig_t, algSelection)},
+    {"user_profiler_tag", CF_TAG, offsetof(ncclCollConfig_t, userProfilerTag)},
+    {"launch_completion_event", CF_EVENT, offsetof(ncclCollConfig_t, launchCompletionEvent)},
+    {"vendor_options", CF_VENDOR, offsetof(ncclCollConfig_t, ext)},
 };
-enum { F_EVENT = 8, F_VENDOR = 9 };
+#define NFIELDS ((int)(sizeof coll_fields / sizeof coll_fields[0]))
 
 static const char capsule_name[] = "nccl._ext.coll_config";
 
@@ -50,10 +76,15 @@ static const char capsule_name[] = "nccl._ext.coll_config";
 typedef struct {
     ncclCollConfig_t cfg;
     int is_default;
-    PyObject *values[NFIELDS];  /* the field values it was built from (owned) */
+    struct {
+        PyObject *name, *value; /* a field's interned name, and the value it was built from (owned) */
+    } seen[NFIELDS];            /* in coll_fields' order */
     PyObject *keep;             /* what the pointers in cfg point into (owned) */
     ncclConfigExt_t ext[];      /* cfg.ext points here when there are vendor options */
 } built_config;
+
+/* The interned name of coll_fields[i] (borrowed). */
+static PyObject *field_name(const nx_state *st, int i) { return PyTuple_GET_ITEM(st->coll_config.names, i); }
 
 static NX_COLD PyObject *wrong_type(nx_state *st, const char *fname, PyObject *o)
 {
@@ -62,23 +93,8 @@ static NX_COLD PyObject *wrong_type(nx_state *st, const char *fname, PyObject *o
                         Py_TYPE(o)->tp_name);
 }
 
-/* getattr(o, name) as a new reference; None stays None. */
+/* getattr(o, name) as a new reference. */
 static PyObject *field(PyObject *o, const char *name) { return PyObject_GetAttrString(o, name); }
-
-/* An optional int field into *out (untouched for None); sets *set when given. */
-static int int_field(PyObject *o, const char *fname, const char *name, int *out, int *set)
-{
-    PyObject *v = field(o, name);
-    if (v == NULL)
-        return -1;
-    int r = 0;
-    if (v != Py_None) {
-        r = nx_int(v, fname, name, out);
-        *set = 1;
-    }
-    Py_DECREF(v);
-    return r;
-}
 
 static int vendor_option(nx_state *st, PyObject *o, const char *fname, Py_ssize_t i, ncclConfigExt_t *e,
                          PyObject *keep)
@@ -120,96 +136,110 @@ done:
     return r;
 }
 
-/* Reads an NCCLCollConfig into out (initialised by the caller). 0, or -1 with an exception. */
-static int from_dataclass(nx_state *st, PyObject *o, const char *fname, coll_config *out)
+/* config.alg_selection: a str, kept alive by out->keep. */
+static int str_field(PyObject *v, const char *fname, const char **slot, coll_config *out)
 {
-    ncclCollConfig_t *c = &out->cfg;
-    int set = 0;
-    if (int_field(o, fname, "min_ctas", &c->minCTAs, &set) < 0 || int_field(o, fname, "max_ctas", &c->maxCTAs, &set) < 0 ||
-        int_field(o, fname, "nvls_ctas", &c->nvlsCTAs, &set) < 0 ||
-        int_field(o, fname, "cga_cluster_size", &c->cgaClusterSize, &set) < 0 ||
-        int_field(o, fname, "force_alg_selection", &c->forceAlgSelection, &set) < 0 ||
-        int_field(o, fname, "cta_policy", &c->CTAPolicy, &set) < 0)
+    if (!PyUnicode_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "%s: config.alg_selection must be str, got %s", fname, Py_TYPE(v)->tp_name);
         return -1;
-    PyObject *v = field(o, "alg_selection");
-    if (v == NULL)
-        return -1;
-    if (v != Py_None) {
-        set = 1;
-        if (!PyUnicode_Check(v)) {
-            PyErr_Format(PyExc_TypeError, "%s: config.alg_selection must be str, got %s", fname, Py_TYPE(v)->tp_name);
-            Py_DECREF(v);
-            return -1;
-        }
-        c->algSelection = PyUnicode_AsUTF8(v);
-        if (c->algSelection == NULL || PyList_Append(out->keep, v) < 0) {
-            Py_DECREF(v);
-            return -1;
-        }
     }
-    Py_DECREF(v);
-    if ((v = field(o, "user_profiler_tag")) == NULL)
+    *slot = PyUnicode_AsUTF8(v);
+    return *slot == NULL || PyList_Append(out->keep, v) < 0 ? -1 : 0;
+}
+
+/* config.user_profiler_tag: an int in [0, 2**64). */
+static int tag_field(PyObject *v, const char *fname, uint64_t *slot)
+{
+    unsigned long long tag = PyLong_Check(v) ? PyLong_AsUnsignedLongLong(v) : (unsigned long long)-1;
+    if (!PyLong_Check(v) || (tag == (unsigned long long)-1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s: config.user_profiler_tag must be an int in [0, 2**64), got %R", fname, v);
         return -1;
-    if (v != Py_None) {
-        set = 1;
-        unsigned long long tag = PyLong_Check(v) ? PyLong_AsUnsignedLongLong(v) : (unsigned long long)-1;
-        if (!PyLong_Check(v) || (tag == (unsigned long long)-1 && PyErr_Occurred())) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_TypeError, "%s: config.user_profiler_tag must be an int in [0, 2**64), got %R", fname, v);
-            Py_DECREF(v);
-            return -1;
-        }
-        c->userProfilerTag = tag;
     }
-    Py_DECREF(v);
-    if ((v = field(o, "launch_completion_event")) == NULL)
-        return -1;
-    if (v != Py_None) {
-        set = 1;
-        PyObject *fn = nx_lazy(st, NX_LAZY_GET_EVENT_PTR);
-        PyObject *h = fn ? PyObject_CallOneArg(fn, v) : NULL;
-        void *ev;
-        int r = h ? nx_addr(h, fname, "config.launch_completion_event", &ev) : -1;
-        Py_XDECREF(h);
-        if (r < 0) {
-            Py_DECREF(v);
-            return -1;
-        }
-        c->launchCompletionEvent = (cudaEvent_t)ev;
-    }
-    Py_DECREF(v);
-    if ((v = field(o, "vendor_options")) == NULL)
-        return -1;
+    *slot = tag;
+    return 0;
+}
+
+/* config.launch_completion_event: its handle, asked of the event at each use. */
+static int event_field(nx_state *st, PyObject *v, const char *fname, cudaEvent_t *slot)
+{
+    PyObject *fn = nx_lazy(st, NX_LAZY_GET_EVENT_PTR);
+    PyObject *h = fn ? PyObject_CallOneArg(fn, v) : NULL;
+    void *ev = NULL;
+    int r = h ? nx_addr(h, fname, "config.launch_completion_event", &ev) : -1;
+    Py_XDECREF(h);
+    *slot = (cudaEvent_t)ev;
+    return r;
+}
+
+/* config.vendor_options: the ext chain in out->ext (the heap past SMALL_EXT); *set when it is
+ * not empty. */
+static int vendor_field(nx_state *st, PyObject *v, const char *fname, coll_config *out, int *set)
+{
     PyObject *seq = PySequence_Fast(v, "config.vendor_options must be a sequence of VendorOption");
-    Py_DECREF(v);
-    if (seq == NULL || PyList_Append(out->keep, seq) < 0) {
-        Py_XDECREF(seq);
-        return -1;
-    }
-    Py_DECREF(seq); /* kept alive by out->keep */
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t n;
+    int r = -1;
+    if (seq == NULL || PyList_Append(out->keep, seq) < 0)
+        goto done;
+    n = PySequence_Fast_GET_SIZE(seq);
     if (n > SMALL_EXT && (out->ext = PyMem_Calloc((size_t)n, sizeof *out->ext)) == NULL) {
         PyErr_NoMemory();
-        return -1;
+        goto done;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         if (vendor_option(st, PySequence_Fast_GET_ITEM(seq, i), fname, i, &out->ext[i], out->keep) < 0)
-            return -1;
+            goto done;
         out->ext[i].next = i + 1 < n ? &out->ext[i + 1] : NULL;
     }
     if (n > 0) {
-        c->ext = out->ext;
-        set = 1;
+        out->cfg.ext = out->ext;
+        *set = 1;
     }
     out->n_ext = n;
+    r = 0;
+done:
+    Py_XDECREF(seq); /* out->keep holds it */
+    return r;
+}
+
+/* The value v of field f into out->cfg; *set when it differs from the initializer. */
+static int convert_field(nx_state *st, const coll_field *f, PyObject *v, const char *fname, coll_config *out,
+                         int *set)
+{
+    char *slot = (char *)&out->cfg + f->offset;
+    if (v == Py_None && f->kind != CF_VENDOR)
+        return 0; /* the initializer's value */
+    if (f->kind != CF_VENDOR)
+        *set = 1;
+    switch (f->kind) {
+    case CF_INT: return nx_int(v, fname, f->name, (int *)slot);
+    case CF_STR: return str_field(v, fname, (const char **)slot, out);
+    case CF_TAG: return tag_field(v, fname, (uint64_t *)slot);
+    case CF_EVENT: return event_field(st, v, fname, (cudaEvent_t *)slot);
+    default: return vendor_field(st, v, fname, out, set);
+    }
+}
+
+/* Reads an NCCLCollConfig into out (initialised by the caller), field by field as coll_fields
+ * says. 0, or -1 with an exception. */
+static int from_dataclass(nx_state *st, PyObject *o, const char *fname, coll_config *out)
+{
+    int set = 0, r = 0;
+    for (int i = 0; i < NFIELDS && r == 0; i++) {
+        PyObject *v = PyObject_GetAttr(o, field_name(st, i));
+        r = v != NULL ? convert_field(st, &coll_fields[i], v, fname, out, &set) : -1;
+        Py_XDECREF(v);
+    }
     out->is_default = !set;
-    return 0;
+    return r;
 }
 
 static void built_free(built_config *b)
 {
-    for (int i = 0; i < NFIELDS; i++)
-        Py_XDECREF(b->values[i]);
+    for (int i = 0; i < NFIELDS; i++) {
+        Py_XDECREF(b->seen[i].name);
+        Py_XDECREF(b->seen[i].value);
+    }
     Py_XDECREF(b->keep);
     PyMem_Free(b);
 }
@@ -220,14 +250,24 @@ static void capsule_free(PyObject *cap) { built_free(PyCapsule_GetPointer(cap, c
  * field assigned since, or an error (set). */
 static PyObject *cached(nx_state *st, PyObject *dict)
 {
-    PyObject *cap = PyDict_GetItemWithError(dict, st->coll_config.str[NX_CSTR_CACHE_KEY]);
+    PyObject *cap = PyDict_GetItemWithError(dict, st->coll_config.cache_key);
     if (cap == NULL || !PyCapsule_IsValid(cap, capsule_name))
         return NULL;
     const built_config *b = PyCapsule_GetPointer(cap, capsule_name);
     for (int i = 0; i < NFIELDS; i++)
-        if (PyDict_GetItemWithError(dict, st->coll_config.str[NX_CSTR_FIELD0 + i]) != b->values[i])
+        if (PyDict_GetItemWithError(dict, b->seen[i].name) != b->seen[i].value)
             return NULL;
     return cap;
+}
+
+/* Whether a field's value cannot change in place, nor its meaning between calls. */
+static int immutable_value(coll_field_kind kind, PyObject *v)
+{
+    if (kind == CF_VENDOR)
+        return PyTuple_CheckExact(v);
+    if (kind == CF_EVENT)
+        return v == Py_None || PyLong_CheckExact(v);
+    return 1;
 }
 
 /* Keeps the struct just built in out in dict, for the next calls, when every field is an
@@ -235,11 +275,12 @@ static PyObject *cached(nx_state *st, PyObject *dict)
 static int store(nx_state *st, PyObject *dict, const coll_config *out)
 {
     PyObject *values[NFIELDS];
-    for (int i = 0; i < NFIELDS; i++)
-        if ((values[i] = PyDict_GetItemWithError(dict, st->coll_config.str[NX_CSTR_FIELD0 + i])) == NULL)
+    for (int i = 0; i < NFIELDS; i++) {
+        if ((values[i] = PyDict_GetItemWithError(dict, field_name(st, i))) == NULL)
             return PyErr_Occurred() ? -1 : 0;
-    if (!PyTuple_CheckExact(values[F_VENDOR]) || !(values[F_EVENT] == Py_None || PyLong_CheckExact(values[F_EVENT])))
-        return 0;
+        if (!immutable_value(coll_fields[i].kind, values[i]))
+            return 0;
+    }
     Py_ssize_t n = out->n_ext;
     built_config *b = PyMem_Calloc(1, sizeof *b + (size_t)n * sizeof(ncclConfigExt_t));
     if (b == NULL) {
@@ -254,15 +295,17 @@ static int store(nx_state *st, PyObject *dict, const coll_config *out)
     }
     if (n > 0)
         b->cfg.ext = b->ext;
-    for (int i = 0; i < NFIELDS; i++)
-        b->values[i] = Py_NewRef(values[i]);
+    for (int i = 0; i < NFIELDS; i++) {
+        b->seen[i].name = Py_NewRef(field_name(st, i));
+        b->seen[i].value = Py_NewRef(values[i]);
+    }
     b->keep = Py_NewRef(out->keep);
     PyObject *cap = PyCapsule_New(b, capsule_name, capsule_free);
     if (cap == NULL) {
         built_free(b);
         return -1;
     }
-    int r = PyDict_SetItem(dict, st->coll_config.str[NX_CSTR_CACHE_KEY], cap);
+    int r = PyDict_SetItem(dict, st->coll_config.cache_key, cap);
     Py_DECREF(cap);
     return r;
 }
@@ -461,24 +504,28 @@ done:
 
 int nx_coll_config_cache_traverse(nx_coll_config_cache *c, visitproc visit, void *arg)
 {
-    for (int i = 0; i < NX_NCSTR; i++)
-        Py_VISIT(c->str[i]);
+    Py_VISIT(c->cache_key);
+    Py_VISIT(c->names);
     return 0;
 }
 
 void nx_coll_config_cache_clear(nx_coll_config_cache *c)
 {
-    for (int i = 0; i < NX_NCSTR; i++)
-        Py_CLEAR(c->str[i]);
+    Py_CLEAR(c->cache_key);
+    Py_CLEAR(c->names);
 }
 
 int nx_coll_config_setup(PyObject *module, nx_state *st)
 {
     (void)module;
-    if ((st->coll_config.str[NX_CSTR_CACHE_KEY] = PyUnicode_InternFromString("_nx_coll_config")) == NULL)
+    if ((st->coll_config.cache_key = PyUnicode_InternFromString("_nx_coll_config")) == NULL ||
+        (st->coll_config.names = PyTuple_New(NFIELDS)) == NULL)
         return -1;
-    for (int i = 0; i < NFIELDS; i++)
-        if ((st->coll_config.str[NX_CSTR_FIELD0 + i] = PyUnicode_InternFromString(field_names[i])) == NULL)
+    for (int i = 0; i < NFIELDS; i++) {
+        PyObject *name = PyUnicode_InternFromString(coll_fields[i].name);
+        if (name == NULL)
             return -1;
+        PyTuple_SET_ITEM(st->coll_config.names, i, name);
+    }
     return 0;
 }

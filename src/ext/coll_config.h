@@ -5,13 +5,10 @@
 
 #include "common.h"
 
-/* Interned names: the key of the built struct in an NCCLCollConfig's __dict__, then the fields
- * whose values it was built from (nx_coll_config_cache.str). */
-enum { NX_CSTR_CACHE_KEY, NX_CSTR_FIELD0, NX_NCSTR = NX_CSTR_FIELD0 + 10 };
-
 /* This file's part of the module state (owned references). */
 typedef struct {
-    PyObject *str[NX_NCSTR];
+    PyObject *cache_key; /* the key of the built struct in an NCCLCollConfig's __dict__ */
+    PyObject *names;     /* a tuple: the interned names of coll_config.c's field table, in its order */
 } nx_coll_config_cache;
 
 int nx_coll_config_cache_traverse(nx_coll_config_cache *c, visitproc visit, void *arg);

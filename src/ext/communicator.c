@@ -803,7 +803,7 @@ int nx_communicator_setup(PyObject *module, nx_state *st)
     PyType_Spec spec = {
         .name = "nccl.core.Communicator",
         .basicsize = sizeof(nx_Communicator),
-        .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
+        .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_IMMUTABLETYPE,
         .slots = slots,
     };
     PyObject *tp = PyType_FromModuleAndSpec(module, &spec, NULL);

@@ -35,9 +35,13 @@ struct nx_Communicator {
 
 #define NX_DEVICE_UNKNOWN (-2)
 
-/* The communicator handle (NULL for a null or destroyed one). A volatile read: a nonblocking
- * creation may fill the slot from another thread. */
-static inline ncclComm_t nx_comm_handle(const nx_Communicator *c) { return *(ncclComm_t volatile *)c->slot; }
+/* The communicator handle (NULL for a null or destroyed one). An atomic load: a nonblocking
+ * creation may fill the slot from another thread, and destroy/abort empties it with an atomic
+ * exchange (communicator.c). */
+static inline ncclComm_t nx_comm_handle(const nx_Communicator *c)
+{
+    return __atomic_load_n((ncclComm_t *)c->slot, __ATOMIC_ACQUIRE);
+}
 
 /* The handle, or NULL with NCCLNullHandleError (an NcclInvalid) "Cannot <op>: Communicator not
  * initialized". */

@@ -26,13 +26,14 @@ typedef struct host_gitem {
     host_opd *op;
     host_split_args *args;
     host_task *task;             /* a submitted split/shrink task to wait for */
+    int blocking;                /* the communicator's blocking mode when it joined the group */
     struct host_gitem *next;
 } host_gitem;
 
 typedef struct {
     int depth;
     ncclResult_t error;          /* last error recorded inside the group */
-    int blocking;                /* blocking mode of the group's comms, -1 before the first */
+    int blocking;                /* the group's blocking mode, set by its first comm; -1 before it */
     int nops, ninit;
     host_gitem *head, *tail;
 } host_group_state;
@@ -293,8 +294,10 @@ static ncclResult_t group_queue(host_comm *c, ncclComm_t comm, const host_opd *o
         return host_fail(ncclSystemError, "%s: out of memory queueing the operation", op->name);
     }
     it->comm = comm;
+    it->blocking = c->blocking;
     append(it);
-    G.blocking = c->blocking;
+    if (G.blocking < 0)
+        G.blocking = c->blocking;
     G.nops++;
     return ncclSuccess;
 }
@@ -429,8 +432,9 @@ ncclResult_t host_group_add_job(host_job_kind kind, ncclComm_t comm, host_split_
     it->job = (int)kind;
     it->comm = comm;
     it->args = args;
+    it->blocking = blocking;
     append(it);
-    if (kind != HOST_JOB_DESTROY)
+    if (kind != HOST_JOB_DESTROY && G.blocking < 0)
         G.blocking = blocking;
     if (is_init_job((int)kind))
         G.ninit++;
@@ -474,24 +478,44 @@ typedef struct {
     host_opd *last;
 } group_comm;
 
+/* The communicators of one ncclGroupEnd that carry ops, each pinned, with its task. */
+typedef struct {
+    group_comm *gc;
+    int ngc, cap;
+} group_comms;
+
+/* Hands c back from this thread's group (c is pinned by the caller). */
+static void release_owner(host_comm *c)
+{
+    pthread_mutex_lock(&c->lock);
+    if (c->group_owner == (void *)&G)
+        c->group_owner = NULL;
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Hands back the communicator of a queued item, if it is still alive. */
+static void release_item_owner(const host_gitem *it)
+{
+    host_comm *c;
+    if (host_comm_enter(it->comm, "ncclGroupEnd", &c) == ncclSuccess) {
+        release_owner(c);
+        host_comm_leave(c);
+    }
+}
+
 static void discard(host_gitem *items, ncclResult_t err)
 {
     while (items != NULL) {
         host_gitem *it = items;
         host_comm *c;
         items = it->next;
-        if (host_comm_enter(it->comm, "ncclGroupEnd", &c) == ncclSuccess) {
-            if (it->job == HOST_JOB_INIT) {
-                int expected = 0;
-                atomic_compare_exchange_strong(&c->error, &expected, (int)err);
-                host_comm_wake(c);
-            }
-            pthread_mutex_lock(&c->lock);
-            if (c->group_owner == (void *)&G)
-                c->group_owner = NULL;
-            pthread_mutex_unlock(&c->lock);
+        if (it->job == HOST_JOB_INIT && host_comm_enter(it->comm, "ncclGroupEnd", &c) == ncclSuccess) {
+            int expected = 0;
+            atomic_compare_exchange_strong(&c->error, &expected, (int)err);
+            host_comm_wake(c);
             host_comm_leave(c);
         }
+        release_item_owner(it);
         item_free(it);
     }
 }
@@ -505,192 +529,234 @@ static double estimate_us(const host_gitem *items)
     return t;
 }
 
-static ncclResult_t execute(host_gitem *items, int simulate)
+/* The entry of comm in gcs, added (pinned, usable, with an empty OPS task) when missing. */
+static ncclResult_t group_comm_of(group_comms *gcs, ncclComm_t comm, group_comm **out)
 {
-    group_comm *gc = NULL;
-    int ngc = 0, cap = 0, blocking = 1;
     ncclResult_t rc = ncclSuccess;
-    host_gitem *it;
+    group_comm *g;
+    int k = 0;
+    while (k < gcs->ngc && gcs->gc[k].comm != comm)
+        k++;
+    if (k == gcs->ngc && k == gcs->cap) {
+        int cap = gcs->cap ? gcs->cap * 2 : 8;
+        group_comm *ng = realloc(gcs->gc, sizeof *ng * (size_t)cap);
+        if (ng == NULL)
+            return host_fail(ncclSystemError, "ncclGroupEnd: out of memory");
+        gcs->gc = ng;
+        gcs->cap = cap;
+    }
+    g = &gcs->gc[k];
+    if (k == gcs->ngc) {
+        memset(g, 0, sizeof *g);
+        g->comm = comm;
+        if (HOST_FAILED(rc = host_comm_enter(comm, "ncclGroupEnd", &g->c)))
+            return rc;
+        gcs->ngc++; /* pinned from here: execute's release unpins it */
+        if (HOST_FAILED(rc = host_comm_usable(g->c, "ncclGroupEnd")))
+            return rc;
+        if ((g->task = calloc(1, sizeof *g->task)) == NULL)
+            return host_fail(ncclSystemError, "ncclGroupEnd: out of memory");
+        g->task->kind = HOST_TASK_OPS;
+    }
+    *out = g;
+    return rc;
+}
 
-    /* 1. One task per communicator, ops in issue order; check every comm is still usable. */
-    for (it = items; it != NULL && !simulate; it = it->next) {
-        int k;
-        if (it->job != 0)
+/* Phase 1: one OPS task per communicator, ops in issue order, every comm still usable; self
+ * p2p must pair up inside each task, as an unmatched half could never complete. */
+static ncclResult_t build_tasks(host_gitem *items, group_comms *gcs)
+{
+    ncclResult_t rc = ncclSuccess;
+    for (host_gitem *it = items; it != NULL && rc == ncclSuccess; it = it->next) {
+        group_comm *g = NULL;
+        if (it->job != 0 || HOST_FAILED(rc = group_comm_of(gcs, it->comm, &g)))
             continue;
-        for (k = 0; k < ngc && gc[k].comm != it->comm; k++)
-            ;
-        if (k == ngc) {
-            if (ngc == cap) {
-                group_comm *ng = realloc(gc, sizeof *gc * (size_t)(cap = cap ? cap * 2 : 8));
-                if (ng == NULL) {
-                    rc = host_fail(ncclSystemError, "ncclGroupEnd: out of memory");
-                    goto fail;
-                }
-                gc = ng;
-            }
-            memset(&gc[k], 0, sizeof gc[k]);
-            gc[k].comm = it->comm;
-            if (HOST_FAILED(rc = host_comm_enter(it->comm, "ncclGroupEnd", &gc[k].c)))
-                goto fail;
-            ngc++;
-            if (HOST_FAILED(rc = host_comm_usable(gc[k].c, "ncclGroupEnd")))
-                goto fail;
-            gc[k].task = calloc(1, sizeof *gc[k].task);
-            if (gc[k].task == NULL) {
-                rc = host_fail(ncclSystemError, "ncclGroupEnd: out of memory");
-                goto fail;
-            }
-            gc[k].task->kind = HOST_TASK_OPS;
-            blocking = gc[k].c->blocking;
-        }
-        if (gc[k].last != NULL)
-            gc[k].last->next = it->op;
+        if (g->last != NULL)
+            g->last->next = it->op;
         else
-            gc[k].task->ops = it->op;
-        gc[k].last = it->op;
+            g->task->ops = it->op;
+        g->last = it->op;
         it->op = NULL;
     }
-    /* Self p2p must pair up inside each task; an unmatched half could never complete. */
-    for (int k = 0; k < ngc; k++) {
+    for (int k = 0; k < gcs->ngc && rc == ncclSuccess; k++) {
+        const group_comm *g = &gcs->gc[k];
         int ns = 0, nr = 0;
-        for (host_opd *o = gc[k].task->ops; o != NULL; o = o->next) {
-            ns += o->kind == HOST_K_SEND && o->root == gc[k].c->rank;
-            nr += o->kind == HOST_K_RECV && o->root == gc[k].c->rank;
+        for (const host_opd *o = g->task->ops; o != NULL; o = o->next) {
+            ns += o->kind == HOST_K_SEND && o->root == g->c->rank;
+            nr += o->kind == HOST_K_RECV && o->root == g->c->rank;
         }
-        if (ns != nr) {
-            rc = host_fail(ncclInvalidUsage, "ncclGroupEnd: rank %d has %d self send(s) but %d self receive(s) in the "
-                           "group", gc[k].c->rank, ns, nr);
-            goto fail;
+        if (ns != nr)
+            rc = host_fail(ncclInvalidUsage, "ncclGroupEnd: rank %d has %d self send(s) but %d self receive(s) in "
+                           "the group", g->c->rank, ns, nr);
+    }
+    return rc;
+}
+
+/* A blocking group holding only one communicator's ops: the calling thread may run its task
+ * itself (host_task_try_inline). Groups over several comms need every worker at once. Returns
+ * 1 when it ran the task (its result in *rc). */
+static int run_inline(const host_gitem *items, group_comms *gcs, int blocking, ncclResult_t *rc)
+{
+    ncclResult_t r;
+    if (!blocking || gcs->ngc != 1)
+        return 0;
+    for (const host_gitem *it = items; it != NULL; it = it->next)
+        if (it->job != 0)
+            return 0;
+    if (!host_task_try_inline(gcs->gc[0].c, gcs->gc[0].task, &r))
+        return 0;
+    *rc = r;
+    host_task_free(gcs->gc[0].task);
+    gcs->gc[0].task = NULL;
+    return 1;
+}
+
+static int is_end_job(int job)
+{
+    return job == HOST_JOB_FINALIZE || job == HOST_JOB_DESTROY;
+}
+
+/* Phase 2 for one init, split, shrink or grow job: start it (c pinned). */
+static ncclResult_t start_job(host_gitem *it, host_comm *c)
+{
+    ncclResult_t rc = ncclSuccess;
+    if (it->job == HOST_JOB_INIT) {
+        rc = host_comm_start(c);
+        if (rc != ncclSuccess) {
+            int expected = 0;
+            atomic_compare_exchange_strong(&c->error, &expected, (int)rc);
+        }
+    } else {
+        host_task *t = calloc(1, sizeof *t);
+        if (t == NULL)
+            rc = host_fail(ncclSystemError, "ncclGroupEnd: out of memory");
+        else {
+            t->kind = it->job == HOST_JOB_SPLIT ? HOST_TASK_SPLIT :
+                      it->job == HOST_JOB_SHRINK ? HOST_TASK_SHRINK : HOST_TASK_GROW;
+            t->split = it->args;
+            it->args = NULL;
+            t->detached = !c->blocking;
+            host_task_submit(c, t);
+            if (c->blocking)
+                it->task = t;
         }
     }
+    return rc;
+}
 
-    /* A blocking group holding only one communicator's ops: the calling thread may run its task
-     * itself (host_task_try_inline). Groups over several comms need every worker at once. */
-    if (blocking && ngc == 1) {
-        int only_ops = 1;
-        ncclResult_t r;
-        for (it = items; it != NULL; it = it->next)
-            only_ops &= it->job == 0;
-        if (only_ops && host_task_try_inline(gc[0].c, gc[0].task, &r)) {
-            HOST_CHECKIGNORE(r, rc);
-            host_task_free(gc[0].task);
-            gc[0].task = NULL;
-            goto fail; /* the common exit: releases the comm */
-        }
-    }
-
-    /* 2. Start everything before waiting on anything. */
-    for (it = items; it != NULL; it = it->next) {
+/* Phase 2: start everything before waiting on anything. */
+static ncclResult_t start_all(host_gitem *items, group_comms *gcs)
+{
+    ncclResult_t rc = ncclSuccess;
+    for (host_gitem *it = items; it != NULL; it = it->next) {
         host_comm *c;
-        if (it->job == 0 || it->job == HOST_JOB_FINALIZE || it->job == HOST_JOB_DESTROY)
+        if (it->job == 0 || is_end_job(it->job))
             continue;
         if (host_comm_enter(it->comm, "ncclGroupEnd", &c) != ncclSuccess) {
             HOST_CHECKIGNORE(ncclInvalidArgument, rc);
             continue;
         }
-        blocking = c->blocking;
+        HOST_CHECKIGNORE(start_job(it, c), rc);
+        host_comm_leave(c);
+    }
+    for (int k = 0; k < gcs->ngc; k++) {
+        gcs->gc[k].task->detached = !gcs->gc[k].c->blocking;
+        host_task_submit(gcs->gc[k].c, gcs->gc[k].task);
+    }
+    return rc;
+}
+
+/* Phase 3: wait (blocking) for every task; the first error among the comms wins. A nonblocking
+ * group's tasks are detached: their workers free them. */
+static ncclResult_t wait_all(host_gitem *items, group_comms *gcs, int blocking)
+{
+    ncclResult_t rc = ncclSuccess;
+    for (host_gitem *it = items; it != NULL && blocking; it = it->next) {
+        host_comm *c;
+        if (it->job == 0 || is_end_job(it->job) || host_comm_enter(it->comm, "ncclGroupEnd", &c) != ncclSuccess)
+            continue;
         if (it->job == HOST_JOB_INIT) {
-            ncclResult_t r = host_comm_start(c);
-            if (r != ncclSuccess) {
-                int expected = 0;
-                atomic_compare_exchange_strong(&c->error, &expected, (int)r);
-                HOST_CHECKIGNORE(r, rc);
-            }
-        } else {
-            host_task *t = calloc(1, sizeof *t);
-            if (t == NULL) {
-                HOST_CHECKIGNORE(host_fail(ncclSystemError, "ncclGroupEnd: out of memory"), rc);
-            } else {
-                t->kind = it->job == HOST_JOB_SPLIT ? HOST_TASK_SPLIT :
-                          it->job == HOST_JOB_SHRINK ? HOST_TASK_SHRINK : HOST_TASK_GROW;
-                t->split = it->args;
-                it->args = NULL;
-                t->detached = !c->blocking;
-                host_task_submit(c, t);
-                if (c->blocking)
-                    it->task = t;
-            }
+            HOST_CHECKIGNORE(host_comm_wait_init(c), rc);
+        } else if (it->task != NULL) {
+            HOST_CHECKIGNORE(host_task_wait(c, it->task), rc);
+            it->task = NULL;
         }
         host_comm_leave(c);
     }
-    for (int k = 0; k < ngc; k++) {
-        gc[k].task->detached = !gc[k].c->blocking;
-        host_task_submit(gc[k].c, gc[k].task);
+    for (int k = 0; k < gcs->ngc; k++) {
+        if (blocking)
+            HOST_CHECKIGNORE(host_task_wait(gcs->gc[k].c, gcs->gc[k].task), rc);
+        gcs->gc[k].task = NULL;
     }
+    return rc;
+}
 
-    /* 3. Wait (blocking) for every task; the first error among the comms wins. */
-    if (blocking) {
-        for (it = items; it != NULL; it = it->next) {
-            host_comm *c;
-            if (it->job == 0 || it->job == HOST_JOB_FINALIZE || it->job == HOST_JOB_DESTROY)
-                continue;
-            if (host_comm_enter(it->comm, "ncclGroupEnd", &c) != ncclSuccess)
-                continue;
-            if (it->job == HOST_JOB_INIT) {
-                HOST_CHECKIGNORE(host_comm_wait_init(c), rc);
-            } else if (it->task != NULL) {
-                HOST_CHECKIGNORE(host_task_wait(c, it->task), rc);
-                it->task = NULL;
-            }
-            host_comm_leave(c);
-        }
-        for (int k = 0; k < ngc; k++) {
-            HOST_CHECKIGNORE(host_task_wait(gc[k].c, gc[k].task), rc);
-            gc[k].task = NULL;
-        }
-    } else {
-        for (int k = 0; k < ngc; k++)
-            gc[k].task = NULL; /* detached: the worker frees them */
-    }
-
-    /* 4. Finalize and destroy jobs run after the group's work. */
-    for (it = items; it != NULL; it = it->next) {
+/* Phase 4: finalize and destroy jobs run after the group's work. */
+static ncclResult_t end_all(host_gitem *items)
+{
+    ncclResult_t rc = ncclSuccess;
+    for (host_gitem *it = items; it != NULL; it = it->next) {
         host_comm *c;
-        if (it->job != HOST_JOB_FINALIZE && it->job != HOST_JOB_DESTROY)
+        host_task *t;
+        if (!is_end_job(it->job))
             continue;
         if (host_comm_enter(it->comm, "ncclGroupEnd", &c) != ncclSuccess) {
             HOST_CHECKIGNORE(ncclInvalidArgument, rc);
             continue;
         }
         if (it->job == HOST_JOB_DESTROY) {
-            pthread_mutex_lock(&c->lock);
-            if (c->group_owner == (void *)&G)
-                c->group_owner = NULL;
-            pthread_mutex_unlock(&c->lock);
-            HOST_CHECKIGNORE(host_destroy_impl(c, 0), rc);
+            release_owner(c);
+            HOST_CHECKIGNORE(host_destroy_impl(c, 0), rc); /* consumes the pin */
             continue;
         }
-        {
-            host_task *t = calloc(1, sizeof *t);
-            if (t == NULL) {
-                HOST_CHECKIGNORE(host_fail(ncclSystemError, "out of memory"), rc);
-            } else {
-                t->kind = HOST_TASK_FINALIZE;
-                t->detached = !c->blocking;
-                host_task_submit(c, t);
-                if (c->blocking)
-                    HOST_CHECKIGNORE(host_task_wait(c, t), rc);
-            }
+        if ((t = calloc(1, sizeof *t)) == NULL) {
+            HOST_CHECKIGNORE(host_fail(ncclSystemError, "out of memory"), rc);
+        } else {
+            t->kind = HOST_TASK_FINALIZE;
+            t->detached = !c->blocking;
+            host_task_submit(c, t);
+            if (c->blocking)
+                HOST_CHECKIGNORE(host_task_wait(c, t), rc);
         }
         host_comm_leave(c);
     }
-    if (rc == ncclSuccess && !blocking)
-        rc = ncclInProgress;
-fail:
-    for (int k = 0; k < ngc; k++) {
-        if (gc[k].c == NULL)
-            continue;
-        if (gc[k].task != NULL) { /* never submitted */
-            host_task_free(gc[k].task);
-            gc[k].task = NULL;
-        }
-        pthread_mutex_lock(&gc[k].c->lock);
-        if (gc[k].c->group_owner == (void *)&G)
-            gc[k].c->group_owner = NULL;
-        pthread_mutex_unlock(&gc[k].c->lock);
-        host_comm_leave(gc[k].c);
+    return rc;
+}
+
+/* The group's blocking mode, as NCCL defines it: that of the first communicator that joined the
+ * group, which every later one had to match when it joined (group_queue, host_group_add_job).
+ * Destroys do not join (they are synchronous); a group without another item blocks. Items of
+ * aborted comms are gone (host_group_drop_comm), so the first remaining item decides. */
+static int group_blocking(const host_gitem *items)
+{
+    for (const host_gitem *it = items; it != NULL; it = it->next)
+        if (it->job != HOST_JOB_DESTROY)
+            return it->blocking;
+    return 1;
+}
+
+/* Runs a group's items (docs/host-backend.md#groups): tasks built, started, waited for when
+ * the group blocks, then finalizes and destroys; every communicator is released at the end. */
+static ncclResult_t execute(host_gitem *items, int simulate)
+{
+    group_comms gcs = {NULL, 0, 0};
+    int blocking = group_blocking(items);
+    ncclResult_t rc = ncclSuccess;
+    if (!simulate)
+        rc = build_tasks(items, &gcs);
+    if (rc == ncclSuccess && !run_inline(items, &gcs, blocking, &rc)) {
+        rc = start_all(items, &gcs);
+        HOST_CHECKIGNORE(wait_all(items, &gcs, blocking), rc);
+        HOST_CHECKIGNORE(end_all(items), rc);
+        if (rc == ncclSuccess && !blocking)
+            rc = ncclInProgress;
     }
-    free(gc);
+    for (int k = 0; k < gcs.ngc; k++) {
+        host_task_free(gcs.gc[k].task); /* only a task never submitted is left here */
+        release_owner(gcs.gc[k].c);
+        host_comm_leave(gcs.gc[k].c);
+    }
+    free(gcs.gc);
     return rc;
 }
 
@@ -724,14 +790,8 @@ ncclResult_t host_group_end(ncclSimInfo_t *sim, int simulate)
     /* Items still holding ops (simulation, or a failure before submission) release them here. */
     for (host_gitem *it = items; it != NULL;) {
         host_gitem *next = it->next;
-        host_comm *c;
-        if (it->job == 0 && host_comm_enter(it->comm, "ncclGroupEnd", &c) == ncclSuccess) {
-            pthread_mutex_lock(&c->lock);
-            if (c->group_owner == (void *)&G)
-                c->group_owner = NULL;
-            pthread_mutex_unlock(&c->lock);
-            host_comm_leave(c);
-        }
+        if (it->job == 0)
+            release_item_owner(it);
         item_free(it);
         it = next;
     }

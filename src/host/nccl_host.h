@@ -15,7 +15,7 @@
  *   bootstrap.c  a rank's check-in at the root, the control mesh, the segment handshake
  *   monitor.c    one thread per process reading every control socket (peer death, notices, mail)
  *   shm.c        the per-communicator shared segment: layout, create (memfd), attach
- *   comm.c       communicator lifecycle: init, finalize, destroy, abort, split, shrink, queries
+ *   comm.c       communicator lifecycle: init, finalize, destroy, abort, queries (split.c: split, shrink)
  *   grow.c       ncclCommGetUniqueId and ncclCommGrow: a larger communicator, existing ranks kept
  *   worker.c     per-communicator worker thread and its task FIFO; the op-task progress loop
  *   transport.c  per-communicator choices (spin, single copy) and the single-copy reads
@@ -728,7 +728,7 @@ ncclResult_t host_coll_config_check(const ncclCollConfig_t *in, const char *fn);
 /* ncclSetEncryption's config: size, magic, mode (written to *mode). */
 ncclResult_t host_encryption_check(const ncclEncryptionConfig_t *in, int *mode);
 
-/* comm.c */
+/* comm.c, and split.c (host_split, host_shrink, host_submit_child, host_child_config, host_run_split) */
 ncclResult_t host_comm_create(int nranks, int rank, const ncclConfig_t *cfg, host_comm **out);
 void host_comm_free(host_comm *c);
 ncclResult_t host_init_rank(ncclComm_t *comm, int nranks, const ncclUniqueId *ids, int nids, int rank,

@@ -3,7 +3,7 @@
  * docs/host-backend.md#execution-worker-thread-or-inline, docs/host-backend.md#single-copy-direct-transfers).
  *
  * host_transport_setup runs right after the bootstrap of every communicator (init, split,
- * shrink; comm.c), on every rank, and settles two things by two short exchanges over the control
+ * shrink; comm.c, split.c), on every rank, and settles two things by two short exchanges over the control
  * mesh (what each rank offers, then whether its probe succeeded), so that all ranks of the
  * communicator agree and take the same path for every operation:
  *

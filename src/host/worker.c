@@ -508,20 +508,10 @@ static void release_exposed(host_comm *c, ops_state *st, ncclResult_t rc)
     host_seg_error(c, rc == ncclInvalidUsage && atomic_load(&c->aborted) ? ncclRemoteError : rc, text);
 }
 
-ncclResult_t host_run_ops(host_comm *c, host_task *t)
+/* Whether t may run: the communicator is not aborted nor failed, no peer aborted, and t was not
+ * cancelled. */
+static ncclResult_t ops_admit(host_comm *c, const host_task *t)
 {
-    const host_params_t *p = host_params();
-    int n = c->nranks;
-    int *tail = NULL;
-    ops_state st;
-    host_bell *bell = &host_seg_rankp(&c->seg, c->rank)->bell;
-    int64_t deadline = host_deadline_after(p->timeout_ns), last = host_now_ns();
-    int64_t wait_start = 0; /* when the current wait began, 0: not waiting */
-    int slept = 0;          /* the current wait has slept */
-    ncclResult_t rc = ncclSuccess;
-
-    memset(&st, 0, sizeof st);
-    st.n = n;
     if (atomic_load(&c->aborted))
         return host_fail(ncclInvalidUsage, "%s rank %d: communicator aborted", c->name, c->rank);
     if (host_comm_error(c) != ncclSuccess)
@@ -529,128 +519,174 @@ ncclResult_t host_run_ops(host_comm *c, host_task *t)
     /* An aborted peer cancelled its side of everything: work that its stale, already published
      * contribution could still complete must fail instead (its abort marked the segment before
      * returning, so a call issued after it always sees this). */
-    for (int r = 0; r < n; r++)
+    for (int r = 0; r < c->nranks; r++)
         if (r != c->rank && atomic_load(&host_seg_rankp(&c->seg, r)->state) == HOST_RANK_ABORTED)
             return needs_gone_peer(c, t->ops != NULL ? t->ops->name : "operation", r);
     if (t->epoch < atomic_load(&c->cancel_epoch))
         return host_fail(ncclInvalidUsage, "%s rank %d: cancelled by ncclCommRevoke or ncclCommShrink(NCCL_SHRINK_ABORT)", c->name,
                          c->rank);
-    if (HOST_FAILED(rc = self_p2p(c, t->ops)))
-        return rc;
+    return ncclSuccess;
+}
+
+/* The task's p2p ops with a peer other than this rank, chained per (peer, direction) in issue
+ * order. */
+static ncclResult_t ops_chain_p2p(host_comm *c, host_task *t, ops_state *st)
+{
+    int n = st->n, *tail, i = 0;
     for (host_opd *o = t->ops; o != NULL; o = o->next)
         if (o->kind == HOST_K_SEND || o->kind == HOST_K_RECV)
-            st.np += o->root != c->rank;
-    if (st.np > 0) {
-        st.ps = calloc((size_t)st.np, sizeof *st.ps);
-        st.head = malloc(sizeof(int) * 4 * (size_t)n);
-        if (st.ps == NULL || st.head == NULL) {
-            rc = host_fail(ncclSystemError, "out of memory scheduling %d p2p operations", st.np);
-            goto exit;
-        }
-        tail = st.head + 2 * n;
-        for (int i = 0; i < 2 * n; i++)
-            st.head[i] = tail[i] = -1;
-        int i = 0;
-        for (host_opd *o = t->ops; o != NULL; o = o->next) {
-            int q;
-            if ((o->kind != HOST_K_SEND && o->kind != HOST_K_RECV) || o->root == c->rank)
-                continue;
-            q = o->root + (o->kind == HOST_K_RECV ? n : 0);
-            st.ps[i].run.op = o;
-            st.ps[i].next = -1;
-            if (tail[q] >= 0)
-                st.ps[tail[q]].next = i;
-            else
-                st.head[q] = i;
-            tail[q] = i;
-            i++;
-        }
+            st->np += o->root != c->rank;
+    if (st->np == 0)
+        return ncclSuccess;
+    st->ps = calloc((size_t)st->np, sizeof *st->ps);
+    st->head = malloc(sizeof(int) * 4 * (size_t)n);
+    if (st->ps == NULL || st->head == NULL) {
+        int np = st->np;
+        st->np = 0; /* nothing is chained for release_exposed to look at */
+        return host_fail(ncclSystemError, "out of memory scheduling %d p2p operations", np);
     }
-    /* Window (de)registrations first, in issue order: collective exchanges over the mesh. */
+    tail = st->head + 2 * n;
+    for (int q = 0; q < 2 * n; q++)
+        st->head[q] = tail[q] = -1;
+    for (host_opd *o = t->ops; o != NULL; o = o->next) {
+        int q;
+        if ((o->kind != HOST_K_SEND && o->kind != HOST_K_RECV) || o->root == c->rank)
+            continue;
+        q = o->root + (o->kind == HOST_K_RECV ? n : 0);
+        st->ps[i].run.op = o;
+        st->ps[i].next = -1;
+        if (tail[q] >= 0)
+            st->ps[tail[q]].next = i;
+        else
+            st->head[q] = i;
+        tail[q] = i;
+        i++;
+    }
+    return ncclSuccess;
+}
+
+/* Window (de)registrations first, in issue order (collective exchanges over the mesh); then the
+ * first one-sided op and the first collective. */
+static ncclResult_t ops_begin(host_comm *c, host_task *t, ops_state *st)
+{
+    ncclResult_t rc = ncclSuccess;
     for (host_opd *o = t->ops; o != NULL; o = o->next)
         if (host_kind_is_win(o->kind) && HOST_FAILED(rc = host_win_run(c, o)))
-            goto exit;
-    st.rma = next_rma(t->ops);
-    st.coll = next_coll(t->ops);
-    if (st.coll != NULL)
-        if (HOST_FAILED(rc = host_coll_begin(c, &st.crun, st.coll)))
-            goto exit;
+            return rc;
+    st->rma = next_rma(t->ops);
+    st->coll = next_coll(t->ops);
+    if (st->coll != NULL)
+        (void)HOST_FAILED(rc = host_coll_begin(c, &st->crun, st->coll));
+    return rc;
+}
 
+/* The progress loop's clock: when something last moved, the deadline that follows from it, when
+ * the current wait began (0: not waiting) and whether it has slept. */
+typedef struct {
+    int64_t last, deadline, wait_start;
+    int slept;
+} ops_clock;
+
+/* ops_pass from a clean slate. */
+static ncclResult_t ops_pass_fresh(host_comm *c, ops_state *st, int *progress, int *pending, host_blocked *b)
+{
+    *progress = *pending = 0;
+    *b = (host_blocked){-1, NULL, NULL, 0};
+    return ops_pass(c, st, progress, pending, b);
+}
+
+/* Spinning while a peer that is running may move soon (spin_now), up to c->spin_ns after the
+ * wait began. */
+static ncclResult_t ops_spin(host_comm *c, ops_state *st, const ops_clock *k, int *progress, int *pending,
+                             host_blocked *b)
+{
+    ncclResult_t rc;
+    int64_t until = k->wait_start + c->spin_ns;
+    do {
+        host_cpu_relax();
+        if (HOST_FAILED(rc = ops_pass_fresh(c, st, progress, pending, b)))
+            break;
+    } while (!*progress && *pending && !atomic_load(&c->aborted) && host_now_ns() < until);
+    return rc;
+}
+
+/* Drives st until everything is done: pass, spin while that pays, else sleep on the bell until
+ * a peer rings it or the deadline passes. */
+static ncclResult_t ops_progress(host_comm *c, host_task *t, ops_state *st, ops_clock *k)
+{
+    const host_params_t *p = host_params();
+    host_bell *bell = &host_seg_rankp(&c->seg, c->rank)->bell;
+    ncclResult_t rc = ncclSuccess;
     for (;;) {
-        host_blocked b = {-1, NULL, NULL, 0};
-        int progress = 0, pending = 0;
+        host_blocked b;
+        int progress, pending;
         uint32_t snap;
         if (atomic_load(&c->aborted)) {
             rc = host_fail(ncclInvalidUsage, "%s rank %d: communicator aborted", c->name, c->rank);
-            goto exit;
-        }
-        if (HOST_FAILED(rc = ops_pass(c, &st, &progress, &pending, &b)))
-            goto exit;
-        if (progress || !pending)
-            spin_adapt(c, &wait_start, &slept);
-        if (!pending)
             break;
-        if (progress) {
-            last = host_now_ns();
-            deadline = host_deadline_after(p->timeout_ns);
-            continue;
         }
-        if (wait_start == 0)
-            wait_start = host_now_ns();
-        if (c->spin_ns > 0 && !slept && spin_now(c, &b)) {
-            int64_t until = wait_start + c->spin_ns;
-            do {
-                host_cpu_relax();
-                progress = pending = 0;
-                b = (host_blocked){-1, NULL, NULL, 0};
-                if (HOST_FAILED(rc = ops_pass(c, &st, &progress, &pending, &b)))
-                    goto exit;
-            } while (!progress && pending && !atomic_load(&c->aborted) && host_now_ns() < until);
-            if (progress || !pending) {
-                spin_adapt(c, &wait_start, &slept);
-                if (!pending)
+        if (HOST_FAILED(rc = ops_pass_fresh(c, st, &progress, &pending, &b)))
+            break;
+        if (!progress && pending) {
+            if (k->wait_start == 0)
+                k->wait_start = host_now_ns();
+            if (c->spin_ns > 0 && !k->slept && spin_now(c, &b)) {
+                if (HOST_FAILED(rc = ops_spin(c, st, k, &progress, &pending, &b)))
                     break;
-                last = host_now_ns();
-                deadline = host_deadline_after(p->timeout_ns);
+                if (!progress && pending && atomic_load(&c->aborted))
+                    continue; /* reported at the top of the loop */
+            }
+        }
+        if (!progress && pending) {
+            /* Nothing moved: register as a sleeper only now, then look once more before
+             * sleeping, so peers skip the wake syscall whenever this rank is busy rather than
+             * asleep. */
+            snap = host_bell_prepare(bell);
+            rc = ops_pass_fresh(c, st, &progress, &pending, &b);
+            if (rc == ncclSuccess && pending && !progress &&
+                (rc = stuck_check(c, t, st->coll != NULL, &b)) == ncclSuccess) {
+                k->slept = 1;
+                if (host_bell_wait(bell, snap, k->deadline) == ETIMEDOUT) {
+                    rc = host_fail(host_timeout_code(),
+                                   "%s rank %d: %s timed out after %.1f s without progress, waiting for rank %d (%s)",
+                                   c->name, c->rank, b.opname ? b.opname : "operation", host_elapsed_s(k->last),
+                                   b.peer, b.what ? b.what : "?");
+                    break;
+                }
                 continue;
             }
-            if (atomic_load(&c->aborted))
-                continue; /* reported at the top of the loop */
-        }
-        /* Nothing moved: register as a sleeper only now, then look once more before sleeping,
-         * so peers skip the wake syscall whenever this rank is busy rather than asleep. */
-        snap = host_bell_prepare(bell);
-        progress = pending = 0;
-        b = (host_blocked){-1, NULL, NULL, 0};
-        rc = ops_pass(c, &st, &progress, &pending, &b);
-        if (rc != ncclSuccess || !pending || progress) {
             host_bell_cancel(bell);
             if (rc != ncclSuccess)
-                goto exit;
-            spin_adapt(c, &wait_start, &slept);
-            if (!pending)
                 break;
-            last = host_now_ns();
-            deadline = host_deadline_after(p->timeout_ns);
-            continue;
         }
-        rc = stuck_check(c, t, st.coll != NULL, &b);
-        if (rc != ncclSuccess) {
-            host_bell_cancel(bell);
-            goto exit;
-        }
-        slept = 1;
-        if (host_bell_wait(bell, snap, deadline) == ETIMEDOUT) {
-            rc = host_fail(host_timeout_code(),
-                           "%s rank %d: %s timed out after %.1f s without progress, waiting for rank %d (%s)", c->name,
-                           c->rank, b.opname ? b.opname : "operation", host_elapsed_s(last), b.peer,
-                           b.what ? b.what : "?");
-            goto exit;
-        }
+        /* Something moved, or nothing is left. */
+        spin_adapt(c, &k->wait_start, &k->slept);
+        if (!pending)
+            break;
+        k->last = host_now_ns();
+        k->deadline = host_deadline_after(p->timeout_ns);
     }
-exit:
+    return rc;
+}
+
+ncclResult_t host_run_ops(host_comm *c, host_task *t)
+{
+    ops_clock k = {host_now_ns(), host_deadline_after(host_params()->timeout_ns), 0, 0};
+    ops_state st;
+    ncclResult_t rc;
+    memset(&st, 0, sizeof st);
+    st.n = c->nranks;
+    rc = ops_admit(c, t);
+    if (rc == ncclSuccess)
+        rc = self_p2p(c, t->ops);
+    if (rc == ncclSuccess)
+        rc = ops_chain_p2p(c, t, &st);
+    if (rc == ncclSuccess)
+        rc = ops_begin(c, t, &st);
+    if (rc == ncclSuccess)
+        rc = ops_progress(c, t, &st, &k);
     if (rc != ncclSuccess)
-        release_exposed(c, &st, rc);
+        release_exposed(c, &st, rc); /* a no-op before any op began */
     free(st.ps);
     free(st.head);
     return rc;

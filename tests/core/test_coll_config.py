@@ -291,3 +291,23 @@ result = out, [(c == cfg, "_nx_coll_config" in vars(c)) for c in used]
     assert out[6][1] == []
     assert out[8] == plain
     assert copies == [(True, False)] * 3
+
+
+def test_every_field_reaches_the_struct(stub_python):
+    """Each field of NCCLCollConfig, set alone, makes the config a non-default one (src/ext/
+    coll_config.c's field table covers the dataclass): on NCCL 2.29 it is refused, where the
+    default config runs the plain call. A field the table missed would run the plain call."""
+    r = stub_python("nccl_2_29").run(CALLS + """
+import dataclasses
+fn = calls["allreduce"]
+sample = {"min_ctas": 1, "max_ctas": 1, "nvls_ctas": 1, "cga_cluster_size": 1, "alg_selection": "ring",
+          "force_alg_selection": False, "cta_policy": 1, "user_profiler_tag": 0, "launch_completion_event": 1,
+          "vendor_options": (nc.VendorOption(1, 1, int_value=1),)}
+result = {f.name: reached(fn, config=nc.NCCLCollConfig(**{f.name: sample[f.name]}))
+          for f in dataclasses.fields(nc.NCCLCollConfig)}
+result["(none)"] = reached(fn, config=nc.NCCLCollConfig())
+""" + FORGET)
+    assert r.pop("(none)") == (None, ["ncclAllReduce"])
+    assert len(r) == 10
+    for name, out in r.items():
+        assert out[0][0] == "FunctionNotFoundError" and out[1] == [], (name, out)

@@ -1544,6 +1544,12 @@ static void scen_misuse(int n)
         OK(ncclAllReduce(&x, &s, 1, ncclInt32, ncclSum, comms[0], NULL));
         EXPECT_RC(ncclAllReduce(&x, &s, 1, ncclInt32, ncclSum, nb, NULL), ncclInvalidArgument);
         EXPECT_RC(ncclGroupEnd(), ncclInvalidArgument);
+        /* the group's mode is its first communicator's, finalize included (destroys do not join):
+         * a nonblocking comm's finalize makes the group nonblocking */
+        OK(ncclGroupStart());
+        OK(ncclCommFinalize(nb));
+        EXPECT_RC(ncclGroupEnd(), ncclInProgress);
+        wait_ready(nb);
         OK(ncclCommDestroy(nb));
         /* a caller stamping 2.13 never set blocking: the 0 is ignored and init blocks */
         cfg = config_v(NCCL_ABI_VERSION_CODE(2, 13, 0), 0);

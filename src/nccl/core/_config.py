@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import Field, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from nccl.core._types import (
@@ -48,38 +48,25 @@ def _check_field(owner: str, name: str, kind: str, value: object, extra: tuple[t
         raise TypeError(f"{owner}.{name} must be {expected}, got {type(value).__name__}")
 
 
-# field: (kind, min NCCL version code, extra accepted types)
-_CONFIG_FIELDS: dict[str, tuple[str, int, tuple[type, ...]]] = {
-    "blocking": (_BOOL, 21403, ()),
-    "cga_cluster_size": (_INT, 21701, ()),
-    "min_ctas": (_INT, 21701, ()),
-    "max_ctas": (_INT, 21701, ()),
-    "net_name": (_STR, 21701, ()),
-    "split_share": (_BOOL, 21801, ()),
-    "traffic_class": (_INT, 22602, ()),
-    "comm_name": (_STR, 22703, ()),
-    "collnet_enable": (_BOOL, 22703, ()),
-    "cta_policy": (_INT, 22703, (CTAPolicy,)),
-    "shrink_share": (_BOOL, 22703, ()),
-    "nvls_ctas": (_INT, 22703, ()),
-    "n_channels_per_net_peer": (_INT, 22803, ()),
-    "nvlink_centric_sched": (_BOOL, 22803, ()),
-    "graph_usage_mode": (_INT, 22902, ()),
-    "num_rma_ctx": (_INT, 22902, ()),
-    "max_p2p_peers": (_INT, 23000, ()),
-    "graph_stream_ordering": (_INT, 23005, ()),
-    "launch_order_implicit": (_BOOL, 23100, ()),
-    "num_rma_sig": (_INT, 23100, ()),
-    "rma_eager_init": (_BOOL, 23100, ()),
-    "host_cft_mode": (_INT, 23100, (NcclHostCftMode,)),
-    "nvls_host_mode": (_INT, 23200, (NcclNvlsHostMode,)),
-}
+def _opt(kind: str, need: int | None = None, extra: tuple[type, ...] = (), count: bool = False) -> Any:
+    """An optional config field (default None) and its checks, kept on the dataclass field itself so
+    the class is the one list of its fields: ``kind`` (_BOOL, _INT, _STR), ``need`` (the NCCL version
+    code that brought it; None: no check), ``extra`` (further accepted types) and ``count`` (must
+    not be negative)."""
+    return field(default=None, metadata={"nccl4py": (kind, need, extra, count)})
+
+
+def _checked_fields(cls: type) -> dict[str, tuple[str, int | None, tuple[type, ...], bool]]:
+    """{name: (kind, need, extra, count)} of cls's _opt fields, in declaration order."""
+    checked: tuple[Field[Any], ...] = fields(cls)
+    return {f.name: f.metadata["nccl4py"] for f in checked if "nccl4py" in f.metadata}
+
 
 _warned_lock = threading.Lock()
 _warned: set[tuple[str, str, int]] = set()  # (field, library version code) already warned about in this process
 
 
-def _warn_too_new(owner: str, names: Iterable[tuple[str, int]], stacklevel: int) -> None:
+def _warn_too_new(owner: str, names: Iterable[tuple[str, int | None]], stacklevel: int) -> None:
     """The one-time RuntimeWarning of docs/compatibility.md#configuration for each set field (name, min version
     code) that the loaded library predates."""
     from nccl import _ext
@@ -89,7 +76,7 @@ def _warn_too_new(owner: str, names: Iterable[tuple[str, int]], stacklevel: int)
     late: list[tuple[str, int]] = []
     with _warned_lock:
         for name, need in names:
-            if code < need and (owner, name, code) not in _warned:
+            if need is not None and code < need and (owner, name, code) not in _warned:
                 _warned.add((owner, name, code))
                 late.append((name, need))
     if not late:
@@ -107,32 +94,32 @@ def _warn_too_new(owner: str, names: Iterable[tuple[str, int]], stacklevel: int)
 class NCCLConfig:
     """Communicator options (ncclConfig_t). ``None`` keeps NCCL's default for that field."""
 
-    blocking: "bool | None" = None
-    cga_cluster_size: "int | None" = None
-    min_ctas: "int | None" = None
-    max_ctas: "int | None" = None
-    net_name: "str | None" = None
-    split_share: "bool | None" = None
-    traffic_class: "int | None" = None
-    comm_name: "str | None" = None
-    collnet_enable: "bool | None" = None
-    cta_policy: "CTAPolicy | int | None" = None
-    shrink_share: "bool | None" = None
-    nvls_ctas: "int | None" = None
-    n_channels_per_net_peer: "int | None" = None
-    nvlink_centric_sched: "bool | None" = None
-    graph_usage_mode: "int | None" = None
-    num_rma_ctx: "int | None" = None
-    max_p2p_peers: "int | None" = None
-    graph_stream_ordering: "int | None" = None
-    launch_order_implicit: "bool | None" = None
-    num_rma_sig: "int | None" = None
-    rma_eager_init: "bool | None" = None
-    host_cft_mode: "NcclHostCftMode | int | None" = None
-    nvls_host_mode: "NcclNvlsHostMode | int | None" = None
+    blocking: "bool | None" = _opt(_BOOL, 21403)
+    cga_cluster_size: "int | None" = _opt(_INT, 21701)
+    min_ctas: "int | None" = _opt(_INT, 21701)
+    max_ctas: "int | None" = _opt(_INT, 21701)
+    net_name: "str | None" = _opt(_STR, 21701)
+    split_share: "bool | None" = _opt(_BOOL, 21801)
+    traffic_class: "int | None" = _opt(_INT, 22602)
+    comm_name: "str | None" = _opt(_STR, 22703)
+    collnet_enable: "bool | None" = _opt(_BOOL, 22703)
+    cta_policy: "CTAPolicy | int | None" = _opt(_INT, 22703, (CTAPolicy,))
+    shrink_share: "bool | None" = _opt(_BOOL, 22703)
+    nvls_ctas: "int | None" = _opt(_INT, 22703)
+    n_channels_per_net_peer: "int | None" = _opt(_INT, 22803)
+    nvlink_centric_sched: "bool | None" = _opt(_BOOL, 22803)
+    graph_usage_mode: "int | None" = _opt(_INT, 22902)
+    num_rma_ctx: "int | None" = _opt(_INT, 22902)
+    max_p2p_peers: "int | None" = _opt(_INT, 23000)
+    graph_stream_ordering: "int | None" = _opt(_INT, 23005)
+    launch_order_implicit: "bool | None" = _opt(_BOOL, 23100)
+    num_rma_sig: "int | None" = _opt(_INT, 23100)
+    rma_eager_init: "bool | None" = _opt(_BOOL, 23100)
+    host_cft_mode: "NcclHostCftMode | int | None" = _opt(_INT, 23100, (NcclHostCftMode,))
+    nvls_host_mode: "NcclNvlsHostMode | int | None" = _opt(_INT, 23200, (NcclNvlsHostMode,))
 
     def __post_init__(self) -> None:
-        for name, (kind, _, extra) in _CONFIG_FIELDS.items():
+        for name, (kind, _, extra, _) in _CONFIG_FIELDS.items():
             _check_field("NCCLConfig", name, kind, getattr(self, name), extra)
 
     @property
@@ -142,8 +129,8 @@ class NCCLConfig:
         from nccl.bindings import nccl as _b
 
         cfg = _b.Config()
-        used: list[tuple[str, int]] = []
-        for name, (kind, need, extra) in _CONFIG_FIELDS.items():
+        used: list[tuple[str, int | None]] = []
+        for name, (kind, need, extra, _) in _CONFIG_FIELDS.items():
             value = getattr(self, name)
             if value is None:
                 continue
@@ -155,31 +142,9 @@ class NCCLConfig:
         return cfg
 
 
-# field: (kind, min NCCL version code, extra accepted types, count: must not be negative).
-# ncclDevCommRequirements_t itself is 2.28.3 (ncclDevCommCreate); later fields carry their release.
-_REQ_FIELDS: dict[str, tuple[str, int, tuple[type, ...], bool]] = {
-    "lsa_multimem": (_BOOL, 22803, (), False),
-    "barrier_count": (_INT, 22803, (), True),
-    "lsa_barrier_count": (_INT, 22803, (), True),
-    "rail_gin_barrier_count": (_INT, 22803, (), True),
-    "lsa_ll_a2a_block_count": (_INT, 22803, (), True),
-    "lsa_ll_a2a_slot_count": (_INT, 22803, (), True),
-    "gin_force_enable": (_BOOL, 22803, (), False),
-    "gin_context_count": (_INT, 22803, (), True),
-    "gin_signal_count": (_INT, 22803, (), True),
-    "gin_counter_count": (_INT, 22803, (), True),
-    "gin_connection_type": (_INT, 22900, (NcclGinConnectionType,), False),
-    "gin_exclusive_contexts": (_BOOL, 22900, (), False),
-    "gin_queue_depth": (_INT, 22900, (), True),
-    "gin_traffic_class": (_INT, 23000, (), False),
-    "world_gin_barrier_count": (_INT, 23000, (), True),
-    "gin_strong_signals_required": (_BOOL, 23000, (), False),
-    "gin_va_signals_required": (_BOOL, 23000, (), False),
-    "gin_custom_stride": (_INT, 23100, (), True),
-    "gin_type": (_INT, 23100, (NcclGinType,), False),
-    "cft_caps": (_INT, 23100, (NcclCftCap,), False),
-    "cft_barrier_count": (_INT, 23100, (), True),
-}
+_CONFIG_FIELDS = _checked_fields(NCCLConfig)
+
+
 
 
 def _check_count(owner: str, name: str, value: int | None) -> None:
@@ -194,27 +159,28 @@ class NCCLDevCommRequirements:
     """Device-communicator requirements (ncclDevCommRequirements_t). ``None`` keeps the
     initializer's value. The device API itself is out of scope (docs/compatibility.md#what-we-refuse)."""
 
-    lsa_multimem: "bool | None" = None
-    barrier_count: "int | None" = None
-    lsa_barrier_count: "int | None" = None
-    rail_gin_barrier_count: "int | None" = None
-    lsa_ll_a2a_block_count: "int | None" = None
-    lsa_ll_a2a_slot_count: "int | None" = None
-    gin_force_enable: "bool | None" = None
-    gin_context_count: "int | None" = None
-    gin_signal_count: "int | None" = None
-    gin_counter_count: "int | None" = None
-    gin_connection_type: "NcclGinConnectionType | int | None" = None
-    gin_exclusive_contexts: "bool | None" = None
-    gin_queue_depth: "int | None" = None
-    gin_traffic_class: "int | None" = None
-    world_gin_barrier_count: "int | None" = None
-    gin_strong_signals_required: "bool | None" = None
-    gin_va_signals_required: "bool | None" = None
-    gin_custom_stride: "int | None" = None
-    gin_type: "NcclGinType | int | None" = None
-    cft_caps: "NcclCftCap | int | None" = None
-    cft_barrier_count: "int | None" = None
+    # ncclDevCommRequirements_t itself is 2.28.3 (ncclDevCommCreate); later fields carry their release.
+    lsa_multimem: "bool | None" = _opt(_BOOL, 22803)
+    barrier_count: "int | None" = _opt(_INT, 22803, count=True)
+    lsa_barrier_count: "int | None" = _opt(_INT, 22803, count=True)
+    rail_gin_barrier_count: "int | None" = _opt(_INT, 22803, count=True)
+    lsa_ll_a2a_block_count: "int | None" = _opt(_INT, 22803, count=True)
+    lsa_ll_a2a_slot_count: "int | None" = _opt(_INT, 22803, count=True)
+    gin_force_enable: "bool | None" = _opt(_BOOL, 22803)
+    gin_context_count: "int | None" = _opt(_INT, 22803, count=True)
+    gin_signal_count: "int | None" = _opt(_INT, 22803, count=True)
+    gin_counter_count: "int | None" = _opt(_INT, 22803, count=True)
+    gin_connection_type: "NcclGinConnectionType | int | None" = _opt(_INT, 22900, (NcclGinConnectionType,))
+    gin_exclusive_contexts: "bool | None" = _opt(_BOOL, 22900)
+    gin_queue_depth: "int | None" = _opt(_INT, 22900, count=True)
+    gin_traffic_class: "int | None" = _opt(_INT, 23000)
+    world_gin_barrier_count: "int | None" = _opt(_INT, 23000, count=True)
+    gin_strong_signals_required: "bool | None" = _opt(_BOOL, 23000)
+    gin_va_signals_required: "bool | None" = _opt(_BOOL, 23000)
+    gin_custom_stride: "int | None" = _opt(_INT, 23100, count=True)
+    gin_type: "NcclGinType | int | None" = _opt(_INT, 23100, (NcclGinType,))
+    cft_caps: "NcclCftCap | int | None" = _opt(_INT, 23100, (NcclCftCap,))
+    cft_barrier_count: "int | None" = _opt(_INT, 23100, count=True)
     teams: "tuple[TeamRequirement, ...]" = ()
     resources: "tuple[LsaBarrierRequirement | GinBarrierRequirement | LLA2ARequirement, ...]" = ()
 
@@ -244,7 +210,7 @@ class NCCLDevCommRequirements:
         predates (create_dev_comm, where a library is loaded)."""
         self._check()
         out: dict[str, int] = {}
-        used: list[tuple[str, int]] = []
+        used: list[tuple[str, int | None]] = []
         for name, (kind, need, extra, count) in _REQ_FIELDS.items():
             value = getattr(self, name)
             if value is not None:
@@ -253,6 +219,9 @@ class NCCLDevCommRequirements:
         if used and warn:
             _warn_too_new("NCCLDevCommRequirements", used, stacklevel=4)
         return out
+
+
+_REQ_FIELDS = _checked_fields(NCCLDevCommRequirements)
 
 
 @dataclass(frozen=True)
@@ -264,10 +233,6 @@ class WaitSignalDesc:
     op_count: int = 1
     signal_index: int = 0
     context: int = 0
-
-
-assert [f.name for f in fields(NCCLConfig)] == list(_CONFIG_FIELDS)
-assert [f.name for f in fields(NCCLDevCommRequirements)] == list(_REQ_FIELDS) + ["teams", "resources"]
 
 
 @dataclass(frozen=True)
@@ -302,14 +267,14 @@ class NCCLCollConfig:
     is the default config, which libraries without those entry points run as the plain call.
     ``launch_completion_event`` is an event handle (an int or a cuda.core Event, 2.32)."""
 
-    min_ctas: "int | None" = None
-    max_ctas: "int | None" = None
-    nvls_ctas: "int | None" = None
-    cga_cluster_size: "int | None" = None
-    alg_selection: "str | None" = None
-    force_alg_selection: "bool | None" = None
-    cta_policy: "CTAPolicy | int | None" = None
-    user_profiler_tag: "int | None" = None
+    min_ctas: "int | None" = _opt(_INT)
+    max_ctas: "int | None" = _opt(_INT)
+    nvls_ctas: "int | None" = _opt(_INT)
+    cga_cluster_size: "int | None" = _opt(_INT)
+    alg_selection: "str | None" = _opt(_STR)
+    force_alg_selection: "bool | None" = _opt(_BOOL)
+    cta_policy: "CTAPolicy | int | None" = _opt(_INT, extra=(CTAPolicy,))
+    user_profiler_tag: "int | None" = _opt(_INT)
     launch_completion_event: "NcclEventSpec | None" = None
     vendor_options: "tuple[VendorOption, ...]" = ()
 
@@ -321,15 +286,13 @@ class NCCLCollConfig:
         return state
 
     def __post_init__(self) -> None:
-        for name, kind, extra in _COLL_FIELDS:
+        for name, (kind, _, extra, _) in _COLL_FIELDS.items():
             _check_field("NCCLCollConfig", name, kind, getattr(self, name), extra)
         for i, v in enumerate(self.vendor_options):
             if not isinstance(v, VendorOption):
                 raise TypeError(f"NCCLCollConfig.vendor_options[{i}] must be a VendorOption, got {type(v).__name__}")
 
 
-_COLL_FIELDS: tuple[tuple[str, str, tuple[type, ...]], ...] = (
-    ("min_ctas", _INT, ()), ("max_ctas", _INT, ()), ("nvls_ctas", _INT, ()), ("cga_cluster_size", _INT, ()),
-    ("alg_selection", _STR, ()), ("force_alg_selection", _BOOL, ()), ("cta_policy", _INT, (CTAPolicy,)),
-    ("user_profiler_tag", _INT, ()),
-)
+# The fields checked in __post_init__; launch_completion_event and vendor_options are checked where
+# they are used (src/ext/coll_config.c, whose field table maps every field to ncclCollConfig_t).
+_COLL_FIELDS = _checked_fields(NCCLCollConfig)
