@@ -15,7 +15,8 @@ library never call the bindings in the pytest process: they run code in a child 
   that runs just this snippet: for anything about the first load, or state that must not leak.
 
 Both start their children with ``child_env(**overrides)``: this process's environment without the
-variables that steer library discovery (LOADER_VARIABLES), with tests/stubs on PYTHONPATH.
+variables that steer library discovery (children.LOADER_VARIABLES), with tests/stubs on PYTHONPATH.
+Children that run one snippet and report through their output use tests/children.py directly.
 """
 
 import os
@@ -33,16 +34,13 @@ from pathlib import Path
 import pytest
 
 import artefacts
+import children
 
 TESTS = Path(__file__).resolve().parent
 STUBS = TESTS / "stubs"
 # Replies from the children may hold stubctl objects (stubctl.Call): make them unpicklable here.
 if str(STUBS) not in sys.path:
     sys.path.append(str(STUBS))
-
-# Variables that steer discovery; children start without them unless a test sets them.
-LOADER_VARIABLES = ("NCCL_LIBRARY", "ROCM_PATH", "HIP_PATH", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH",
-                    "NCCL4PY_DEV_DIR")
 
 # variant (tests/stubs/meson.build builds them): the directory/file name it is used under. The file
 # names decide the flavour the loader reports: librccl* is RCCL, and so is anything exporting an
@@ -71,16 +69,10 @@ def stub_libs(tmp_path_factory):
 
 
 def child_env(**overrides):
-    """This process's environment minus LOADER_VARIABLES, with tests/stubs on PYTHONPATH; keyword
+    """children.environment() (no LOADER_VARIABLES) with tests/stubs on PYTHONPATH; keyword
     arguments set (or, given None, remove) variables."""
-    env = {k: v for k, v in os.environ.items() if k not in LOADER_VARIABLES}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(STUBS), env.get("PYTHONPATH")]))
-    for key, value in overrides.items():
-        if value is None:
-            env.pop(key, None)
-        else:
-            env[key] = str(value)
-    return env
+    pythonpath = os.pathsep.join(filter(None, [str(STUBS), os.environ.get("PYTHONPATH")]))
+    return children.environment(**{"PYTHONPATH": pythonpath, **overrides})
 
 
 class ChildInterpreter:

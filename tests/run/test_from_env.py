@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+import children
 from nccl.core import _env
 from nccl.core import _id_exchange as X
 
@@ -690,19 +691,9 @@ _env.from_env(Recorder)
 """
 
 
-def _mpirun():
-    import shutil
-    from pathlib import Path
-
-    found = shutil.which("mpirun")
-    if found is None and (Path(sys.executable).parent / "mpirun").exists():
-        found = str(Path(sys.executable).parent / "mpirun")
-    return found
-
-
 def test_from_env_under_mpirun_broadcasts_the_id(tmp_path):
     pytest.importorskip("mpi4py")
-    mpirun = _mpirun()
+    mpirun = children.mpirun()
     if mpirun is None:
         pytest.skip("mpirun is not installed")
     s = tmp_path / "mpi_env.py"
