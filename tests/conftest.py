@@ -56,6 +56,42 @@ STUB_VARIANTS = {
 }
 
 
+# The fast tier (docs/developing.md, "Fast tier"): ./run.sh test -m "not slow" leaves out the tests
+# marked slow here. Multi-rank tests keep their 1- and 2-rank cases on the "segment" transport;
+# their 3- and 4-rank cases and the "direct" transport's repeat (test_transport.py forces each
+# transport itself) are slow. SLOW names the rest: node-id prefixes, chosen from a full run's
+# --durations=0, each a place that another fast test covers or that needs a tool run of its own.
+SLOW_RANKS = 3
+SLOW = (
+    "tests/test_docs_build.py",  # sphinx over docs/
+    "tests/test_nccl_extensions.py",  # pip installs the pinned nccl-extensions wheel
+    "tests/core/test_typing.py",  # mypy over the .pyi stubs
+    "tests/multirank/test_under_mpirun.py",  # mpirun around a pytest per rank
+    "tests/run/test_examples.py::test_example_under_mpirun",
+    "tests/run/test_from_env.py::test_from_env_under_mpirun_broadcasts_the_id",
+    # the user nobody's interpreters
+    "tests/run/test_from_env.py::test_tcp_exchange_off_this_machine_needs_a_secret",
+    "tests/run/test_from_env.py::test_tcp_exchange_serves_only_our_user",
+    "tests/run/test_from_env.py::test_from_env_serves_another_user_nothing",
+    "tests/host/test_host_engine.py::test_unused_ids_share_one_root",
+    "tests/host/test_host_engine.py::test_init_beside_a_flood",
+)
+
+
+def _slow(item):
+    if item.nodeid.startswith(SLOW):
+        return True
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    ranks = params.get("nranks", params.get("new", 0))
+    return (isinstance(ranks, int) and ranks >= SLOW_RANKS) or params.get("transport") == "direct"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if _slow(item):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def stub_libs(tmp_path_factory):
     """{variant: path} of the stub NCCL builds (STUB_VARIANTS), each copied to its file name."""
