@@ -11,6 +11,7 @@ root conftest.py lives there), so any test module can ``import children``.
   with ``check=True``, an AssertionError carrying the child's output if it did not exit 0.
 * ``last_json(proc)``: the JSON a child printed on its last line; an AssertionError with the
   child's output if it failed or printed nothing.
+* ``LAUNCH_VARIABLES``: what a launcher sets for its ranks, for tests that launch ranks themselves.
 * ``mpirun()``: mpirun on PATH or beside this interpreter (the mpich wheel installs it into the
   venv), or None.
 """
@@ -26,6 +27,8 @@ from pathlib import Path
 # Variables that steer library discovery; children start without them unless a test sets them.
 LOADER_VARIABLES = ("NCCL_LIBRARY", "ROCM_PATH", "HIP_PATH", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH",
                     "NCCL4PY_DEV_DIR")
+# Variables a launcher sets for its ranks; a test's own launch starts without them.
+LAUNCH_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "NCCL4PY_UNIQUE_ID", "MASTER_ADDR", "MASTER_PORT")
 OUTPUT_TAIL = 4000
 
 

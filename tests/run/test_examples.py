@@ -6,7 +6,6 @@ and the SUCCESS line are the test.
 """
 
 import importlib
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,11 +19,8 @@ NAMES = ["01_allreduce", "02_send_recv", "03_broadcast_allgather", "04_split", "
 
 
 def env(**extra):
-    e = {k: v for k, v in os.environ.items()
-         if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "NCCL4PY_UNIQUE_ID", "MASTER_ADDR", "MASTER_PORT")}
-    e.update(NCCL_LIBRARY="host", NCCL_HOST_TIMEOUT="60")
-    e.update(extra)
-    return e
+    return children.environment(drop=children.LAUNCH_VARIABLES, **{"NCCL_LIBRARY": "host", "NCCL_HOST_TIMEOUT": "60",
+                                                                   **extra})
 
 
 def run_example(name, nranks):

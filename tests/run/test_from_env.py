@@ -726,11 +726,8 @@ sys.exit(0 if ok else 1)
 
 
 def _env_for_children(**extra):
-    e = {k: v for k, v in os.environ.items()
-         if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "NCCL4PY_UNIQUE_ID", "MASTER_ADDR", "MASTER_PORT")}
-    e.update(NCCL_LIBRARY="host", NCCL_HOST_TIMEOUT="30")
-    e.update({k: str(v) for k, v in extra.items()})
-    return e
+    return children.environment(drop=children.LAUNCH_VARIABLES, **{"NCCL_LIBRARY": "host", "NCCL_HOST_TIMEOUT": "30",
+                                                                   **extra})
 
 
 def test_from_env_under_nccl_run(tmp_path):
