@@ -57,11 +57,11 @@ STUB_VARIANTS = {
 
 
 # The fast tier (docs/developing.md, "Fast tier"): ./run.sh test -m "not slow" leaves out the tests
-# marked slow here. Multi-rank tests keep their 1- and 2-rank cases on the "segment" transport;
-# their 3- and 4-rank cases and the "direct" transport's repeat (test_transport.py forces each
-# transport itself) are slow. SLOW names the rest: node-id prefixes, chosen from a full run's
-# --durations=0, each a place that another fast test covers or that needs a tool run of its own.
-SLOW_RANKS = 3
+# marked slow here. A test parametrized by rank count (nranks) keeps one count in the tier, 2 where
+# it has one, else its smallest; multi-rank tests keep the "segment" transport (test_transport.py
+# forces each transport itself) and test_grow.py its grows to 2 ranks. SLOW names the rest: node-id
+# prefixes, chosen from a full run's --durations=0, each a place that another fast test covers or
+# that needs a tool run of its own.
 SLOW = (
     "tests/test_docs_build.py",  # sphinx over docs/
     "tests/test_nccl_extensions.py",  # pip installs the pinned nccl-extensions wheel
@@ -78,17 +78,40 @@ SLOW = (
 )
 
 
-def _slow(item):
-    if item.nodeid.startswith(SLOW):
+def _params(item):
+    return getattr(getattr(item, "callspec", None), "params", {})
+
+
+def _rank_counts(items):
+    """{(file, function, other parameters): the rank counts it runs at} over items with nranks."""
+    counts = {}
+    for item in items:
+        params = _params(item)
+        if "nranks" in params:
+            key = (item.nodeid.split("::")[0], item.originalname,
+                   repr(sorted((k, repr(v)) for k, v in params.items() if k not in ("nranks", "transport"))))
+            counts.setdefault(key, set()).add(params["nranks"])
+            item.stash[_RANK_KEY] = key
+    return counts
+
+
+_RANK_KEY = pytest.StashKey()
+
+
+def _slow(item, counts):
+    params = _params(item)
+    if item.nodeid.startswith(SLOW) or params.get("transport") == "direct" or params.get("new", 2) > 2:
         return True
-    params = getattr(getattr(item, "callspec", None), "params", {})
-    ranks = params.get("nranks", params.get("new", 0))
-    return (isinstance(ranks, int) and ranks >= SLOW_RANKS) or params.get("transport") == "direct"
+    if _RANK_KEY in item.stash:
+        ranks = counts[item.stash[_RANK_KEY]]
+        return params["nranks"] != (2 if 2 in ranks else min(ranks))
+    return False
 
 
 def pytest_collection_modifyitems(config, items):
+    counts = _rank_counts(items)
     for item in items:
-        if _slow(item):
+        if _slow(item, counts):
             item.add_marker(pytest.mark.slow)
 
 
