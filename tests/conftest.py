@@ -15,7 +15,8 @@ library never call the bindings in the pytest process: they run code in a child 
   that runs just this snippet: for anything about the first load, or state that must not leak.
 
 Both start their children with ``child_env(**overrides)``: this process's environment without the
-variables that steer library discovery (LOADER_VARIABLES), with tests/stubs on PYTHONPATH.
+variables that steer library discovery (children.LOADER_VARIABLES), with tests/stubs on PYTHONPATH.
+Children that run one snippet and report through their output use tests/children.py directly.
 """
 
 import os
@@ -33,16 +34,13 @@ from pathlib import Path
 import pytest
 
 import artefacts
+import children
 
 TESTS = Path(__file__).resolve().parent
 STUBS = TESTS / "stubs"
 # Replies from the children may hold stubctl objects (stubctl.Call): make them unpicklable here.
 if str(STUBS) not in sys.path:
     sys.path.append(str(STUBS))
-
-# Variables that steer discovery; children start without them unless a test sets them.
-LOADER_VARIABLES = ("NCCL_LIBRARY", "ROCM_PATH", "HIP_PATH", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH",
-                    "NCCL4PY_DEV_DIR")
 
 # variant (tests/stubs/meson.build builds them): the directory/file name it is used under. The file
 # names decide the flavour the loader reports: librccl* is RCCL, and so is anything exporting an
@@ -58,6 +56,65 @@ STUB_VARIANTS = {
 }
 
 
+# The fast tier (docs/developing.md, "Fast tier"): ./run.sh test -m "not slow" leaves out the tests
+# marked slow here. A test parametrized by rank count (nranks) keeps one count in the tier, 2 where
+# it has one, else its smallest; multi-rank tests keep the "segment" transport (test_transport.py
+# forces each transport itself) and test_grow.py its grows to 2 ranks. SLOW names the rest: node-id
+# prefixes, chosen from a full run's --durations=0, each a place that another fast test covers or
+# that needs a tool run of its own.
+SLOW = (
+    "tests/test_docs_build.py",  # sphinx over docs/
+    "tests/test_nccl_extensions.py",  # pip installs the pinned nccl-extensions wheel
+    "tests/core/test_typing.py",  # mypy over the .pyi stubs
+    "tests/multirank/test_under_mpirun.py",  # mpirun around a pytest per rank
+    "tests/run/test_examples.py::test_example_under_mpirun",
+    "tests/run/test_from_env.py::test_from_env_under_mpirun_broadcasts_the_id",
+    # the user nobody's interpreters
+    "tests/run/test_from_env.py::test_tcp_exchange_off_this_machine_needs_a_secret",
+    "tests/run/test_from_env.py::test_tcp_exchange_serves_only_our_user",
+    "tests/run/test_from_env.py::test_from_env_serves_another_user_nothing",
+    "tests/host/test_host_engine.py::test_unused_ids_share_one_root",
+    "tests/host/test_host_engine.py::test_init_beside_a_flood",
+)
+
+
+def _params(item):
+    return getattr(getattr(item, "callspec", None), "params", {})
+
+
+def _rank_counts(items):
+    """{(file, function, other parameters): the rank counts it runs at} over items with nranks."""
+    counts = {}
+    for item in items:
+        params = _params(item)
+        if "nranks" in params:
+            key = (item.nodeid.split("::")[0], item.originalname,
+                   repr(sorted((k, repr(v)) for k, v in params.items() if k not in ("nranks", "transport"))))
+            counts.setdefault(key, set()).add(params["nranks"])
+            item.stash[_RANK_KEY] = key
+    return counts
+
+
+_RANK_KEY = pytest.StashKey()
+
+
+def _slow(item, counts):
+    params = _params(item)
+    if item.nodeid.startswith(SLOW) or params.get("transport") == "direct" or params.get("new", 2) > 2:
+        return True
+    if _RANK_KEY in item.stash:
+        ranks = counts[item.stash[_RANK_KEY]]
+        return params["nranks"] != (2 if 2 in ranks else min(ranks))
+    return False
+
+
+def pytest_collection_modifyitems(config, items):
+    counts = _rank_counts(items)
+    for item in items:
+        if _slow(item, counts):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def stub_libs(tmp_path_factory):
     """{variant: path} of the stub NCCL builds (STUB_VARIANTS), each copied to its file name."""
@@ -71,16 +128,10 @@ def stub_libs(tmp_path_factory):
 
 
 def child_env(**overrides):
-    """This process's environment minus LOADER_VARIABLES, with tests/stubs on PYTHONPATH; keyword
+    """children.environment() (no LOADER_VARIABLES) with tests/stubs on PYTHONPATH; keyword
     arguments set (or, given None, remove) variables."""
-    env = {k: v for k, v in os.environ.items() if k not in LOADER_VARIABLES}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(STUBS), env.get("PYTHONPATH")]))
-    for key, value in overrides.items():
-        if value is None:
-            env.pop(key, None)
-        else:
-            env[key] = str(value)
-    return env
+    pythonpath = os.pathsep.join(filter(None, [str(STUBS), os.environ.get("PYTHONPATH")]))
+    return children.environment(**{"PYTHONPATH": pythonpath, **overrides})
 
 
 class ChildInterpreter:

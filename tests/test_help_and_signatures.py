@@ -6,12 +6,11 @@ attributes. The modules' own public lists (``__all__``, or the names without a l
 underscore) are the source of what is public, so a name added later is checked too.
 """
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
+
+import children
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -75,9 +74,7 @@ _WALK = textwrap.dedent(
 
 
 def test_every_public_callable_has_a_signature_and_a_docstring():
-    out = subprocess.run([sys.executable, "-c", _WALK], capture_output=True, text=True, timeout=100)
-    assert out.returncode == 0, out.stderr
-    report = json.loads(out.stdout.strip().splitlines()[-1])
+    report = children.last_json(children.run_python(_WALK, timeout=100))
     assert report["checked"] > 300, report  # the walk reached every module
     assert report["problems"] == []
 
@@ -94,8 +91,7 @@ def test_classmethods_keep_their_docstring_once_bound():
         print(inspect.signature(C().shrink))  # a null communicator: nothing is loaded
         """
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
+    out = children.run_python(code, check_exit=True)
     lines = out.stdout.splitlines()
     assert lines[0] == "True True True"
     assert lines[1] == "(*, config=None, timeout=None, environ=None)"
@@ -113,8 +109,7 @@ def test_struct_classes_document_the_c_struct_and_its_members():
         print(nb.UniqueId.internal.__doc__)
         """
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
+    out = children.run_python(code, check_exit=True)
     assert out.stdout.splitlines() == [
         "()",
         "Communicator configuration for comm_init_rank_config, comm_split and comm_shrink.",

@@ -7,10 +7,11 @@ merges with ``nccl.*`` portions on other path entries, as upstream's namespace p
 
 import importlib
 import os
-import subprocess
 import sys
 
 import pytest
+
+import children
 from upstream_modules_0_6 import COMPILED, MODULES, NAMESPACE_PACKAGES
 from upstream_names_0_6 import CLASSES, ENUMS, FUNCTIONS, VALUES
 
@@ -93,8 +94,8 @@ def test_subpackages_are_regular_as_upstream():
 
 
 def _run(code, pythonpath):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(pythonpath))
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    return children.run_python(code, env=children.environment(drop=(), PYTHONPATH=os.pathsep.join(pythonpath)),
+                               timeout=120)
 
 
 def test_namespace_portion_on_pythonpath_merges(tmp_path):

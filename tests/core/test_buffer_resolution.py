@@ -5,7 +5,6 @@ flavour (the host backend, and the stub NCCL, which reports itself as NCCL so ho
 refused), resolves every case once and sends back {case: outcome}; each test reads its cases.
 """
 
-import os
 import pickle
 import subprocess
 import sys
@@ -14,17 +13,15 @@ from pathlib import Path
 
 import pytest
 
+import children
 pytest.importorskip("numpy")
 pytest.importorskip("ml_dtypes")
 
 PROBE = Path(__file__).with_name("_buffer_probe.py")
-LOADER_VARIABLES = ("NCCL_LIBRARY", "ROCM_PATH", "HIP_PATH", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH",
-                    "NCCL4PY_DEV_DIR")
 
 
 def run_probe(library, **env):
-    child = {k: v for k, v in os.environ.items() if k not in LOADER_VARIABLES}
-    child.update(NCCL_LIBRARY=str(library), **env)
+    child = children.environment(NCCL_LIBRARY=library, **env)
     proc = subprocess.run([sys.executable, str(PROBE)], env=child, capture_output=True, timeout=300,
                           cwd=tempfile.gettempdir())
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")

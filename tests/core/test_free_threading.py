@@ -18,18 +18,16 @@ from pathlib import Path
 
 import pytest
 
+import children
 pytest.importorskip("numpy")
 
 CHILD = Path(__file__).with_name("_free_threading_child.py")
-LOADER_VARIABLES = ("NCCL_LIBRARY", "ROCM_PATH", "HIP_PATH", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH",
-                    "NCCL4PY_DEV_DIR")
 FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 NTHREADS = 8
 
 
 def run_child(scenario, nthreads=NTHREADS, iterations=200):
-    env = {k: v for k, v in os.environ.items() if k not in LOADER_VARIABLES}
-    env.update(NCCL_LIBRARY="host", NCCL_HOST_TIMEOUT="30")
+    env = children.environment(NCCL_LIBRARY="host", NCCL_HOST_TIMEOUT="30")
     proc = subprocess.run([sys.executable, str(CHILD), scenario, str(nthreads), str(iterations)],
                           env=env, capture_output=True, text=True, timeout=270, cwd=tempfile.gettempdir())
     assert proc.returncode == 0, f"child exited with {proc.returncode}:\n{proc.stderr[-4000:]}"
@@ -44,13 +42,11 @@ def run_child(scenario, nthreads=NTHREADS, iterations=200):
 @pytest.mark.timeout(300)
 @pytest.mark.skipif(not FREE_THREADED, reason="needs a free-threaded CPython build")
 def test_importing_the_package_keeps_the_gil_off():
-    env = {k: v for k, v in os.environ.items() if k not in LOADER_VARIABLES + ("PYTHON_GIL",)}
-    env.update(NCCL_LIBRARY="host")
+    env = children.environment(drop=children.LOADER_VARIABLES + ("PYTHON_GIL",), NCCL_LIBRARY="host")
     code = ("import sys, warnings; warnings.simplefilter('error'); "
             "import nccl._ext, nccl.core, nccl.bindings.nccl, nccl.bindings.rocm_extensions; "
             "nccl.core.get_unique_id(); print(sys._is_gil_enabled())")
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=270,
-                          cwd=tempfile.gettempdir())
+    proc = children.run_python(code, env=env, timeout=270, cwd=tempfile.gettempdir())
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert proc.stdout.strip() == "False"
 

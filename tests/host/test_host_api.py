@@ -4,15 +4,13 @@ API over the tunables, ncclCommQueryProperties by the caller's size and version,
 arithmetic, ncclSetEncryption, and the refusals that `python -m nccl doctor` lists."""
 
 import json
-import os
 import re
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+import children
 import nccl
 
 LIB = Path(nccl.__file__).resolve().parent / "_lib" / "libnccl-host.so"
@@ -47,11 +45,8 @@ def coll_config(**fields):
 
 
 def run(code, **env):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("NCCL")}
-    e.update({k: str(v) for k, v in env.items()})
-    r = subprocess.run([sys.executable, "-c", PRELUDE + code], capture_output=True, text=True, env=e, timeout=100)
-    assert r.returncode == 0, r.stderr
-    return r.stdout
+    e = children.environment(drop=(), drop_prefix="NCCL", **env)
+    return children.run_python(PRELUDE + code, env=e, timeout=100, check_exit=True).stdout
 
 
 def result(code, pre="", **env):

@@ -2,15 +2,12 @@
 thread driving every rank inside a group, and a nonblocking parent (the multi-process cases are
 tests/multirank/test_grow.py)."""
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+import children
 import nccl
 
 LIB = Path(nccl.__file__).resolve().parent / "_lib" / "libnccl-host.so"
@@ -49,12 +46,9 @@ def size_rank(c):
 
 
 def result(code, **env):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("NCCL")}
-    e.update({"NCCL_HOST_TIMEOUT": "20", **{k: str(v) for k, v in env.items()}})
-    r = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code) + "\nprint(json.dumps(result))\n"],
-                       capture_output=True, text=True, env=e, timeout=100)
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout.splitlines()[-1])
+    e = children.environment(drop=(), drop_prefix="NCCL", **{"NCCL_HOST_TIMEOUT": "20", **env})
+    proc = children.run_python(PRELUDE + textwrap.dedent(code) + "\nprint(json.dumps(result))\n", env=e, timeout=100)
+    return children.last_json(proc)
 
 
 def test_grow_in_a_group_driven_by_one_thread():

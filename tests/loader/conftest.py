@@ -2,17 +2,13 @@
 C test artefacts: tests/loader/meson.build, tests/artefacts.py), and a runner that executes a
 snippet in a fresh interpreter (the loaded library is process-wide, so each scenario needs one)."""
 
-import json
-import os
 import shutil
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 import artefacts
+import children
 
 
 MINI_LIBS = ("nccl", "rccl", "rccl_other", "not_nccl", "init_2_13", "init_2_22", "init_2_23")
@@ -74,17 +70,9 @@ def no_gpu_dev(tmp_path):
 def _run_py(code, env_extra=None, drop=(), expect_ok=True):
     """Runs code in a fresh interpreter with a controlled loader environment; returns the JSON the
     snippet prints on its last line (or the CompletedProcess when expect_ok is False)."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("NCCL_LIBRARY", "ROCM_PATH", "HIP_PATH", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH",
-                        "NCCL4PY_DEV_DIR", "LD_LIBRARY_PATH") and k not in drop}
-    env.update({k: str(v) for k, v in (env_extra or {}).items()})
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
-                          timeout=60)
-    if not expect_ok:
-        return proc
-    if proc.returncode != 0:
-        raise AssertionError(f"snippet failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    env = children.environment(drop=(*children.LOADER_VARIABLES, "LD_LIBRARY_PATH", *drop), **(env_extra or {}))
+    proc = children.run_python(code, env=env, timeout=60)
+    return children.last_json(proc, "the snippet") if expect_ok else proc
 
 
 @pytest.fixture

@@ -3,12 +3,11 @@ error strings, unique ids, the no-GPU failure path, and which ABI rows it export
 
 import importlib.metadata
 import importlib.util
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+import children
 
 from nccl._enums import Result
 
@@ -64,11 +63,8 @@ info = nccl.get_version().nccl
 out["libinfo"] = [str(info.version), str(info.cuda_variant), str(info.path), info.flavour]
 print(json.dumps(out))
 """
-    env = {k: v for k, v in os.environ.items() if k != "NCCL4PY_DEV_DIR"}
-    env["NCCL_LIBRARY"] = str(LIB)
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    env = children.environment(drop=("NCCL4PY_DEV_DIR",), NCCL_LIBRARY=LIB)
+    return children.last_json(children.run_python(code, env=env, timeout=120))
 
 
 def test_version_matches_the_wheel(real):
@@ -110,10 +106,7 @@ def test_discovery_finds_the_wheel_on_a_gpu_machine(tmp_path):
     dev = tmp_path / "dev"
     dev.mkdir()
     (dev / "nvidia0").touch()
-    env = {k: v for k, v in os.environ.items() if k not in ("NCCL_LIBRARY", "ROCM_PATH", "HIP_PATH")}
-    env["NCCL4PY_DEV_DIR"] = str(dev)
-    proc = subprocess.run([sys.executable, "-c",
-                           "import nccl.bindings.nccl as n; print(n.get_library_path()); print(n.get_library_flavour())"],
-                          env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    env = children.environment(drop=("NCCL_LIBRARY", "ROCM_PATH", "HIP_PATH"), NCCL4PY_DEV_DIR=dev)
+    proc = children.run_python("import nccl.bindings.nccl as n; print(n.get_library_path()); print(n.get_library_flavour())",
+                               env=env, timeout=120, check_exit=True)
     assert proc.stdout.split() == [str(LIB.resolve()), "nccl"]

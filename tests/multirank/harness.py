@@ -180,6 +180,25 @@ def launch(nranks, target, timeout=60, env=None, params=None, expect_death=(), i
     return results
 
 
+def assert_clean(results, agree=()):
+    """The ranks' verdict: every rank that finished reported no failure in value["failures"]
+    (ranks that died, which launch() allows only under expect_death, report nothing); the
+    outputs hashed in value["digest"], when the first rank reports one, are the same on every
+    rank, and so is value[key] for each key in agree (which every rank must report). Returns
+    results."""
+    done = [r for r in results if r.value is not None or r.returncode == 0]
+    failures = [f for r in done for f in r.value["failures"]]
+    assert not failures, "\n".join(failures[:60])
+    keys = list(agree)
+    if done and "digest" in done[0].value and "digest" not in keys:
+        keys.insert(0, "digest")
+    for key in keys:
+        seen = [r.value[key] for r in done]
+        what = "bit for bit" if key == "digest" else f"on {key}"
+        assert len(set(seen)) == 1, f"ranks disagree {what}: {seen}"
+    return results
+
+
 def _kill(p):
     try:
         os.killpg(p.pid, signal.SIGKILL)

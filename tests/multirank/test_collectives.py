@@ -7,15 +7,13 @@ must share are hashed so the ranks can be compared with each other.
 
 import pytest
 
+import harness  # tests/multirank is on sys.path (conftest.py)
+
 RANKS = [1, 2, 3, 4]
 
 
 def _check(results):
-    failures = [f for r in results for f in r.value["failures"]]
-    assert not failures, "\n".join(failures[:60])
-    digests = {r.value["digest"] for r in results}
-    assert len(digests) == 1, f"ranks disagree bit for bit: {[r.value['digest'] for r in results]}"
-    assert all(r.value["ncalls"] == results[0].value["ncalls"] for r in results)
+    return harness.assert_clean(results, agree=("digest", "ncalls"))
 
 
 @pytest.mark.timeout(120)

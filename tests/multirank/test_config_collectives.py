@@ -4,13 +4,14 @@ an invalid config is refused with the library's NCCLInvalidArgument on every ran
 
 import pytest
 
+import harness  # tests/multirank is on sys.path (conftest.py)
+
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("nranks", [1, 2, 3, 4])
 def test_config_collectives(run_ranks, nranks):
     results = run_ranks(nranks, "ranks_config:config_collectives", timeout=90)
-    failures = [f for res in results for f in res.value["failures"]]
-    assert not failures, "\n".join(failures[:60])
+    harness.assert_clean(results)
     for res in results:
         kind, message, untouched = res.value["refused"]
         assert kind == "NCCLInvalidArgument" and untouched

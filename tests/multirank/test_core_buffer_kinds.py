@@ -3,21 +3,17 @@ every method, at 1-4 ranks on the host backend (rank logic in ranks_core_buffers
 
 import pytest
 
-
-def _clean(results):
-    failures = [f for r in results for f in r.value["failures"]]
-    assert not failures, "\n".join(failures[:60])
-    return results
+import harness  # tests/multirank is on sys.path (conftest.py)
 
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("nranks", [1, 2, 3, 4])
 def test_every_method_on_every_buffer_kind(run_ranks, nranks):
-    results = _clean(run_ranks(nranks, "ranks_core_buffers:every_method", timeout=100, init=False))
+    results = harness.assert_clean(run_ranks(nranks, "ranks_core_buffers:every_method", timeout=100, init=False))
     assert {"numpy", "memoryview", "dlpack"} <= set(results[0].value["kinds"])
 
 
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("nranks", [1, 2])
 def test_reference_counts_over_every_method(run_ranks, nranks):
-    _clean(run_ranks(nranks, "ranks_core_buffers:refcounts_every_method", timeout=160, init=False))
+    harness.assert_clean(run_ranks(nranks, "ranks_core_buffers:refcounts_every_method", timeout=160, init=False))

@@ -3,14 +3,13 @@ backend, with numpy arrays, against numpy references (rank side: ranks_core.py).
 
 import pytest
 
+import harness  # tests/multirank is on sys.path (conftest.py)
+
 RANKS = [1, 2, 3, 4]
 
 
 def _check(results):
-    failures = [f for r in results for f in r.value["failures"]]
-    assert not failures, "\n".join(failures[:60])
-    assert all(r.value["ncalls"] == results[0].value["ncalls"] for r in results)
-    return results
+    return harness.assert_clean(results, agree=("ncalls",))
 
 
 @pytest.mark.timeout(180)

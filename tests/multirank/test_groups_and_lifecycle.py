@@ -7,52 +7,47 @@ launches its ranks with run_ranks, and the autouse fixture of conftest.py checks
 
 import pytest
 
+import harness  # tests/multirank is on sys.path (conftest.py)
+
 RANKS = [1, 2, 3, 4]
-
-
-def _clean(results):
-    failures = [f for r in results for f in r.value["failures"]]
-    assert not failures, "\n".join(failures[:60])
-    if "digest" in results[0].value:
-        assert len({r.value["digest"] for r in results}) == 1, "ranks disagree bit for bit"
 
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("nranks", RANKS)
 def test_mixed_collectives_in_one_nested_group(run_ranks, nranks):
-    _clean(run_ranks(nranks, "ranks_groups:mixed_group", timeout=45))
+    harness.assert_clean(run_ranks(nranks, "ranks_groups:mixed_group", timeout=45))
 
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("nranks", [1, 3, 4])
 def test_send_recv_all_pairs_and_ordering_across_groups(run_ranks, nranks):
-    _clean(run_ranks(nranks, "ranks_groups:p2p_all_pairs", timeout=45))
+    harness.assert_clean(run_ranks(nranks, "ranks_groups:p2p_all_pairs", timeout=45))
 
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("nranks", [1, 2])
 def test_error_inside_group_discards_the_group(run_ranks, nranks):
-    _clean(run_ranks(nranks, "ranks_groups:group_error_discards", timeout=45))
+    harness.assert_clean(run_ranks(nranks, "ranks_groups:group_error_discards", timeout=45))
 
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("ndev", [2, 3])
 def test_comm_init_all_driven_by_one_thread(run_ranks, ndev):
     """Threads-as-ranks in one process (a subprocess, so the test process stays clean)."""
-    _clean(run_ranks(1, "ranks_groups:init_all_one_thread", timeout=45, init=False,
+    harness.assert_clean(run_ranks(1, "ranks_groups:init_all_one_thread", timeout=45, init=False,
                      params={"ndev": ndev}))
 
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("nranks", RANKS)
 def test_comm_split_colour_key_and_nocolor(run_ranks, nranks):
-    _clean(run_ranks(nranks, "ranks_groups:split", timeout=45))
+    harness.assert_clean(run_ranks(nranks, "ranks_groups:split", timeout=45))
 
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("nranks", [1, 2, 3])
 def test_premulsum_per_rank_scalars(run_ranks, nranks):
-    _clean(run_ranks(nranks, "ranks_groups:premulsum", timeout=45))
+    harness.assert_clean(run_ranks(nranks, "ranks_groups:premulsum", timeout=45))
 
 
 @pytest.mark.timeout(60)
@@ -109,19 +104,19 @@ def test_abort_from_another_thread_unblocks_a_stuck_rank(run_ranks, nranks):
 def test_shrink_default_then_abort_mode_after_a_death(run_ranks, nranks):
     dead = {nranks - 2} if nranks >= 3 else set()
     results = run_ranks(nranks, "ranks_groups:shrink", timeout=45, expect_death=dead)
-    _clean([r for r in results if r.rank not in dead])
+    harness.assert_clean([r for r in results if r.rank not in dead])
 
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("nranks", [1, 3])
 def test_nonblocking_init_and_collective(run_ranks, nranks):
-    _clean(run_ranks(nranks, "ranks_groups:nonblocking_init", timeout=45, init=False))
+    harness.assert_clean(run_ranks(nranks, "ranks_groups:nonblocking_init", timeout=45, init=False))
 
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("nranks", [1, 2])
 def test_bad_arguments_raise_and_leave_the_comm_in_step(run_ranks, nranks):
-    _clean(run_ranks(nranks, "ranks_groups:bad_arguments", timeout=45))
+    harness.assert_clean(run_ranks(nranks, "ranks_groups:bad_arguments", timeout=45))
 
 
 @pytest.mark.timeout(60)
@@ -129,4 +124,4 @@ def test_bad_arguments_raise_and_leave_the_comm_in_step(run_ranks, nranks):
 def test_short_creation_forms_return_comm_objects(run_ranks, nranks):
     """comm_init_rank/comm_split in their short forms on the host backend: Comm objects, a split
     inside a group filled at its end, the 0.3.1 form into a Comm's handle_ptr."""
-    _clean(run_ranks(nranks, "ranks_handles:short_forms", timeout=45, init=False))
+    harness.assert_clean(run_ranks(nranks, "ranks_handles:short_forms", timeout=45, init=False))

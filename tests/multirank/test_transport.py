@@ -12,6 +12,8 @@ import re
 
 import pytest
 
+import harness  # tests/multirank is on sys.path (conftest.py)
+
 DEBUG = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT"}
 
 
@@ -106,8 +108,7 @@ def test_guard_pages(run_ranks, nranks, direct):
                     env=dict(DEBUG, NCCL_HOST_DIRECT=direct))
     if direct == "1":
         skip_unless_direct(res)
-    failures = [f for r in res for f in r.value["failures"]]
-    assert not failures, "\n".join(failures)
+    harness.assert_clean(res)
 
 
 @pytest.mark.timeout(90)

@@ -2,28 +2,22 @@
 MPI path runs in CI and not only at one rank inside this pytest process."""
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import children
 import harness  # tests/multirank is on sys.path (conftest.py)
 
 HERE = Path(__file__).resolve().parent
 
 
-def _mpirun():
-    found = shutil.which("mpirun")
-    beside = Path(sys.executable).parent / "mpirun"
-    return found or (str(beside) if beside.exists() else None)
-
-
 @pytest.mark.timeout(300)
 def test_mpi_checks_at_two_ranks(transport):
     pytest.importorskip("mpi4py", reason="mpi4py is not installed")
-    mpirun = _mpirun()
+    mpirun = children.mpirun()
     if mpirun is None:
         pytest.skip("no mpirun (install the mpich wheel)")
     env = dict(os.environ, NCCL_LIBRARY="host", NCCL_HOST_TIMEOUT="30", NCCL_HOST_DIRECT=harness.TRANSPORTS[transport])

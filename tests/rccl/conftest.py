@@ -14,12 +14,12 @@ check runs in a child interpreter started under that prefix's dynamic loader
 
 import os
 import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 from rccl_calls import decode, fetch_rccl
+
+import children
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,11 +55,6 @@ class Prefix:
     def __repr__(self):
         return f"<RCCL {self.rccl_version} ({self.suite}) at {self.prefix}>"
 
-    def command(self, *args, libdir=None):
-        """The interpreter under this prefix's loader, searching libdir (default: the prefix's)."""
-        return [str(self.prefix / fetch_rccl.LDSO), "--library-path", str(libdir or self.libdir), sys.executable,
-                *args]
-
     def view(self, directory, keep):
         """A directory of links to the entries of the prefix's library directory for which
         keep(name) is true: the same libraries with some taken away (a development symlink, a
@@ -72,19 +67,13 @@ class Prefix:
         return directory
 
     def env(self, extra=None):
-        env = {k: v for k, v in os.environ.items() if k not in DROPPED}
-        env["NCCL_LIBRARY"] = self.soname_path
-        for k, v in (extra or {}).items():
-            if v is None:
-                env.pop(k, None)
-            else:
-                env[k] = str(v)
-        return env
+        return children.environment(drop=DROPPED, **{"NCCL_LIBRARY": self.soname_path, **(extra or {})})
 
     def run(self, code, env=None, args=(), timeout=CHILD_TIMEOUT, libdir=None):
-        """Runs code under this prefix's loader; returns the CompletedProcess."""
-        return subprocess.run(self.command("-c", textwrap.dedent(code), *args, libdir=libdir), env=self.env(env),
-                              capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+        """Runs code under this prefix's loader, searching libdir (default: the prefix's);
+        returns the CompletedProcess."""
+        loader = [self.prefix / fetch_rccl.LDSO, "--library-path", libdir or self.libdir]
+        return children.run_python(code, env=self.env(env), args=args, timeout=timeout, cwd=ROOT, launcher=loader)
 
     def json(self, code, env=None, args=(), libdir=None):
         """Runs code that prints JSON on its last line; returns it. Any other ending fails the test,

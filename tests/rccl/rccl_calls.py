@@ -13,11 +13,12 @@ CHILD_PRELUDE is prepended to the snippets the tests run under a prefix's loader
 """
 
 import importlib.util
-import json
 import sys
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+import children
 
 # tools/fetch_rccl.py as a module: the tests find prefixes with its own cache and manifest code.
 # Its folder goes on sys.path for what it imports from there (debian_apt).
@@ -30,14 +31,8 @@ _spec.loader.exec_module(fetch_rccl)
 
 
 def decode(proc, prefix):
-    if proc.returncode != 0:
-        how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit status {proc.returncode}"
-        raise AssertionError(f"the child under {prefix} ended with {how}\n--- stdout\n{proc.stdout}"
-                             f"\n--- stderr\n{proc.stderr[-4000:]}")
-    lines = proc.stdout.strip().splitlines()
-    if not lines:
-        raise AssertionError(f"the child under {prefix} printed nothing\n--- stderr\n{proc.stderr[-4000:]}")
-    return json.loads(lines[-1])
+    """The JSON a child under prefix printed last (children.last_json)."""
+    return children.last_json(proc, f"the child under {prefix}")
 
 
 def run_many(prefix, jobs, workers=4):

@@ -2,20 +2,18 @@
 the host backend with #wrong == 0 read from the JSON, the table, and the plot (matplotlib)."""
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
+import children
+
 from nccl import bench
 
 
 def env():
-    e = {k: v for k, v in os.environ.items()
-         if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "NCCL4PY_UNIQUE_ID", "MASTER_ADDR", "MASTER_PORT")}
-    e.update(NCCL_LIBRARY="host", NCCL_HOST_TIMEOUT="60")
-    return e
+    return children.environment(drop=children.LAUNCH_VARIABLES, NCCL_LIBRARY="host", NCCL_HOST_TIMEOUT="60")
 
 
 def bench_cli(*args, nranks=None, timeout=300):

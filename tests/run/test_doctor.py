@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+import children
+
 SNIPPET = """
 import contextlib, io
 from nccl import _doctor
@@ -225,8 +227,7 @@ def test_no_library(fresh_python, tmp_path):
 
 
 def _cli(*args, **env):
-    e = {k: v for k, v in os.environ.items() if k != "NCCL_LIBRARY"}
-    e.update(env)
+    e = children.environment(drop=("NCCL_LIBRARY",), **env)
     return subprocess.run([sys.executable, "-m", "nccl", *args], env=e, capture_output=True, text=True, timeout=60)
 
 

@@ -6,24 +6,21 @@ and the SUCCESS line are the test.
 """
 
 import importlib
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import children
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "01_basic"
 NAMES = ["01_allreduce", "02_send_recv", "03_broadcast_allgather", "04_split", "05_nonblocking_init"]
 
 
 def env(**extra):
-    e = {k: v for k, v in os.environ.items()
-         if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "NCCL4PY_UNIQUE_ID", "MASTER_ADDR", "MASTER_PORT")}
-    e.update(NCCL_LIBRARY="host", NCCL_HOST_TIMEOUT="60")
-    e.update(extra)
-    return e
+    return children.environment(drop=children.LAUNCH_VARIABLES, **{"NCCL_LIBRARY": "host", "NCCL_HOST_TIMEOUT": "60",
+                                                                   **extra})
 
 
 def run_example(name, nranks):
@@ -56,16 +53,8 @@ def test_send_recv_needs_two_ranks():
     assert r.returncode == 1 and "needs at least 2 ranks" in r.stdout
 
 
-def _mpirun():
-    """mpirun on PATH, or beside this interpreter (the mpich wheel installs it into the venv)."""
-    found = shutil.which("mpirun")
-    if found is None and (Path(sys.executable).parent / "mpirun").exists():
-        found = str(Path(sys.executable).parent / "mpirun")
-    return found
-
-
 def _mpi_ready():
-    if _mpirun() is None:
+    if children.mpirun() is None:
         return False
     try:
         importlib.import_module("mpi4py")
@@ -77,7 +66,7 @@ def _mpi_ready():
 @pytest.mark.skipif(not _mpi_ready(), reason="needs mpirun and mpi4py")
 @pytest.mark.parametrize("name", NAMES)
 def test_example_under_mpirun(name):
-    r = subprocess.run([_mpirun(), "-n", "2", sys.executable, str(EXAMPLES / f"{name}.py")], env=env(),
+    r = subprocess.run([children.mpirun(), "-n", "2", sys.executable, str(EXAMPLES / f"{name}.py")], env=env(),
                        capture_output=True, text=True, timeout=300)
     # the exit status is the verdict: mpirun may interleave the ranks' output inside a line
     assert r.returncode == 0, r.stdout + r.stderr

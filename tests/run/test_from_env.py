@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+import children
 from nccl.core import _env
 from nccl.core import _id_exchange as X
 
@@ -690,19 +691,9 @@ _env.from_env(Recorder)
 """
 
 
-def _mpirun():
-    import shutil
-    from pathlib import Path
-
-    found = shutil.which("mpirun")
-    if found is None and (Path(sys.executable).parent / "mpirun").exists():
-        found = str(Path(sys.executable).parent / "mpirun")
-    return found
-
-
 def test_from_env_under_mpirun_broadcasts_the_id(tmp_path):
     pytest.importorskip("mpi4py")
-    mpirun = _mpirun()
+    mpirun = children.mpirun()
     if mpirun is None:
         pytest.skip("mpirun is not installed")
     s = tmp_path / "mpi_env.py"
@@ -735,11 +726,8 @@ sys.exit(0 if ok else 1)
 
 
 def _env_for_children(**extra):
-    e = {k: v for k, v in os.environ.items()
-         if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "NCCL4PY_UNIQUE_ID", "MASTER_ADDR", "MASTER_PORT")}
-    e.update(NCCL_LIBRARY="host", NCCL_HOST_TIMEOUT="30")
-    e.update({k: str(v) for k, v in extra.items()})
-    return e
+    return children.environment(drop=children.LAUNCH_VARIABLES, **{"NCCL_LIBRARY": "host", "NCCL_HOST_TIMEOUT": "30",
+                                                                   **extra})
 
 
 def test_from_env_under_nccl_run(tmp_path):

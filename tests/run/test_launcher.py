@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
+import children
 from nccl import run as launcher
 
 # Variables that steer library discovery: the launcher's children start without them.
-LOADER_VARIABLES = ("NCCL_LIBRARY", "ROCM_PATH", "HIP_PATH", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH",
-                    "NCCL4PY_DEV_DIR", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-                    launcher.UNIQUE_ID_VARIABLE)
+LOADER_VARIABLES = children.LOADER_VARIABLES + ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                                                launcher.UNIQUE_ID_VARIABLE)
 
 ALLREDUCE = """
 import os, sys
@@ -57,14 +57,8 @@ print("ready", flush=True)
 
 
 def env(**overrides):
-    e = {k: v for k, v in os.environ.items() if k not in LOADER_VARIABLES}
-    e.setdefault("NCCL_HOST_TIMEOUT", "30")
-    for k, v in overrides.items():
-        if v is None:
-            e.pop(k, None)
-        else:
-            e[k] = str(v)
-    return e
+    return children.environment(drop=LOADER_VARIABLES,
+                                **{"NCCL_HOST_TIMEOUT": os.environ.get("NCCL_HOST_TIMEOUT", "30"), **overrides})
 
 
 def script(tmp_path, text, name="rank.py"):

@@ -11,14 +11,12 @@ interpreter (``run_python``).
 """
 
 import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 import artefacts
+import children
 
 ROOT = Path(__file__).resolve().parents[2]
 HIP_SRC = ROOT / "src" / "hip"
@@ -91,16 +89,7 @@ def run_python(tmp_path):
     selected; fails the test on a nonzero exit unless check=False. Returns the CompletedProcess."""
 
     def run(code, env=None, unset=(), check=True, timeout=120):
-        environment = dict(os.environ)
-        for name in unset:
-            environment.pop(name, None)
-        environment.update(env or {})
-        script = tmp_path / "child.py"
-        script.write_text(textwrap.dedent(code))
-        result = subprocess.run([sys.executable, str(script)], env=environment, capture_output=True,
-                                text=True, timeout=timeout, cwd=str(tmp_path))
-        if check and result.returncode != 0:
-            pytest.fail(f"child exited with {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}")
-        return result
+        environment = children.environment(drop=unset, **(env or {}))
+        return children.run_python(code, env=environment, timeout=timeout, cwd=tmp_path, check_exit=check)
 
     return run
