@@ -40,6 +40,14 @@ def pytest_configure(config):
     os.environ.setdefault("STUB_HIP_DEVICE_COUNT", "2")
 
 
+@pytest.fixture(autouse=True)
+def no_library_choice(monkeypatch):
+    """The shim's in-process tests run on the stub HIP runtime: NCCL_LIBRARY=host (which
+    tests/multirank/conftest.py sets for the whole process when the suite runs together) would make
+    the shim's first runtime call take the host backend instead (docs/architecture.md#what-backs-the-shim)."""
+    monkeypatch.delenv("NCCL_LIBRARY", raising=False)
+
+
 @pytest.fixture(scope="session")
 def stub_path():
     return stub_library()
