@@ -23,7 +23,7 @@ static const struct {
     [NX_LAZY_NUM_DEVICES] = {"get_num_devices", "nccl.core"},
     [NX_LAZY_WAIT_SIGNAL] = {"WaitSignalDesc", "nccl.core"},
     [NX_LAZY_GIN_TYPE] = {"NcclGinType", "nccl.core"},
-    [NX_LAZY_NUMPY] = {"numpy", "nccl.core"},
+    [NX_LAZY_NUMPY] = {"numpy", "nccl.core or nccl.bindings.nccl"},
     [NX_LAZY_COLL_CONFIG] = {"NCCLCollConfig", "nccl.core"},
     [NX_LAZY_GET_EVENT_PTR] = {"get_event_ptr", "nccl.core"},
     [NX_LAZY_TEAM] = {"NCCLTeam", "nccl.core"},

@@ -12,6 +12,7 @@ import numpy as np
 
 import nccl._ext as E
 import nccl.bindings.nccl as b
+import nccl.core  # noqa: F401  (registers the Python classes E.Communicator hands back)
 from nccl._errors import NcclInvalid
 
 SUM, PROD, MAX, MIN, AVG = b.RedOp.Sum, b.RedOp.Prod, b.RedOp.Max, b.RedOp.Min, b.RedOp.Avg

@@ -116,8 +116,9 @@ def _make_dtypes():
 
 
 globals().update(_make_dtypes())
-# The creation functions run it on a 1-rank communicator (nccl.core registers it too).
-_ext._register(check_one_rank=_check_one_rank)
+# The creation functions run check_one_rank on a 1-rank communicator; numpy serves the scalar of
+# create_pre_mul_sum. nccl.core registers both too: either import is enough.
+_ext._register(check_one_rank=_check_one_rank, numpy=_np)
 
 __all__ = sorted(
     [name for name in globals() if not name.startswith("_") and name != "annotations"]
