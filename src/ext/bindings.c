@@ -244,6 +244,26 @@ done:
     return out;
 }
 
+/* abi.h's NCCL_ABI_NOT_WRAPPED rows, the entry points with no binding on purpose, as a tuple in row
+ * order: _ext._NOT_WRAPPED, which nccl.bindings.nccl exports and `python -m nccl doctor` lists. */
+#define NX_ROW_NAME(name, ...) #name,
+static const char *const not_wrapped_rows[] = {NCCL_ABI_NOT_WRAPPED(NX_ROW_NAME)};
+#undef NX_ROW_NAME
+
+static PyObject *not_wrapped_names(void)
+{
+    const Py_ssize_t n = (Py_ssize_t)(sizeof not_wrapped_rows / sizeof not_wrapped_rows[0]);
+    PyObject *out = PyTuple_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        PyObject *name = PyUnicode_FromString(not_wrapped_rows[i]);
+        if (name == NULL)
+            Py_CLEAR(out);
+        else
+            PyTuple_SET_ITEM(out, i, name);
+    }
+    return out;
+}
+
 int nx_bindings_setup(PyObject *module, nx_state *st)
 {
     (void)st;
@@ -252,18 +272,20 @@ int nx_bindings_setup(PyObject *module, nx_state *st)
                              nx_bindings_collective_methods, nx_bindings_window_methods, nx_bindings_config_methods,
                              nx_bindings_team_methods, nx_bindings_param_methods, nx_rocm_extension_methods};
     const size_t n = sizeof tables / sizeof tables[0];
-    PyObject *nccl = NULL, *rccl = NULL;
+    PyObject *nccl = NULL, *rccl = NULL, *not_wrapped = NULL;
     int rc = -1;
     for (size_t i = 0; i < n; i++)
         if (PyModule_AddFunctions(module, tables[i]) < 0)
             goto done;
     if ((nccl = public_names(tables, n - 1)) == NULL || (rccl = public_names(&tables[n - 1], 1)) == NULL ||
         PyModule_AddObjectRef(module, "_NCCL_BINDINGS", nccl) < 0 ||
-        PyModule_AddObjectRef(module, "_RCCL_BINDINGS", rccl) < 0)
+        PyModule_AddObjectRef(module, "_RCCL_BINDINGS", rccl) < 0 || (not_wrapped = not_wrapped_names()) == NULL ||
+        PyModule_AddObjectRef(module, "_NOT_WRAPPED", not_wrapped) < 0)
         goto done;
     rc = 0;
 done:
     Py_XDECREF(nccl);
     Py_XDECREF(rccl);
+    Py_XDECREF(not_wrapped);
     return rc;
 }

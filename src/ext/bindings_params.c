@@ -6,9 +6,9 @@
  *
  * The handle-based parameter reads of the same release (ncclParamBind, ncclParamGet and the typed
  * ncclParamGetI8 ... ncclParamGetStr) have no nccl4py name and are not wrapped: the key-based
- * param_get_parameter reads every parameter as text. They are listed by name in
- * nccl.bindings.nccl._NOT_WRAPPED, in `python -m nccl doctor` and in
- * docs/compatibility.md. */
+ * param_get_parameter reads every parameter as text. They are abi.h's NCCL_ABI_NOT_WRAPPED rows,
+ * which nccl.bindings.nccl exports as _NOT_WRAPPED and `python -m nccl doctor` lists
+ * (docs/compatibility.md says why). */
 #include "bindings_intake.h"
 
 /* The library's text (len bytes, or up to its NUL when len < 0) as a str; NULL text is "". Bytes

@@ -12,6 +12,8 @@
  *   ncclResetDebugInit (deprecated, "not part of the NCCL API"); ncclCftBarrierCreateRequirement
  *   (declared by the 2.32.3 header, exported by no release yet); ncclGinOutboxCreateRequirement
  *   and ncclGinInboxA2ACreateRequirement (Windows-only in the 2.32 header).
+ * NCCL_ABI_NOT_WRAPPED: the NCCL_ABI_NCCL rows that no nccl.bindings function wraps, on purpose
+ *   (expanded inside NCCL_ABI_NCCL; _ext._NOT_WRAPPED publishes their names).
  * NCCL_ABI_RCCL: entry points only RCCL exports (and the host backend, which serves both). RCCL
  *   2.27's rccl.h adds exactly these; its mscclLoadAlgo/RunAlgo/UnloadAlgo are marked removed
  *   from the public API there and are not rows.
@@ -26,6 +28,25 @@
 #define NCCL_ABI_ALWAYS NCCL_ABI_V(2, 3, 0)
 
 /* clang-format off */
+/* Rows with no nccl.bindings function, on purpose: NCCL 2.30's handle-based parameter reads,
+ * which no nccl4py release names (param_get_parameter reads any parameter by key instead). They
+ * are NCCL_ABI_NCCL rows like the others (loaded, exported by the host backend, stubbed by the
+ * tests); the extension publishes their names as _ext._NOT_WRAPPED, which nccl.bindings.nccl
+ * exports and `python -m nccl doctor` lists (docs/compatibility.md says why). */
+#define NCCL_ABI_NOT_WRAPPED(X) \
+    X(ncclParamBind, ncclResult_t, (ncclParamHandle_t *out, const char *key), (out, key), NCCL_ABI_V(2, 30, 4)) \
+    X(ncclParamGet, ncclResult_t, (ncclParamHandle_t h, void *out, int maxLen, int *len), (h, out, maxLen, len), \
+      NCCL_ABI_V(2, 30, 4)) \
+    X(ncclParamGetI8, ncclResult_t, (ncclParamHandle_t h, int8_t *out), (h, out), NCCL_ABI_V(2, 30, 4)) \
+    X(ncclParamGetI16, ncclResult_t, (ncclParamHandle_t h, int16_t *out), (h, out), NCCL_ABI_V(2, 30, 4)) \
+    X(ncclParamGetI32, ncclResult_t, (ncclParamHandle_t h, int32_t *out), (h, out), NCCL_ABI_V(2, 30, 4)) \
+    X(ncclParamGetI64, ncclResult_t, (ncclParamHandle_t h, int64_t *out), (h, out), NCCL_ABI_V(2, 30, 4)) \
+    X(ncclParamGetU8, ncclResult_t, (ncclParamHandle_t h, uint8_t *out), (h, out), NCCL_ABI_V(2, 30, 4)) \
+    X(ncclParamGetU16, ncclResult_t, (ncclParamHandle_t h, uint16_t *out), (h, out), NCCL_ABI_V(2, 30, 4)) \
+    X(ncclParamGetU32, ncclResult_t, (ncclParamHandle_t h, uint32_t *out), (h, out), NCCL_ABI_V(2, 30, 4)) \
+    X(ncclParamGetU64, ncclResult_t, (ncclParamHandle_t h, uint64_t *out), (h, out), NCCL_ABI_V(2, 30, 4)) \
+    X(ncclParamGetStr, ncclResult_t, (ncclParamHandle_t h, const char **out), (h, out), NCCL_ABI_V(2, 30, 4))
+
 #define NCCL_ABI_NCCL(X) \
     X(ncclMemAlloc, ncclResult_t, (void **ptr, size_t size), (ptr, size), NCCL_ABI_V(2, 19, 1)) \
     X(ncclMemFree, ncclResult_t, (void *ptr), (ptr), NCCL_ABI_V(2, 19, 1)) \
@@ -226,18 +247,7 @@
        ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t *config), \
       (sendbuff, recvbuff, count, datatype, root, comm, stream, config), NCCL_ABI_V(2, 31, 2)) \
     X(ncclSetEncryption, ncclResult_t, (const ncclEncryptionConfig_t *config), (config), NCCL_ABI_V(2, 32, 3)) \
-    X(ncclParamBind, ncclResult_t, (ncclParamHandle_t *out, const char *key), (out, key), NCCL_ABI_V(2, 30, 4)) \
-    X(ncclParamGetI8, ncclResult_t, (ncclParamHandle_t h, int8_t *out), (h, out), NCCL_ABI_V(2, 30, 4)) \
-    X(ncclParamGetI16, ncclResult_t, (ncclParamHandle_t h, int16_t *out), (h, out), NCCL_ABI_V(2, 30, 4)) \
-    X(ncclParamGetI32, ncclResult_t, (ncclParamHandle_t h, int32_t *out), (h, out), NCCL_ABI_V(2, 30, 4)) \
-    X(ncclParamGetI64, ncclResult_t, (ncclParamHandle_t h, int64_t *out), (h, out), NCCL_ABI_V(2, 30, 4)) \
-    X(ncclParamGetU8, ncclResult_t, (ncclParamHandle_t h, uint8_t *out), (h, out), NCCL_ABI_V(2, 30, 4)) \
-    X(ncclParamGetU16, ncclResult_t, (ncclParamHandle_t h, uint16_t *out), (h, out), NCCL_ABI_V(2, 30, 4)) \
-    X(ncclParamGetU32, ncclResult_t, (ncclParamHandle_t h, uint32_t *out), (h, out), NCCL_ABI_V(2, 30, 4)) \
-    X(ncclParamGetU64, ncclResult_t, (ncclParamHandle_t h, uint64_t *out), (h, out), NCCL_ABI_V(2, 30, 4)) \
-    X(ncclParamGetStr, ncclResult_t, (ncclParamHandle_t h, const char **out), (h, out), NCCL_ABI_V(2, 30, 4)) \
-    X(ncclParamGet, ncclResult_t, (ncclParamHandle_t h, void *out, int maxLen, int *len), (h, out, maxLen, len), \
-      NCCL_ABI_V(2, 30, 4)) \
+    NCCL_ABI_NOT_WRAPPED(X) \
     X(ncclParamGetParameter, ncclResult_t, (const char *key, const char **value, int *valueLen), \
       (key, value, valueLen), NCCL_ABI_V(2, 30, 4)) \
     X(ncclParamGetAllParameterKeys, ncclResult_t, (const char ***table, int *tableLen), (table, tableLen), \

@@ -5,7 +5,7 @@ unique ids). The functions are C (nccl._ext); nothing here runs per call.
 
 Importing this module loads no library: the first call that needs one does.
 
-Not wrapped: NCCL 2.30's handle-based parameter reads (listed in _NOT_WRAPPED below), which no
+Not wrapped: NCCL 2.30's handle-based parameter reads (_NOT_WRAPPED below, from abi.h), which no
 nccl4py release names; param_get_parameter reads any parameter by key instead.
 """
 
@@ -81,12 +81,10 @@ __version__ = _ext._version_text(_ext._ABI_VERSION)
 ResourceWindow_vidmem = ResourceWindowVidmem  # noqa: F821 (set by the update above)
 lla2a_calc_slots = ll_a2a_calc_slots  # noqa: F821
 
-# ABI rows (abi.h) with no wrapper here: no nccl4py release names them. `python -m nccl doctor`
-# lists them; docs/compatibility.md says why.
-_NOT_WRAPPED = (
-    "ncclParamBind", "ncclParamGet", "ncclParamGetI8", "ncclParamGetI16", "ncclParamGetI32", "ncclParamGetI64",
-    "ncclParamGetU8", "ncclParamGetU16", "ncclParamGetU32", "ncclParamGetU64", "ncclParamGetStr",
-)
+# ABI rows with no wrapper here: no nccl4py release names them. Their one list is abi.h's
+# NCCL_ABI_NOT_WRAPPED, which the extension publishes; `python -m nccl doctor` lists them and
+# docs/compatibility.md says why.
+_NOT_WRAPPED = _ext._NOT_WRAPPED
 
 
 def _make_dtypes():
