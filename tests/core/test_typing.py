@@ -280,12 +280,14 @@ def test_stubs_match_the_c_signatures(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-def test_stub_docstrings_are_the_runtime_docstrings(tmp_path):
-    """The stubs carry the runtime objects' docstrings (editors read a stub's, not the C tables'):
-    tools/stub_docstrings.py writes them; --check finds none missing or stale in the installed stubs."""
+def test_stubs_are_what_the_generator_writes(tmp_path):
+    """The stubs carry the runtime objects' docstrings (editors read a stub's, not the C tables'), and
+    the bindings' stubs below their hand-written head are generated from the runtime (signatures,
+    struct fields, docstrings): tools/gen_stubs.py writes them; --check finds no installed stub
+    that differs from what it writes (its message names the command that regenerates them)."""
     import nccl
 
-    tool = HERE.parents[1] / "tools" / "stub_docstrings.py"
+    tool = HERE.parents[1] / "tools" / "gen_stubs.py"
     env = {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")}
     r = subprocess.run([sys.executable, str(tool), "--check", "--root", str(pathlib.Path(nccl.__file__).parent)],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
@@ -300,6 +302,29 @@ def test_stub_docstrings_are_the_runtime_docstrings(tmp_path):
     assert ast.get_docstring(from_env) == inspect.cleandoc(nc.Communicator.from_env.__doc__)
     assert ast.get_docstring(cls) == inspect.cleandoc(nc.Communicator.__doc__)
 
+
+
+def test_stub_check_reports_a_hand_edit(tmp_path):
+    """A generated stub edited by hand below its marker (here: a binding's return type) is reported
+    by --check, with the command that regenerates it; nothing is written."""
+    import nccl
+
+    tool = HERE.parents[1] / "tools" / "gen_stubs.py"
+    installed = pathlib.Path(nccl.__file__).parent
+    root = tmp_path / "nccl"
+    for stub in installed.rglob("*.pyi"):
+        (root / stub.relative_to(installed)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(stub, root / stub.relative_to(installed))
+    edited = root / "bindings" / "nccl.pyi"
+    text = edited.read_text()
+    assert "def comm_count(comm: _CommArg) -> int:" in text
+    edited.write_text(text.replace("def comm_count(comm: _CommArg) -> int:", "def comm_count(comm: _CommArg) -> str:"))
+    env = {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")}
+    r = subprocess.run([sys.executable, str(tool), "--check", "--root", str(root)],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "python tools/gen_stubs.py" in r.stdout and str(edited) in r.stdout, r.stdout
+    assert "-> str:" in edited.read_text()
 
 # pyright's report on the public types: share of exported symbols whose type is fully known.
 # nccl.core.typing spells its aliases with protocols for checkers (cuda.core is not resolvable

@@ -1,5 +1,11 @@
 # Stub of nccl.bindings.nccl (C functions of nccl._ext, set into the module by nccl.py).
 # Every public name is declared (tests/core/test_typing.py checks it against __all__).
+#
+# The head, down to the marker line below, is written by hand: the handle classes, the type
+# aliases the bindings' parameters use and the struct wrappers' common base. The rest is written
+# by tools/gen_stubs.py from the installed package (the C text signatures and docstrings, the
+# struct layouts) and that tool's tables of parameter and return types; every docstring here,
+# the head's too, is the runtime's. Regenerate with `python tools/gen_stubs.py`.
 from collections.abc import Sequence
 from typing import Any, SupportsIndex, final, overload, type_check_only
 
@@ -82,92 +88,26 @@ _Address = int | PointerBox | _Struct
 # A unique id: its address, or a buffer of exactly its size (bytes, UniqueId, numpy ...).
 _Ids = int | PointerBox | _Struct | Buffer
 
-# Creation: the short form (0.2.0 / 0.5+ argument counts) returns the handle; the 0.3.1 form
-# takes the address of the slot to fill first (PointerBox().address, Comm().handle_ptr) and
-# returns the status (0, or 7 while a nonblocking creation is in progress).
-@overload
-def comm_init_rank(nranks: int, comm_id: _Ids, rank: int) -> Comm:
-    """ncclCommInitRank into the slot at address comm; returns the status. Collective, blocking.
-    Short form comm_init_rank(nranks, comm_id, rank) returns the new Comm.
-    """
-@overload
-def comm_init_rank(comm: int, nranks: int, comm_id: _Ids, rank: int) -> int:
-    """ncclCommInitRank into the slot at address comm; returns the status. Collective, blocking.
-    Short form comm_init_rank(nranks, comm_id, rank) returns the new Comm.
-    """
-@overload
-def comm_init_rank_config(nranks: int, comm_id: _Ids, rank: int, config: _Address) -> Comm:
-    """ncclCommInitRankConfig into the slot at address comm; returns the status (0, or 7 in progress).
-    Short form comm_init_rank_config(nranks, comm_id, rank, config) returns the new Comm.
-    """
-@overload
-def comm_init_rank_config(comm: int, nranks: int, comm_id: _Ids, rank: int, config: _Address) -> int:
-    """ncclCommInitRankConfig into the slot at address comm; returns the status (0, or 7 in progress).
-    Short form comm_init_rank_config(nranks, comm_id, rank, config) returns the new Comm.
-    """
-@overload
-def comm_init_rank_scalable(nranks: int, myrank: int, n_id: int, comm_ids: _Ids, config: _Address) -> Comm:
-    """ncclCommInitRankScalable into the slot at address newcomm; returns the status. comm_ids: an address
-    or a buffer of n_id * 128 bytes. Short form (without newcomm) returns the new Comm.
-    """
-@overload
-def comm_init_rank_scalable(newcomm: int, nranks: int, myrank: int, n_id: int, comm_ids: _Ids,
-                            config: _Address) -> int:
-    """ncclCommInitRankScalable into the slot at address newcomm; returns the status. comm_ids: an address
-    or a buffer of n_id * 128 bytes. Short form (without newcomm) returns the new Comm.
-    """
-def comm_init_all(ndev: int, devlist: Sequence[int] | int | None) -> list[Comm]:
-    """ncclCommInitAll: ndev communicators in this process; returns a list of ndev Comm.
-    devlist: a sequence of ints, an int address, or None (devices 0..ndev-1).
-    """
-@overload
-def comm_split(comm: _CommArg, color: int, key: int, config: _Address) -> Comm:
-    """ncclCommSplit into the slot at address newcomm; returns the status. Collective over comm.
-    Short form comm_split(comm, color, key, config) returns the new Comm (empty for NCCL_SPLIT_NOCOLOR).
-    """
-@overload
-def comm_split(comm: _CommArg, color: int, key: int, newcomm: int, config: _Address) -> int:
-    """ncclCommSplit into the slot at address newcomm; returns the status. Collective over comm.
-    Short form comm_split(comm, color, key, config) returns the new Comm (empty for NCCL_SPLIT_NOCOLOR).
-    """
-@overload
-def comm_shrink(comm: _CommArg, exclude_ranks_list: Sequence[int] | int, exclude_ranks_count: int, config: _Address,
-                shrink_flags: int) -> Comm:
-    """ncclCommShrink into the slot at address newcomm; returns the status. Called by the survivors.
-    exclude_ranks_list: a sequence of ints (copied) or an int address. Short form (without newcomm)
-    returns the new Comm.
-    """
-@overload
-def comm_shrink(comm: _CommArg, exclude_ranks_list: Sequence[int] | int, exclude_ranks_count: int, newcomm: int,
-                config: _Address, shrink_flags: int) -> int:
-    """ncclCommShrink into the slot at address newcomm; returns the status. Called by the survivors.
-    exclude_ranks_list: a sequence of ints (copied) or an int address. Short form (without newcomm)
-    returns the new Comm.
-    """
-@overload
-def comm_grow(comm: _CommArg, n_ranks: int, unique_id: _Address, rank: int, config: _Address) -> Comm:
-    """ncclCommGrow into the slot at address newcomm; returns the status. unique_id is an address or 0.
-    comm is 0 (or an empty Comm) on a rank that joins. Short form (without newcomm) returns the new Comm.
-    """
-@overload
-def comm_grow(comm: _CommArg, n_ranks: int, unique_id: _Address, rank: int, newcomm: int,
-              config: _Address) -> int:
-    """ncclCommGrow into the slot at address newcomm; returns the status. unique_id is an address or 0.
-    comm is 0 (or an empty Comm) on a rank that joins. Short form (without newcomm) returns the new Comm.
-    """
-@overload
-def comm_window_register(comm: _CommArg, buff: _Address, size: int, win_flags: int) -> Window:
-    """ncclCommWindowRegister into the slot at address win; returns the status. Collective.
-    Short form comm_window_register(comm, buff, size, win_flags) returns the new Window (inside a group
-    the library fills it when the group ends).
-    """
-@overload
-def comm_window_register(comm: _CommArg, buff: _Address, size: int, win: int, win_flags: int) -> int:
-    """ncclCommWindowRegister into the slot at address win; returns the status. Collective.
-    Short form comm_window_register(comm, buff, size, win_flags) returns the new Window (inside a group
-    the library fills it when the group ends).
-    """
+# Struct wrappers: each is its own C type at run time; _StructWrapper exists only here, to declare
+# once the methods they all have.
+@type_check_only
+class _StructWrapper:
+    def __init__(self) -> None: ...
+    @classmethod
+    def from_buffer(cls, buffer: Buffer) -> Self: ...
+    @classmethod
+    def from_data(cls, data: numpy.ndarray[Any, Any]) -> Self: ...
+    @classmethod
+    def from_ptr(cls, ptr: int, readonly: bool = False, owner: object = None) -> Self: ...
+    def __int__(self) -> int: ...
+    def __index__(self) -> int: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __bytes__(self) -> bytes: ...
+    def __buffer__(self, flags: int, /) -> memoryview: ...  # memoryview(wrapper): the struct's bytes
+    @property
+    def ptr(self) -> int: ...
 
+# ---- Generated below by tools/gen_stubs.py from the runtime: do not edit below this line. ----
 
 # Enums and constants: the runtime module itself (nccl._enums, plain typed Python), so that
 # their members and values have one source.
@@ -198,14 +138,29 @@ from nccl._enums import (
     NCCL_WIN_STRICT_ORDERING as NCCL_WIN_STRICT_ORDERING,
     NvlsHostMode as NvlsHostMode,
     RedOp as RedOp,
-    RedOp_dummy as RedOp_dummy,
     RedOpDummy as RedOpDummy,
+    RedOp_dummy as RedOp_dummy,
     Result as Result,
     ScalarResidence as ScalarResidence,
 )
 
-# The numpy structured dtype of each struct wrapper
+# Errors (nccl._errors)
+from nccl._errors import (
+    FunctionNotFoundError as FunctionNotFoundError,
+    HostBackendWarning as HostBackendWarning,
+    NCCLError as NCCLError,
+    NCCLInternalError as NCCLInternalError,
+    NCCLInvalidArgument as NCCLInvalidArgument,
+    NCCLInvalidUsage as NCCLInvalidUsage,
+    NCCLNullHandleError as NCCLNullHandleError,
+    NCCLRemoteError as NCCLRemoteError,
+    NCCLSystemError as NCCLSystemError,
+    NCCLTimeout as NCCLTimeout,
+    NCCLUnhandledCudaError as NCCLUnhandledCudaError,
+    NotSupportedError as NotSupportedError,
+)
 
+# The numpy structured dtype of each struct wrapper
 cft_barrier_handle_dtype: numpy.dtype[numpy.void]
 coll_config_dtype: numpy.dtype[numpy.void]
 comm_properties_dtype: numpy.dtype[numpy.void]
@@ -226,42 +181,8 @@ team_requirements_dtype: numpy.dtype[numpy.void]
 unique_id_dtype: numpy.dtype[numpy.void]
 wait_signal_desc_dtype: numpy.dtype[numpy.void]
 
-# Errors (nccl._errors)
-from nccl._errors import (
-    FunctionNotFoundError as FunctionNotFoundError,
-    HostBackendWarning as HostBackendWarning,
-    NCCLError as NCCLError,
-    NCCLInternalError as NCCLInternalError,
-    NCCLInvalidArgument as NCCLInvalidArgument,
-    NCCLInvalidUsage as NCCLInvalidUsage,
-    NCCLNullHandleError as NCCLNullHandleError,
-    NCCLRemoteError as NCCLRemoteError,
-    NCCLSystemError as NCCLSystemError,
-    NCCLTimeout as NCCLTimeout,
-    NCCLUnhandledCudaError as NCCLUnhandledCudaError,
-    NotSupportedError as NotSupportedError,
-)
-
-# Struct wrappers: attribute access to one C struct, in memory of their own or at an address.
-# Each is its own C type at run time; _StructWrapper exists only here, to declare once the
-# methods they all have.
-
-@type_check_only
-class _StructWrapper:
-    def __init__(self) -> None: ...
-    @classmethod
-    def from_buffer(cls, buffer: Buffer) -> Self: ...
-    @classmethod
-    def from_data(cls, data: numpy.ndarray[Any, Any]) -> Self: ...
-    @classmethod
-    def from_ptr(cls, ptr: int, readonly: bool = False, owner: object = None) -> Self: ...
-    def __int__(self) -> int: ...
-    def __index__(self) -> int: ...
-    def __eq__(self, other: object, /) -> bool: ...
-    def __bytes__(self) -> bytes: ...
-    def __buffer__(self, flags: int, /) -> memoryview: ...  # memoryview(wrapper): the struct's bytes
-    @property
-    def ptr(self) -> int: ...
+# Struct wrappers: attribute access to one C struct, in memory of their own or at an address
+# (fields from the layout tables, src/ext/struct_layouts.c).
 
 @final
 class CftBarrierHandle(_StructWrapper):
@@ -567,46 +488,45 @@ class WaitSignalDesc(_StructWrapper):
     sig_idx: int
     ctx: int
 
+# Any struct wrapper, passed where an address is expected (it converts with __index__).
+_Struct = (
+    CftBarrierHandle | CollConfig | CommProperties | Config | ConfigExt | DevComm | DevCommRequirements |
+    DevResourceRequirements | EncryptionConfig | GinBarrierHandle | LLA2AHandle | LsaBarrierHandle | MultimemHandle |
+    ResourceWindowVidmem | SimInfo | Team | TeamRequirements | UniqueId | WaitSignalDesc
+)
+
 # 0.3.1's spellings of renamed names (RedOp_dummy comes with the enums above).
 ResourceWindow_vidmem = ResourceWindowVidmem
 lla2a_calc_slots = ll_a2a_calc_slots
 
-# Any struct wrapper, passed where an address is expected (it converts with __index__).
-_Struct = (
-    CftBarrierHandle | CollConfig | CommProperties | Config | ConfigExt | DevComm |
-    DevCommRequirements | DevResourceRequirements | EncryptionConfig | GinBarrierHandle |
-    LLA2AHandle | LsaBarrierHandle | MultimemHandle | ResourceWindowVidmem | SimInfo | Team |
-    TeamRequirements | UniqueId | WaitSignalDesc
-)
-
-# Functions (the creation functions are above)
-
+# Functions (the @overload pairs: the two calling conventions of OVERLOADS in tools/gen_stubs.py)
 def all_gather(sendbuff: _Address, recvbuff: _Address, sendcount: int, datatype: int, comm: _CommArg,
                stream: int) -> None:
     """ncclAllGather: gather sendcount elements from every rank everywhere. Collective."""
-def all_gather_config(sendbuff: _Address, recvbuff: _Address, sendcount: int, datatype: int,
-                      comm: _CommArg, stream: int, config: _Address) -> None:
+def all_gather_config(sendbuff: _Address, recvbuff: _Address, sendcount: int, datatype: int, comm: _CommArg,
+                      stream: int, config: _Address) -> None:
     """ncclAllGatherConfig: gather sendcount elements from every rank everywhere. Collective; enqueued on stream."""
 def all_reduce(sendbuff: _Address, recvbuff: _Address, count: int, datatype: int, op: int, comm: _CommArg,
                stream: int) -> None:
     """ncclAllReduce: reduce over all ranks into every recvbuff. Collective; enqueued on stream."""
-def all_reduce_config(sendbuff: _Address, recvbuff: _Address, count: int, datatype: int, op: int,
-                      comm: _CommArg, stream: int, config: _Address) -> None:
+def all_reduce_config(sendbuff: _Address, recvbuff: _Address, count: int, datatype: int, op: int, comm: _CommArg,
+                      stream: int, config: _Address) -> None:
     """ncclAllReduceConfig: reduce over all ranks into every recvbuff. Collective; enqueued on stream."""
-def allto_all(sendbuff: _Address, recvbuff: _Address, count: int, datatype: int, comm: _CommArg, stream: int) -> None:
+def allto_all(sendbuff: _Address, recvbuff: _Address, count: int, datatype: int, comm: _CommArg,
+              stream: int) -> None:
     """ncclAlltoAll (RCCL's older ncclAllToAll when that is all the library has): count elements to and
     from every rank. Collective; enqueued on stream.
     """
-def allto_all_config(sendbuff: _Address, recvbuff: _Address, count: int, datatype: int, comm: _CommArg,
-                     stream: int, config: _Address) -> None:
+def allto_all_config(sendbuff: _Address, recvbuff: _Address, count: int, datatype: int, comm: _CommArg, stream: int,
+                     config: _Address) -> None:
     """ncclAlltoAllConfig: count elements to and from every rank. Collective; enqueued on stream."""
 def bcast(buff: _Address, count: int, datatype: int, root: int, comm: _CommArg, stream: int) -> None:
     """ncclBcast (deprecated, in place): broadcast from root. Collective; enqueued on stream."""
 def broadcast(sendbuff: _Address, recvbuff: _Address, count: int, datatype: int, root: int, comm: _CommArg,
               stream: int) -> None:
     """ncclBroadcast: copy root's sendbuff to every recvbuff. Collective; enqueued on stream."""
-def broadcast_config(sendbuff: _Address, recvbuff: _Address, count: int, datatype: int, root: int,
-                     comm: _CommArg, stream: int, config: _Address) -> None:
+def broadcast_config(sendbuff: _Address, recvbuff: _Address, count: int, datatype: int, root: int, comm: _CommArg,
+                     stream: int, config: _Address) -> None:
     """ncclBroadcastConfig: copy root's sendbuff to every recvbuff. Collective; enqueued on stream."""
 def check_status(status: int) -> None:
     """Raise NCCLError(status) unless status is Success (0) or InProgress (7)."""
@@ -626,13 +546,57 @@ def comm_finalize(comm: _CommArg) -> None:
     """ncclCommFinalize: flush this rank's work. Collective. A null comm (0) is refused (ValueError)."""
 def comm_get_async_error(comm: _CommArg) -> int:
     """ncclCommGetAsyncError: the communicator's asynchronous state (returned, not raised)."""
-# The 0.2.0 forms with one more argument write to the address given and return None.
 @overload
 def comm_get_unique_id(comm: _CommArg) -> UniqueId:
     """ncclCommGetUniqueId: a UniqueId for growing comm. 0.2.0 form (comm, unique_id) writes to that address."""
 @overload
 def comm_get_unique_id(comm: _CommArg, unique_id: _Address) -> None:
     """ncclCommGetUniqueId: a UniqueId for growing comm. 0.2.0 form (comm, unique_id) writes to that address."""
+@overload
+def comm_grow(comm: _CommArg, n_ranks: int, unique_id: _Address, rank: int, config: _Address) -> Comm:
+    """ncclCommGrow into the slot at address newcomm; returns the status. unique_id is an address or 0.
+    comm is 0 (or an empty Comm) on a rank that joins. Short form (without newcomm) returns the new Comm.
+    """
+@overload
+def comm_grow(comm: _CommArg, n_ranks: int, unique_id: _Address, rank: int, newcomm: int, config: _Address) -> int:
+    """ncclCommGrow into the slot at address newcomm; returns the status. unique_id is an address or 0.
+    comm is 0 (or an empty Comm) on a rank that joins. Short form (without newcomm) returns the new Comm.
+    """
+def comm_init_all(ndev: int, devlist: Sequence[int] | int | None) -> list[Comm]:
+    """ncclCommInitAll: ndev communicators in this process; returns a list of ndev Comm.
+    devlist: a sequence of ints, an int address, or None (devices 0..ndev-1).
+    """
+@overload
+def comm_init_rank(nranks: int, comm_id: _Ids, rank: int) -> Comm:
+    """ncclCommInitRank into the slot at address comm; returns the status. Collective, blocking.
+    Short form comm_init_rank(nranks, comm_id, rank) returns the new Comm.
+    """
+@overload
+def comm_init_rank(comm: int, nranks: int, comm_id: _Ids, rank: int) -> int:
+    """ncclCommInitRank into the slot at address comm; returns the status. Collective, blocking.
+    Short form comm_init_rank(nranks, comm_id, rank) returns the new Comm.
+    """
+@overload
+def comm_init_rank_config(nranks: int, comm_id: _Ids, rank: int, config: _Address) -> Comm:
+    """ncclCommInitRankConfig into the slot at address comm; returns the status (0, or 7 in progress).
+    Short form comm_init_rank_config(nranks, comm_id, rank, config) returns the new Comm.
+    """
+@overload
+def comm_init_rank_config(comm: int, nranks: int, comm_id: _Ids, rank: int, config: _Address) -> int:
+    """ncclCommInitRankConfig into the slot at address comm; returns the status (0, or 7 in progress).
+    Short form comm_init_rank_config(nranks, comm_id, rank, config) returns the new Comm.
+    """
+@overload
+def comm_init_rank_scalable(nranks: int, myrank: int, n_id: int, comm_ids: _Ids, config: _Address) -> Comm:
+    """ncclCommInitRankScalable into the slot at address newcomm; returns the status. comm_ids: an address
+    or a buffer of n_id * 128 bytes. Short form (without newcomm) returns the new Comm.
+    """
+@overload
+def comm_init_rank_scalable(newcomm: int, nranks: int, myrank: int, n_id: int, comm_ids: _Ids,
+                            config: _Address) -> int:
+    """ncclCommInitRankScalable into the slot at address newcomm; returns the status. comm_ids: an address
+    or a buffer of n_id * 128 bytes. Short form (without newcomm) returns the new Comm.
+    """
 def comm_mem_stats(comm: _CommArg, stat: int) -> int:
     """ncclCommMemStats: the value of a CommMemStat."""
 @overload
@@ -647,12 +611,48 @@ def comm_resume(comm: _CommArg) -> None:
     """ncclCommResume: resume a suspended communicator."""
 def comm_revoke(comm: _CommArg, revoke_flags: int) -> None:
     """ncclCommRevoke: stop in-flight work, keep resources."""
+@overload
+def comm_shrink(comm: _CommArg, exclude_ranks_list: Sequence[int] | int, exclude_ranks_count: int, config: _Address,
+                shrink_flags: int) -> Comm:
+    """ncclCommShrink into the slot at address newcomm; returns the status. Called by the survivors.
+    exclude_ranks_list: a sequence of ints (copied) or an int address. Short form (without newcomm)
+    returns the new Comm.
+    """
+@overload
+def comm_shrink(comm: _CommArg, exclude_ranks_list: Sequence[int] | int, exclude_ranks_count: int, newcomm: int,
+                config: _Address, shrink_flags: int) -> int:
+    """ncclCommShrink into the slot at address newcomm; returns the status. Called by the survivors.
+    exclude_ranks_list: a sequence of ints (copied) or an int address. Short form (without newcomm)
+    returns the new Comm.
+    """
+@overload
+def comm_split(comm: _CommArg, color: int, key: int, config: _Address) -> Comm:
+    """ncclCommSplit into the slot at address newcomm; returns the status. Collective over comm.
+    Short form comm_split(comm, color, key, config) returns the new Comm (empty for NCCL_SPLIT_NOCOLOR).
+    """
+@overload
+def comm_split(comm: _CommArg, color: int, key: int, newcomm: int, config: _Address) -> int:
+    """ncclCommSplit into the slot at address newcomm; returns the status. Collective over comm.
+    Short form comm_split(comm, color, key, config) returns the new Comm (empty for NCCL_SPLIT_NOCOLOR).
+    """
 def comm_suspend(comm: _CommArg, flags: int) -> None:
     """ncclCommSuspend: release resources (NCCL_SUSPEND_MEM)."""
 def comm_user_rank(comm: _CommArg) -> int:
     """ncclCommUserRank: this rank."""
 def comm_window_deregister(comm: _CommArg, win: _WindowArg) -> None:
     """ncclCommWindowDeregister."""
+@overload
+def comm_window_register(comm: _CommArg, buff: _Address, size: int, win_flags: int) -> Window:
+    """ncclCommWindowRegister into the slot at address win; returns the status. Collective.
+    Short form comm_window_register(comm, buff, size, win_flags) returns the new Window (inside a group
+    the library fills it when the group ends).
+    """
+@overload
+def comm_window_register(comm: _CommArg, buff: _Address, size: int, win: int, win_flags: int) -> int:
+    """ncclCommWindowRegister into the slot at address win; returns the status. Collective.
+    Short form comm_window_register(comm, buff, size, win_flags) returns the new Window (inside a group
+    the library fills it when the group ends).
+    """
 @overload
 def dev_comm_create(comm: _CommArg, reqs: _Address) -> DevComm:
     """ncclDevCommCreate: a new DevComm built from the requirements reqs (a DevCommRequirements or its
@@ -670,8 +670,8 @@ def dev_comm_destroy(comm: _CommArg, dev_comm: _Address) -> None:
 def gather(sendbuff: _Address, recvbuff: _Address, count: int, datatype: int, root: int, comm: _CommArg,
            stream: int) -> None:
     """ncclGather: gather count elements from every rank onto root. Collective."""
-def gather_config(sendbuff: _Address, recvbuff: _Address, count: int, datatype: int, root: int,
-                  comm: _CommArg, stream: int, config: _Address) -> None:
+def gather_config(sendbuff: _Address, recvbuff: _Address, count: int, datatype: int, root: int, comm: _CommArg,
+                  stream: int, config: _Address) -> None:
     """ncclGatherConfig: gather count elements from every rank onto root. Collective; enqueued on stream."""
 def get_cft_device_le_info(window: _WindowArg, offset: int, peer_cft: int, cft_team: _Address) -> tuple[int, int]:
     """ncclGetCftDeviceLeInfo: (le_id, le_offset) of CFT rank peer_cft of cft_team (a Team) at offset."""
@@ -736,7 +736,8 @@ def ll_a2a_create_requirement(n_blocks: int, n_slots: int, out_handle: _Address,
     """ncclLLA2ACreateRequirement: fill out_handle (an LLA2AHandle) and out_req (a
     DevResourceRequirements) for a low-latency all-to-all; either may be an int address.
     """
-def lsa_barrier_create_requirement(team: _Address, n_barriers: int, out_handle: _Address, out_req: _Address) -> None:
+def lsa_barrier_create_requirement(team: _Address, n_barriers: int, out_handle: _Address,
+                                   out_req: _Address) -> None:
     """ncclLsaBarrierCreateRequirement: fill out_handle (an LsaBarrierHandle) and out_req (a
     DevResourceRequirements) for n_barriers LSA barriers over team; either may be an int address.
     """
@@ -752,8 +753,8 @@ def param_get_all_keys() -> list[str]:
     """
 def param_get_parameter(key: str) -> str:
     """ncclParamGetParameter: the value of the library parameter `key` (an ``NCCL_*`` name), as text."""
-def put_signal(localbuff: _Address, count: int, datatype: int, peer: int, peer_win: _WindowArg,
-               peer_win_offset: int, sig_idx: int, ctx: int, flags: int, comm: _CommArg, stream: int) -> None:
+def put_signal(localbuff: _Address, count: int, datatype: int, peer: int, peer_win: _WindowArg, peer_win_offset: int,
+               sig_idx: int, ctx: int, flags: int, comm: _CommArg, stream: int) -> None:
     """ncclPutSignal: one-sided write into peer's window (offset in bytes), then signal."""
 def recv(recvbuff: _Address, count: int, datatype: int, peer: int, comm: _CommArg, stream: int) -> None:
     """ncclRecv: receive count elements from peer. Enqueued on stream."""
@@ -761,14 +762,14 @@ def red_op_create_pre_mul_sum(scalar: _Address, datatype: int, residence: int, c
     """ncclRedOpCreatePreMulSum: a new reduction op (returned as an int). scalar is an address."""
 def red_op_destroy(op: int, comm: _CommArg) -> None:
     """ncclRedOpDestroy."""
-def reduce(sendbuff: _Address, recvbuff: _Address, count: int, datatype: int, op: int, root: int,
-           comm: _CommArg, stream: int) -> None:
+def reduce(sendbuff: _Address, recvbuff: _Address, count: int, datatype: int, op: int, root: int, comm: _CommArg,
+           stream: int) -> None:
     """ncclReduce: reduce onto root. Collective; enqueued on stream."""
-def reduce_config(sendbuff: _Address, recvbuff: _Address, count: int, datatype: int, op: int, root: int,
-                  comm: _CommArg, stream: int, config: _Address) -> None:
+def reduce_config(sendbuff: _Address, recvbuff: _Address, count: int, datatype: int, op: int, root: int, comm: _CommArg,
+                  stream: int, config: _Address) -> None:
     """ncclReduceConfig: reduce onto root. Collective; enqueued on stream."""
-def reduce_scatter(sendbuff: _Address, recvbuff: _Address, recvcount: int, datatype: int, op: int,
-                   comm: _CommArg, stream: int) -> None:
+def reduce_scatter(sendbuff: _Address, recvbuff: _Address, recvcount: int, datatype: int, op: int, comm: _CommArg,
+                   stream: int) -> None:
     """ncclReduceScatter: reduce, then scatter recvcount elements per rank. Collective."""
 def reduce_scatter_config(sendbuff: _Address, recvbuff: _Address, recvcount: int, datatype: int, op: int,
                           comm: _CommArg, stream: int, config: _Address) -> None:
@@ -776,8 +777,8 @@ def reduce_scatter_config(sendbuff: _Address, recvbuff: _Address, recvcount: int
 def scatter(sendbuff: _Address, recvbuff: _Address, count: int, datatype: int, root: int, comm: _CommArg,
             stream: int) -> None:
     """ncclScatter: scatter count elements per rank from root. Collective."""
-def scatter_config(sendbuff: _Address, recvbuff: _Address, count: int, datatype: int, root: int,
-                   comm: _CommArg, stream: int, config: _Address) -> None:
+def scatter_config(sendbuff: _Address, recvbuff: _Address, count: int, datatype: int, root: int, comm: _CommArg,
+                   stream: int, config: _Address) -> None:
     """ncclScatterConfig: scatter count elements per rank from root. Collective; enqueued on stream."""
 def send(sendbuff: _Address, count: int, datatype: int, peer: int, comm: _CommArg, stream: int) -> None:
     """ncclSend: send count elements to peer. Enqueued on stream; pair with recv."""
