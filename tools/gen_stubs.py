@@ -149,10 +149,10 @@ class StubError(Exception):
 
 # ---- Generating the bindings' stubs ----
 
-def _wrap(head, items, tail, indent=None):
+def _wrap(head, items, tail):
     """``head + ", ".join(items) + tail``, broken after commas to stay within WIDTH, continuation
     lines aligned under the first item."""
-    pad = " " * (len(head) if indent is None else indent)
+    pad = " " * len(head)
     lines, line = [], head
     for i, item in enumerate(items):
         piece = item + (", " if i < len(items) - 1 else tail)
@@ -190,21 +190,16 @@ def _param_type(func, name):
 
 
 def _def(func, params, returns):
-    """The ``def`` line(s) of ``func`` with ``params`` (inspect.Parameter) and a ``...`` body."""
-    items, kinds = [], [p.kind for p in params]
+    """The ``def`` line(s) of ``func`` with ``params`` (inspect.Parameter: the text signature's names,
+    defaults and a ``/``) and a ``...`` body."""
+    items = []
     for i, p in enumerate(params):
-        if p.kind is p.KEYWORD_ONLY and (i == 0 or kinds[i - 1] is not p.KEYWORD_ONLY) and \
-                p.VAR_POSITIONAL not in kinds:
-            items.append("*")
-        text = f"{p.name}: {_param_type(func, p.name)}"
-        if p.kind is p.VAR_POSITIONAL:
-            text = "*" + text
-        elif p.kind is p.VAR_KEYWORD:
-            text = "**" + text
-        if p.default is not p.empty:
-            text += f" = {p.default!r}"
-        items.append(text)
-        if p.kind is p.POSITIONAL_ONLY and (i == len(params) - 1 or kinds[i + 1] is not p.POSITIONAL_ONLY):
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            raise StubError(f"{func}({p.name}): a {p.kind.description} parameter, which no text signature "
+                            f"has had yet; teach tools/gen_stubs.py to write one")
+        default = "" if p.default is p.empty else f" = {p.default!r}"
+        items.append(f"{p.name}: {_param_type(func, p.name)}{default}")
+        if p.kind is p.POSITIONAL_ONLY and (i == len(params) - 1 or params[i + 1].kind is not p.POSITIONAL_ONLY):
             items.append("/")
     return _wrap(f"def {func}(", items, f") -> {returns}: ...")
 
@@ -282,7 +277,7 @@ def _nccl_body(module, head):
         *(_struct_class(module, s) for s in structs),
         "# Any struct wrapper, passed where an address is expected (it converts with __index__).\n" +
         _union("_Struct", structs),
-        "# 0.3.1's spellings of renamed names (RedOp_dummy comes with the enums above).\n" +
+        "# 0.3.1's spellings of renamed names (the enums' come with the enums above).\n" +
         "\n".join(f"{a} = {getattr(module, a).__name__}" for a in aliases),
         "# Functions (the @overload pairs: the two calling conventions of OVERLOADS in tools/gen_stubs.py)\n" +
         "\n".join(_function(module, f) for f in sorted(module._FUNCTIONS)),
@@ -296,7 +291,8 @@ def _nccl_body(module, head):
 
 def _rocm_body(module, head):
     names = list(module._ext._RCCL_BINDINGS)
-    return "\n\n".join(["\n".join(_function(module, f) for f in names), f"__all__ = {names!r}".replace("'", '"')])
+    listed = ", ".join(f'"{n}"' for n in names)
+    return "\n".join(_function(module, f) for f in names) + f"\n\n__all__ = [{listed}]"
 
 
 BODIES = {"nccl.bindings.nccl": _nccl_body, "nccl.bindings.rocm_extensions": _rocm_body}
@@ -421,7 +417,8 @@ def stub(source, module):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="report stubs that differ; write nothing")
-    parser.add_argument("--root", type=pathlib.Path, default=pathlib.Path(__file__).resolve().parents[1] / "src" / "nccl",
+    parser.add_argument("--root", type=pathlib.Path,
+                        default=pathlib.Path(__file__).resolve().parents[1] / "src" / "nccl",
                         help="the package directory whose stubs are read (default: src/nccl)")
     args = parser.parse_args(argv)
     stale = []

@@ -495,7 +495,7 @@ _Struct = (
     ResourceWindowVidmem | SimInfo | Team | TeamRequirements | UniqueId | WaitSignalDesc
 )
 
-# 0.3.1's spellings of renamed names (RedOp_dummy comes with the enums above).
+# 0.3.1's spellings of renamed names (the enums' come with the enums above).
 ResourceWindow_vidmem = ResourceWindowVidmem
 lla2a_calc_slots = ll_a2a_calc_slots
 
