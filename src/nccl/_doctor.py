@@ -99,7 +99,8 @@ def _refused_symbols(lib):
 
 
 def _unwrapped_symbols():
-    """ABI rows with no nccl.bindings function, on purpose (nccl.bindings.nccl._NOT_WRAPPED)."""
+    """ABI rows with no nccl.bindings function, on purpose (abi.h's NCCL_ABI_NOT_WRAPPED, as
+    nccl.bindings.nccl._NOT_WRAPPED exports it)."""
     from nccl.bindings import nccl as bindings
 
     return list(bindings._NOT_WRAPPED)
