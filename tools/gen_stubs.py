@@ -263,6 +263,7 @@ def _nccl_body(module, head):
     enums, enum_names = _reexports(module, "nccl._enums", public)
     errors, error_names = _reexports(module, "nccl._errors", public - enum_names)
     covered = _declared(head) | enum_names | error_names | set(structs) | set(module._FUNCTIONS)
+    # The 0.3.1 aliases: public names bound to an object that is declared under its own __name__.
     aliases = sorted(n for n in public - covered
                      if getattr(getattr(module, n), "__name__", n) in covered and
                      getattr(module, getattr(module, n).__name__) is getattr(module, n))
