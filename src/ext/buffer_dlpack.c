@@ -8,28 +8,6 @@
 #include "library.h"
 #include "module.h"
 
-static int dl_datatype(dl_dtype t)
-{
-    switch (t.code) {
-    case kDLInt:
-        return t.bits == 8 ? ncclInt8 : t.bits == 32 ? ncclInt32 : t.bits == 64 ? ncclInt64 : -1;
-    case kDLUInt:
-        return t.bits == 8 ? ncclUint8 : t.bits == 32 ? ncclUint32 : t.bits == 64 ? ncclUint64 : -1;
-    case kDLFloat:
-        return t.bits == 16 ? ncclFloat16 : t.bits == 32 ? ncclFloat32 : t.bits == 64 ? ncclFloat64 : -1;
-    case kDLBfloat:
-        return t.bits == 16 ? ncclBfloat16 : -1;
-    case kDLBool:
-        return t.bits == 8 ? ncclUint8 : -1;
-    case kDLFloat8_e4m3fn:
-        return t.bits == 8 ? ncclFloat8e4m3 : -1;
-    case kDLFloat8_e5m2:
-        return t.bits == 8 ? ncclFloat8e5m2 : -1;
-    default:
-        return -1;
-    }
-}
-
 /* Reads the tensor's metadata into out. -1 with NcclInvalid; the caller still consumes the
  * capsule either way. */
 static int dl_read(nx_state *st, const dl_tensor *t, const char *name, nx_buffer *out)
@@ -39,7 +17,7 @@ static int dl_read(nx_state *st, const dl_tensor *t, const char *name, nx_buffer
                    (int)t->dtype.lanes);
         return -1;
     }
-    int dt = dl_datatype(t->dtype);
+    int dt = nx_dlpack_dtype(t->dtype.code, t->dtype.bits);
     if (dt < 0) {
         nx_invalid(st, "%s: Unsupported data type: DLPack dtype (code=%d, bits=%d) has no NCCL equivalent", name,
                    (int)t->dtype.code, (int)t->dtype.bits);
