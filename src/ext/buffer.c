@@ -671,7 +671,7 @@ void nx_buffer_cache_clear(nx_buffer_cache *c)
 int nx_buffer_setup(PyObject *module, nx_state *st)
 {
     nx_buffer_cache *c = &st->buffer;
-    if (nx_buffer_dtypes_setup(module) < 0)
+    if (nx_buffer_dtypes_setup(module) < 0 || nx_buffer_dlpack_setup(module) < 0)
         return -1;
     for (int i = 0; i < NX_BUF_NSTR; i++)
         if (str_values[i] != NULL && (c->str[i] = PyUnicode_InternFromString(str_values[i])) == NULL)

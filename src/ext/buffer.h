@@ -118,6 +118,9 @@ int nx_buffer_read_ints(PyObject *seq, int64_t *v, int *n);
 int nx_buffer_from_dlpack(nx_state *st, PyObject *obj, const char *name, nx_buffer *out);
 int nx_buffer_from_cai(nx_state *st, PyObject *cai, const char *name, nx_buffer *out);
 
+/* Adds buffer_dlpack.c's functions for the cuda.core shim (_dlpack_capsule, _dlpack_read). 0 or -1. */
+int nx_buffer_dlpack_setup(PyObject *module);
+
 /* The device ordinal of a device pointer, asked of the driver of the loaded flavour (buffer_device.c):
  * hipPointerGetAttributes on RCCL, cuPointerGetAttribute on NCCL; 0 on the host flavour (which
  * has no driver and never computes on device memory). 0, or -1 with NcclInvalid naming `name`. */

@@ -12,26 +12,19 @@
 
 #include <stdint.h>
 
-/* DLDeviceType values nccl4py reads or writes. */
-enum {
-    kDLCPU = 1,
-    kDLCUDA = 2,
-    kDLCUDAHost = 3,
-    kDLROCM = 10,
-    kDLROCMHost = 11,
-    kDLCUDAManaged = 13,
-};
+/* DLDeviceType and DLDataTypeCode values, X(name, value) with the name after "kDL": the enums
+ * below, and the cuda.core shim's DLDeviceType / DLDataTypeCode (nccl._ext._dlpack_codes). */
+#define DL_DEVICE_TYPES(X)                                                                              \
+    X(CPU, 1) X(CUDA, 2) X(CUDAHost, 3) X(OpenCL, 4) X(Vulkan, 7) X(Metal, 8) X(VPI, 9) X(ROCM, 10)     \
+    X(ROCMHost, 11) X(ExtDev, 12) X(CUDAManaged, 13)
+#define DL_DATATYPE_CODES(X)                                                                            \
+    X(Int, 0) X(UInt, 1) X(Float, 2) X(OpaqueHandle, 3) X(Bfloat, 4) X(Complex, 5) X(Bool, 6)            \
+    X(Float8_e4m3fn, 10) X(Float8_e5m2, 12)
 
-/* DLDataTypeCode values nccl4py maps to NCCL datatypes. */
-enum {
-    kDLInt = 0,
-    kDLUInt = 1,
-    kDLFloat = 2,
-    kDLBfloat = 4,
-    kDLBool = 6,
-    kDLFloat8_e4m3fn = 10,
-    kDLFloat8_e5m2 = 12,
-};
+#define DL_ENUM_MEMBER(name, value) kDL##name = value,
+enum { DL_DEVICE_TYPES(DL_ENUM_MEMBER) };
+enum { DL_DATATYPE_CODES(DL_ENUM_MEMBER) };
+#undef DL_ENUM_MEMBER
 
 typedef struct {
     int32_t device_type;

@@ -91,19 +91,17 @@ class StridedMemoryView:
             stream = int(stream_ptr)
         else:
             raise BufferError(f"DLPack device_type={device_type} is not supported by the HIP shim")
-        try:
-            capsule = obj.__dlpack__(stream=stream, max_version=(1, 0))
-        except TypeError:
-            capsule = obj.__dlpack__(stream=stream)
+        from nccl import _ext
+
+        capsule = _ext._dlpack_capsule(obj, stream)  # max_version=(1, 0), else the pre-1.0 call
         tensor, readonly, _ = _dlpack.parse_capsule(capsule)
         tensor_type = int(tensor.device.device_type)
         if tensor_type != _T.kCPU and tensor_type not in _DEVICE_ACCESSIBLE:
             raise BufferError(f"DLPack device_type={tensor_type} is not supported by the HIP shim")
         dtype = _numpy_dtype(tensor.dtype)
-        ndim = tensor.ndim
-        shape = tuple(tensor.shape[i] for i in range(ndim))
-        strides = tuple(tensor.strides[i] for i in range(ndim)) if tensor.strides else None
-        ptr = (tensor.data or 0) + tensor.byte_offset
+        shape = tensor.shape
+        strides = tensor.strides
+        ptr = tensor.data + tensor.byte_offset
         # Everything is read; now take ownership. An error above left the capsule unconsumed,
         # so its destructor releases the producer.
         from .. import _hip
