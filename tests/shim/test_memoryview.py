@@ -4,6 +4,7 @@ import ctypes
 import gc
 import sys
 import weakref
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,45 +12,12 @@ import pytest
 from nccl._hip_compat.cuda_core_shim import Device, StridedMemoryView, args_viewable_as_strided_memory
 from nccl._hip_compat.cuda_core_shim._memoryview import _StridedMemoryViewProxy
 
+# The DLPack layout of the crafted producers: the buffer tests' own ctypes declaration, written from
+# the DLPack specification independently of src/include/dlpack_abi.h, which the consumer reads.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
+from _buffer_probe import DLManagedTensor, DLManagedTensorVersioned  # noqa: E402
+
 ATTRIBUTES = ("ptr", "shape", "strides", "dtype", "device_id", "is_device_accessible", "readonly", "exporting_obj")
-
-
-# ---- the DLPack ABI of the crafted producers, declared here from the DLPack specification
-# (independently of src/include/dlpack_abi.h, which the consumer under test reads) ----
-class DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32), ("dtype", DLDataType),
-                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
-                ("byte_offset", ctypes.c_uint64)]
-
-
-class DLManagedTensor(ctypes.Structure):
-    pass
-
-
-DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
-                            ("deleter", ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor)))]
-
-
-class DLPackVersion(ctypes.Structure):
-    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
-
-
-class DLManagedTensorVersioned(ctypes.Structure):
-    pass
-
-
-DLManagedTensorVersioned._fields_ = [
-    ("version", DLPackVersion), ("manager_ctx", ctypes.c_void_p),
-    ("deleter", ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensorVersioned))), ("flags", ctypes.c_uint64),
-    ("dl_tensor", DLTensor)]
 
 
 @pytest.fixture(autouse=True)
