@@ -4,6 +4,8 @@ import functools
 import operator
 import weakref
 
+from nccl import _ext
+
 from . import _dlpack, _runtime
 
 __all__ = ["StridedMemoryView", "args_viewable_as_strided_memory"]
@@ -68,9 +70,10 @@ class StridedMemoryView:
         self.exporting_obj = None
         if obj is None:
             return
-        if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        protocol = _ext._array_protocol(obj)  # the buffer resolver's choice (src/ext/buffer.c)
+        if protocol == "dlpack":
             self._from_dlpack(obj, stream_ptr)
-        elif hasattr(obj, "__cuda_array_interface__"):
+        elif protocol == "__cuda_array_interface__":
             self._from_cai(obj, stream_ptr)
         else:
             raise RuntimeError(
@@ -91,8 +94,6 @@ class StridedMemoryView:
             stream = int(stream_ptr)
         else:
             raise BufferError(f"DLPack device_type={device_type} is not supported by the HIP shim")
-        from nccl import _ext
-
         capsule = _ext._dlpack_capsule(obj, stream)  # max_version=(1, 0), else the pre-1.0 call
         tensor, readonly, _ = _dlpack.parse_capsule(capsule)
         tensor_type = int(tensor.device.device_type)
@@ -175,7 +176,7 @@ class _StridedMemoryViewProxy:
 
     def __init__(self, obj):
         self.obj = obj
-        self.has_dlpack = hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__")
+        self.has_dlpack = _ext._array_protocol(obj) == "dlpack"
 
     def view(self, stream_ptr=None):
         return StridedMemoryView(self.obj, stream_ptr)
