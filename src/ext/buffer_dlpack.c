@@ -78,6 +78,28 @@ static PyObject *dlpack_call(nx_state *st, PyObject *obj, PyObject *stream)
     return cap;
 }
 
+/* dlpack_abi.h's codes, the names after "kDL" (nccl._ext._dlpack_codes); memory: DL_MEM_*. */
+typedef struct {
+    const char *name;
+    int value, memory;
+} dl_code;
+#define DL_DEVICE_ROW(name, value, memory) {#name, value, memory},
+#define DL_CODE_ROW(name, value) {#name, value, DL_MEM_NONE}, /* no memory: not a device */
+static const dl_code device_types[] = {DL_DEVICE_TYPES(DL_DEVICE_ROW)};
+static const dl_code datatype_codes[] = {DL_DATATYPE_CODES(DL_CODE_ROW)};
+#undef DL_DEVICE_ROW
+#undef DL_CODE_ROW
+#define NDEVICE_TYPES ((int)(sizeof device_types / sizeof device_types[0]))
+
+/* The memory (DL_MEM_*) of a tensor on a device of this type. */
+static int device_memory(int32_t device_type)
+{
+    for (int i = 0; i < NDEVICE_TYPES; i++)
+        if (device_types[i].value == device_type)
+            return device_types[i].memory;
+    return DL_MEM_NONE;
+}
+
 /* Reads the tensor's metadata into out. -1 with NcclInvalid; the caller still consumes the
  * capsule either way. */
 static int dl_read(nx_state *st, const dl_tensor *t, const char *name, nx_buffer *out)
@@ -102,18 +124,15 @@ static int dl_read(nx_state *st, const dl_tensor *t, const char *name, nx_buffer
         count *= (size_t)t->shape[i];
     if (t->strides != NULL && !nx_buffer_is_dense(t->ndim, t->shape, t->strides, 1))
         return nx_buffer_layout_error(st, name, t->ndim, t->shape, t->strides, 1);
-    switch (t->device.device_type) {
-    case kDLCUDA:
-    case kDLROCM:
+    switch (device_memory(t->device.device_type)) {
+    case DL_MEM_DEVICE:
         out->device = t->device.device_id;
         break;
-    case kDLCUDAHost:
-    case kDLCUDAManaged:
-    case kDLROCMHost:
+    case DL_MEM_PINNED:
         /* device-accessible host memory: host memory to the host backend, else the reported device */
         out->device = nx_loader_info()->flavour == NX_FLAVOUR_HOST ? NX_DEVICE_HOST : t->device.device_id;
         break;
-    case kDLCPU:
+    case DL_MEM_HOST:
         if (nx_buffer_host_device(st, name, out) < 0)
             return -1;
         break;
@@ -239,22 +258,15 @@ static PyMethodDef dlpack_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-/* The values of dlpack_abi.h, the names after "kDL", for nccl._ext._dlpack_codes. */
-typedef struct {
-    const char *name;
-    int value;
-} dl_code;
-#define DL_CODE_ROW(name, value) {#name, value},
-static const dl_code device_types[] = {DL_DEVICE_TYPES(DL_CODE_ROW)};
-static const dl_code datatype_codes[] = {DL_DATATYPE_CODES(DL_CODE_ROW)};
-#undef DL_CODE_ROW
-
-/* ((name, value), ...) of n codes. New reference. */
-static PyObject *code_pairs(const dl_code *codes, int n)
+/* ((name, value), ...) of n codes, or ((name, value, device-accessible), ...) with `memory`. New
+ * reference. */
+static PyObject *code_rows(const dl_code *codes, int n, int memory)
 {
     PyObject *t = PyTuple_New(n);
     for (int i = 0; t != NULL && i < n; i++) {
-        PyObject *pair = Py_BuildValue("(si)", codes[i].name, codes[i].value);
+        int accessible = codes[i].memory == DL_MEM_DEVICE || codes[i].memory == DL_MEM_PINNED;
+        PyObject *pair = memory ? Py_BuildValue("(siO)", codes[i].name, codes[i].value, accessible ? Py_True : Py_False)
+                                : Py_BuildValue("(si)", codes[i].name, codes[i].value);
         if (pair == NULL)
             Py_CLEAR(t);
         else
@@ -265,9 +277,9 @@ static PyObject *code_pairs(const dl_code *codes, int n)
 
 int nx_buffer_dlpack_setup(PyObject *module)
 {
-    /* _dlpack_codes: (DLDeviceType pairs, DLDataTypeCode pairs) */
-    PyObject *codes = Py_BuildValue("(NN)", code_pairs(device_types, (int)(sizeof device_types / sizeof *device_types)),
-                                    code_pairs(datatype_codes, (int)(sizeof datatype_codes / sizeof *datatype_codes)));
+    /* _dlpack_codes: (DLDeviceType rows, DLDataTypeCode rows) */
+    PyObject *codes = Py_BuildValue("(NN)", code_rows(device_types, NDEVICE_TYPES, 1),
+                                    code_rows(datatype_codes, (int)(sizeof datatype_codes / sizeof *datatype_codes), 0));
     if (codes == NULL)
         return -1;
     int rc = PyModule_AddObjectRef(module, "_dlpack_codes", codes);

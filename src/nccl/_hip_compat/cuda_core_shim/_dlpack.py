@@ -14,6 +14,7 @@ from nccl import _ext
 __all__ = [
     "DLDeviceType",
     "DLDataTypeCode",
+    "DEVICE_ACCESSIBLE",
     "DLDevice",
     "DLDataType",
     "DLTensor",
@@ -21,14 +22,21 @@ __all__ = [
 ]
 
 
-_DEVICE_TYPES, _DATATYPE_CODES = _ext._dlpack_codes  # ((name after "kDL", value), ...) each
+# ((name after "kDL", value, device-accessible), ...), ((name after "kDL", value), ...): the device
+# types and data type codes of src/include/dlpack_abi.h
+_DEVICE_TYPES, _DATATYPE_CODES = _ext._dlpack_codes
 
-DLDeviceType = enum.IntEnum("DLDeviceType", [(f"k{name}", value) for name, value in _DEVICE_TYPES],
+DLDeviceType = enum.IntEnum("DLDeviceType", [(f"k{name}", value) for name, value, _ in _DEVICE_TYPES],
                             module=__name__)
 DLDeviceType.__doc__ = "DLPack's DLDeviceType (src/include/dlpack_abi.h)."
 DLDataTypeCode = enum.IntEnum("DLDataTypeCode", [(f"kDL{name}", value) for name, value in _DATATYPE_CODES],
                               module=__name__)
 DLDataTypeCode.__doc__ = "DLPack's DLDataTypeCode (src/include/dlpack_abi.h)."
+
+
+# The device types whose memory a device can reach (device memory, pinned or managed host memory):
+# the buffer resolver's rule.
+DEVICE_ACCESSIBLE = frozenset(DLDeviceType(value) for _, value, accessible in _DEVICE_TYPES if accessible)
 
 
 class DLDevice(NamedTuple):

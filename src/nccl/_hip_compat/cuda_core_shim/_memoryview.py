@@ -11,7 +11,7 @@ from . import _dlpack, _runtime
 __all__ = ["StridedMemoryView", "args_viewable_as_strided_memory"]
 
 _T = _dlpack.DLDeviceType
-_DEVICE_ACCESSIBLE = frozenset({_T.kCUDA, _T.kCUDAHost, _T.kCUDAManaged, _T.kROCM, _T.kROCMHost})
+_DEVICE_ACCESSIBLE = _dlpack.DEVICE_ACCESSIBLE
 _C = _dlpack.DLDataTypeCode
 _WIDTHS = {
     _C.kDLInt: ("int", (8, 16, 32, 64)),
