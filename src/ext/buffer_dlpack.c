@@ -26,15 +26,15 @@ typedef struct {
 /* Fills *v from an unconsumed DLPack capsule: 0, or -1 (no exception) for anything else. */
 static int dlpack_open(PyObject *cap, dl_view *v)
 {
-    if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
-        dl_managed_versioned *m = PyCapsule_GetPointer(cap, "dltensor_versioned");
+    if (PyCapsule_IsValid(cap, DL_CAPSULE_VERSIONED)) {
+        dl_managed_versioned *m = PyCapsule_GetPointer(cap, DL_CAPSULE_VERSIONED);
         *v = (dl_view){m, 1, &m->dl_tensor, m->version.major, m->version.minor, (m->flags & DL_FLAG_READ_ONLY) != 0,
-                       "used_dltensor_versioned"};
+                       DL_CAPSULE_USED_VERSIONED};
         return 0;
     }
-    if (PyCapsule_IsValid(cap, "dltensor")) {
-        dl_managed *m = PyCapsule_GetPointer(cap, "dltensor");
-        *v = (dl_view){m, 0, &m->dl_tensor, 0, 0, 0, "used_dltensor"};
+    if (PyCapsule_IsValid(cap, DL_CAPSULE)) {
+        dl_managed *m = PyCapsule_GetPointer(cap, DL_CAPSULE);
+        *v = (dl_view){m, 0, &m->dl_tensor, 0, 0, 0, DL_CAPSULE_USED};
         return 0;
     }
     return -1;

@@ -12,6 +12,12 @@
 
 #include <stdint.h>
 
+/* The capsule names of the protocol above (string literals: PyCapsule keeps the pointer). */
+#define DL_CAPSULE "dltensor"
+#define DL_CAPSULE_VERSIONED "dltensor_versioned"
+#define DL_CAPSULE_USED "used_dltensor"
+#define DL_CAPSULE_USED_VERSIONED "used_dltensor_versioned"
+
 /* DLDeviceType values, X(name after "kDL", value, memory) with the memory a tensor there is in:
  * host memory, device memory, device-accessible host memory (pinned or managed), or none nccl4py
  * accepts. The enum below, the resolver's device rule (src/ext/buffer_dlpack.c), and the cuda.core
