@@ -169,6 +169,15 @@ def test_unsupported_tensors(kwargs, exc, message):
     assert producer.deleted == 0  # never consumed: the producer still owns it (no destructor here)
 
 
+def test_malformed_tensor_is_refused_unconsumed():
+    producer = _Crafted()
+    producer.managed.dl_tensor.shape = None  # ndim=1 with no shape
+    with pytest.raises(BufferError, match=r"^DLPack tensor with ndim=1 is malformed$"):
+        StridedMemoryView(producer, stream_ptr=-1)
+    gc.collect()
+    assert producer.deleted == 0
+
+
 @pytest.mark.parametrize("device_type, accessible, device_id", [(2, True, 0), (3, True, 0), (13, True, 0),
                                                                (10, True, 0), (11, True, 0), (1, False, -1)])
 def test_device_types(device_type, accessible, device_id):
