@@ -150,32 +150,6 @@ int nx_buffer_is_dense(int nd, const int64_t *shape, const int64_t *strides, int
     return c || f;
 }
 
-/* ---- numpy dtypes ---- */
-
-int nx_numpy_kind_dtype(const char *dname, int kind, Py_ssize_t itemsize)
-{
-    if (dname != NULL) {
-        if (strcmp(dname, "bfloat16") == 0)
-            return ncclBfloat16;
-        if (strcmp(dname, "float8_e4m3fn") == 0)
-            return ncclFloat8e4m3;
-        if (strcmp(dname, "float8_e5m2") == 0)
-            return ncclFloat8e5m2;
-    }
-    switch (kind) {
-    case 'b':
-        return itemsize == 1 ? ncclUint8 : -1;
-    case 'f':
-        return itemsize == 2 ? ncclFloat16 : itemsize == 4 ? ncclFloat32 : itemsize == 8 ? ncclFloat64 : -1;
-    case 'i':
-        return itemsize == 1 ? ncclInt8 : itemsize == 4 ? ncclInt32 : itemsize == 8 ? ncclInt64 : -1;
-    case 'u':
-        return itemsize == 1 ? ncclUint8 : itemsize == 4 ? ncclUint32 : itemsize == 8 ? ncclUint64 : -1;
-    default:
-        return -1;
-    }
-}
-
 /* ---- the dtype caches (nx_buffer_cache.np, .torch): a fixed array of slots, each filled once ---- */
 
 /* The datatype the cache maps `key` to, or -1 when it is not there. Slots fill in order, so the
@@ -302,24 +276,11 @@ static int from_numpy(nx_state *st, PyObject *obj, const char *name, nx_buffer *
 
 static NX_COLD int torch_dtype_slow(nx_state *st, PyObject *dtobj, const char *name)
 {
-    static const struct {
-        const char *name;
-        int dt;
-    } table[] = {
-        {"torch.float16", ncclFloat16}, {"torch.float32", ncclFloat32}, {"torch.float64", ncclFloat64},
-        {"torch.bfloat16", ncclBfloat16}, {"torch.int8", ncclInt8}, {"torch.int32", ncclInt32},
-        {"torch.int64", ncclInt64}, {"torch.uint8", ncclUint8}, {"torch.bool", ncclUint8},
-        {"torch.float8_e4m3fn", ncclFloat8e4m3}, {"torch.float8_e5m2", ncclFloat8e5m2},
-        {"torch.uint32", ncclUint32}, {"torch.uint64", ncclUint64},
-    };
     PyObject *s = PyObject_Str(dtobj);
     if (s == NULL)
         return -1;
     const char *n = PyUnicode_AsUTF8(s);
-    int dt = -1;
-    for (size_t i = 0; n != NULL && i < sizeof table / sizeof table[0]; i++)
-        if (strcmp(n, table[i].name) == 0)
-            dt = table[i].dt;
+    int dt = n != NULL ? nx_torch_dtype(n) : -1;
     if (dt < 0 && n != NULL)
         nx_invalid(st,
                    "%s: Unsupported torch dtype %s has no NCCL equivalent. NCCL does not support complex, int16, "
@@ -628,6 +589,23 @@ static int optional_attr(PyObject *obj, PyObject *attr, PyObject **out)
     return 1;
 }
 
+/* The exchange protocol obj speaks, DLPack first: NX_PROTO_DLPACK (__dlpack__ and
+ * __dlpack_device__), NX_PROTO_CAI (*cai: __cuda_array_interface__, a new reference) or
+ * NX_PROTO_NONE; -1 with an exception other than AttributeError. */
+enum { NX_PROTO_NONE, NX_PROTO_DLPACK, NX_PROTO_CAI };
+static int array_protocol(nx_state *st, PyObject *obj, PyObject **cai)
+{
+    *cai = NULL;
+    int has_dl = optional_attr(obj, st->buffer.str[NX_BSTR_DLPACK], NULL);
+    if (has_dl > 0)
+        has_dl = optional_attr(obj, st->buffer.str[NX_BSTR_DLPACK_DEVICE], NULL);
+    if (has_dl != 0)
+        return has_dl < 0 ? -1 : NX_PROTO_DLPACK;
+    if (optional_attr(obj, st->buffer.str[NX_BSTR_CAI], cai) < 0)
+        return -1;
+    return *cai != NULL ? NX_PROTO_CAI : NX_PROTO_NONE;
+}
+
 static NX_COLD int resolve_generic(nx_state *st, PyObject *obj, const char *name, nx_buffer *out)
 {
     PyTypeObject *tp;
@@ -636,17 +614,13 @@ static NX_COLD int resolve_generic(nx_state *st, PyObject *obj, const char *name
     for (int k = NX_BTYPE_CC_BUFFER; k <= NX_BTYPE_SHIM_BUFFER; k++)
         if ((tp = seen_type(st, k)) != NULL && PyObject_TypeCheck(obj, tp))
             return from_cc_buffer(st, obj, name, out);
-    int has_dl = optional_attr(obj, st->buffer.str[NX_BSTR_DLPACK], NULL);
-    if (has_dl > 0)
-        has_dl = optional_attr(obj, st->buffer.str[NX_BSTR_DLPACK_DEVICE], NULL);
-    if (has_dl < 0)
-        return -1;
-    if (has_dl)
-        return nx_buffer_from_dlpack(st, obj, name, out);
     PyObject *cai;
-    if (optional_attr(obj, st->buffer.str[NX_BSTR_CAI], &cai) < 0)
+    int proto = array_protocol(st, obj, &cai);
+    if (proto < 0)
         return -1;
-    if (cai != NULL) {
+    if (proto == NX_PROTO_DLPACK)
+        return nx_buffer_from_dlpack(st, obj, name, out);
+    if (proto == NX_PROTO_CAI) {
         int rc = nx_buffer_from_cai(st, cai, name, out);
         Py_DECREF(cai);
         return rc;
@@ -669,6 +643,28 @@ int nx_resolve_buffer(nx_state *st, PyObject *obj, const char *name, nx_buffer *
         return from_torch(st, obj, name, out);
     return resolve_generic(st, obj, name, out);
 }
+
+PyDoc_STRVAR(array_protocol__doc__, "_array_protocol(obj, /)\n--\n\n"
+"'dlpack' (obj has __dlpack__ and __dlpack_device__), else '__cuda_array_interface__' (it has\n"
+"that attribute), else None: the resolver's choice between the two protocols, for the cuda.core\n"
+"shim's StridedMemoryView.");
+
+static PyObject *array_protocol_py(PyObject *module, PyObject *obj)
+{
+    PyObject *cai;
+    int proto = array_protocol(nx_get_state(module), obj, &cai);
+    Py_XDECREF(cai);
+    if (proto < 0)
+        return NULL;
+    return proto == NX_PROTO_DLPACK ? PyUnicode_FromString("dlpack")
+           : proto == NX_PROTO_CAI  ? PyUnicode_FromString("__cuda_array_interface__")
+                                    : Py_NewRef(Py_None);
+}
+
+static PyMethodDef buffer_methods[] = {
+    {"_array_protocol", array_protocol_py, METH_O, array_protocol__doc__},
+    {NULL, NULL, 0, NULL},
+};
 
 int nx_buffer_writable(nx_state *st, const nx_buffer *b, const char *name)
 {
@@ -709,8 +705,10 @@ void nx_buffer_cache_clear(nx_buffer_cache *c)
 
 int nx_buffer_setup(PyObject *module, nx_state *st)
 {
-    (void)module;
     nx_buffer_cache *c = &st->buffer;
+    if (nx_buffer_dtypes_setup(module) < 0 || nx_buffer_dlpack_setup(module) < 0 ||
+        PyModule_AddFunctions(module, buffer_methods) < 0)
+        return -1;
     for (int i = 0; i < NX_BUF_NSTR; i++)
         if (str_values[i] != NULL && (c->str[i] = PyUnicode_InternFromString(str_values[i])) == NULL)
             return -1;

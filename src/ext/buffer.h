@@ -5,6 +5,7 @@
  *   buffer_dlpack.c  DLPack capsules (__dlpack__ / __dlpack_device__)
  *   buffer_cai.c     __cuda_array_interface__
  *   buffer_device.c  the device of a raw pointer, asked of the GPU driver (src/common/gpu_loader.c)
+ *   buffer_dtypes.c  the table of numpy/DLPack/torch element types and their NCCL datatypes
  *   ncclbuffer.c     the NcclBuffer type (nccl.core.buffer.NcclBuffer)
  *
  * Error messages are built in NX_COLD functions, off the hot paths. */
@@ -33,9 +34,24 @@ typedef struct {
  * writability (the caller asks for it with nx_buffer_writable). 0, or -1 with NcclInvalid set. */
 int nx_resolve_buffer(nx_state *st, PyObject *obj, const char *name, nx_buffer *out);
 
+/* ---- the element-type table (buffer_dtypes.c) ---- */
+
 /* A numpy-style dtype (name, kind, itemsize) as a datatype per docs/compatibility.md#names-and-types: the ml_dtypes
  * names first, then kind and itemsize (bool is UINT8); -1 if it has no NCCL equivalent. */
 int nx_numpy_kind_dtype(const char *dname, int kind, Py_ssize_t itemsize);
+
+/* A DLPack (type code, bits) as a datatype; -1 if it has no NCCL equivalent. */
+int nx_dlpack_dtype(int code, int bits);
+
+/* A torch dtype's str() ("torch.float32") as a datatype; -1 if it has no NCCL equivalent. */
+int nx_torch_dtype(const char *str);
+
+/* The numpy dtype name of a datatype ("float32"), *ml_dtypes set when the dtype comes from the
+ * ml_dtypes package; NULL for an invalid datatype. */
+const char *nx_dtype_numpy_name(ncclDataType_t dt, int *ml_dtypes);
+
+/* Adds nccl._ext._numpy_dtypes, the table's rows for nccl.core._types. 0 or -1. */
+int nx_buffer_dtypes_setup(PyObject *module);
 
 /* NcclInvalid("<name> is read-only") when b is read-only. */
 int nx_buffer_writable(nx_state *st, const nx_buffer *b, const char *name);
@@ -101,6 +117,9 @@ int nx_buffer_read_ints(PyObject *seq, int64_t *v, int *n);
 /* The producers of buffer_dlpack.c and buffer_cai.c. 0, or -1 with an exception. */
 int nx_buffer_from_dlpack(nx_state *st, PyObject *obj, const char *name, nx_buffer *out);
 int nx_buffer_from_cai(nx_state *st, PyObject *cai, const char *name, nx_buffer *out);
+
+/* Adds buffer_dlpack.c's functions for the cuda.core shim (_dlpack_capsule, _dlpack_read). 0 or -1. */
+int nx_buffer_dlpack_setup(PyObject *module);
 
 /* The device ordinal of a device pointer, asked of the driver of the loaded flavour (buffer_device.c):
  * hipPointerGetAttributes on RCCL, cuPointerGetAttribute on NCCL; 0 on the host flavour (which

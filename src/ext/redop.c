@@ -106,21 +106,15 @@ int nx_comm_redop(nx_state *st, nx_Communicator *comm, PyObject *op, ncclDataTyp
 /* The numpy module (borrowed), imported on first use. */
 static PyObject *numpy_module(nx_state *st) { return nx_lazy(st, NX_LAZY_NUMPY); }
 
-static const char *const numpy_names[ncclNumTypes] = {
-    [ncclInt8] = "int8",       [ncclUint8] = "uint8",     [ncclInt32] = "int32",       [ncclUint32] = "uint32",
-    [ncclInt64] = "int64",     [ncclUint64] = "uint64",   [ncclFloat16] = "float16",   [ncclFloat32] = "float32",
-    [ncclFloat64] = "float64", [ncclBfloat16] = "bfloat16", [ncclFloat8e4m3] = "float8_e4m3fn",
-    [ncclFloat8e5m2] = "float8_e5m2",
-};
-
 /* numpy.dtype of an NCCL datatype (bf16 and fp8 through ml_dtypes). New reference. */
 static PyObject *numpy_dtype(nx_state *st, ncclDataType_t dt)
 {
     PyObject *np = numpy_module(st);
     if (np == NULL)
         return NULL;
-    const char *name = numpy_names[dt];
-    if (dt != ncclBfloat16 && dt != ncclFloat8e4m3 && dt != ncclFloat8e5m2)
+    int ml_dtypes = 0;
+    const char *name = nx_dtype_numpy_name(dt, &ml_dtypes);
+    if (!ml_dtypes)
         return PyObject_CallMethod(np, "dtype", "s", name);
     PyObject *ml = PyImport_ImportModule("ml_dtypes");
     if (ml == NULL) {

@@ -13,10 +13,10 @@
 #include "dlpack_abi.h"
 
 /* The capsule names. PyCapsule keeps the name pointer, so these must be static strings. */
-static const char name_tensor[] = "dltensor";
-static const char name_versioned[] = "dltensor_versioned";
-static const char name_used_tensor[] = "used_dltensor";
-static const char name_used_versioned[] = "used_dltensor_versioned";
+static const char name_tensor[] = DL_CAPSULE;
+static const char name_versioned[] = DL_CAPSULE_VERSIONED;
+static const char name_used_tensor[] = DL_CAPSULE_USED;
+static const char name_used_versioned[] = DL_CAPSULE_USED_VERSIONED;
 
 /* One allocation per export: the managed struct and the one-element shape it points to. */
 typedef struct {

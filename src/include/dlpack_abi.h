@@ -12,26 +12,32 @@
 
 #include <stdint.h>
 
-/* DLDeviceType values nccl4py reads or writes. */
-enum {
-    kDLCPU = 1,
-    kDLCUDA = 2,
-    kDLCUDAHost = 3,
-    kDLROCM = 10,
-    kDLROCMHost = 11,
-    kDLCUDAManaged = 13,
-};
+/* The capsule names of the protocol above (string literals: PyCapsule keeps the pointer). */
+#define DL_CAPSULE "dltensor"
+#define DL_CAPSULE_VERSIONED "dltensor_versioned"
+#define DL_CAPSULE_USED "used_dltensor"
+#define DL_CAPSULE_USED_VERSIONED "used_dltensor_versioned"
 
-/* DLDataTypeCode values nccl4py maps to NCCL datatypes. */
-enum {
-    kDLInt = 0,
-    kDLUInt = 1,
-    kDLFloat = 2,
-    kDLBfloat = 4,
-    kDLBool = 6,
-    kDLFloat8_e4m3fn = 10,
-    kDLFloat8_e5m2 = 12,
-};
+/* DLDeviceType values, X(name after "kDL", value, memory) with the memory a tensor there is in:
+ * host memory, device memory, device-accessible host memory (pinned or managed), or none nccl4py
+ * accepts. The enum below, the resolver's device rule (src/ext/buffer_dlpack.c), and the cuda.core
+ * shim's DLDeviceType and device-accessible set (nccl._ext._dlpack_codes). */
+enum { DL_MEM_NONE, DL_MEM_HOST, DL_MEM_DEVICE, DL_MEM_PINNED };
+#define DL_DEVICE_TYPES(X)                                                                              \
+    X(CPU, 1, DL_MEM_HOST) X(CUDA, 2, DL_MEM_DEVICE) X(CUDAHost, 3, DL_MEM_PINNED) X(OpenCL, 4, DL_MEM_NONE) \
+    X(Vulkan, 7, DL_MEM_NONE) X(Metal, 8, DL_MEM_NONE) X(VPI, 9, DL_MEM_NONE) X(ROCM, 10, DL_MEM_DEVICE)  \
+    X(ROCMHost, 11, DL_MEM_PINNED) X(ExtDev, 12, DL_MEM_NONE) X(CUDAManaged, 13, DL_MEM_PINNED)
+/* DLDataTypeCode values, X(name after "kDL", value): the enum below and the shim's DLDataTypeCode. */
+#define DL_DATATYPE_CODES(X)                                                                            \
+    X(Int, 0) X(UInt, 1) X(Float, 2) X(OpaqueHandle, 3) X(Bfloat, 4) X(Complex, 5) X(Bool, 6)            \
+    X(Float8_e4m3fn, 10) X(Float8_e5m2, 12)
+
+#define DL_DEVICE_MEMBER(name, value, memory) kDL##name = value,
+#define DL_CODE_MEMBER(name, value) kDL##name = value,
+enum { DL_DEVICE_TYPES(DL_DEVICE_MEMBER) };
+enum { DL_DATATYPE_CODES(DL_CODE_MEMBER) };
+#undef DL_DEVICE_MEMBER
+#undef DL_CODE_MEMBER
 
 typedef struct {
     int32_t device_type;

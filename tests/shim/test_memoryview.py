@@ -4,13 +4,18 @@ import ctypes
 import gc
 import sys
 import weakref
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from nccl._hip_compat.cuda_core_shim import Device, StridedMemoryView, args_viewable_as_strided_memory
-from nccl._hip_compat.cuda_core_shim._dlpack import DLManagedTensor, DLManagedTensorVersioned
 from nccl._hip_compat.cuda_core_shim._memoryview import _StridedMemoryViewProxy
+
+# The DLPack layout of the crafted producers: the buffer tests' own ctypes declaration, written from
+# the DLPack specification independently of src/include/dlpack_abi.h, which the consumer reads.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
+from _buffer_probe import DLManagedTensor, DLManagedTensorVersioned  # noqa: E402
 
 ATTRIBUTES = ("ptr", "shape", "strides", "dtype", "device_id", "is_device_accessible", "readonly", "exporting_obj")
 
@@ -162,6 +167,15 @@ def test_unsupported_tensors(kwargs, exc, message):
         StridedMemoryView(producer, stream_ptr=-1)
     gc.collect()
     assert producer.deleted == 0  # never consumed: the producer still owns it (no destructor here)
+
+
+def test_malformed_tensor_is_refused_unconsumed():
+    producer = _Crafted()
+    producer.managed.dl_tensor.shape = None  # ndim=1 with no shape
+    with pytest.raises(BufferError, match=r"^DLPack tensor with ndim=1 is malformed$"):
+        StridedMemoryView(producer, stream_ptr=-1)
+    gc.collect()
+    assert producer.deleted == 0
 
 
 @pytest.mark.parametrize("device_type, accessible, device_id", [(2, True, 0), (3, True, 0), (13, True, 0),

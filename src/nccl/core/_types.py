@@ -1,4 +1,4 @@
-"""The enums and constants of nccl.core (docs/compatibility.md#names-and-types). Pure Python; loads nothing.
+"""The enums and constants of nccl.core (docs/compatibility.md#names-and-types). Loads no library.
 
 The C core reads ``NcclDataType`` from here (src/ext/lazy.c), so its module path is a contract.
 
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as _np
 from numpy.typing import DTypeLike
 
-from nccl import _enums
+from nccl import _enums, _ext
 from nccl._errors import NcclInvalid
 
 __all__ = [
@@ -27,13 +27,13 @@ __all__ = [
     "SUM", "PROD", "MAX", "MIN", "AVG",
 ]
 
-# numpy dtype names that (kind, itemsize) cannot tell apart; they come from ml_dtypes.
-_BY_NAME = {"bfloat16": 9, "float8_e4m3fn": 10, "float8_e5m2": 11}
-_BY_KIND = {("f", 2): 6, ("f", 4): 7, ("f", 8): 8, ("i", 1): 0, ("i", 4): 2, ("i", 8): 4,
-            ("u", 1): 1, ("u", 4): 3, ("u", 8): 5, ("b", 1): 1}
-_ITEMSIZE = (1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1)
-_NUMPY_NAMES = ("int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "float32",
-                "float64", "bfloat16", "float8_e4m3fn", "float8_e5m2")
+# The C table of element types (src/ext/buffer_dtypes.c): (value, numpy name, numpy kind, itemsize)
+# rows, the first of each value naming its numpy dtype. Names with no kind ("") are told apart by
+# name alone; they come from ml_dtypes.
+_BY_NAME = {name: value for value, name, kind, _ in _ext._numpy_dtypes if not kind}
+_BY_KIND = {(kind, size): value for value, _, kind, size in _ext._numpy_dtypes if kind}
+_ITEMSIZE = {value: size for value, _, _, size in _ext._numpy_dtypes}
+_NUMPY_NAMES = {value: name for value, name, _, _ in reversed(_ext._numpy_dtypes)}  # the first row wins
 
 
 class NcclDataType(IntEnum):
@@ -91,7 +91,7 @@ class NcclDataType(IntEnum):
     def numpy_dtype(self) -> _np.dtype[Any]:
         """The numpy dtype; bfloat16 and the fp8 formats need the ml_dtypes package."""
         name = _NUMPY_NAMES[self.value]
-        if self.value < 9:
+        if name not in _BY_NAME:
             return _np.dtype(name)
         try:
             import ml_dtypes

@@ -5,16 +5,15 @@ import operator
 import threading
 import weakref
 
-from . import _runtime
+from . import _dlpack, _runtime
 from ._args import index_arg, non_negative_arg
 from .typing import DevicePointerT, DevicePointerType  # noqa: F401  (served from cuda.core._memory)
 
 __all__ = ["Buffer", "MemoryResource"]
 
-# DLPack device types (see _dlpack.DLDeviceType)
-_kDLCPU = 1
-_kDLROCM = 10
-_kDLROCMHost = 11
+_kDLCPU = int(_dlpack.DLDeviceType.kCPU)
+_kDLROCM = int(_dlpack.DLDeviceType.kROCM)
+_kDLROCMHost = int(_dlpack.DLDeviceType.kROCMHost)
 
 
 def _positive_size(size):

@@ -4,12 +4,14 @@ import functools
 import operator
 import weakref
 
+from nccl import _ext
+
 from . import _dlpack, _runtime
 
 __all__ = ["StridedMemoryView", "args_viewable_as_strided_memory"]
 
 _T = _dlpack.DLDeviceType
-_DEVICE_ACCESSIBLE = frozenset({_T.kCUDA, _T.kCUDAHost, _T.kCUDAManaged, _T.kROCM, _T.kROCMHost})
+_DEVICE_ACCESSIBLE = _dlpack.DEVICE_ACCESSIBLE
 _C = _dlpack.DLDataTypeCode
 _WIDTHS = {
     _C.kDLInt: ("int", (8, 16, 32, 64)),
@@ -68,9 +70,10 @@ class StridedMemoryView:
         self.exporting_obj = None
         if obj is None:
             return
-        if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        protocol = _ext._array_protocol(obj)  # the buffer resolver's choice (src/ext/buffer.c)
+        if protocol == "dlpack":
             self._from_dlpack(obj, stream_ptr)
-        elif hasattr(obj, "__cuda_array_interface__"):
+        elif protocol == "__cuda_array_interface__":
             self._from_cai(obj, stream_ptr)
         else:
             raise RuntimeError(
@@ -91,19 +94,15 @@ class StridedMemoryView:
             stream = int(stream_ptr)
         else:
             raise BufferError(f"DLPack device_type={device_type} is not supported by the HIP shim")
-        try:
-            capsule = obj.__dlpack__(stream=stream, max_version=(1, 0))
-        except TypeError:
-            capsule = obj.__dlpack__(stream=stream)
+        capsule = _ext._dlpack_capsule(obj, stream)  # max_version=(1, 0), else the pre-1.0 call
         tensor, readonly, _ = _dlpack.parse_capsule(capsule)
         tensor_type = int(tensor.device.device_type)
         if tensor_type != _T.kCPU and tensor_type not in _DEVICE_ACCESSIBLE:
             raise BufferError(f"DLPack device_type={tensor_type} is not supported by the HIP shim")
         dtype = _numpy_dtype(tensor.dtype)
-        ndim = tensor.ndim
-        shape = tuple(tensor.shape[i] for i in range(ndim))
-        strides = tuple(tensor.strides[i] for i in range(ndim)) if tensor.strides else None
-        ptr = (tensor.data or 0) + tensor.byte_offset
+        shape = tensor.shape
+        strides = tensor.strides
+        ptr = tensor.data + tensor.byte_offset
         # Everything is read; now take ownership. An error above left the capsule unconsumed,
         # so its destructor releases the producer.
         from .. import _hip
@@ -177,7 +176,7 @@ class _StridedMemoryViewProxy:
 
     def __init__(self, obj):
         self.obj = obj
-        self.has_dlpack = hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__")
+        self.has_dlpack = _ext._array_protocol(obj) == "dlpack"
 
     def view(self, stream_ptr=None):
         return StridedMemoryView(self.obj, stream_ptr)
