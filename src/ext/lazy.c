@@ -35,6 +35,7 @@ static const struct {
     [NX_LAZY_LSA_BARRIER_HANDLE] = {"LsaBarrierHandle", "nccl.core"},
     [NX_LAZY_GIN_BARRIER_HANDLE] = {"GinBarrierHandle", "nccl.core"},
     [NX_LAZY_LLA2A_HANDLE] = {"LLA2AHandle", "nccl.core"},
+    [NX_LAZY_ML_DTYPE] = {"ml_dtype", "nccl.core"},
 };
 
 PyObject *nx_lazy(nx_state *st, nx_lazy_kind kind)
@@ -68,6 +69,9 @@ static int register_one(nx_state *st, PyObject *key, PyObject *value)
             return 0;
         }
     }
+    int r = nx_errors_register(st, key, value);
+    if (r != 0)
+        return r < 0 ? -1 : 0;
     for (size_t i = 0; i < sizeof comm_attributes / sizeof *comm_attributes; i++) {
         if (PyUnicode_CompareWithASCIIString(key, comm_attributes[i]) == 0)
             return register_comm_attribute(st, key, value);
@@ -77,8 +81,9 @@ static int register_one(nx_state *st, PyObject *key, PyObject *value)
 }
 
 PyDoc_STRVAR(register__doc__, "_register(**objects)\n--\n\n"
-"Hand the C code the Python objects it uses (NcclDataType=..., check_one_rank=..., ...), once, from\n"
-"the import of the package that defines them; from_env=... becomes a Communicator class attribute.\n"
+"Hand the C code the Python objects it uses (NcclDataType=..., check_one_rank=..., the exception\n"
+"classes of nccl._errors, ...), once, from the import of the package that defines them;\n"
+"from_env=... becomes a Communicator class attribute.\n"
 "The first registration of each object stays (C reads them without a lock).");
 
 static PyObject *register_objects(PyObject *module, PyObject *args, PyObject *kwargs)

@@ -30,6 +30,7 @@ typedef enum {
     NX_LAZY_LSA_BARRIER_HANDLE,    /* nccl.core._team.LsaBarrierHandle */
     NX_LAZY_GIN_BARRIER_HANDLE,    /* nccl.core._team.GinBarrierHandle */
     NX_LAZY_LLA2A_HANDLE,          /* nccl.core._team.LLA2AHandle */
+    NX_LAZY_ML_DTYPE,              /* nccl.core._methods.ml_dtype(name) -> an ml_dtypes type */
     NX_NLAZY
 } nx_lazy_kind;
 

@@ -43,7 +43,7 @@ def _register():
     from nccl import _ext
     from nccl._enums import Result
     from nccl._launch import check_one_rank
-    from nccl.core import communicator, cuda
+    from nccl.core import _methods, communicator, cuda
 
     _ext._register(
         NcclDataType=NcclDataType, Result=Result, UniqueId=UniqueId, NCCLConfig=NCCLConfig,
@@ -52,7 +52,7 @@ def _register():
         numpy=numpy, NCCLCollConfig=NCCLCollConfig, NCCLTeam=NCCLTeam, NCCLCommProperties=NCCLCommProperties,
         check_one_rank=check_one_rank, NCCLDevCommRequirements=NCCLDevCommRequirements, CftLeInfo=CftLeInfo,
         MultimemHandle=MultimemHandle, LsaBarrierHandle=LsaBarrierHandle, GinBarrierHandle=GinBarrierHandle,
-        LLA2AHandle=LLA2AHandle, from_env=classmethod(communicator.from_env),
+        LLA2AHandle=LLA2AHandle, ml_dtype=_methods.ml_dtype, from_env=classmethod(communicator.from_env),
     )
 
 
