@@ -37,7 +37,8 @@ from nccl._version import __version__
 
 
 def _register():
-    """Hands nccl._ext the Python objects its C code uses, and Communicator.from_env (lazy.c)."""
+    """Hands nccl._ext the Python objects its C code uses, and the C types' attributes written in Python
+    (Communicator.from_env, nccl.core._methods) (lazy.c)."""
     import numpy
 
     from nccl import _ext
@@ -52,7 +53,8 @@ def _register():
         numpy=numpy, NCCLCollConfig=NCCLCollConfig, NCCLTeam=NCCLTeam, NCCLCommProperties=NCCLCommProperties,
         check_one_rank=check_one_rank, NCCLDevCommRequirements=NCCLDevCommRequirements, CftLeInfo=CftLeInfo,
         MultimemHandle=MultimemHandle, LsaBarrierHandle=LsaBarrierHandle, GinBarrierHandle=GinBarrierHandle,
-        LLA2AHandle=LLA2AHandle, ml_dtype=_methods.ml_dtype, from_env=classmethod(communicator.from_env),
+        LLA2AHandle=LLA2AHandle, ml_dtype=_methods.ml_dtype,
+        Communicator={"from_env": classmethod(communicator.from_env)}, RegisteredWindowHandle=_methods.WINDOW_METHODS,
     )
 
 
