@@ -573,8 +573,8 @@ static PyObject *get_device(PyObject *self, void *closure)
 }
 
 /* The cached ncclCommQueryProperties struct object (a new reference: a teardown on another
- * thread may drop the cache meanwhile); NULL with an exception. comm_teams.c builds
- * NCCLCommProperties from it. */
+ * thread may drop the cache meanwhile); NULL with an exception. Communicator.properties
+ * (nccl.core._methods) builds NCCLCommProperties from it through the _properties getter. */
 static PyObject *properties(nx_state *st, nx_Communicator *c, const char *op)
 {
     PyObject *obj = cached_object(c, &c->props);
@@ -664,10 +664,11 @@ static PyObject *property_getter(PyObject *self, void *closure)
 
 #define PROPERTY(i) (void *)&property_fields[i]
 
-PyObject *nx_comm_properties_struct(PyObject *self, const char *op)
+static PyObject *get_properties_struct(PyObject *self, void *closure)
 {
+    (void)closure;
     nx_state *st = getter_state(self);
-    return st != NULL ? properties(st, (nx_Communicator *)self, op) : NULL;
+    return st != NULL ? properties(st, (nx_Communicator *)self, "get properties") : NULL;
 }
 
 static PyObject *Communicator_repr(PyObject *op)
@@ -686,6 +687,17 @@ static PyObject *Communicator_repr(PyObject *op)
     if (host_flavour())
         return PyUnicode_FromFormat("<Communicator: rank=%d/%d, device=host, ptr=%p>", rank, nranks, (void *)comm);
     return PyUnicode_FromFormat("<Communicator: rank=%d/%d, device=%d, ptr=%p>", rank, nranks, dev, (void *)comm);
+}
+
+PyDoc_STRVAR(require__doc__, "_require($self, op, /)\n--\n\n"
+"The ncclComm_t as an int, for the methods written in Python (nccl.core._methods); on a null\n"
+"communicator NCCLNullHandleError 'Cannot <op>: Communicator not initialized'.");
+
+static PyObject *Communicator_require(PyObject *self, PyObject *op)
+{
+    const char *text = PyUnicode_AsUTF8(op);
+    ncclComm_t comm = text ? nx_comm_require((nx_Communicator *)self, text) : NULL;
+    return comm ? PyLong_FromVoidPtr((void *)comm) : NULL;
 }
 
 /* ---- the type ---- */
@@ -709,17 +721,9 @@ static PyGetSetDef Communicator_getset[] = {
      PROPERTY(P_GIN_TYPE)},
     {"railed_gin_type", property_getter, NULL, QUERY_DOC("Railed GIN transport, as gin_type."),
      PROPERTY(P_RAILED_GIN_TYPE)},
-    {"properties", nx_comm_get_properties, NULL,
-     QUERY_DOC("Everything ncclCommQueryProperties reports, as an NCCLCommProperties (fields the loaded "
-               "library predates are None)."), NULL},
-    {"team_world", nx_comm_get_team, NULL, QUERY_DOC("The NCCLTeam of every rank (ncclTeamWorld)."),
-     (void *)&nx_team_world},
-    {"team_lsa", nx_comm_get_team, NULL, QUERY_DOC("The NCCLTeam of this rank's LSA domain (ncclTeamLsa)."),
-     (void *)&nx_team_lsa},
-    {"team_rail", nx_comm_get_team, NULL, QUERY_DOC("The NCCLTeam of this rank's rail (ncclTeamRail)."),
-     (void *)&nx_team_rail},
-    {"team_cft_multimem", nx_comm_get_team, NULL, QUERY_DOC("The CFT multimem NCCLTeam (ncclTeamCftMultimem, 2.31)."),
-     (void *)&nx_team_cft_multimem},
+    {"_properties", get_properties_struct, NULL,
+     "The cached nccl.bindings.nccl.CommProperties of ncclCommQueryProperties, for the properties\n"
+     "property written in Python (nccl.core._methods).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -735,6 +739,7 @@ static PyMethodDef Communicator_own_methods[] = {
     METHOD(get_last_error),
     METHOD(get_async_error),
     METHOD(get_mem_stat),
+    {"_require", Communicator_require, METH_O, require__doc__},
     {"close_all_resources", Communicator_close_all_resources, METH_NOARGS, close_all_resources__doc__},
     {"__enter__", Communicator_enter, METH_NOARGS, "Return self."},
     NX_COMM_METHOD_DEF("__exit__", Communicator_exit, exit__doc__),
@@ -753,7 +758,7 @@ PyDoc_STRVAR(Communicator__doc__, "Communicator(ptr=None)\n--\n\n"
 "with destroy() or abort(), or use it as a context manager. Not thread-safe, as in NCCL.");
 
 /* The method table is communicator_create.c's methods, this file's, then collectives.c's,
- * resources.c's, redop.c's, comm_teams.c's and devcomm.c's, joined once per process (slots need
+ * resources.c's, redop.c's and devcomm.c's, joined once per process (slots need
  * one array that outlives the type; interpreters importing the module at the same time share it).
  * NULL if out of memory. */
 static PyMethodDef *joined_methods;
@@ -762,8 +767,7 @@ static pthread_once_t joined_once = PTHREAD_ONCE_INIT;
 static void join_methods(void)
 {
     const PyMethodDef *parts[] = {nx_comm_create_methods, Communicator_own_methods, nx_collective_methods,
-                                  nx_resource_methods, nx_redop_methods, nx_team_methods,
-                                  nx_devcomm_methods};
+                                  nx_resource_methods, nx_redop_methods, nx_devcomm_methods};
     const size_t nparts = sizeof parts / sizeof parts[0];
     size_t n = 0;
     for (size_t p = 0; p < nparts; p++)

@@ -86,21 +86,6 @@ extern PyMethodDef nx_resource_methods[];
 extern PyMethodDef nx_redop_methods[];
 /* devcomm.c: create_dev_comm. */
 extern PyMethodDef nx_devcomm_methods[];
-/* comm_teams.c: team_cft, team_rank_to_world, team_rank_to_lsa. */
-extern PyMethodDef nx_team_methods[];
-
-/* comm_teams.c: the properties and team getters of the Communicator getset table. A team getter's
- * closure is one of the nx_team_* rows. */
-typedef struct {
-    const char *op;     /* "get team_world": the message's verb for a null communicator */
-    int which;          /* the ncclTeamXxx entry point */
-} nx_team_kind;
-extern const nx_team_kind nx_team_world, nx_team_lsa, nx_team_rail, nx_team_cft_multimem;
-PyObject *nx_comm_get_properties(PyObject *self, void *closure);
-PyObject *nx_comm_get_team(PyObject *self, void *closure);
-/* communicator.c: the cached bindings CommProperties of ncclCommQueryProperties (new reference),
- * or NULL with an exception. */
-PyObject *nx_comm_properties_struct(PyObject *self, const char *op);
 
 /* ---- resources (resources.h: resources.c, redop.c) ---- */
 /* The reduction operator argument of a collective: an NcclRedOp/int, or a CustomRedOp that must be

@@ -1,5 +1,6 @@
 /* Exceptions: the classes live in nccl/_errors.py (NCCLError needs Python-level __new__ and
- * pickling); this file fetches them and is the only code that formats a library failure. */
+ * pickling), which hands them to nccl._ext._register at its import (the nccl package imports it
+ * first thing); this file keeps them and is the only code that formats a library failure. */
 #include "errors.h"
 
 #include "library.h"
@@ -15,24 +16,43 @@ static const char *const exc_names[NX_NEXC] = {
     [NX_EXC_NCCL_INVALID] = "NcclInvalid",
 };
 
-PyObject *nx_exception_class(nx_state *st, nx_exc_kind kind)
+/* NCCLNullHandleError is raised where no module state is at hand (the binding converters), so it
+ * is kept in the interpreter's dict for extensions (PyInterpreterState_GetDict) under this key. */
+#define NULL_HANDLE_NAME "NCCLNullHandleError"
+#define NULL_HANDLE_KEY "nccl._ext." NULL_HANDLE_NAME
+
+static int register_null_handle(PyObject *cls)
 {
-    nx_errors_cache *c = &st->errors;
-    PyObject *cls = nx_cache_get(&c->exc[kind]);
-    if (cls != NULL)
-        return cls;
-    PyObject *mod = PyImport_ImportModule("nccl._errors");
-    if (mod == NULL)
-        return NULL;
+    PyObject *dict = PyInterpreterState_GetDict(PyInterpreterState_Get()); /* borrowed */
+    PyObject *key = dict ? PyUnicode_FromString(NULL_HANDLE_KEY) : NULL;
+    PyObject *kept = key ? PyDict_SetDefault(dict, key, cls) : NULL; /* the first registration stays */
+    Py_XDECREF(key);
+    if (dict == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_RuntimeError, "nccl._ext: the interpreter has no dict for extensions");
+    return kept ? 1 : -1;
+}
+
+int nx_errors_register(nx_state *st, PyObject *key, PyObject *value)
+{
     for (int i = 0; i < NX_NEXC; i++) {
-        if (nx_cache_get(&c->exc[i]) == NULL &&
-            nx_cache_publish(&c->exc[i], PyObject_GetAttrString(mod, exc_names[i])) == NULL) {
-            Py_DECREF(mod);
-            return NULL;
+        if (PyUnicode_CompareWithASCIIString(key, exc_names[i]) == 0) {
+            nx_cache_publish(&st->errors.exc[i], Py_NewRef(value)); /* the first registration stays */
+            return 1;
         }
     }
-    Py_DECREF(mod);
-    return nx_cache_get(&c->exc[kind]);
+    return PyUnicode_CompareWithASCIIString(key, NULL_HANDLE_NAME) == 0 ? register_null_handle(value) : 0;
+}
+
+static NX_COLD PyObject *not_registered(const char *name)
+{
+    PyErr_Format(PyExc_RuntimeError, "nccl._ext: %s is not registered yet; importing nccl._errors registers it", name);
+    return NULL;
+}
+
+PyObject *nx_exception_class(nx_state *st, nx_exc_kind kind)
+{
+    PyObject *cls = nx_cache_get(&st->errors.exc[kind]);
+    return cls != NULL ? cls : not_registered(exc_names[kind]);
 }
 
 int nx_errors_cache_traverse(nx_errors_cache *c, visitproc visit, void *arg)
@@ -72,19 +92,20 @@ PyObject *nx_raise_status(nx_state *st, ncclResult_t status, ncclComm_t comm)
 
 PyObject *nx_raise_null_handle(const char *fmt, ...)
 {
-    /* Cold, and called where no module state is at hand: the class comes from sys.modules (the
-     * bindings and nccl.core both import nccl._errors) rather than from the state's cache. */
+    PyObject *dict = PyInterpreterState_GetDict(PyInterpreterState_Get()); /* borrowed */
+    PyObject *cls = NULL;
+    if (dict != NULL && PyDict_GetItemStringRef(dict, NULL_HANDLE_KEY, &cls) == 0)
+        not_registered(NULL_HANDLE_NAME);
+    if (cls == NULL)
+        return NULL;
     va_list ap;
     va_start(ap, fmt);
     PyObject *msg = PyUnicode_FromFormatV(fmt, ap);
     va_end(ap);
-    PyObject *mod = msg ? PyImport_ImportModule("nccl._errors") : NULL;
-    PyObject *cls = mod ? PyObject_GetAttrString(mod, "NCCLNullHandleError") : NULL;
-    if (cls != NULL)
+    if (msg != NULL)
         PyErr_SetObject(cls, msg);
-    Py_XDECREF(cls);
-    Py_XDECREF(mod);
     Py_XDECREF(msg);
+    Py_DECREF(cls);
     return NULL;
 }
 

@@ -4,8 +4,8 @@
 
 #include "common.h"
 
-/* Exception classes defined in Python (nccl/_errors.py), fetched on first use: raising is the
- * cold path, and importing them at exec time would tie the import order of the packages. */
+/* Exception classes defined in Python (nccl/_errors.py), which registers them at its import
+ * (nccl._ext._register, lazy.c hands the keywords to nx_errors_register). */
 typedef enum {
     NX_EXC_NCCL_ERROR,
     NX_EXC_FUNCTION_NOT_FOUND,
@@ -15,7 +15,7 @@ typedef enum {
     NX_NEXC
 } nx_exc_kind;
 
-/* This file's part of the module state: the classes, NULL until first needed (owned). */
+/* This file's part of the module state: the classes, NULL until registered (owned). */
 typedef struct {
     PyObject *exc[NX_NEXC];
 } nx_errors_cache;
@@ -23,8 +23,14 @@ typedef struct {
 int nx_errors_cache_traverse(nx_errors_cache *c, visitproc visit, void *arg);
 void nx_errors_cache_clear(nx_errors_cache *c);
 
-/* The exception class of the given kind (a borrowed reference), importing nccl._errors once. */
+/* The exception class of the given kind (a borrowed reference); NULL with RuntimeError if
+ * nccl._errors has not registered it. */
 PyObject *nx_exception_class(nx_state *st, nx_exc_kind kind);
+
+/* _register's keyword `key` if it names an exception class (the kinds above, or
+ * NCCLNullHandleError): keeps `value` (the first registration stays) and returns 1; 0 for another
+ * name; -1 with an exception. */
+int nx_errors_register(nx_state *st, PyObject *key, PyObject *value);
 
 /* Raises NCCLError(status) (its subclass for the code) with .last_error taken from
  * ncclGetLastError(comm) right after the failing call; comm may be NULL. Returns NULL. */
@@ -39,8 +45,8 @@ NX_COLD PyObject *nx_raise_function_not_found(nx_state *st, const char *symbol, 
 
 /* Raises NCCLNullHandleError (nccl/_errors.py: a ValueError, an NcclInvalid and an
  * NCCLError(InvalidArgument) at once) with the formatted message, for a null or destroyed
- * communicator or window refused before the library call, at both layers. Needs no module state:
- * the binding converters have none. Returns NULL. */
+ * communicator or window refused before the library call, at both layers. Needs no module state
+ * (the binding converters have none): the class is kept in the interpreter's dict. Returns NULL. */
 NX_COLD PyObject *nx_raise_null_handle(const char *fmt, ...);
 
 /* A status the caller must turn into an exception: anything but success and in-progress. */

@@ -5,6 +5,7 @@
 #include "lazy.h"
 
 #include <stdarg.h>
+#include <string.h>
 
 #include "errors.h"
 #include "module.h"
@@ -26,15 +27,13 @@ static const struct {
     [NX_LAZY_NUMPY] = {"numpy", "nccl.core or nccl.bindings.nccl"},
     [NX_LAZY_COLL_CONFIG] = {"NCCLCollConfig", "nccl.core"},
     [NX_LAZY_GET_EVENT_PTR] = {"get_event_ptr", "nccl.core"},
-    [NX_LAZY_TEAM] = {"NCCLTeam", "nccl.core"},
-    [NX_LAZY_COMM_PROPERTIES] = {"NCCLCommProperties", "nccl.core"},
     [NX_LAZY_CHECK_ONE_RANK] = {"check_one_rank", "nccl.core or nccl.bindings.nccl"},
     [NX_LAZY_DEV_COMM_REQUIREMENTS] = {"NCCLDevCommRequirements", "nccl.core"},
-    [NX_LAZY_CFT_LE_INFO] = {"CftLeInfo", "nccl.core"},
     [NX_LAZY_MULTIMEM_HANDLE] = {"MultimemHandle", "nccl.core"},
     [NX_LAZY_LSA_BARRIER_HANDLE] = {"LsaBarrierHandle", "nccl.core"},
     [NX_LAZY_GIN_BARRIER_HANDLE] = {"GinBarrierHandle", "nccl.core"},
     [NX_LAZY_LLA2A_HANDLE] = {"LLA2AHandle", "nccl.core"},
+    [NX_LAZY_ML_DTYPE] = {"ml_dtype", "nccl.core"},
 };
 
 PyObject *nx_lazy(nx_state *st, nx_lazy_kind kind)
@@ -47,15 +46,32 @@ PyObject *nx_lazy(nx_state *st, nx_lazy_kind kind)
     return NULL;
 }
 
-/* _register's keywords other than the objects above: Communicator's class attributes written in
- * Python (set in the type's dict, so an immutable type takes them too). */
-static const char *const comm_attributes[] = {"from_env"};
-
-static int register_comm_attribute(nx_state *st, PyObject *key, PyObject *value)
+/* _register's keywords naming one of nccl.core's C types (Communicator=..., RegisteredWindowHandle=...):
+ * a dict of the class attributes written in Python (nccl.core._methods), set in the type's dict so
+ * that an immutable type takes them too; the first registration of each name stays. */
+static PyTypeObject *core_type_named(nx_state *st, PyObject *key)
 {
-    PyTypeObject *tp = st->core_types[NX_TYPE_COMMUNICATOR];
-    if (PyDict_SetItem(tp->tp_dict, key, value) < 0)
+    for (int i = 0; i < NX_NCORE_TYPES; i++) {
+        const char *n = st->core_types[i]->tp_name, *dot = strrchr(n, '.');
+        if (PyUnicode_CompareWithASCIIString(key, dot ? dot + 1 : n) == 0)
+            return st->core_types[i];
+    }
+    return NULL;
+}
+
+static int register_type_attributes(PyTypeObject *tp, PyObject *key, PyObject *attrs)
+{
+    if (!PyDict_Check(attrs)) {
+        PyErr_Format(PyExc_TypeError, "_register() argument '%U' must be a dict of attributes, not %.200s", key,
+                     Py_TYPE(attrs)->tp_name);
         return -1;
+    }
+    PyObject *name, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(attrs, &pos, &name, &value)) {
+        if (PyDict_SetDefault(tp->tp_dict, name, value) == NULL)
+            return -1;
+    }
     PyType_Modified(tp);
     return 0;
 }
@@ -68,17 +84,21 @@ static int register_one(nx_state *st, PyObject *key, PyObject *value)
             return 0;
         }
     }
-    for (size_t i = 0; i < sizeof comm_attributes / sizeof *comm_attributes; i++) {
-        if (PyUnicode_CompareWithASCIIString(key, comm_attributes[i]) == 0)
-            return register_comm_attribute(st, key, value);
-    }
+    int r = nx_errors_register(st, key, value);
+    if (r != 0)
+        return r < 0 ? -1 : 0;
+    PyTypeObject *tp = core_type_named(st, key);
+    if (tp != NULL)
+        return register_type_attributes(tp, key, value);
     PyErr_Format(PyExc_TypeError, "_register() got an unexpected keyword argument '%U'", key);
     return -1;
 }
 
 PyDoc_STRVAR(register__doc__, "_register(**objects)\n--\n\n"
-"Hand the C code the Python objects it uses (NcclDataType=..., check_one_rank=..., ...), once, from\n"
-"the import of the package that defines them; from_env=... becomes a Communicator class attribute.\n"
+"Hand the C code the Python objects it uses (NcclDataType=..., check_one_rank=..., the exception\n"
+"classes of nccl._errors, ...), once, from the import of the package that defines them;\n"
+"Communicator={name: attribute, ...} (any of nccl.core's C types) sets class attributes written\n"
+"in Python.\n"
 "The first registration of each object stays (C reads them without a lock).");
 
 static PyObject *register_objects(PyObject *module, PyObject *args, PyObject *kwargs)

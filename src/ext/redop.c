@@ -106,7 +106,8 @@ int nx_comm_redop(nx_state *st, nx_Communicator *comm, PyObject *op, ncclDataTyp
 /* The numpy module (borrowed), imported on first use. */
 static PyObject *numpy_module(nx_state *st) { return nx_lazy(st, NX_LAZY_NUMPY); }
 
-/* numpy.dtype of an NCCL datatype (bf16 and fp8 through ml_dtypes). New reference. */
+/* numpy.dtype of an NCCL datatype (bf16 and fp8 through the optional ml_dtypes package, which
+ * nccl.core's registered ml_dtype imports when first asked). New reference. */
 static PyObject *numpy_dtype(nx_state *st, ncclDataType_t dt)
 {
     PyObject *np = numpy_module(st);
@@ -116,13 +117,12 @@ static PyObject *numpy_dtype(nx_state *st, ncclDataType_t dt)
     const char *name = nx_dtype_numpy_name(dt, &ml_dtypes);
     if (!ml_dtypes)
         return PyObject_CallMethod(np, "dtype", "s", name);
-    PyObject *ml = PyImport_ImportModule("ml_dtypes");
-    if (ml == NULL) {
+    PyObject *ml_dtype = nx_lazy(st, NX_LAZY_ML_DTYPE); /* borrowed */
+    PyObject *t = ml_dtype ? PyObject_CallFunction(ml_dtype, "s", name) : NULL;
+    if (t == NULL && PyErr_ExceptionMatches(PyExc_ImportError)) {
         PyErr_Clear();
         return nx_invalid(st, "Cannot create numpy dtype '%s': ml-dtypes package is not installed.", name);
     }
-    PyObject *t = PyObject_GetAttrString(ml, name);
-    Py_DECREF(ml);
     PyObject *r = t ? PyObject_CallMethod(np, "dtype", "O", t) : NULL;
     Py_XDECREF(t);
     return r;

@@ -309,6 +309,13 @@ static PyObject *RegisteredWindow_get_handle(PyObject *self, void *closure)
     return PyLong_FromVoidPtr(w->base.open ? (void *)window_of(w) : NULL);
 }
 
+static PyObject *RegisteredWindow_get_window(PyObject *self, void *closure)
+{
+    (void)closure;
+    ncclWindow_t win = nx_window_open(self);
+    return win ? PyLong_FromVoidPtr((void *)win) : NULL;
+}
+
 static PyObject *RegisteredWindow_get_size(PyObject *self, void *closure)
 {
     (void)closure;
@@ -427,16 +434,15 @@ static PyMethodDef RegisteredWindow_methods[] = {
     WINDOW_METHOD("get_peer_device_pointer", RegisteredWindow_peer,
                   "get_peer_device_pointer($self, peer, offset=0)\n--\n\n"
                   "ncclGetPeerDevicePointer of peer's window at a byte offset; None when NCCL returns NULL."),
-    WINDOW_METHOD("get_multimem_device_pointer", nx_window_multimem_pointer, nx_window_multimem_pointer__doc__),
-    WINDOW_METHOD("get_multimem_le_info", nx_window_multimem_le_info, nx_window_multimem_le_info__doc__),
-    WINDOW_METHOD("get_peer_le_info", nx_window_peer_le_info, nx_window_peer_le_info__doc__),
-    WINDOW_METHOD("get_cft_le_info", nx_window_cft_le_info, nx_window_cft_le_info__doc__),
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef RegisteredWindow_getset[] = {
     {"is_valid", RegisteredWindow_get_is_valid, NULL, "True while open and its handle is set.", NULL},
     {"handle", RegisteredWindow_get_handle, NULL, "The ncclWindow_t; 0 while pending (never raises).", NULL},
+    {"_window", RegisteredWindow_get_window, NULL,
+     "The ncclWindow_t, for the queries written in Python (nccl.core._methods); RuntimeError once closed or\n"
+     "while pending.", NULL},
     {"size", RegisteredWindow_get_size, NULL, "Registered bytes.", NULL},
     {"flags", RegisteredWindow_get_flags, NULL, "The window flags it was registered with.", NULL},
     {"user_ptr", RegisteredWindow_get_user_ptr, NULL, "The registered pointer (RuntimeError once closed).", NULL},

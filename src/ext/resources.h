@@ -52,12 +52,4 @@ int nx_resource_add_type(PyObject *module, nx_state *st, nx_core_type idx, PyTyp
 /* The window of an open RegisteredWindowHandle, or NULL with RuntimeError (closed, or pending). */
 ncclWindow_t nx_window_open(PyObject *self);
 
-/* window_le.c: RegisteredWindowHandle's nccl4py 0.5.0 methods (METH_FASTCALL | METH_KEYWORDS). */
-PyObject *nx_window_multimem_pointer(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
-PyObject *nx_window_multimem_le_info(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
-PyObject *nx_window_peer_le_info(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
-PyObject *nx_window_cft_le_info(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
-extern const char nx_window_multimem_pointer__doc__[], nx_window_multimem_le_info__doc__[],
-    nx_window_peer_le_info__doc__[], nx_window_cft_le_info__doc__[];
-
 #endif

@@ -12,6 +12,7 @@ import pkgutil as _pkgutil
 
 __path__ = _pkgutil.extend_path(__path__, __name__)
 
+from nccl import _errors  # noqa: F401 (hands nccl._ext the exception classes its C code raises, errors.c)
 from nccl._hip_compat import register_cuda_core_shim as _register_cuda_core_shim
 from nccl._show_versions import LibraryInfo, VersionInfo, get_version, show_versions
 from nccl._version import __version__

@@ -3,6 +3,9 @@
 NCCLError is constructed as NCCLError(status) (upstream's convention) and turns itself into the
 subclass for that status, so ``except NCCLError`` and ``.status`` checks keep working while callers
 can also catch one code. Constructing or unpickling one never loads a library.
+
+The C core raises these classes: this module hands them to ``nccl._ext`` at its import (the
+``nccl`` package imports it first), so C never looks them up by name.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from nccl import _ext  # the C module: importing it loads no library
 from nccl._enums import Result
 
 __all__ = [
@@ -30,8 +34,6 @@ __all__ = [
 
 
 def _error_text(status: int) -> str:
-    from nccl import _ext  # the C module; only its string lookups are used, nothing loads
-
     text: str = _ext._error_text(status)
     return text
 
@@ -190,3 +192,9 @@ class NCCLNullHandleError(NcclInvalid, NCCLInvalidArgument, ValueError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.msg,))
+
+
+_ext._register(
+    NCCLError=NCCLError, FunctionNotFoundError=FunctionNotFoundError, NotSupportedError=NotSupportedError,
+    HostBackendWarning=HostBackendWarning, NcclInvalid=NcclInvalid, NCCLNullHandleError=NCCLNullHandleError,
+)

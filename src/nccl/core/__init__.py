@@ -37,22 +37,25 @@ from nccl._version import __version__
 
 
 def _register():
-    """Hands nccl._ext the Python objects its C code uses, and Communicator.from_env (lazy.c)."""
+    """Hands nccl._ext the Python objects its C code uses, and the C types' attributes written in Python
+    (Communicator.from_env, nccl.core._methods) (lazy.c)."""
     import numpy
 
     from nccl import _ext
     from nccl._enums import Result
     from nccl._launch import check_one_rank
-    from nccl.core import communicator, cuda
+    from nccl.core import _methods, communicator, cuda
 
     _ext._register(
         NcclDataType=NcclDataType, Result=Result, UniqueId=UniqueId, NCCLConfig=NCCLConfig,
         get_cuda_device=cuda.get_cuda_device, get_num_devices=cuda.get_num_devices,
         get_event_ptr=cuda.get_event_ptr, WaitSignalDesc=WaitSignalDesc, NcclGinType=NcclGinType,
-        numpy=numpy, NCCLCollConfig=NCCLCollConfig, NCCLTeam=NCCLTeam, NCCLCommProperties=NCCLCommProperties,
-        check_one_rank=check_one_rank, NCCLDevCommRequirements=NCCLDevCommRequirements, CftLeInfo=CftLeInfo,
+        numpy=numpy, NCCLCollConfig=NCCLCollConfig, check_one_rank=check_one_rank,
+        NCCLDevCommRequirements=NCCLDevCommRequirements,
         MultimemHandle=MultimemHandle, LsaBarrierHandle=LsaBarrierHandle, GinBarrierHandle=GinBarrierHandle,
-        LLA2AHandle=LLA2AHandle, from_env=classmethod(communicator.from_env),
+        LLA2AHandle=LLA2AHandle, ml_dtype=_methods.ml_dtype,
+        Communicator={"from_env": classmethod(communicator.from_env), **_methods.COMMUNICATOR_ATTRIBUTES},
+        RegisteredWindowHandle=_methods.WINDOW_METHODS,
     )
 
 

@@ -3,8 +3,8 @@
 ``GinBarrierRequirement``, ``LLA2ARequirement``, ``MultimemHandle``, ``LsaBarrierHandle``,
 ``GinBarrierHandle``, ``LLA2AHandle``, ``CftLeInfo`` and ``NCCLCommProperties``.
 
-The C core builds ``NCCLTeam`` and ``NCCLCommProperties`` from here (src/ext/lazy.c), so the module
-path and those names are a contract. A team made by a Communicator remembers which one (its
+Communicator's teams and ``properties`` build them in nccl.core._methods; the C core builds the
+handle views (src/ext/lazy.c). A team made by a Communicator remembers which one (its
 ``_origin``, the communicator handle, not a dataclass field), so that passing it to another
 communicator is refused before any library call.
 """
