@@ -347,17 +347,23 @@ void host_win_free_all(host_comm *c)
 /* Entry points                                                                                 */
 /* ------------------------------------------------------------------------------------------ */
 
-ncclResult_t host_win_register(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int flags)
+host_opd host_win_opd(host_kind kind, const char *name, int peer)
 {
     host_opd o;
     memset(&o, 0, sizeof o);
-    o.kind = HOST_K_WINREG;
-    o.name = "ncclCommWindowRegister";
+    o.kind = kind;
+    o.name = name;
+    o.datatype = ncclInt8;
+    o.root = peer;
+    o.opkind = -1;
+    return o;
+}
+
+ncclResult_t host_win_register(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int flags)
+{
+    host_opd o = host_win_opd(HOST_K_WINREG, "ncclCommWindowRegister", -1);
     o.recvbuff = buff;
     o.count = size;
-    o.datatype = ncclInt8;
-    o.root = -1;
-    o.opkind = -1;
     o.winp = win;
     o.flags = flags;
     if (win != NULL && host_group_depth() == 0)
@@ -367,13 +373,7 @@ ncclResult_t host_win_register(ncclComm_t comm, void *buff, size_t size, ncclWin
 
 ncclResult_t host_win_deregister(ncclComm_t comm, ncclWindow_t win)
 {
-    host_opd o;
-    memset(&o, 0, sizeof o);
-    o.kind = HOST_K_WINDEREG;
-    o.name = "ncclCommWindowDeregister";
-    o.datatype = ncclInt8;
-    o.root = -1;
-    o.opkind = -1;
+    host_opd o = host_win_opd(HOST_K_WINDEREG, "ncclCommWindowDeregister", -1);
     o.win = (host_win *)win;
     return host_coll_call(&o, comm);
 }
