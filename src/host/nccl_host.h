@@ -42,6 +42,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "abi.h"
@@ -947,9 +948,17 @@ typedef struct host_win {
 } host_win;
 ncclResult_t host_win_register(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int flags);
 ncclResult_t host_win_deregister(ncclComm_t comm, ncclWindow_t win);
-/* A window or one-sided op (window.c, rma.c) with nothing but kind, name and peer (-1: none) set: int8,
- * no reduction; the caller sets the fields its kind uses. */
-host_opd host_win_opd(host_kind kind, const char *name, int peer);
+/* *o: a window or one-sided op (window.c, rma.c) with nothing but kind, name and peer (-1: none) set:
+ * int8, no reduction; the caller sets the fields its kind uses. Inline: built on every call. */
+static inline void host_win_opd(host_opd *o, host_kind kind, const char *name, int peer)
+{
+    memset(o, 0, sizeof *o);
+    o->kind = kind;
+    o->name = name;
+    o->datatype = ncclInt8;
+    o->root = peer;
+    o->opkind = -1;
+}
 ncclResult_t host_win_user_ptr(ncclComm_t comm, ncclWindow_t win, void **out);
 ncclResult_t host_win_peer_ptr(ncclWindow_t win, size_t offset, int peer, void **out, const char *fn);
 /* The window w if it is registered on c (c->lock held or the task thread), else NULL. */

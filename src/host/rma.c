@@ -183,7 +183,7 @@ ncclResult_t host_rma_progress(host_comm *c, host_opd *op, int *progress, int *d
 /* ------------------------------------------------------------------------------------------ */
 
 /* A put or signal: sigIdx, ctx and flags checked at the call (a failure recorded for the group). */
-static ncclResult_t signalled(host_opd *o, int sigIdx, int ctx, unsigned flags, ncclComm_t comm)
+static inline ncclResult_t signalled(host_opd *o, int sigIdx, int ctx, unsigned flags, ncclComm_t comm)
 {
     ncclResult_t rc;
     if (HOST_FAILED(rc = check_zero(o, sigIdx, ctx, flags))) {
@@ -197,7 +197,8 @@ ncclResult_t host_put_signal(const void *localbuff, size_t count, ncclDataType_t
                              ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx, unsigned flags,
                              ncclComm_t comm)
 {
-    host_opd o = host_win_opd(HOST_K_PUT, "ncclPutSignal", peer);
+    host_opd o;
+    host_win_opd(&o, HOST_K_PUT, "ncclPutSignal", peer);
     o.sendbuff = localbuff;
     o.count = count;
     o.datatype = datatype;
@@ -208,13 +209,15 @@ ncclResult_t host_put_signal(const void *localbuff, size_t count, ncclDataType_t
 
 ncclResult_t host_signal(int peer, int sigIdx, int ctx, unsigned flags, ncclComm_t comm)
 {
-    host_opd o = host_win_opd(HOST_K_SIGNAL, "ncclSignal", peer);
+    host_opd o;
+    host_win_opd(&o, HOST_K_SIGNAL, "ncclSignal", peer);
     return signalled(&o, sigIdx, ctx, flags, comm);
 }
 
 ncclResult_t host_wait_signal(int nDesc, const ncclWaitSignalDesc_t *descs, ncclComm_t comm)
 {
-    host_opd o = host_win_opd(HOST_K_WAITSIG, "ncclWaitSignal", -1);
+    host_opd o;
+    host_win_opd(&o, HOST_K_WAITSIG, "ncclWaitSignal", -1);
     o.ndesc = nDesc;
     o.descs = descs; /* summed per peer by host_rma_descs once the communicator is known */
     return host_coll_call(&o, comm);

@@ -347,21 +347,10 @@ void host_win_free_all(host_comm *c)
 /* Entry points                                                                                 */
 /* ------------------------------------------------------------------------------------------ */
 
-host_opd host_win_opd(host_kind kind, const char *name, int peer)
-{
-    host_opd o;
-    memset(&o, 0, sizeof o);
-    o.kind = kind;
-    o.name = name;
-    o.datatype = ncclInt8;
-    o.root = peer;
-    o.opkind = -1;
-    return o;
-}
-
 ncclResult_t host_win_register(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int flags)
 {
-    host_opd o = host_win_opd(HOST_K_WINREG, "ncclCommWindowRegister", -1);
+    host_opd o;
+    host_win_opd(&o, HOST_K_WINREG, "ncclCommWindowRegister", -1);
     o.recvbuff = buff;
     o.count = size;
     o.winp = win;
@@ -373,7 +362,8 @@ ncclResult_t host_win_register(ncclComm_t comm, void *buff, size_t size, ncclWin
 
 ncclResult_t host_win_deregister(ncclComm_t comm, ncclWindow_t win)
 {
-    host_opd o = host_win_opd(HOST_K_WINDEREG, "ncclCommWindowDeregister", -1);
+    host_opd o;
+    host_win_opd(&o, HOST_K_WINDEREG, "ncclCommWindowDeregister", -1);
     o.win = (host_win *)win;
     return host_coll_call(&o, comm);
 }
