@@ -132,23 +132,13 @@ ncclResult_t host_grow(ncclComm_t comm, int nranks, const ncclUniqueId *id, int 
         return grow_new_rank(nranks, id, rank, newcomm, config);
     if (HOST_FAILED(rc = host_comm_enter(comm, fn, &c)))
         return rc;
-    if (HOST_FAILED(rc = host_comm_usable(c, fn)) || HOST_FAILED(rc = grow_existing_checks(c, nranks, id, rank)))
+    if (HOST_FAILED(rc = host_comm_usable(c, fn)) || HOST_FAILED(rc = grow_existing_checks(c, nranks, id, rank)) ||
+        HOST_FAILED(rc = host_child_args(c, newcomm, config, fn, &a)))
         goto exit;
-    a = calloc(1, sizeof *a);
-    if (a == NULL) {
-        rc = host_fail(ncclSystemError, "out of memory");
-        goto exit;
-    }
-    a->newcomm = newcomm;
     a->grow_nranks = nranks;
     a->grow_passed = id != NULL;
     if (id != NULL)
         a->grow_id = *id;
-    rc = host_child_config(c, config, a, fn);
-    if (rc != ncclSuccess) {
-        free(a);
-        goto exit;
-    }
     rc = host_submit_child(c, comm, HOST_TASK_GROW, a);
 exit:
     host_comm_leave(c);
@@ -187,46 +177,25 @@ static ncclResult_t grow_agree(const host_comm *parent, const grow_rec *recs, in
 static ncclResult_t grow_build(host_comm *parent, const host_split_args *a, const ncclUniqueId *id)
 {
     const char *fn = "ncclCommGrow";
-    host_comm *child = NULL;
-    ncclComm_t h = NULL;
-    ncclConfig_t cfg = parent->config;
+    host_comm *child;
+    ncclComm_t h;
     ncclResult_t rc;
     int own;
-    cfg.blocking = a->child_blocking;
-    if (HOST_FAILED(rc = host_comm_create(a->grow_nranks, parent->rank, &cfg, &child)))
+    if (HOST_FAILED(rc = host_child_create(parent, a, a->grow_nranks, parent->rank, &child, &h)))
         return rc;
-    snprintf(child->name, sizeof child->name, "%s", a->child_name[0] ? a->child_name : parent->name);
-    child->device = parent->device;
     child->id = *id;
     child->nids = 1;
     child->idhash = host_ids_hash(id, 1);
-    rc = host_handle_new(child, &h);
-    if (rc != ncclSuccess) {
-        host_comm_free(child);
-        return rc;
-    }
     /* While it is built the child listens to the parent's wake fd: aborting the parent cancels
      * the grow. Nobody else holds the child yet. */
     own = child->wake_fd;
     child->wake_fd = parent->wake_fd;
     rc = host_run_init(child);
     child->wake_fd = own;
-    if (rc == ncclSuccess && atomic_load(&parent->aborted))
-        rc = host_fail(ncclInvalidUsage, "%s: parent communicator aborted", fn);
-    if (rc == ncclSuccess)
-        rc = host_worker_start(child);
-    if (rc != ncclSuccess) {
-        host_comm *pc;
-        if (host_comm_enter(h, fn, &pc) == ncclSuccess)
-            (void)host_destroy_impl(pc, 1);
+    if (HOST_FAILED(rc = host_child_start(parent, child, h, rc, 0, a, fn)))
         return rc;
-    }
-    pthread_mutex_lock(&child->lock);
-    child->phase = HOST_PHASE_READY;
-    pthread_mutex_unlock(&child->lock);
     HOST_INFO(HOST_SUB_INIT, "%s: rank %d of %d ranks -> rank %d of %d", fn, parent->rank, parent->nranks,
               parent->rank, a->grow_nranks);
-    *a->newcomm = h;
     return ncclSuccess;
 }
 

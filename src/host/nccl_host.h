@@ -42,6 +42,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "abi.h"
@@ -728,7 +729,7 @@ ncclResult_t host_coll_config_check(const ncclCollConfig_t *in, const char *fn);
 /* ncclSetEncryption's config: size, magic, mode (written to *mode). */
 ncclResult_t host_encryption_check(const ncclEncryptionConfig_t *in, int *mode);
 
-/* comm.c, and split.c (host_split, host_shrink, host_submit_child, host_child_config, host_run_split) */
+/* comm.c, and split.c (host_split, host_shrink, host_submit_child, host_child_*, host_run_split) */
 ncclResult_t host_comm_create(int nranks, int rank, const ncclConfig_t *cfg, host_comm **out);
 void host_comm_free(host_comm *c);
 ncclResult_t host_init_rank(ncclComm_t *comm, int nranks, const ncclUniqueId *ids, int nids, int rank,
@@ -751,8 +752,17 @@ ncclResult_t host_revoke(ncclComm_t comm, int flags);
 ncclResult_t host_mem_stats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t *value);
 /* Queues a SPLIT/SHRINK/GROW task on the parent c (or a group job inside a group); a consumes. */
 ncclResult_t host_submit_child(host_comm *c, ncclComm_t comm, host_task_kind kind, host_split_args *a);
-/* The child's blocking mode and name from config (NULL: the parent's). */
-ncclResult_t host_child_config(host_comm *parent, ncclConfig_t *config, host_split_args *a, const char *fn);
+/* A split's, shrink's or grow's task arguments (*out, NULL on failure) with newcomm and the child's
+ * blocking mode and name from config (NULL: the parent's). */
+ncclResult_t host_child_args(host_comm *parent, ncclComm_t *newcomm, ncclConfig_t *config, const char *fn,
+                             host_split_args **out);
+/* On the parent's worker: the child (*child, with handle *h) of a's blocking mode and name and the parent's device. */
+ncclResult_t host_child_create(host_comm *parent, const host_split_args *a, int nranks, int rank, host_comm **child,
+                               ncclComm_t *h);
+/* After connecting the child (rc): unless that failed or the parent was aborted, its transport (when
+ * transport is set: connecting did not set it up) and worker start and *a->newcomm = h; else it is destroyed. */
+ncclResult_t host_child_start(host_comm *parent, host_comm *child, ncclComm_t h, ncclResult_t rc, int transport,
+                              const host_split_args *a, const char *fn);
 /* Run by the worker for SPLIT/SHRINK tasks and by the INIT task. */
 ncclResult_t host_run_split(host_comm *parent, host_task *t);
 ncclResult_t host_run_init(host_comm *c);
@@ -938,6 +948,17 @@ typedef struct host_win {
 } host_win;
 ncclResult_t host_win_register(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int flags);
 ncclResult_t host_win_deregister(ncclComm_t comm, ncclWindow_t win);
+/* *o: a window or one-sided op (window.c, rma.c) with nothing but kind, name and peer (-1: none) set:
+ * int8, no reduction; the caller sets the fields its kind uses. Inline: built on every call. */
+static inline void host_win_opd(host_opd *o, host_kind kind, const char *name, int peer)
+{
+    memset(o, 0, sizeof *o);
+    o->kind = kind;
+    o->name = name;
+    o->datatype = ncclInt8;
+    o->root = peer;
+    o->opkind = -1;
+}
 ncclResult_t host_win_user_ptr(ncclComm_t comm, ncclWindow_t win, void **out);
 ncclResult_t host_win_peer_ptr(ncclWindow_t win, size_t offset, int peer, void **out, const char *fn);
 /* The window w if it is registered on c (c->lock held or the task thread), else NULL. */

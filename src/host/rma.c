@@ -182,55 +182,42 @@ ncclResult_t host_rma_progress(host_comm *c, host_opd *op, int *progress, int *d
 /* Entry points                                                                                 */
 /* ------------------------------------------------------------------------------------------ */
 
+/* A put or signal: sigIdx, ctx and flags checked at the call (a failure recorded for the group). */
+static inline ncclResult_t signalled(host_opd *o, int sigIdx, int ctx, unsigned flags, ncclComm_t comm)
+{
+    ncclResult_t rc;
+    if (HOST_FAILED(rc = check_zero(o, sigIdx, ctx, flags))) {
+        host_group_record(rc);
+        return rc;
+    }
+    return host_coll_call(o, comm);
+}
+
 ncclResult_t host_put_signal(const void *localbuff, size_t count, ncclDataType_t datatype, int peer,
                              ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx, unsigned flags,
                              ncclComm_t comm)
 {
     host_opd o;
-    ncclResult_t rc;
-    memset(&o, 0, sizeof o);
-    o.kind = HOST_K_PUT;
-    o.name = "ncclPutSignal";
+    host_win_opd(&o, HOST_K_PUT, "ncclPutSignal", peer);
     o.sendbuff = localbuff;
     o.count = count;
     o.datatype = datatype;
-    o.root = peer;
-    o.opkind = -1;
     o.win = (host_win *)peerWin;
     o.offset = peerWinOffset;
-    if (HOST_FAILED(rc = check_zero(&o, sigIdx, ctx, flags))) {
-        host_group_record(rc);
-        return rc;
-    }
-    return host_coll_call(&o, comm);
+    return signalled(&o, sigIdx, ctx, flags, comm);
 }
 
 ncclResult_t host_signal(int peer, int sigIdx, int ctx, unsigned flags, ncclComm_t comm)
 {
     host_opd o;
-    ncclResult_t rc;
-    memset(&o, 0, sizeof o);
-    o.kind = HOST_K_SIGNAL;
-    o.name = "ncclSignal";
-    o.datatype = ncclInt8;
-    o.root = peer;
-    o.opkind = -1;
-    if (HOST_FAILED(rc = check_zero(&o, sigIdx, ctx, flags))) {
-        host_group_record(rc);
-        return rc;
-    }
-    return host_coll_call(&o, comm);
+    host_win_opd(&o, HOST_K_SIGNAL, "ncclSignal", peer);
+    return signalled(&o, sigIdx, ctx, flags, comm);
 }
 
 ncclResult_t host_wait_signal(int nDesc, const ncclWaitSignalDesc_t *descs, ncclComm_t comm)
 {
     host_opd o;
-    memset(&o, 0, sizeof o);
-    o.kind = HOST_K_WAITSIG;
-    o.name = "ncclWaitSignal";
-    o.datatype = ncclInt8;
-    o.root = -1;
-    o.opkind = -1;
+    host_win_opd(&o, HOST_K_WAITSIG, "ncclWaitSignal", -1);
     o.ndesc = nDesc;
     o.descs = descs; /* summed per peer by host_rma_descs once the communicator is known */
     return host_coll_call(&o, comm);

@@ -116,9 +116,8 @@ static void split_ranks(const host_comm *parent, const host_split_args *a, split
  * only when it is ready. */
 static ncclResult_t split_child(host_comm *parent, const host_split_args *a, split_state *s)
 {
-    host_comm *child = NULL, *pc;
-    ncclComm_t h = NULL;
-    ncclConfig_t cfg = parent->config;
+    host_comm *child;
+    ncclComm_t h;
     ncclResult_t rc;
     int own;
     for (int i = 0; i < s->newn; i++) {
@@ -127,41 +126,21 @@ static ncclResult_t split_child(host_comm *parent, const host_split_args *a, spl
         s->table[i].addr_be = r->addr_be;
         s->table[i].port_be = r->port_be;
     }
-    cfg.blocking = a->child_blocking;
-    if (HOST_FAILED(rc = host_comm_create(s->newn, s->newrank, &cfg, &child)))
+    if (HOST_FAILED(rc = host_child_create(parent, a, s->newn, s->newrank, &child, &h)))
         return rc;
-    snprintf(child->name, sizeof child->name, "%s", a->child_name[0] ? a->child_name : parent->name);
-    child->device = parent->device;
     child->listen_fd = s->lfd;
     child->listen_port_be = s->port;
     s->lfd = -1;
     memcpy(child->token, s->recs[s->newmembers[0]].token, sizeof child->token);
-    if (HOST_FAILED(rc = host_handle_new(child, &h))) {
-        host_comm_free(child);
-        return rc;
-    }
     /* While the child is built it listens to the parent's wake fd: aborting the parent cancels
      * the child under construction (docs/host-backend.md#communicator-lifecycle). Nobody else holds the child yet. */
     own = child->wake_fd;
     child->wake_fd = parent->wake_fd;
     rc = host_mesh_build(child, s->table);
     child->wake_fd = own;
-    if (rc == ncclSuccess && atomic_load(&parent->aborted))
-        rc = host_fail(ncclInvalidUsage, "%s: parent communicator aborted", s->fn);
-    if (rc == ncclSuccess)
-        rc = host_transport_setup(child);
-    if (rc == ncclSuccess)
-        rc = host_worker_start(child);
-    if (rc != ncclSuccess) {
-        if (host_comm_enter(h, s->fn, &pc) == ncclSuccess)
-            (void)host_destroy_impl(pc, 1);
+    if (HOST_FAILED(rc = host_child_start(parent, child, h, rc, 1, a, s->fn)))
         return rc;
-    }
-    pthread_mutex_lock(&child->lock);
-    child->phase = HOST_PHASE_READY;
-    pthread_mutex_unlock(&child->lock);
     HOST_INFO(HOST_SUB_INIT, "%s: parent rank %d -> rank %d of %d", s->fn, parent->rank, s->newrank, s->newn);
-    *a->newcomm = h;
     return ncclSuccess;
 }
 
@@ -220,19 +199,68 @@ ncclResult_t host_submit_child(host_comm *c, ncclComm_t comm, host_task_kind kin
     return host_task_wait(c, t);
 }
 
-ncclResult_t host_child_config(host_comm *parent, ncclConfig_t *config, host_split_args *a, const char *fn)
+ncclResult_t host_child_args(host_comm *parent, ncclComm_t *newcomm, ncclConfig_t *config, const char *fn,
+                             host_split_args **out)
 {
-    ncclResult_t rc;
+    host_split_args *a = calloc(1, sizeof *a);
     ncclConfig_t cfg;
-    if (config == NULL) {
-        a->child_blocking = parent->blocking;
-        return ncclSuccess;
+    ncclResult_t rc = ncclSuccess;
+    *out = NULL;
+    if (a == NULL)
+        return host_fail(ncclSystemError, "out of memory");
+    a->newcomm = newcomm;
+    a->child_blocking = parent->blocking;
+    if (config != NULL) {
+        if (HOST_FAILED(rc = host_config_parse(config, &cfg, fn)))
+            goto exit;
+        a->child_blocking = cfg.blocking;
+        if (cfg.commName != NULL)
+            snprintf(a->child_name, sizeof a->child_name, "%s", cfg.commName);
     }
-    if (HOST_FAILED(rc = host_config_parse(config, &cfg, fn)))
+    *out = a;
+    a = NULL;
+exit:
+    free(a);
+    return rc;
+}
+
+ncclResult_t host_child_create(host_comm *parent, const host_split_args *a, int nranks, int rank, host_comm **child,
+                               ncclComm_t *h)
+{
+    ncclConfig_t cfg = parent->config;
+    ncclResult_t rc;
+    *h = NULL;
+    cfg.blocking = a->child_blocking;
+    if (HOST_FAILED(rc = host_comm_create(nranks, rank, &cfg, child)))
         return rc;
-    a->child_blocking = cfg.blocking;
-    if (cfg.commName != NULL)
-        snprintf(a->child_name, sizeof a->child_name, "%s", cfg.commName);
+    snprintf((*child)->name, sizeof (*child)->name, "%s", a->child_name[0] ? a->child_name : parent->name);
+    (*child)->device = parent->device;
+    if (HOST_FAILED(rc = host_handle_new(*child, h))) {
+        host_comm_free(*child);
+        *child = NULL;
+    }
+    return rc;
+}
+
+ncclResult_t host_child_start(host_comm *parent, host_comm *child, ncclComm_t h, ncclResult_t rc, int transport,
+                              const host_split_args *a, const char *fn)
+{
+    host_comm *pc;
+    if (rc == ncclSuccess && atomic_load(&parent->aborted))
+        rc = host_fail(ncclInvalidUsage, "%s: parent communicator aborted", fn);
+    if (rc == ncclSuccess && transport)
+        rc = host_transport_setup(child);
+    if (rc == ncclSuccess)
+        rc = host_worker_start(child);
+    if (rc != ncclSuccess) {
+        if (host_comm_enter(h, fn, &pc) == ncclSuccess)
+            (void)host_destroy_impl(pc, 1);
+        return rc;
+    }
+    pthread_mutex_lock(&child->lock);
+    child->phase = HOST_PHASE_READY;
+    pthread_mutex_unlock(&child->lock);
+    *a->newcomm = h;
     return ncclSuccess;
 }
 
@@ -253,19 +281,10 @@ ncclResult_t host_split(ncclComm_t comm, int color, int key, ncclComm_t *newcomm
     if (color < NCCL_SPLIT_NOCOLOR)
         HOST_WARN("ncclCommSplit: negative colour %d is treated as an ordinary colour (NCCL documents colours >= 0)",
                   color);
-    a = calloc(1, sizeof *a);
-    if (a == NULL) {
-        rc = host_fail(ncclSystemError, "out of memory");
+    if (HOST_FAILED(rc = host_child_args(c, newcomm, config, "ncclCommSplit", &a)))
         goto exit;
-    }
     a->color = color;
     a->key = key;
-    a->newcomm = newcomm;
-    rc = host_child_config(c, config, a, "ncclCommSplit");
-    if (rc != ncclSuccess) {
-        free(a);
-        goto exit;
-    }
     rc = host_submit_child(c, comm, HOST_TASK_SPLIT, a);
 exit:
     host_comm_leave(c);
@@ -322,12 +341,11 @@ ncclResult_t host_shrink(ncclComm_t comm, int *exclude, int nexclude, ncclComm_t
             goto exit;
         }
     }
-    a = calloc(1, sizeof *a);
-    if (a != NULL)
-        a->exclude = malloc(sizeof(int) * (size_t)nexclude);
-    if (a == NULL || a->exclude == NULL) {
-        if (a != NULL)
-            free(a);
+    if (HOST_FAILED(rc = host_child_args(c, newcomm, config, "ncclCommShrink", &a)))
+        goto exit;
+    a->exclude = malloc(sizeof(int) * (size_t)nexclude);
+    if (a->exclude == NULL) {
+        free(a);
         rc = host_fail(ncclSystemError, "out of memory");
         goto exit;
     }
@@ -337,13 +355,6 @@ ncclResult_t host_shrink(ncclComm_t comm, int *exclude, int nexclude, ncclComm_t
     a->nexclude = k;
     a->flags = flags;
     a->color = 0;
-    a->newcomm = newcomm;
-    rc = host_child_config(c, config, a, "ncclCommShrink");
-    if (rc != ncclSuccess) {
-        free(a->exclude);
-        free(a);
-        goto exit;
-    }
     if (flags == NCCL_SHRINK_ABORT) {
         /* Cancel queued and running work: it completes with the parent's error
          * (docs/host-backend.md#communicator-lifecycle). */

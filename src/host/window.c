@@ -350,14 +350,9 @@ void host_win_free_all(host_comm *c)
 ncclResult_t host_win_register(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int flags)
 {
     host_opd o;
-    memset(&o, 0, sizeof o);
-    o.kind = HOST_K_WINREG;
-    o.name = "ncclCommWindowRegister";
+    host_win_opd(&o, HOST_K_WINREG, "ncclCommWindowRegister", -1);
     o.recvbuff = buff;
     o.count = size;
-    o.datatype = ncclInt8;
-    o.root = -1;
-    o.opkind = -1;
     o.winp = win;
     o.flags = flags;
     if (win != NULL && host_group_depth() == 0)
@@ -368,12 +363,7 @@ ncclResult_t host_win_register(ncclComm_t comm, void *buff, size_t size, ncclWin
 ncclResult_t host_win_deregister(ncclComm_t comm, ncclWindow_t win)
 {
     host_opd o;
-    memset(&o, 0, sizeof o);
-    o.kind = HOST_K_WINDEREG;
-    o.name = "ncclCommWindowDeregister";
-    o.datatype = ncclInt8;
-    o.root = -1;
-    o.opkind = -1;
+    host_win_opd(&o, HOST_K_WINDEREG, "ncclCommWindowDeregister", -1);
     o.win = (host_win *)win;
     return host_coll_call(&o, comm);
 }

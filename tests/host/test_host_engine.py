@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 import artefacts
+import children
 
 ROOT = Path(__file__).resolve().parents[2]
 ABI_INCLUDE = ROOT / "src" / "include"
@@ -121,12 +122,12 @@ def test_info_and_version_through_ctypes(build):
     # this interpreter's environment: under ./run.sh asan it keeps the sanitizer preload the
     # instrumented library needs
     env = {k: v for k, v in os.environ.items() if not k.startswith("NCCL_")}
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=30)
+    r = children.run_python(code, env=env, timeout=30)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["libnccl-host", "0.1.0", "flavour=nccl", "api=23203", "fp8=ocp", "timeout=180",
                                 "23203", "timeout"]
     env.update(NCCL_HOST_FLAVOR="rccl", NCCL_HOST_VERSION_CODE="22105")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=30)
+    r = children.run_python(code, env=env, timeout=30)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["libnccl-host", "0.1.0", "flavour=rccl", "api=22105", "fp8=fnuz", "timeout=180",
                                 "22105", "unknown", "result", "code"]

@@ -30,6 +30,54 @@ class RankContext:
         self.extra = {}
 
 
+class Fails:
+    """A rank-side check's failures, each naming the rank (the value["failures"] that
+    harness.assert_clean judges): check(cond, what), raises(...), raises_saying(...), result()."""
+
+    def __init__(self, ctx):
+        self.rank, self.size, self.items = ctx.rank, ctx.size, []
+
+    def check(self, cond, what):
+        if not cond:
+            self.items.append(f"rank {self.rank}/{self.size}: {what}")
+
+    def _call(self, exc_type, fn, args, kwargs):
+        """(what fn(*args, **kwargs) raised, or None; whether it was an exc_type), a wrong outcome
+        recorded."""
+        try:
+            fn(*args, **kwargs)
+        except exc_type as exc:
+            return exc, True
+        except Exception as exc:  # noqa: BLE001 - reported as a failure
+            self.check(False, f"{getattr(fn, '__name__', fn)}: raised {type(exc).__name__}: {exc}, "
+                              f"want {exc_type.__name__}")
+            return exc, False
+        self.check(False, f"{getattr(fn, '__name__', fn)}: did not raise {exc_type.__name__}")
+        return None, False
+
+    def raises(self, exc_type, message, fn, *args, **kwargs):
+        """fn(...) raises exc_type whose message (exc.msg, else str(exc)) is exactly message (None:
+        any). Returns what it raised."""
+        exc, ok = self._call(exc_type, fn, args, kwargs)
+        if ok:
+            text = getattr(exc, "msg", None) or str(exc)
+            self.check(message is None or text == message,
+                       f"{getattr(fn, '__name__', fn)}: message {text!r} != {message!r}")
+        return exc
+
+    def raises_saying(self, exc_type, text, fn, *args, **kwargs):
+        """fn(...) raises exc_type; text occurs in its library's last error (exc.last_error, else
+        its message). Returns what it raised."""
+        exc, ok = self._call(exc_type, fn, args, kwargs)
+        if ok:
+            said = getattr(exc, "last_error", None) or getattr(exc, "msg", None) or str(exc)
+            self.check(text in said, f"{getattr(fn, '__name__', fn)}: {said!r} does not say {text!r}")
+        return exc
+
+    def result(self, **extra):
+        return {"failures": self.items, **extra}
+
+
 def init_comm(size, uid, rank):
     box = b.PointerBox()
     b.comm_init_rank(box.address, size, uid, rank)

@@ -11,29 +11,7 @@ import warnings
 import nccl.core as nc
 from nccl.bindings.nccl import NCCLError
 from nccl.core import Communicator, NCCLConfig, NcclInvalid, UniqueId
-
-
-class Fails:
-    def __init__(self, ctx):
-        self.rank, self.size, self.items = ctx.rank, ctx.size, []
-
-    def check(self, cond, what):
-        if not cond:
-            self.items.append(f"rank {self.rank}/{self.size}: {what}")
-
-    def raises(self, exc_type, message, fn, *args, **kwargs):
-        try:
-            fn(*args, **kwargs)
-        except exc_type as exc:
-            text = getattr(exc, "msg", None) or str(exc)
-            self.check(message is None or text == message, f"{fn.__name__}: message {text!r} != {message!r}")
-        except Exception as exc:  # noqa: BLE001 - reported as a failure
-            self.check(False, f"{fn.__name__}: raised {type(exc).__name__}: {exc}, want {exc_type.__name__}")
-        else:
-            self.check(False, f"{fn.__name__}: did not raise {exc_type.__name__}")
-
-    def result(self, **extra):
-        return {"failures": self.items, **extra}
+from rank_main import Fails
 
 
 def _init(ctx, config=None):

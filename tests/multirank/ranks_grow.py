@@ -18,33 +18,7 @@ import nccl.core as nc
 from nccl.bindings.nccl import NCCLError
 from nccl.core import Communicator, NcclInvalid, UniqueId
 from nccl._errors import NCCLInvalidArgument, NCCLInvalidUsage, NCCLRemoteError, NCCLTimeout
-
-
-class Fails:
-    def __init__(self, ctx):
-        self.rank, self.size, self.items = ctx.rank, ctx.size, []
-
-    def check(self, cond, what):
-        if not cond:
-            self.items.append(f"rank {self.rank}/{self.size}: {what}")
-
-    def raises(self, exc_type, text, fn, *args, **kwargs):
-        """fn(...) raises exc_type; text must occur in its library's last error (or message)."""
-        try:
-            fn(*args, **kwargs)
-        except exc_type as exc:
-            said = getattr(exc, "last_error", None) or getattr(exc, "msg", None) or str(exc)
-            self.check(text in said, f"{getattr(fn, '__name__', fn)}: {said!r} does not say {text!r}")
-            return exc
-        except Exception as exc:  # noqa: BLE001 - reported as a failure
-            self.check(False, f"{getattr(fn, '__name__', fn)}: raised {type(exc).__name__}: {exc}, "
-                              f"want {exc_type.__name__}")
-            return exc
-        self.check(False, f"{getattr(fn, '__name__', fn)}: did not raise {exc_type.__name__}")
-        return None
-
-    def result(self, **extra):
-        return {"failures": self.items, **extra}
+from rank_main import Fails
 
 
 def _old_comm(ctx, old):
@@ -126,43 +100,44 @@ def bad_input(ctx):
     r = ctx.rank
     if r == 2:
         uid = _receive(ctx)
-        f.raises(NCCLInvalidArgument, "a new rank must take a rank in [2, 3), not 1", Communicator().grow, 3, uid,
-                 rank=1)
-        f.raises(NCCLInvalidArgument, "a new rank must take a rank in [2, 3), not 3", Communicator().grow, 3, uid,
-                 rank=3)
-        f.raises(NCCLInvalidArgument, "nRanks 2 must be larger than the communicator's 2 ranks", Communicator().grow,
-                 2, uid, rank=2)
-        f.raises(NCCLInvalidArgument, "unique id is not a grow id", Communicator().grow, 3, nc.get_unique_id(),
-                 rank=2)
-        f.raises(NCCLInvalidArgument, "unique id is a grow id (from ncclCommGetUniqueId)", Communicator.init, 3, 2,
-                 uid)
+        f.raises_saying(NCCLInvalidArgument, "a new rank must take a rank in [2, 3), not 1", Communicator().grow, 3,
+                        uid, rank=1)
+        f.raises_saying(NCCLInvalidArgument, "a new rank must take a rank in [2, 3), not 3", Communicator().grow, 3,
+                        uid, rank=3)
+        f.raises_saying(NCCLInvalidArgument, "nRanks 2 must be larger than the communicator's 2 ranks",
+                        Communicator().grow, 2, uid, rank=2)
+        f.raises_saying(NCCLInvalidArgument, "unique id is not a grow id", Communicator().grow, 3, nc.get_unique_id(),
+                        rank=2)
+        f.raises_saying(NCCLInvalidArgument, "unique id is a grow id (from ncclCommGetUniqueId)", Communicator.init, 3,
+                        2, uid)
         new = Communicator().grow(3, uid, rank=2)
         # an id serves one grow (the coordinator's process, where its root lives, waits for us below)
-        f.raises(NCCLInvalidUsage, "unique id was already used", Communicator().grow, 3, uid, rank=2)
+        f.raises_saying(NCCLInvalidUsage, "unique id was already used", Communicator().grow, 3, uid, rank=2)
         _check_collectives(f, new, 3, 2)
         new.destroy()
         return f.result()
     comm = _old_comm(ctx, 2)
-    f.raises(NcclInvalid, "Existing ranks must use an initialized communicator", Communicator().grow, 3)
-    f.raises(NcclInvalid, "New ranks must use a null communicator", comm.grow, 3, None, rank=2)
-    f.raises(NCCLInvalidArgument, "nRanks 2 must be larger than the communicator's 2 ranks", comm.grow, 2)
-    f.raises(NCCLInvalidArgument, "nRanks 1 must be larger", comm.grow, 1)
-    f.raises(NCCLInvalidArgument, "unique id is not a grow id", comm.grow, 3, nc.get_unique_id())
+    f.raises_saying(NcclInvalid, "Existing ranks must use an initialized communicator", Communicator().grow, 3)
+    f.raises_saying(NcclInvalid, "New ranks must use a null communicator", comm.grow, 3, None, rank=2)
+    f.raises_saying(NCCLInvalidArgument, "nRanks 2 must be larger than the communicator's 2 ranks", comm.grow, 2)
+    f.raises_saying(NCCLInvalidArgument, "nRanks 1 must be larger", comm.grow, 1)
+    f.raises_saying(NCCLInvalidArgument, "unique id is not a grow id", comm.grow, 3, nc.get_unique_id())
     other = Communicator.init_all(1)[0]  # a grow id of another communicator
-    f.raises(NCCLInvalidArgument, "uniqueId was made by ncclCommGetUniqueId on another communicator", comm.grow, 3,
-             other.get_unique_id())
+    f.raises_saying(NCCLInvalidArgument, "uniqueId was made by ncclCommGetUniqueId on another communicator", comm.grow,
+                    3, other.get_unique_id())
     other.destroy()
     # No coordinator: every existing rank hears it.
-    f.raises(NCCLInvalidUsage, "no rank of comm holds a grow id", comm.grow, 3)
+    f.raises_saying(NCCLInvalidUsage, "no rank of comm holds a grow id", comm.grow, 3)
     # Two coordinators (each made an id): rejected everywhere, both ids consumed.
     mine = comm.get_unique_id()
-    f.raises(NCCLInvalidUsage, "already made a grow id that no ncclCommGrow consumed", comm.get_unique_id)
-    f.raises(NCCLInvalidUsage, "ranks 0 and 1 both made a grow id", comm.grow, 3, mine)
+    f.raises_saying(NCCLInvalidUsage, "already made a grow id that no ncclCommGrow consumed", comm.get_unique_id)
+    f.raises_saying(NCCLInvalidUsage, "ranks 0 and 1 both made a grow id", comm.grow, 3, mine)
     # Disagreement on the size.
     if r == 0:
         uid = comm.get_unique_id()
-        f.raises(NCCLInvalidArgument, "is not the id ncclCommGetUniqueId last returned", comm.grow, 3, mine)
-    f.raises(NCCLInvalidUsage, "rank 0 asks for 3 ranks, rank 1 for 4", comm.grow, 3 + r, uid if r == 0 else None)
+        f.raises_saying(NCCLInvalidArgument, "is not the id ncclCommGetUniqueId last returned", comm.grow, 3, mine)
+    f.raises_saying(NCCLInvalidUsage, "rank 0 asks for 3 ranks, rank 1 for 4", comm.grow, 3 + r,
+                    uid if r == 0 else None)
     # The parent still works, and a proper grow follows.
     z = np.full(3, r + 1, np.int32)
     comm.allreduce(z, z, nc.SUM)
@@ -185,7 +160,7 @@ def joiner_never_comes(ctx):
     r = ctx.rank
     comm = _old_comm(ctx, 2)
     uid = comm.get_unique_id() if r == 0 else None
-    exc = f.raises(NCCLTimeout, "missing rank(s) 2", comm.grow, 3, uid)
+    exc = f.raises_saying(NCCLTimeout, "missing rank(s) 2", comm.grow, 3, uid)
     z = np.full(2, r + 1, np.float32)
     comm.allreduce(z, z, nc.SUM)
     f.check(np.array_equal(z, np.full(2, 3, np.float32)), f"parent allreduce after the timeout gave {z}")
@@ -240,7 +215,7 @@ def joiner_dies(ctx):
         _publish(ctx, uid)
     else:
         uid = None
-    f.raises(NCCLRemoteError, "rank 2", comm.grow, 4, uid)
+    f.raises_saying(NCCLRemoteError, "rank 2", comm.grow, 4, uid)
     comm.destroy()
     return f.result()
 

@@ -5,7 +5,8 @@ after each step.  fp16/bf16 operate in float32 and round; fp8 operates in half (
 half) and goes back to fp8 with saturation to the largest finite value; integers wrap.
 """
 
-import ml_dtypes
+from collections.abc import Mapping
+
 import numpy as np
 
 import nccl.bindings.nccl as b
@@ -13,14 +14,41 @@ import nccl.bindings.nccl as b
 DT = b.DataType
 OPS = [b.RedOp.Sum, b.RedOp.Prod, b.RedOp.Max, b.RedOp.Min, b.RedOp.Avg]
 
-NP_TYPES = {
-    DT.Int8: np.dtype(np.int8), DT.Uint8: np.dtype(np.uint8),
-    DT.Int32: np.dtype(np.int32), DT.Uint32: np.dtype(np.uint32),
-    DT.Int64: np.dtype(np.int64), DT.Uint64: np.dtype(np.uint64),
-    DT.Float16: np.dtype(np.float16), DT.Float32: np.dtype(np.float32),
-    DT.Float64: np.dtype(np.float64), DT.Bfloat16: np.dtype(ml_dtypes.bfloat16),
-    DT.Float8e4m3: np.dtype(ml_dtypes.float8_e4m3fn), DT.Float8e5m2: np.dtype(ml_dtypes.float8_e5m2),
-}
+
+class _NpTypes(Mapping):
+    """{DataType: numpy dtype}. bfloat16 and fp8 are ml_dtypes' types; ml_dtypes is imported when
+    one of them is first looked up: the import costs a rank about 0.6 s of CPU, and most checks
+    use no such type."""
+
+    NAMES = {
+        DT.Int8: "int8", DT.Uint8: "uint8", DT.Int32: "int32", DT.Uint32: "uint32", DT.Int64: "int64",
+        DT.Uint64: "uint64", DT.Float16: "float16", DT.Float32: "float32", DT.Float64: "float64",
+        DT.Bfloat16: "ml_dtypes.bfloat16", DT.Float8e4m3: "ml_dtypes.float8_e4m3fn",
+        DT.Float8e5m2: "ml_dtypes.float8_e5m2",
+    }
+
+    def __init__(self):
+        self._types = {}
+
+    def __getitem__(self, dt):
+        if dt not in self._types:
+            module, _, name = self.NAMES[dt].rpartition(".")
+            if module:
+                import ml_dtypes
+
+                self._types[dt] = np.dtype(getattr(ml_dtypes, name))
+            else:
+                self._types[dt] = np.dtype(getattr(np, name))
+        return self._types[dt]
+
+    def __iter__(self):
+        return iter(self.NAMES)
+
+    def __len__(self):
+        return len(self.NAMES)
+
+
+NP_TYPES = _NpTypes()
 ALL_TYPES = list(NP_TYPES)
 FP8 = {DT.Float8e4m3: 448.0, DT.Float8e5m2: 57344.0}
 HALFISH = {DT.Float16, DT.Bfloat16}
