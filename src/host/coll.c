@@ -58,6 +58,29 @@ static size_t subpos(int d, int j)
     return (size_t)(d < j ? d : d - 1);
 }
 
+static int rooted(host_kind k)
+{
+    return k == HOST_K_BROADCAST || k == HOST_K_REDUCE || k == HOST_K_GATHER || k == HOST_K_SCATTER;
+}
+
+/* Elements per step of a rooted collective: in a rooted collective one side copies while the
+ * other waits (the root stages, then the others read; or the others stage, then the root reads
+ * or reduces), so an operation that fits in one or two slots would take the time of two copies
+ * in a row. Cut into at least the segment's pipeline_steps steps (NCCL_HOST_PIPELINE_STEPS, rank
+ * 0's), the copies of step s+1 on one side overlap those of step s on the other through the
+ * double-buffered slots: (k+1)/k copy times for k steps, at the price of k step waits, so no step
+ * is made smaller than HOST_PIPELINE_MIN_STEP bytes. Rounded up to whole pages of elements;
+ * never more than a slot holds (cap). Every input is equal on every rank. */
+static size_t pipeline_elems(const host_seg *seg, size_t count, size_t es, size_t cap)
+{
+    size_t k = (size_t)seg->pipeline_steps, page = 4096 / es;
+    size_t e = (count + k - 1) / k, least = HOST_PIPELINE_MIN_STEP / es;
+    if (e < least)
+        e = least;
+    e = (e + page - 1) / page * page;
+    return e < cap ? e : cap;
+}
+
 /* Bytes of output a collective writes on this rank, summed over the whole operation. */
 static size_t out_bytes(const host_comm *c, const host_opd *op)
 {
@@ -144,6 +167,8 @@ ncclResult_t host_coll_begin(host_comm *c, host_coll_run *run, host_opd *op)
     if (run->elems == 0)
         return host_fail(ncclInternalError, "%s: segment chunk of %zu bytes is too small for %d ranks", op->name, chunk,
                          c->nranks);
+    if (rooted(op->kind) && c->nranks > 1)
+        run->elems = pipeline_elems(&c->seg, op->count, es, run->elems);
     run->direct = host_coll_direct_eligible(c, op);
     if (run->direct)
         run->nsteps = host_coll_direct_steps(op);
@@ -258,7 +283,44 @@ static void own_copy(const host_coll_run *run, unsigned char *dst, const unsigne
         memmove(dst, src, bytes);
 }
 
-/* Reads every slot of step stepi and writes this rank's output. */
+/* This rank's own block of step stepi, which no peer writes: copied right after the step is
+ * published, while the peers still stage theirs, instead of after the wait. Only after this
+ * step's input was staged, as before, so the in-place forms stay correct. */
+static void own_block(host_comm *c, host_coll_run *run)
+{
+    host_opd *op = run->op;
+    int me = c->rank;
+    size_t es = host_type_size(op->datatype);
+    size_t o = (size_t)run->stepi * run->elems, len;
+    unsigned char *recv = op->recvbuff;
+    const unsigned char *send = op->sendbuff;
+    if (op->kind == HOST_K_ALLTOALLV || op->count == 0)
+        return;
+    len = min_sz(run->elems, op->count - o) * es;
+    switch (op->kind) {
+    case HOST_K_BROADCAST:
+        if (me == op->root)
+            own_copy(run, recv + o * es, send + o * es, len);
+        return;
+    case HOST_K_ALLGATHER:
+    case HOST_K_GATHER:
+        if (op->kind == HOST_K_ALLGATHER || me == op->root)
+            own_copy(run, recv + ((size_t)me * op->count + o) * es, send + o * es, len);
+        return;
+    case HOST_K_ALLTOALL:
+        own_copy(run, recv + ((size_t)me * op->count + o) * es, send + ((size_t)me * op->count + o) * es, len);
+        return;
+    case HOST_K_SCATTER:
+        if (me == op->root)
+            own_copy(run, recv + o * es, send + ((size_t)me * op->count + o) * es, len);
+        return;
+    default:
+        return;
+    }
+}
+
+/* Reads every peer's slot of step stepi and writes this rank's output (its own block is
+ * own_block's). */
 static ncclResult_t consume(host_comm *c, host_coll_run *run)
 {
     host_opd *op = run->op;
@@ -266,7 +328,6 @@ static ncclResult_t consume(host_comm *c, host_coll_run *run)
     size_t es = host_type_size(op->datatype);
     size_t E = run->elems;
     unsigned char *recv = op->recvbuff;
-    const unsigned char *send = op->sendbuff;
     if (op->kind == HOST_K_ALLTOALLV) {
         const size_t *rcount = op->v + 2 * n, *rdispl = op->v + 3 * n;
         if (run->stepi == 0) {
@@ -314,36 +375,26 @@ static ncclResult_t consume(host_comm *c, host_coll_run *run)
         reduce_into(c, run, recv + o * es, (size_t)me * E * es, len);
         break;
     case HOST_K_BROADCAST:
-        if (me == op->root)
-            own_copy(run, recv + o * es, send + o * es, len * es);
-        else
+        if (me != op->root)
             copy_out(run, recv + o * es, host_seg_slot_data(&c->seg, op->root, run->s), len * es);
         break;
     case HOST_K_ALLGATHER:
     case HOST_K_GATHER:
         if (op->kind == HOST_K_GATHER && me != op->root)
             break;
-        for (int j = 0; j < n; j++) {
-            if (j == me)
-                own_copy(run, recv + ((size_t)j * op->count + o) * es, send + o * es, len * es);
-            else
+        for (int j = 0; j < n; j++)
+            if (j != me)
                 copy_out(run, recv + ((size_t)j * op->count + o) * es, host_seg_slot_data(&c->seg, j, run->s),
                          len * es);
-        }
         break;
     case HOST_K_ALLTOALL:
-        for (int j = 0; j < n; j++) {
-            unsigned char *dst = recv + ((size_t)j * op->count + o) * es;
-            if (j == me)
-                own_copy(run, dst, send + ((size_t)me * op->count + o) * es, len * es);
-            else
-                copy_out(run, dst, host_seg_slot_data(&c->seg, j, run->s) + subpos(me, j) * E * es, len * es);
-        }
+        for (int j = 0; j < n; j++)
+            if (j != me)
+                copy_out(run, recv + ((size_t)j * op->count + o) * es,
+                         host_seg_slot_data(&c->seg, j, run->s) + subpos(me, j) * E * es, len * es);
         break;
     case HOST_K_SCATTER:
-        if (me == op->root)
-            own_copy(run, recv + o * es, send + ((size_t)me * op->count + o) * es, len * es);
-        else
+        if (me != op->root)
             copy_out(run, recv + o * es,
                      host_seg_slot_data(&c->seg, op->root, run->s) + subpos(me, op->root) * E * es, len * es);
         break;
@@ -469,6 +520,8 @@ ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress,
             for (int r = 0; r < n; r++)
                 if (r != me)
                     host_bell_ring(&host_seg_rankp(&c->seg, r)->bell);
+            if (!run->direct)
+                own_block(c, run);
         }
         for (int r = 0; r < n; r++) {
             if (atomic_load_explicit(&host_seg_slot(&c->seg, r, run->s)->seq, memory_order_acquire) != run->s) {

@@ -28,6 +28,11 @@
  *                                             the whole communicator)
  *   NCCL_HOST_CHUNK_BYTES         auto        per-rank slot size; unset: 4 MiB / nranks, at least
  *                                             262144 (host_chunk_bytes)
+ *   NCCL_HOST_PIPELINE_STEPS      4           a rooted collective (Broadcast, Reduce, Gather, Scatter)
+ *                                             on the segment path takes at least this many steps, each
+ *                                             of 128 KiB or more, so the root's copies and the others'
+ *                                             overlap; 1 = steps as large as the slot (rank 0's value
+ *                                             applies to the whole communicator)
  *   NCCL_HOST_P2P_BYTES           65536       per-pair ring size
  *   NCCL_HOST_P2P_EAGER           0           sends up to this size complete without the receiver
  *   NCCL_HOST_CHECKS              1           0 NCCL-like (no overlap checks), 1 every check of
@@ -167,6 +172,7 @@ static void params_load(void)
     }
     p->chunk_bytes = parse_size("NCCL_HOST_CHUNK_BYTES", 4096, (size_t)1 << 30, HOST_CHUNK_MIN_AUTO);
     p->chunk_bytes &= ~(size_t)(HOST_CACHELINE - 1);
+    p->pipeline_steps = parse_long("NCCL_HOST_PIPELINE_STEPS", 1, 1024, HOST_PIPELINE_STEPS_DEFAULT);
     p->p2p_bytes = parse_size("NCCL_HOST_P2P_BYTES", 4096, (size_t)1 << 30, 65536);
     p->p2p_bytes &= ~(size_t)(HOST_CACHELINE - 1);
     p->p2p_eager = parse_size("NCCL_HOST_P2P_EAGER", 0, (size_t)1 << 40, 0);
@@ -259,6 +265,7 @@ const char *host_info_text(void)
     X(NCCL_HOST_TIMEOUT, TEXT)                                                                     \
     X(NCCL_HOST_ROOT_IDLE_TIMEOUT, TEXT)                                                           \
     X(NCCL_HOST_CHUNK_BYTES, INT)                                                                  \
+    X(NCCL_HOST_PIPELINE_STEPS, INT)                                                               \
     X(NCCL_HOST_P2P_BYTES, INT)                                                                    \
     X(NCCL_HOST_P2P_EAGER, INT)                                                                    \
     X(NCCL_HOST_SPIN_US, INT)                                                                      \
@@ -320,6 +327,7 @@ static int64_t param_int(int id)
     switch (id) {
     case HOST_P_NCCL_HOST_VERSION_CODE: return p->version_code;
     case HOST_P_NCCL_HOST_CHUNK_BYTES: return p->chunk_auto ? 0 : (int64_t)p->chunk_bytes;
+    case HOST_P_NCCL_HOST_PIPELINE_STEPS: return p->pipeline_steps;
     case HOST_P_NCCL_HOST_P2P_BYTES: return (int64_t)p->p2p_bytes;
     case HOST_P_NCCL_HOST_P2P_EAGER: return (int64_t)p->p2p_eager;
     case HOST_P_NCCL_HOST_SPIN_US: return p->spin_us < 0 ? HOST_SPIN_DEFAULT_US : p->spin_us;
