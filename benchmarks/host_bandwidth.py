@@ -52,7 +52,8 @@ its peers copy too). Each table's header shows both (medians over runs), and eve
 64 KiB and more shows, after the ratio columns, each other backend's busbw and nccl4py's busbw
 as a fraction of the concurrent memcpy bandwidth ("of memcpy"). A shared-memory collective
 copies every byte at least once on its way (twice through a staging buffer), so that fraction
-is the share of the machine's copy speed it reaches. --json keeps the measurements under
+is the share of the machine's copy speed it reaches; above 1, the cell's buffers were served
+partly from the caches (16 MiB fits a 32 MiB last-level cache). --json keeps the measurements under
 "memcpy_gbps".
 
 The host backend's own switches apply to its ranks as usual (NCCL_HOST_SPIN_US,

@@ -20,7 +20,9 @@
  * take the detour: the sub-block an AlltoAll or Scatter root keeps is not staged (its step buffer
  * holds only the n-1 others, each a larger share), and the own block of a Broadcast root,
  * AllGather or Gather root goes straight from sendbuff to recvbuff (no copy at all in place),
- * since no peer writes it. Outputs too large for the cache are written with non-temporal stores
+ * since no peer writes it; it is copied between publishing a step and waiting for the peers
+ * (own_block), so the copy fills that wait. Rooted collectives, where one side copies while the
+ * other waits, take at least the segment's pipeline_steps steps (pipeline_elems). Outputs too large for the cache are written with non-temporal stores
  * (copy_out), and so are a Broadcast root's mid-size steps, which only peers read
  * (stage_for_peers).
  *
