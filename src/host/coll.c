@@ -21,7 +21,9 @@
  * holds only the n-1 others, each a larger share), and the own block of a Broadcast root,
  * AllGather or Gather root goes straight from sendbuff to recvbuff (no copy at all in place),
  * since no peer writes it; it is copied between publishing a step and waiting for the peers
- * (own_block), so the copy fills that wait. Rooted collectives, where one side copies while the
+ * (own_block), so the copy fills that wait. Nor is what no peer reads staged: a Gather root's own
+ * block, a Reduce root's or a ReduceScatter rank's own input when the output does not overlap it
+ * (own_input_direct; the reduction reads it from sendbuff). Rooted collectives, where one side copies while the
  * other waits, take at least the segment's pipeline_steps steps (pipeline_elems). Outputs too large for the cache are written with non-temporal stores
  * (copy_out), and so are a Broadcast root's mid-size steps, which only peers read
  * (stage_for_peers).
@@ -189,6 +191,23 @@ ncclResult_t host_coll_begin(host_comm *c, host_coll_run *run, host_opd *op)
     return ncclSuccess;
 }
 
+/* Whether this rank's input to a reduction can be read from its sendbuff instead of being staged:
+ * a Reduce root's or a ReduceScatter rank's own contribution is read by no peer, so it needs the
+ * segment only when the output overlaps it (in place), where the accumulator would overwrite it
+ * before its turn in the rank order. Decided by this rank alone: its slot layout is unchanged. */
+static int own_input_direct(const host_comm *c, const host_opd *op)
+{
+    size_t es = host_type_size(op->datatype), in, out = op->count * es;
+    const unsigned char *s = op->sendbuff, *d = op->recvbuff;
+    if (op->kind == HOST_K_REDUCESCATTER)
+        in = out * (size_t)c->nranks;
+    else if (op->kind == HOST_K_REDUCE && c->rank == op->root)
+        in = out;
+    else
+        return 0;
+    return s + in <= d || d + out <= s;
+}
+
 /* Copies this rank's contribution to step stepi into its slot. */
 static void publish_data(host_comm *c, host_coll_run *run, unsigned char *slot)
 {
@@ -222,11 +241,16 @@ static void publish_data(host_comm *c, host_coll_run *run, unsigned char *slot)
         if (me == op->root)
             stage_for_peers(slot, send + o * es, len * es);
         return;
+    case HOST_K_REDUCE:
+    case HOST_K_GATHER:
+        /* a Gather root's own block goes straight to its recvbuff (own_block) */
+        if ((op->kind == HOST_K_GATHER && me == op->root) || own_input_direct(c, op))
+            return;
+        memcpy(slot, send + o * es, len * es);
+        return;
     case HOST_K_ALLREDUCE:
     case HOST_K_ALLREDUCE_BIAS:
-    case HOST_K_REDUCE:
     case HOST_K_ALLGATHER:
-    case HOST_K_GATHER:
         memcpy(slot, send + o * es, len * es);
         return;
     case HOST_K_SCATTER:
@@ -239,7 +263,8 @@ static void publish_data(host_comm *c, host_coll_run *run, unsigned char *slot)
         return;
     case HOST_K_REDUCESCATTER:
         for (int d = 0; d < n; d++)
-            memcpy(slot + (size_t)d * E * es, send + ((size_t)d * op->count + o) * es, len * es);
+            if (d != me || !own_input_direct(c, op))
+                memcpy(slot + (size_t)d * E * es, send + ((size_t)d * op->count + o) * es, len * es);
         return;
     default:
         return;
@@ -252,8 +277,19 @@ void host_coll_slot_op(const host_comm *c, const host_coll_run *run, int j, host
     memcpy(hop->scalar, host_seg_slot(&c->seg, j, run->s)->scalar, sizeof hop->scalar);
 }
 
-/* acc = slot 0 (+) slot 1 (+) ... in rank order; the first two in one pass over memory. */
-static void reduce_into(host_comm *c, host_coll_run *run, unsigned char *acc, size_t byte_off, size_t len)
+/* Rank j's input to a reduction step: its slot, or for this rank's own input, when it was not
+ * staged, its sendbuff (own, NULL otherwise). */
+static const unsigned char *reduce_input(const host_comm *c, const host_coll_run *run, int j, size_t byte_off,
+                                         const unsigned char *own)
+{
+    if (j == c->rank && own != NULL)
+        return own;
+    return host_seg_slot_data(&c->seg, j, run->s) + byte_off;
+}
+
+/* acc = input 0 (+) input 1 (+) ... in rank order; the first two in one pass over memory. */
+static void reduce_into(host_comm *c, host_coll_run *run, unsigned char *acc, size_t byte_off, size_t len,
+                        const unsigned char *own)
 {
     host_opd *op = run->op;
     int n = c->nranks, j = 1;
@@ -261,17 +297,17 @@ static void reduce_into(host_comm *c, host_coll_run *run, unsigned char *acc, si
     host_op hop, hop1;
     host_coll_slot_op(c, run, 0, &hop);
     if (n == 1) {
-        host_reduce_prepare(acc, host_seg_slot_data(&c->seg, 0, run->s) + byte_off, len, op->datatype, &hop, fp8, n);
+        host_reduce_prepare(acc, reduce_input(c, run, 0, byte_off, own), len, op->datatype, &hop, fp8, n);
     } else {
         host_coll_slot_op(c, run, 1, &hop1);
-        host_reduce_pair(acc, host_seg_slot_data(&c->seg, 0, run->s) + byte_off,
-                         host_seg_slot_data(&c->seg, 1, run->s) + byte_off, len, op->datatype, &hop, &hop1, fp8, n);
+        host_reduce_pair(acc, reduce_input(c, run, 0, byte_off, own), reduce_input(c, run, 1, byte_off, own), len,
+                         op->datatype, &hop, &hop1, fp8, n);
         hop = hop1;
         j = 2;
     }
     for (; j < n; j++) {
         host_coll_slot_op(c, run, j, &hop);
-        host_reduce_step(acc, host_seg_slot_data(&c->seg, j, run->s) + byte_off, len, op->datatype, &hop, fp8, n);
+        host_reduce_step(acc, reduce_input(c, run, j, byte_off, own), len, op->datatype, &hop, fp8, n);
     }
     host_reduce_finish(acc, len, op->datatype, &hop, n);
 }
@@ -330,6 +366,7 @@ static ncclResult_t consume(host_comm *c, host_coll_run *run)
     size_t es = host_type_size(op->datatype);
     size_t E = run->elems;
     unsigned char *recv = op->recvbuff;
+    const unsigned char *send = op->sendbuff;
     if (op->kind == HOST_K_ALLTOALLV) {
         const size_t *rcount = op->v + 2 * n, *rdispl = op->v + 3 * n;
         if (run->stepi == 0) {
@@ -364,17 +401,18 @@ static ncclResult_t consume(host_comm *c, host_coll_run *run)
     switch (op->kind) {
     case HOST_K_ALLREDUCE:
     case HOST_K_ALLREDUCE_BIAS:
-        reduce_into(c, run, recv + o * es, 0, len);
+        reduce_into(c, run, recv + o * es, 0, len, NULL);
         if (op->kind == HOST_K_ALLREDUCE_BIAS)
             host_reduce_add_bias(recv + o * es, (const unsigned char *)op->acc + o * es, len, op->datatype,
                                  host_params()->fp8);
         break;
     case HOST_K_REDUCE:
         if (me == op->root)
-            reduce_into(c, run, recv + o * es, 0, len);
+            reduce_into(c, run, recv + o * es, 0, len, own_input_direct(c, op) ? send + o * es : NULL);
         break;
     case HOST_K_REDUCESCATTER:
-        reduce_into(c, run, recv + o * es, (size_t)me * E * es, len);
+        reduce_into(c, run, recv + o * es, (size_t)me * E * es, len,
+                    own_input_direct(c, op) ? send + ((size_t)me * op->count + o) * es : NULL);
         break;
     case HOST_K_BROADCAST:
         if (me != op->root)

@@ -49,7 +49,8 @@
  *   NCCL_DEBUG, NCCL_HOST_DEBUG, NCCL_DEBUG_SUBSYS, NCCL_DEBUG_FILE: see debug.c
  *
  * The ncclParam* entry points read those listed in HOST_PARAMS below by name (every tunable above
- * but the logging variables): what a program sees is the value in force, defaults included.
+ * but the logging variables and NCCL_HOST_PIPELINE_STEPS, a speed switch for measurements): what
+ * a program sees is the value in force, defaults included.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -265,7 +266,6 @@ const char *host_info_text(void)
     X(NCCL_HOST_TIMEOUT, TEXT)                                                                     \
     X(NCCL_HOST_ROOT_IDLE_TIMEOUT, TEXT)                                                           \
     X(NCCL_HOST_CHUNK_BYTES, INT)                                                                  \
-    X(NCCL_HOST_PIPELINE_STEPS, INT)                                                               \
     X(NCCL_HOST_P2P_BYTES, INT)                                                                    \
     X(NCCL_HOST_P2P_EAGER, INT)                                                                    \
     X(NCCL_HOST_SPIN_US, INT)                                                                      \
@@ -327,7 +327,6 @@ static int64_t param_int(int id)
     switch (id) {
     case HOST_P_NCCL_HOST_VERSION_CODE: return p->version_code;
     case HOST_P_NCCL_HOST_CHUNK_BYTES: return p->chunk_auto ? 0 : (int64_t)p->chunk_bytes;
-    case HOST_P_NCCL_HOST_PIPELINE_STEPS: return p->pipeline_steps;
     case HOST_P_NCCL_HOST_P2P_BYTES: return (int64_t)p->p2p_bytes;
     case HOST_P_NCCL_HOST_P2P_EAGER: return (int64_t)p->p2p_eager;
     case HOST_P_NCCL_HOST_SPIN_US: return p->spin_us < 0 ? HOST_SPIN_DEFAULT_US : p->spin_us;
