@@ -23,8 +23,9 @@
  * since no peer writes it; it is copied between publishing a step and waiting for the peers
  * (own_block), so the copy fills that wait. Nor is what no peer reads staged: a Gather root's own
  * block, a Reduce root's or a ReduceScatter rank's own input when the output does not overlap it
- * (own_input_direct; the reduction reads it from sendbuff). Rooted collectives, where one side copies while the
- * other waits, take at least the segment's pipeline_steps steps (pipeline_elems). Outputs too large for the cache are written with non-temporal stores
+ * (own_input_direct; the reduction reads it from sendbuff). Rooted collectives, where one side
+ * copies while the other waits, take at least the segment's pipeline_steps steps
+ * (pipeline_elems). Outputs too large for the cache are written with non-temporal stores
  * (copy_out), and so are a Broadcast root's mid-size steps, which only peers read
  * (stage_for_peers).
  *
