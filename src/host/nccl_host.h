@@ -126,7 +126,7 @@ enum { HOST_DIRECT_AUTO = 0, HOST_DIRECT_OFF = 1, HOST_DIRECT_ON = 2 };
  * least NCCL_HOST_PIPELINE_STEPS steps (default below), none smaller than HOST_PIPELINE_MIN_STEP
  * bytes, so that the root's copies and the other ranks' overlap (coll.c; rank 0's value, kept in
  * the segment header, applies to the communicator). */
-#define HOST_PIPELINE_STEPS_DEFAULT 4
+#define HOST_PIPELINE_STEPS_DEFAULT 1
 #define HOST_PIPELINE_MIN_STEP ((size_t)128 << 10)
 /* Step sizes at which a Broadcast root streams its step data into the segment (coll.c). */
 #define HOST_STAGE_STREAM_MIN ((size_t)16 << 10)

@@ -28,11 +28,12 @@
  *                                             the whole communicator)
  *   NCCL_HOST_CHUNK_BYTES         auto        per-rank slot size; unset: 4 MiB / nranks, at least
  *                                             262144 (host_chunk_bytes)
- *   NCCL_HOST_PIPELINE_STEPS      4           a rooted collective (Broadcast, Reduce, Gather, Scatter)
+ *   NCCL_HOST_PIPELINE_STEPS      1           a rooted collective (Broadcast, Reduce, Gather, Scatter)
  *                                             on the segment path takes at least this many steps, each
  *                                             of 128 KiB or more, so the root's copies and the others'
- *                                             overlap; 1 = steps as large as the slot (rank 0's value
- *                                             applies to the whole communicator)
+ *                                             overlap; 1 = steps as large as the slot, measured best
+ *                                             for cache-sized messages (rank 0's value applies to
+ *                                             the whole communicator)
  *   NCCL_HOST_P2P_BYTES           65536       per-pair ring size
  *   NCCL_HOST_P2P_EAGER           0           sends up to this size complete without the receiver
  *   NCCL_HOST_CHECKS              1           0 NCCL-like (no overlap checks), 1 every check of

@@ -57,10 +57,10 @@ def test_broadcast_root_streams_its_steps(run_ranks, chunk):
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("nranks,steps", [(2, None), (3, "1"), (2, "5")])
+@pytest.mark.parametrize("nranks,steps", [(2, None), (3, "4"), (2, "5")])
 def test_rooted_collectives_pipelined(run_ranks, nranks, steps):
-    """Broadcast, Reduce, Gather and Scatter cut into pipeline steps (the default, and
-    NCCL_HOST_PIPELINE_STEPS=1: slot-sized steps; 5: steps that do not divide the counts), and
+    """Broadcast, Reduce, Gather and Scatter cut into pipeline steps (the default: slot-sized
+    steps; NCCL_HOST_PIPELINE_STEPS=4, and 5: steps that do not divide the counts), and
     AllGather/AlltoAll, whose own block is copied between publishing a step and waiting for it."""
     env = {} if steps is None else {"NCCL_HOST_PIPELINE_STEPS": steps}
     _check(run_ranks(nranks, "ranks_collectives:pipelined", timeout=100, env=env))
