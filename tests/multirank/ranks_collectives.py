@@ -387,6 +387,19 @@ def pipelined(ctx):
     return c.result()
 
 
+def pipeline_of_rank0(ctx):
+    """Ranks that disagree on NCCL_HOST_PIPELINE_STEPS (rank 0: 1, the others: 7) still cut every
+    rooted collective alike, since rank 0's value, kept in the segment header, applies to all:
+    each rank sets its own value before its first library call, then runs pipelined()."""
+    import os
+
+    from rank_main import init_comm
+
+    os.environ["NCCL_HOST_PIPELINE_STEPS"] = "1" if ctx.rank == 0 else "7"
+    ctx.comm = init_comm(ctx.size, ctx.uid, ctx.rank)
+    return pipelined(ctx)
+
+
 def spec_examples(ctx):
     """The worked cases of docs/host-backend.md#reductions-and-numerics, computed from the rank count: fp8 Avg
     (three 7.0s in e4m3 average to 7.5), fp8 saturation, fp16 overflow to Inf, NaN-suppressing

@@ -66,6 +66,13 @@ def test_rooted_collectives_pipelined(run_ranks, nranks, steps):
     _check(run_ranks(nranks, "ranks_collectives:pipelined", timeout=100, env=env))
 
 
+@pytest.mark.timeout(120)
+def test_pipeline_steps_are_rank0s(run_ranks):
+    """Rank 0 without pipelining, the others with seven steps: the steps are rank 0's on every
+    rank, so the rooted collectives still agree and complete."""
+    _check(run_ranks(3, "ranks_collectives:pipeline_of_rank0", timeout=100, init=False))
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("nranks", RANKS)
 def test_numerics_worked_examples(run_ranks, nranks):
