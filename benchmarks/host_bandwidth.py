@@ -44,6 +44,18 @@ ours/base) is the median of the per-run ratios, each taken between the two backe
 the same run: below 1 means nccl4py is faster. busbw follows nccl-tests: allreduce
 size/t * 2(n-1)/n; allgather, reduce_scatter, alltoall size/t * (n-1)/n; broadcast size/t.
 
+The physical limit. Every run also measures this machine's memcpy bandwidth: a numpy copy of a
+buffer several times the last-level cache (bytes copied per second, the best of several copies),
+once in the driver before the run (one process alone) and once in every job, by all its ranks at
+the same time after a barrier (the slowest rank's: what each rank of a collective can copy while
+its peers copy too). Each table's header shows both (medians over runs), and every cell of
+64 KiB and more shows, after the ratio columns, each other backend's busbw and nccl4py's busbw
+as a fraction of the concurrent memcpy bandwidth ("of memcpy"). A shared-memory collective
+copies every byte at least once on its way (twice through a staging buffer), so that fraction
+is the share of the machine's copy speed it reaches; above 1, the cell's buffers were served
+partly from the caches (16 MiB fits a 32 MiB last-level cache). --json keeps the measurements under
+"memcpy_gbps".
+
 The host backend's own switches apply to its ranks as usual (NCCL_HOST_SPIN_US,
 NCCL_HOST_DIRECT, ...); --env KEY=VALUE sets one for the nccl4py and base ranks, --base-env for
 the base ranks only (after --env). Each table's header says what the library chose for that rank
@@ -74,6 +86,48 @@ def parse_size(text):
     from nccl.bench import parse_size as ps
 
     return ps(text)
+
+
+LARGE = 64 << 10  # cells from this size on show busbw beside the memcpy bandwidth
+MEMCPY_REPS = 5
+
+
+def memcpy_buffer_bytes():
+    """A copy buffer several times the last-level cache (at least 64 MiB), so that the copy runs
+    from and to memory, as a large collective's does."""
+    llc = 0
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    names = os.listdir(base) if os.path.isdir(base) else []
+    for idx in (name for name in names if name.startswith("index")):
+        try:
+            with open(os.path.join(base, idx, "size")) as f:
+                text = f.read().strip()
+            shift = {"K": 10, "M": 20}.get(text[-1:], 0)
+            llc = max(llc, int(text[:-1] if shift else text) << shift)
+        except (OSError, ValueError):
+            continue
+    return max(64 << 20, 4 * llc)
+
+
+def memcpy_gbps(nbytes=None, reps=MEMCPY_REPS):
+    """This process's memcpy bandwidth in GB/s (bytes copied per second): the best of reps numpy
+    copies of a buffer larger than the caches, after one untimed copy that faults the pages in."""
+    nbytes = nbytes or memcpy_buffer_bytes()
+    src = np.ones(nbytes, np.uint8)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        np.copyto(dst, src)
+        best = min(best, time.perf_counter() - t0)
+    return nbytes / best / 1e9
+
+
+def concurrent_memcpy(ops):
+    """memcpy_gbps taken by every rank of a job at once (after a barrier): the slowest rank's."""
+    ops.barrier()
+    return -ops.agree_max(-memcpy_gbps())
 
 
 def bus_factor(coll, n):
@@ -286,7 +340,9 @@ def interleaved_worker(plan):
 
                 uid = bytes(b.get_unique_id()).hex()
             ops[name] = NcclOps(rank, nranks, mpi.c.bcast(uid, root=0))
+    bw = concurrent_memcpy(mpi)
     res = interleaved_job(ops, nranks, plan)
+    res = {"cells": res, "memcpy_gbps": bw}
     for name, o in ops.items():
         if name != "mpi":
             o.close()
@@ -304,7 +360,8 @@ def single_worker(kind, plan):
             ops = GlooOps(rank, nranks, os.path.join(os.environ["BENCH_TMP"], "gloo_init"))
         else:
             ops = NcclOps(rank, nranks, os.environ["BENCH_UID"])
-    res = rank_job(ops, nranks, plan)
+    bw = concurrent_memcpy(ops)
+    res = {"cells": rank_job(ops, nranks, plan), "memcpy_gbps": bw}
     ops.close()
     return rank, res
 
@@ -350,7 +407,8 @@ def available(backend, args):
 
 
 def run_job(backend, nranks, plan, args, log):
-    """{coll: {size: seconds or None}} from rank 0, or None when the job failed."""
+    """({coll: {size: seconds or None}} from rank 0, the job's concurrent memcpy GB/s), or
+    (None, None) when the job failed."""
     with tempfile.TemporaryDirectory(prefix="nccl-bench-") as tmp:
         out = os.path.join(tmp, "r0.json")
         env = dict(os.environ, BENCH_PLAN=json.dumps(plan), BENCH_OUT=out, BENCH_TMP=tmp, OMP_NUM_THREADS="1")
@@ -385,9 +443,10 @@ def run_job(backend, nranks, plan, args, log):
                 p.kill()
                 p.wait()
         if not ok or not os.path.exists(out):
-            return None
+            return None, None
         with open(out) as f:
-            return json.load(f)
+            got = json.load(f)
+        return got["cells"], got["memcpy_gbps"]
 
 
 def library_choice(args, nranks):
@@ -427,8 +486,9 @@ def paired_ratio(mine, other):
     return statistics.median(pairs) if pairs else None
 
 
-def report(results, args, nranks, plan, notes):
-    """results[backend] = list over runs of {coll: {size: t}}; prints one table per collective."""
+def report(results, args, nranks, plan, notes, memcpy):
+    """results[backend] = list over runs of {coll: {size: t}}; prints one table per collective.
+    memcpy: {"driver": [GB/s per run], "ranks": [GB/s per job]}."""
     present = [b for b in BACKENDS if b in results and any(results[b])]
     others = [b for b in present if b != "nccl4py"]
     print(f"\n=== {nranks} ranks on {len(os.sched_getaffinity(0))} CPU(s)"
@@ -436,11 +496,23 @@ def report(results, args, nranks, plan, notes):
           f"{f' x {args.reps} interleaved turns' if args.interleave else ''} ===")
     if notes:
         print(f"host backend: {notes}")
+    alone = [x for x in memcpy["driver"] if x]
+    together = [x for x in memcpy["ranks"] if x]
+    limit = statistics.median(together) if together else None
+    if alone or together:
+        print(f"memcpy bandwidth ({human(memcpy_buffer_bytes())} buffer, best of {MEMCPY_REPS}): "
+              + (f"{statistics.median(alone):.2f} GB/s one process alone" if alone else "")
+              + (", " if alone and together else "")
+              + (f"{limit:.2f} GB/s per rank with {nranks} ranks copying at once" if together else "")
+              + f" (median over {max(len(alone), len(together))} measurements)")
     for coll in plan["collectives"]:
         print(f"\n{coll}: time per call in us (median ±half-range %), busbw GB/s; ratios < 1: nccl4py faster")
         head = f"{'size':>9} {'nccl4py us':>14} {'busbw':>6}"
         for b in others:
             head += f" {b + ' us':>14} {'ours/' + b:>10}"
+        for b in others:
+            head += f" {b + ' bw':>8}"
+        head += f" {'of memcpy':>9}"
         print(head)
         for size in plan["sizes"]:
             key = str(size)
@@ -452,13 +524,25 @@ def report(results, args, nranks, plan, notes):
             good = [t for t in mine if t is not None]
             if not good and all(not [t for t in series(b) if t is not None] for b in others):
                 continue
-            bw = size / statistics.median(good) * bus_factor(coll, nranks) / 1e9 if good else 0.0
-            row = f"{human(size):>9} {fmt_time(good)} {bw:>6.2f}"
+            bw = busbw(coll, size, nranks, good)
+            row = f"{human(size):>9} {fmt_time(good)} {bw or 0.0:>6.2f}"
             for b in others:
                 theirs = series(b)
                 r = paired_ratio(mine, theirs)
                 row += f" {fmt_time([t for t in theirs if t is not None])} {(f'{r:.2f}' if r else 'n/a'):>10}"
+            if size >= LARGE:
+                for b in others:
+                    theirs = busbw(coll, size, nranks, [t for t in series(b) if t is not None])
+                    row += f" {(f'{theirs:.2f}' if theirs else 'n/a'):>8}"
+                row += f" {(f'{bw / limit:.2f}' if bw and limit else 'n/a'):>9}"
             print(row)
+
+
+def busbw(coll, size, nranks, times):
+    """nccl-tests' bus bandwidth in GB/s from the median of times, or None without times."""
+    if not times:
+        return None
+    return size / statistics.median(times) * bus_factor(coll, nranks) / 1e9
 
 
 def human(n):
@@ -550,15 +634,18 @@ def main():
     if args.interleave:
         plan.update(interleave=backends, reps=args.reps)
     log = open(args.log, "w") if args.log else subprocess.DEVNULL
-    everything = {"argv": sys.argv[1:], "sizes": sizes, "collectives": colls, "runs": {}}
+    everything = {"argv": sys.argv[1:], "sizes": sizes, "collectives": colls, "runs": {}, "memcpy_gbps": {}}
     t_start = time.monotonic()
     try:
         for nranks in ranks:
             notes = library_choice(args, nranks)
             results = {bk: [] for bk in backends}
+            memcpy = {"driver": [], "ranks": {bk: [] for bk in (["interleaved"] if args.interleave else backends)}}
             for run in range(args.runs):
+                memcpy["driver"].append(memcpy_gbps())
                 if args.interleave:
-                    res = run_job("interleaved", nranks, plan, args, log)
+                    res, bw = run_job("interleaved", nranks, plan, args, log)
+                    memcpy["ranks"]["interleaved"].append(bw)
                     if res is None:
                         print(f"note: the interleaved job at {nranks} ranks failed in run {run + 1}" +
                               ("" if args.log else " (--log FILE keeps the ranks' output)"))
@@ -567,13 +654,16 @@ def main():
                     continue
                 order = backends[run % len(backends):] + backends[:run % len(backends)]
                 for bk in order:
-                    res = run_job(bk, nranks, plan, args, log)
+                    res, bw = run_job(bk, nranks, plan, args, log)
+                    memcpy["ranks"][bk].append(bw)
                     if res is None:
                         print(f"note: {bk} at {nranks} ranks failed in run {run + 1}" +
                               ("" if args.log else " (--log FILE keeps the ranks' output)"))
                     results[bk].append(res)
             everything["runs"][str(nranks)] = results
-            report(results, args, nranks, plan, notes)
+            everything["memcpy_gbps"][str(nranks)] = memcpy
+            report(results, args, nranks, plan, notes,
+                   {"driver": memcpy["driver"], "ranks": [x for xs in memcpy["ranks"].values() for x in xs]})
     finally:
         if args.log:
             log.close()

@@ -20,7 +20,12 @@
  * take the detour: the sub-block an AlltoAll or Scatter root keeps is not staged (its step buffer
  * holds only the n-1 others, each a larger share), and the own block of a Broadcast root,
  * AllGather or Gather root goes straight from sendbuff to recvbuff (no copy at all in place),
- * since no peer writes it. Outputs too large for the cache are written with non-temporal stores
+ * since no peer writes it; it is copied between publishing a step and waiting for the peers
+ * (own_block), so the copy fills that wait. Nor is what no peer reads staged: a Gather root's own
+ * block, a Reduce root's or a ReduceScatter rank's own input when the output does not overlap it
+ * (own_input_direct; the reduction reads it from sendbuff). Rooted collectives, where one side
+ * copies while the other waits, take at least the segment's pipeline_steps steps
+ * (pipeline_elems). Outputs too large for the cache are written with non-temporal stores
  * (copy_out), and so are a Broadcast root's mid-size steps, which only peers read
  * (stage_for_peers).
  *
@@ -56,6 +61,29 @@ static int packed(host_kind k)
 static size_t subpos(int d, int j)
 {
     return (size_t)(d < j ? d : d - 1);
+}
+
+static int rooted(host_kind k)
+{
+    return k == HOST_K_BROADCAST || k == HOST_K_REDUCE || k == HOST_K_GATHER || k == HOST_K_SCATTER;
+}
+
+/* Elements per step of a rooted collective: in a rooted collective one side copies while the
+ * other waits (the root stages, then the others read; or the others stage, then the root reads
+ * or reduces), so an operation that fits in one or two slots would take the time of two copies
+ * in a row. Cut into at least the segment's pipeline_steps steps (NCCL_HOST_PIPELINE_STEPS, rank
+ * 0's), the copies of step s+1 on one side overlap those of step s on the other through the
+ * double-buffered slots: (k+1)/k copy times for k steps, at the price of k step waits, so no step
+ * is made smaller than HOST_PIPELINE_MIN_STEP bytes. Rounded up to whole pages of elements;
+ * never more than a slot holds (cap). Every input is equal on every rank. */
+static size_t pipeline_elems(const host_seg *seg, size_t count, size_t es, size_t cap)
+{
+    size_t k = (size_t)seg->pipeline_steps, page = 4096 / es;
+    size_t e = (count + k - 1) / k, least = HOST_PIPELINE_MIN_STEP / es;
+    if (e < least)
+        e = least;
+    e = (e + page - 1) / page * page;
+    return e < cap ? e : cap;
 }
 
 /* Bytes of output a collective writes on this rank, summed over the whole operation. */
@@ -144,6 +172,8 @@ ncclResult_t host_coll_begin(host_comm *c, host_coll_run *run, host_opd *op)
     if (run->elems == 0)
         return host_fail(ncclInternalError, "%s: segment chunk of %zu bytes is too small for %d ranks", op->name, chunk,
                          c->nranks);
+    if (rooted(op->kind) && c->nranks > 1)
+        run->elems = pipeline_elems(&c->seg, op->count, es, run->elems);
     run->direct = host_coll_direct_eligible(c, op);
     if (run->direct)
         run->nsteps = host_coll_direct_steps(op);
@@ -160,6 +190,23 @@ ncclResult_t host_coll_begin(host_comm *c, host_coll_run *run, host_opd *op)
         memcpy(run->scalar, op->scalar, sizeof run->scalar);
     run->coll_seq = ++c->coll_seq;
     return ncclSuccess;
+}
+
+/* Whether this rank's input to a reduction can be read from its sendbuff instead of being staged:
+ * a Reduce root's or a ReduceScatter rank's own contribution is read by no peer, so it needs the
+ * segment only when the output overlaps it (in place), where the accumulator would overwrite it
+ * before its turn in the rank order. Decided by this rank alone: its slot layout is unchanged. */
+static int own_input_direct(const host_comm *c, const host_opd *op)
+{
+    size_t es = host_type_size(op->datatype), in, out = op->count * es;
+    const unsigned char *s = op->sendbuff, *d = op->recvbuff;
+    if (op->kind == HOST_K_REDUCESCATTER)
+        in = out * (size_t)c->nranks;
+    else if (op->kind == HOST_K_REDUCE && c->rank == op->root)
+        in = out;
+    else
+        return 0;
+    return s + in <= d || d + out <= s;
 }
 
 /* Copies this rank's contribution to step stepi into its slot. */
@@ -195,11 +242,16 @@ static void publish_data(host_comm *c, host_coll_run *run, unsigned char *slot)
         if (me == op->root)
             stage_for_peers(slot, send + o * es, len * es);
         return;
+    case HOST_K_REDUCE:
+    case HOST_K_GATHER:
+        /* a Gather root's own block goes straight to its recvbuff (own_block) */
+        if ((op->kind == HOST_K_GATHER && me == op->root) || own_input_direct(c, op))
+            return;
+        memcpy(slot, send + o * es, len * es);
+        return;
     case HOST_K_ALLREDUCE:
     case HOST_K_ALLREDUCE_BIAS:
-    case HOST_K_REDUCE:
     case HOST_K_ALLGATHER:
-    case HOST_K_GATHER:
         memcpy(slot, send + o * es, len * es);
         return;
     case HOST_K_SCATTER:
@@ -212,7 +264,8 @@ static void publish_data(host_comm *c, host_coll_run *run, unsigned char *slot)
         return;
     case HOST_K_REDUCESCATTER:
         for (int d = 0; d < n; d++)
-            memcpy(slot + (size_t)d * E * es, send + ((size_t)d * op->count + o) * es, len * es);
+            if (d != me || !own_input_direct(c, op))
+                memcpy(slot + (size_t)d * E * es, send + ((size_t)d * op->count + o) * es, len * es);
         return;
     default:
         return;
@@ -225,8 +278,19 @@ void host_coll_slot_op(const host_comm *c, const host_coll_run *run, int j, host
     memcpy(hop->scalar, host_seg_slot(&c->seg, j, run->s)->scalar, sizeof hop->scalar);
 }
 
-/* acc = slot 0 (+) slot 1 (+) ... in rank order; the first two in one pass over memory. */
-static void reduce_into(host_comm *c, host_coll_run *run, unsigned char *acc, size_t byte_off, size_t len)
+/* Rank j's input to a reduction step: its slot, or for this rank's own input, when it was not
+ * staged, its sendbuff (own, NULL otherwise). */
+static const unsigned char *reduce_input(const host_comm *c, const host_coll_run *run, int j, size_t byte_off,
+                                         const unsigned char *own)
+{
+    if (j == c->rank && own != NULL)
+        return own;
+    return host_seg_slot_data(&c->seg, j, run->s) + byte_off;
+}
+
+/* acc = input 0 (+) input 1 (+) ... in rank order; the first two in one pass over memory. */
+static void reduce_into(host_comm *c, host_coll_run *run, unsigned char *acc, size_t byte_off, size_t len,
+                        const unsigned char *own)
 {
     host_opd *op = run->op;
     int n = c->nranks, j = 1;
@@ -234,17 +298,17 @@ static void reduce_into(host_comm *c, host_coll_run *run, unsigned char *acc, si
     host_op hop, hop1;
     host_coll_slot_op(c, run, 0, &hop);
     if (n == 1) {
-        host_reduce_prepare(acc, host_seg_slot_data(&c->seg, 0, run->s) + byte_off, len, op->datatype, &hop, fp8, n);
+        host_reduce_prepare(acc, reduce_input(c, run, 0, byte_off, own), len, op->datatype, &hop, fp8, n);
     } else {
         host_coll_slot_op(c, run, 1, &hop1);
-        host_reduce_pair(acc, host_seg_slot_data(&c->seg, 0, run->s) + byte_off,
-                         host_seg_slot_data(&c->seg, 1, run->s) + byte_off, len, op->datatype, &hop, &hop1, fp8, n);
+        host_reduce_pair(acc, reduce_input(c, run, 0, byte_off, own), reduce_input(c, run, 1, byte_off, own), len,
+                         op->datatype, &hop, &hop1, fp8, n);
         hop = hop1;
         j = 2;
     }
     for (; j < n; j++) {
         host_coll_slot_op(c, run, j, &hop);
-        host_reduce_step(acc, host_seg_slot_data(&c->seg, j, run->s) + byte_off, len, op->datatype, &hop, fp8, n);
+        host_reduce_step(acc, reduce_input(c, run, j, byte_off, own), len, op->datatype, &hop, fp8, n);
     }
     host_reduce_finish(acc, len, op->datatype, &hop, n);
 }
@@ -258,7 +322,44 @@ static void own_copy(const host_coll_run *run, unsigned char *dst, const unsigne
         memmove(dst, src, bytes);
 }
 
-/* Reads every slot of step stepi and writes this rank's output. */
+/* This rank's own block of step stepi, which no peer writes: copied right after the step is
+ * published, while the peers still stage theirs, instead of after the wait. Only after this
+ * step's input was staged, as before, so the in-place forms stay correct. */
+static void own_block(host_comm *c, host_coll_run *run)
+{
+    host_opd *op = run->op;
+    int me = c->rank;
+    size_t es = host_type_size(op->datatype);
+    size_t o = (size_t)run->stepi * run->elems, len;
+    unsigned char *recv = op->recvbuff;
+    const unsigned char *send = op->sendbuff;
+    if (op->kind == HOST_K_ALLTOALLV || op->count == 0)
+        return;
+    len = min_sz(run->elems, op->count - o) * es;
+    switch (op->kind) {
+    case HOST_K_BROADCAST:
+        if (me == op->root)
+            own_copy(run, recv + o * es, send + o * es, len);
+        return;
+    case HOST_K_ALLGATHER:
+    case HOST_K_GATHER:
+        if (op->kind == HOST_K_ALLGATHER || me == op->root)
+            own_copy(run, recv + ((size_t)me * op->count + o) * es, send + o * es, len);
+        return;
+    case HOST_K_ALLTOALL:
+        own_copy(run, recv + ((size_t)me * op->count + o) * es, send + ((size_t)me * op->count + o) * es, len);
+        return;
+    case HOST_K_SCATTER:
+        if (me == op->root)
+            own_copy(run, recv + o * es, send + ((size_t)me * op->count + o) * es, len);
+        return;
+    default:
+        return;
+    }
+}
+
+/* Reads every peer's slot of step stepi and writes this rank's output (its own block is
+ * own_block's). */
 static ncclResult_t consume(host_comm *c, host_coll_run *run)
 {
     host_opd *op = run->op;
@@ -301,49 +402,40 @@ static ncclResult_t consume(host_comm *c, host_coll_run *run)
     switch (op->kind) {
     case HOST_K_ALLREDUCE:
     case HOST_K_ALLREDUCE_BIAS:
-        reduce_into(c, run, recv + o * es, 0, len);
+        reduce_into(c, run, recv + o * es, 0, len, NULL);
         if (op->kind == HOST_K_ALLREDUCE_BIAS)
             host_reduce_add_bias(recv + o * es, (const unsigned char *)op->acc + o * es, len, op->datatype,
                                  host_params()->fp8);
         break;
     case HOST_K_REDUCE:
         if (me == op->root)
-            reduce_into(c, run, recv + o * es, 0, len);
+            reduce_into(c, run, recv + o * es, 0, len, own_input_direct(c, op) ? send + o * es : NULL);
         break;
     case HOST_K_REDUCESCATTER:
-        reduce_into(c, run, recv + o * es, (size_t)me * E * es, len);
+        reduce_into(c, run, recv + o * es, (size_t)me * E * es, len,
+                    own_input_direct(c, op) ? send + ((size_t)me * op->count + o) * es : NULL);
         break;
     case HOST_K_BROADCAST:
-        if (me == op->root)
-            own_copy(run, recv + o * es, send + o * es, len * es);
-        else
+        if (me != op->root)
             copy_out(run, recv + o * es, host_seg_slot_data(&c->seg, op->root, run->s), len * es);
         break;
     case HOST_K_ALLGATHER:
     case HOST_K_GATHER:
         if (op->kind == HOST_K_GATHER && me != op->root)
             break;
-        for (int j = 0; j < n; j++) {
-            if (j == me)
-                own_copy(run, recv + ((size_t)j * op->count + o) * es, send + o * es, len * es);
-            else
+        for (int j = 0; j < n; j++)
+            if (j != me)
                 copy_out(run, recv + ((size_t)j * op->count + o) * es, host_seg_slot_data(&c->seg, j, run->s),
                          len * es);
-        }
         break;
     case HOST_K_ALLTOALL:
-        for (int j = 0; j < n; j++) {
-            unsigned char *dst = recv + ((size_t)j * op->count + o) * es;
-            if (j == me)
-                own_copy(run, dst, send + ((size_t)me * op->count + o) * es, len * es);
-            else
-                copy_out(run, dst, host_seg_slot_data(&c->seg, j, run->s) + subpos(me, j) * E * es, len * es);
-        }
+        for (int j = 0; j < n; j++)
+            if (j != me)
+                copy_out(run, recv + ((size_t)j * op->count + o) * es,
+                         host_seg_slot_data(&c->seg, j, run->s) + subpos(me, j) * E * es, len * es);
         break;
     case HOST_K_SCATTER:
-        if (me == op->root)
-            own_copy(run, recv + o * es, send + ((size_t)me * op->count + o) * es, len * es);
-        else
+        if (me != op->root)
             copy_out(run, recv + o * es,
                      host_seg_slot_data(&c->seg, op->root, run->s) + subpos(me, op->root) * E * es, len * es);
         break;
@@ -469,6 +561,8 @@ ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress,
             for (int r = 0; r < n; r++)
                 if (r != me)
                     host_bell_ring(&host_seg_rankp(&c->seg, r)->bell);
+            if (!run->direct)
+                own_block(c, run);
         }
         for (int r = 0; r < n; r++) {
             if (atomic_load_explicit(&host_seg_slot(&c->seg, r, run->s)->seq, memory_order_acquire) != run->s) {

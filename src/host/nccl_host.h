@@ -70,7 +70,8 @@ ncclResult_t host_refuse(const char *fn);
 #define HOST_LIB_VERSION_NUM 100      /* compared in the bootstrap handshake */
 #define HOST_PROTO_VERSION 2          /* wire protocol of the bootstrap and the mesh */
 #define HOST_ID_LAYOUT 1              /* unique id layout version (docs/host-backend.md#unique-ids-and-bootstrap) */
-#define HOST_SEG_LAYOUT 5             /* shared segment layout version (4: first causes; 5: signal counters) */
+#define HOST_SEG_LAYOUT 6             /* shared segment layout version (4: first causes; 5: signal counters;
+                                       * 6: pipeline steps) */
 #define HOST_TOKEN_BYTES 16
 #define HOST_SECRET_BYTES 16
 #define HOST_MAX_RANKS 4096
@@ -91,6 +92,7 @@ typedef struct {
     int64_t root_idle_ns;     /* NCCL_HOST_ROOT_IDLE_TIMEOUT */
     size_t chunk_bytes;       /* NCCL_HOST_CHUNK_BYTES */
     int chunk_auto;           /* NCCL_HOST_CHUNK_BYTES unset: sized per communicator */
+    int pipeline_steps;       /* NCCL_HOST_PIPELINE_STEPS: rooted collectives' least number of steps */
     size_t p2p_bytes;         /* NCCL_HOST_P2P_BYTES */
     size_t p2p_eager;         /* NCCL_HOST_P2P_EAGER */
     int checks;               /* NCCL_HOST_CHECKS */
@@ -121,6 +123,12 @@ enum { HOST_DIRECT_AUTO = 0, HOST_DIRECT_OFF = 1, HOST_DIRECT_ON = 2 };
 /* Collectives whose output on a rank is at least this large write it with non-temporal stores
  * on the segment path (coll.c copy_out): half the 32 MiB shared cache of the machine measured. */
 #define HOST_STREAM_MIN ((size_t)16 << 20)
+/* A rooted collective (Broadcast, Reduce, Gather, Scatter) on the segment path is cut into at
+ * least NCCL_HOST_PIPELINE_STEPS steps (default below), none smaller than HOST_PIPELINE_MIN_STEP
+ * bytes, so that the root's copies and the other ranks' overlap (coll.c; rank 0's value, kept in
+ * the segment header, applies to the communicator). */
+#define HOST_PIPELINE_STEPS_DEFAULT 1
+#define HOST_PIPELINE_MIN_STEP ((size_t)128 << 10)
 /* Step sizes at which a Broadcast root streams its step data into the segment (coll.c). */
 #define HOST_STAGE_STREAM_MIN ((size_t)16 << 10)
 #define HOST_STAGE_STREAM_MAX ((size_t)512 << 10)
@@ -375,6 +383,8 @@ typedef struct {
     uint64_t off_ranks, off_slots, off_rings;
     uint64_t off_signals;            /* n x n signal counters (rma.c) */
     uint64_t total_bytes;
+    uint32_t pipeline_steps;         /* rank 0's NCCL_HOST_PIPELINE_STEPS (coll.c) */
+    uint32_t pad0;
     uint8_t token[HOST_TOKEN_BYTES]; /* proves the attacher opened the right object */
     _Atomic uint32_t error_code;     /* first cross-rank failure (mismatch), 0 = none */
     int32_t error_rank;              /* rank that detected it */
@@ -422,6 +432,7 @@ typedef struct {
     int nranks;
     size_t chunk_bytes, p2p_bytes;
     size_t buf_bytes;      /* data bytes per step buffer: half the slot's chunk */
+    int pipeline_steps;    /* rooted collectives' least number of steps (coll.c) */
 } host_seg;
 
 /* Creates and maps the segment as an anonymous memory file (memfd, sealed at its size); *fd is

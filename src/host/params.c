@@ -28,6 +28,12 @@
  *                                             the whole communicator)
  *   NCCL_HOST_CHUNK_BYTES         auto        per-rank slot size; unset: 4 MiB / nranks, at least
  *                                             262144 (host_chunk_bytes)
+ *   NCCL_HOST_PIPELINE_STEPS      1           a rooted collective (Broadcast, Reduce, Gather, Scatter)
+ *                                             on the segment path takes at least this many steps, each
+ *                                             of 128 KiB or more, so the root's copies and the others'
+ *                                             overlap; 1 = steps as large as the slot, measured best
+ *                                             for cache-sized messages (rank 0's value applies to
+ *                                             the whole communicator)
  *   NCCL_HOST_P2P_BYTES           65536       per-pair ring size
  *   NCCL_HOST_P2P_EAGER           0           sends up to this size complete without the receiver
  *   NCCL_HOST_CHECKS              1           0 NCCL-like (no overlap checks), 1 every check of
@@ -44,7 +50,8 @@
  *   NCCL_DEBUG, NCCL_HOST_DEBUG, NCCL_DEBUG_SUBSYS, NCCL_DEBUG_FILE: see debug.c
  *
  * The ncclParam* entry points read those listed in HOST_PARAMS below by name (every tunable above
- * but the logging variables): what a program sees is the value in force, defaults included.
+ * but the logging variables and NCCL_HOST_PIPELINE_STEPS, a speed switch for measurements): what
+ * a program sees is the value in force, defaults included.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -167,6 +174,7 @@ static void params_load(void)
     }
     p->chunk_bytes = parse_size("NCCL_HOST_CHUNK_BYTES", 4096, (size_t)1 << 30, HOST_CHUNK_MIN_AUTO);
     p->chunk_bytes &= ~(size_t)(HOST_CACHELINE - 1);
+    p->pipeline_steps = parse_long("NCCL_HOST_PIPELINE_STEPS", 1, 1024, HOST_PIPELINE_STEPS_DEFAULT);
     p->p2p_bytes = parse_size("NCCL_HOST_P2P_BYTES", 4096, (size_t)1 << 30, 65536);
     p->p2p_bytes &= ~(size_t)(HOST_CACHELINE - 1);
     p->p2p_eager = parse_size("NCCL_HOST_P2P_EAGER", 0, (size_t)1 << 40, 0);

@@ -28,13 +28,14 @@ static size_t align_up(size_t v, size_t a)
     return (v + a - 1) / a * a;
 }
 
-static void layout(host_seg_header *h, int n, size_t chunk, size_t p2p)
+static void layout(host_seg_header *h, int n, size_t chunk, size_t p2p, int pipeline_steps)
 {
     h->magic = SEG_MAGIC;
     h->layout = HOST_SEG_LAYOUT;
     h->nranks = (uint32_t)n;
     h->chunk_bytes = chunk;
     h->p2p_bytes = p2p;
+    h->pipeline_steps = (uint32_t)pipeline_steps;
     h->off_ranks = PAGE;
     h->off_slots = align_up(PAGE + (size_t)n * sizeof(host_seg_rank), PAGE);
     /* Two step buffers per rank in the chunk's budget (a slot stays one chunk in size): double
@@ -57,6 +58,7 @@ static void seg_fill(host_seg *seg, void *base, size_t size)
     seg->chunk_bytes = seg->hdr->chunk_bytes;
     seg->buf_bytes = seg->hdr->buf_bytes;
     seg->p2p_bytes = seg->hdr->p2p_bytes;
+    seg->pipeline_steps = (int)seg->hdr->pipeline_steps;
 }
 
 /* The seals every segment carries: its size can change neither way, nor can the seals. */
@@ -70,7 +72,7 @@ ncclResult_t host_seg_create(host_seg *seg, int nranks, const uint8_t token[HOST
     void *base;
     int fd, r;
     memset(&h, 0, sizeof h);
-    layout(&h, nranks, host_chunk_bytes(nranks), p->p2p_bytes);
+    layout(&h, nranks, host_chunk_bytes(nranks), p->p2p_bytes, p->pipeline_steps);
     fd = memfd_create("nccl-host-segment", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0)
         return host_fail(ncclSystemError, "memfd_create failed: %s", host_errno_text(errno, why, sizeof why));
@@ -115,6 +117,7 @@ ncclResult_t host_seg_attach(host_seg *seg, int fd, int nranks, const uint8_t to
         return host_fail(ncclSystemError, "mmap of the shared segment failed: %s", strerror(errno));
     h = base;
     if (h->magic != SEG_MAGIC || h->layout != HOST_SEG_LAYOUT || h->nranks != (uint32_t)nranks ||
+        h->pipeline_steps < 1 ||
         h->total_bytes != (uint64_t)st.st_size || !host_consttime_equal(h->token, token, HOST_TOKEN_BYTES)) {
         munmap(base, (size_t)st.st_size);
         return host_fail(ncclSystemError, "refusing the shared segment: its header does not match this communicator");

@@ -337,6 +337,69 @@ def staged(ctx):
     return c.result()
 
 
+def pipelined(ctx):
+    """Rooted collectives cut into pipeline steps (src/host/coll.c pipeline_elems: at least
+    NCCL_HOST_PIPELINE_STEPS steps of 128 KiB or more, never more than a slot): Broadcast, Reduce,
+    Gather and Scatter at sizes below, at and across those bounds, in and out of place, from the
+    first and the last rank; float32 sums so that Reduce is checked too, and uint8 at odd counts
+    for ragged step ends; AllGather and AlltoAll, whose own block is copied before the wait."""
+    c = Checker(ctx)
+    n, r = c.size, c.rank
+    for dt, count in ((R.DT.Uint8, (256 << 10) + 3), (R.DT.Uint8, (1 << 20) + 4097), (R.DT.Float32, (1 << 20) + 5),
+                      (R.DT.Float32, 65536)):
+        tag = f"{_name(dt)} count={count}"
+        xs = c.inputs(dt, count, 500)
+        big = c.inputs(dt, n * count, 501)
+        for root in sorted({0, n - 1}):
+            s, d = Guarded(dt, count, xs[r]), Guarded(dt, count)
+            c.call(b.broadcast, s.at(), d.at(), count, dt, root)
+            c.expect(f"Broadcast root={root} {tag}", d.body, xs[root], d)
+            ip = Guarded(dt, count, xs[r])
+            c.call(b.broadcast, ip.at(), ip.at(), count, dt, root)
+            c.expect(f"Broadcast in place root={root} {tag}", ip.body, xs[root], ip)
+            c.digest.update(ip.body.tobytes())
+            if dt == R.DT.Float32:
+                s, d = Guarded(dt, count, xs[r]), Guarded(dt, count)
+                c.call(b.reduce, s.at(), d.at(), count, dt, R.b.RedOp.Sum, root)
+                if r == root:
+                    c.expect(f"Reduce root={root} {tag}", d.body, R.reduce_ref(xs, R.b.RedOp.Sum, dt), d)
+                elif not d.untouched():
+                    c.fail(f"Reduce root={root} {tag}: wrote recv off root")
+            s, d = Guarded(dt, count, xs[r]), Guarded(dt, n * count)
+            c.call(b.gather, s.at(), d.at(), count, dt, root)
+            if r == root:
+                c.expect(f"Gather root={root} {tag}", d.body, np.concatenate(xs), d)
+            elif not d.untouched():
+                c.fail(f"Gather root={root} {tag}: wrote recv off root")
+            s, d = Guarded(dt, n * count, big[r]), Guarded(dt, count)
+            c.call(b.scatter, s.at(), d.at(), count, dt, root)
+            c.expect(f"Scatter root={root} {tag}", d.body, big[root][r * count:(r + 1) * count], d)
+        s, d = Guarded(dt, count, xs[r]), Guarded(dt, n * count)
+        c.call(b.all_gather, s.at(), d.at(), count, dt)
+        c.expect(f"AllGather {tag}", d.body, np.concatenate(xs), d)
+        ip = Guarded(dt, n * count)
+        ip.body[r * count:(r + 1) * count] = xs[r]
+        c.call(b.all_gather, ip.at(r * count), ip.at(), count, dt)
+        c.expect(f"AllGather in place {tag}", ip.body, np.concatenate(xs), ip)
+        s, d = Guarded(dt, n * count, big[r]), Guarded(dt, n * count)
+        c.call(b.allto_all, s.at(), d.at(), count, dt)
+        c.expect(f"AlltoAll {tag}", d.body, np.concatenate([big[i][r * count:(r + 1) * count] for i in range(n)]), d)
+    return c.result()
+
+
+def pipeline_of_rank0(ctx):
+    """Ranks that disagree on NCCL_HOST_PIPELINE_STEPS (rank 0: 1, the others: 7) still cut every
+    rooted collective alike, since rank 0's value, kept in the segment header, applies to all:
+    each rank sets its own value before its first library call, then runs pipelined()."""
+    import os
+
+    from rank_main import init_comm
+
+    os.environ["NCCL_HOST_PIPELINE_STEPS"] = "1" if ctx.rank == 0 else "7"
+    ctx.comm = init_comm(ctx.size, ctx.uid, ctx.rank)
+    return pipelined(ctx)
+
+
 def spec_examples(ctx):
     """The worked cases of docs/host-backend.md#reductions-and-numerics, computed from the rank count: fp8 Avg
     (three 7.0s in e4m3 average to 7.5), fp8 saturation, fp16 overflow to Inf, NaN-suppressing

@@ -56,6 +56,23 @@ def test_broadcast_root_streams_its_steps(run_ranks, chunk):
     _check(run_ranks(3, "ranks_collectives:staged", timeout=45, env=env))
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("nranks,steps", [(2, None), (3, "4"), (2, "5")])
+def test_rooted_collectives_pipelined(run_ranks, nranks, steps):
+    """Broadcast, Reduce, Gather and Scatter cut into pipeline steps (the default: slot-sized
+    steps; NCCL_HOST_PIPELINE_STEPS=4, and 5: steps that do not divide the counts), and
+    AllGather/AlltoAll, whose own block is copied between publishing a step and waiting for it."""
+    env = {} if steps is None else {"NCCL_HOST_PIPELINE_STEPS": steps}
+    _check(run_ranks(nranks, "ranks_collectives:pipelined", timeout=100, env=env))
+
+
+@pytest.mark.timeout(120)
+def test_pipeline_steps_are_rank0s(run_ranks):
+    """Rank 0 without pipelining, the others with seven steps: the steps are rank 0's on every
+    rank, so the rooted collectives still agree and complete."""
+    _check(run_ranks(3, "ranks_collectives:pipeline_of_rank0", timeout=100, init=False))
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("nranks", RANKS)
 def test_numerics_worked_examples(run_ranks, nranks):
