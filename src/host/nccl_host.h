@@ -101,6 +101,8 @@ typedef struct {
     int multi_rank_gpu;       /* NCCL_MULTI_RANK_GPU_ENABLE */
     const char *comm_id;      /* NCCL_COMM_ID (not supported: reported at GetUniqueId) */
     int spin_us;              /* NCCL_HOST_SPIN_US: -1 unset (HOST_SPIN_DEFAULT_US), 0 never spin */
+    int yield_us;             /* NCCL_HOST_YIELD_US: 0 sleep without yielding first */
+    int bcast_eager;          /* NCCL_HOST_BCAST_EAGER: 0 or 1 */
     int direct;               /* NCCL_HOST_DIRECT: HOST_DIRECT_* */
     size_t direct_min;        /* NCCL_HOST_DIRECT_MIN; 1 under NCCL_HOST_DIRECT=1 */
 } host_params_t;
@@ -108,6 +110,8 @@ typedef struct {
 enum { HOST_DIRECT_AUTO = 0, HOST_DIRECT_OFF = 1, HOST_DIRECT_ON = 2 };
 /* Longest spin before sleeping when NCCL_HOST_SPIN_US is unset (worker.c adapts below it). */
 #define HOST_SPIN_DEFAULT_US 50
+/* Longest sched_yield polling before sleeping when NCCL_HOST_YIELD_US is unset (worker.c). */
+#define HOST_YIELD_DEFAULT_US 200
 /* Single-copy threshold when NCCL_HOST_DIRECT_MIN is unset: bytes per rank of a collective, or
  * of a p2p message (measured with benchmarks/host_bandwidth.py, see params.c). */
 #define HOST_DIRECT_MIN_DEFAULT ((size_t)65536)
@@ -667,6 +671,9 @@ typedef struct host_comm {
     unsigned char *scratch;      /* single-copy reductions: 3 x HOST_DIRECT_PIECE, on first use */
     int64_t spin_max_ns;         /* longest spin before sleeping; 0: never spin */
     int64_t spin_ns;             /* the current, adaptive, spin window (worker.c) */
+    int64_t yield_ns;            /* longest sched_yield polling of a wait that did not spin */
+    int bcast_eager;             /* a Broadcast root returns once staged (NCCL_HOST_BCAST_EAGER, coll.c) */
+    uint64_t bcast_unchecked;    /* a Broadcast root's step whose peers' descriptors are still unchecked; 0 none */
 
     /* worker */
     pthread_t worker;
@@ -845,6 +852,9 @@ ncclResult_t host_coll_begin(host_comm *c, host_coll_run *run, host_opd *op);
 /* Advances as far as possible without blocking. *progress set when something moved; *done when
  * the collective finished on this rank. */
 ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress, int *done, host_blocked *b);
+/* Completes the checks an eager Broadcast root left for its next call (c->bcast_unchecked); *ready
+ * 0 while a peer has not yet published that step (b says which). */
+ncclResult_t host_coll_settle(host_comm *c, int *ready, host_blocked *b);
 
 /* Records a cross-rank failure (first wins) in the segment header and rings every rank, so
  * ranks waiting elsewhere fail with it too. */

@@ -442,6 +442,19 @@ static ncclResult_t ops_pass(host_comm *c, ops_state *st, int *progress, int *pe
             st->head[q] = st->ps[st->head[q]].next;
         }
     }
+    if (st->coll == NULL && c->bcast_unchecked != 0) {
+        /* A task without a collective still reports an eager Broadcast's mismatch (coll.c). */
+        int ready;
+        host_blocked sb = {-1, NULL, NULL, 0};
+        if (HOST_FAILED(rc = host_coll_settle(c, &ready, &sb)))
+            return rc;
+        *progress |= ready;
+        if (!ready) {
+            if (b->peer < 0)
+                *b = sb;
+            *pending = 2 | *pending;
+        }
+    }
     while (st->rma != NULL) {
         int done = 0, moved = 0;
         host_blocked rb = {-1, NULL, NULL, 0};
@@ -610,6 +623,22 @@ static ncclResult_t ops_spin(host_comm *c, ops_state *st, const ops_clock *k, in
     return rc;
 }
 
+/* Yielding the CPU between passes, up to c->yield_ns after the wait began: for a wait that does
+ * not spin (ranks outnumber CPUs, or the peer last ran on our CPU), so the rank we wait for can
+ * run here instead of us sleeping and being woken for each of its steps. */
+static ncclResult_t ops_yield(host_comm *c, ops_state *st, const ops_clock *k, int *progress, int *pending,
+                              host_blocked *b)
+{
+    ncclResult_t rc;
+    int64_t until = k->wait_start + c->yield_ns;
+    do {
+        sched_yield();
+        if (HOST_FAILED(rc = ops_pass_fresh(c, st, progress, pending, b)))
+            break;
+    } while (!*progress && *pending && !atomic_load(&c->aborted) && host_now_ns() < until);
+    return rc;
+}
+
 /* Drives st until everything is done: pass, spin while that pays, else sleep on the bell until
  * a peer rings it or the deadline passes. */
 static ncclResult_t ops_progress(host_comm *c, host_task *t, ops_state *st, ops_clock *k)
@@ -630,12 +659,14 @@ static ncclResult_t ops_progress(host_comm *c, host_task *t, ops_state *st, ops_
         if (!progress && pending) {
             if (k->wait_start == 0)
                 k->wait_start = host_now_ns();
-            if (c->spin_ns > 0 && !k->slept && spin_now(c, &b)) {
-                if (HOST_FAILED(rc = ops_spin(c, st, k, &progress, &pending, &b)))
-                    break;
-                if (!progress && pending && atomic_load(&c->aborted))
-                    continue; /* reported at the top of the loop */
-            }
+            if (!k->slept && c->spin_ns > 0 && spin_now(c, &b))
+                rc = ops_spin(c, st, k, &progress, &pending, &b);
+            else if (!k->slept && c->yield_ns > 0)
+                rc = ops_yield(c, st, k, &progress, &pending, &b);
+            if (HOST_FAILED(rc))
+                break;
+            if (!progress && pending && atomic_load(&c->aborted))
+                continue; /* reported at the top of the loop */
         }
         if (!progress && pending) {
             /* Nothing moved: register as a sleeper only now, then look once more before

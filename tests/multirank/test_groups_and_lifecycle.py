@@ -51,15 +51,46 @@ def test_premulsum_per_rank_scalars(run_ranks, nranks):
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize("eager", ["1", "0"])
 @pytest.mark.parametrize("nranks", [2, 3])
-def test_mismatched_calls_raise_invalid_usage(run_ranks, nranks):
-    results = run_ranks(nranks, "ranks_groups:mismatch", timeout=45)
+def test_mismatched_calls_raise_invalid_usage(run_ranks, nranks, eager):
+    """Every mismatch is reported on every rank at the call itself, except that with the eager
+    Broadcast (NCCL_HOST_BCAST_EAGER=1, the default) a root that returned before its peers
+    arrived reports it at its next call: with every rank naming itself root, possibly all."""
+    results = run_ranks(nranks, "ranks_groups:mismatch", timeout=45, env={"NCCL_HOST_BCAST_EAGER": eager})
     for r in results:
         for what, got in r.value.items():
             assert got["type"] == "NCCLInvalidUsage", f"rank {r.rank} {what} mismatch: {got}"
             if what.startswith("zero count"):
                 assert "count is 0 on rank" in got["msg"] or " but 0 on rank" in got["msg"], got
+            if eager == "0" or what != "root":
+                assert got["at"] == "same call", f"rank {r.rank} {what} mismatch: {got}"
             assert got["elapsed"] < 10, f"rank {r.rank} {what} mismatch took {got['elapsed']:.1f} s"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_eager_broadcast_root(run_ranks, nranks):
+    """The eager Broadcast root (segment path): its buffer is reusable as soon as it returns (the
+    others read the data after it overwrote its buffer), and a mismatch its peers make after it
+    returned is reported on it at its next call, with the mismatch texts of the backend."""
+    res = run_ranks(nranks, "ranks_groups:eager_broadcast", timeout=45, env={"NCCL_HOST_DIRECT": "0"})
+    last = nranks - 1
+    text = "cross-rank mismatch in ncclBroadcast #2: count is {} on rank {} but {} on rank {}"
+    for r in res[1:]:
+        assert r.value["data_ok"], f"rank {r.rank} received the root's overwritten buffer"
+    root = res[0].value
+    assert root["call"] == {"type": None}, root
+    assert root["next"]["type"] == "NCCLInvalidUsage", root
+    # its own check's text, or the same fact as the last rank recorded it first for every rank
+    assert (text.format(1000, 0, 999, last) in root["next"]["msg"]
+            or f"ncclAllReduce failed: {text.format(999, last, 1000, 0)}" in root["next"]["msg"]), root
+    got = res[last].value["call"]
+    assert got["type"] == "NCCLInvalidUsage" and text.format(999, last, 1000, 0) in got["msg"], got
+    for r in res[1:last]:  # matched the root: learns at its next call
+        assert r.value["call"] == {"type": None}, r.value
+        assert r.value["next"]["type"] == "NCCLInvalidUsage", r.value
+        assert "cross-rank mismatch in ncclBroadcast #2" in r.value["next"]["msg"], r.value
 
 
 @pytest.mark.timeout(60)
