@@ -13,7 +13,11 @@
  *            difference is a cross-rank mismatch: ncclInvalidUsage on every rank); read the slots
  *            and combine them in rank order 0..n-1 into our output; publish done = s.
  * Every rank publishes a descriptor at every step (even a Broadcast non-root), so every mismatch
- * is seen by every rank, and each step doubles as a barrier. Inputs are staged in shared memory
+ * is seen by every rank, and each step doubles as a barrier. Except the eager Broadcast
+ * (c->bcast_eager, segment path; docs/host-backend.md#broadcast-without-a-barrier): a non-root
+ * waits for the root's step only, and the root for nobody: its data is staged, so it returns, and
+ * the descriptors of peers that had not arrived yet are compared at its next call
+ * (host_coll_settle), which its `done` for that step waits for. Inputs are staged in shared memory
  * before any output is written, which makes every in-place form correct by construction; user
  * memory is touched only inside the write ranges of docs/host-backend.md#which-bytes-each-call-reads-and-writes.
  * A rank's own block does not

@@ -260,8 +260,7 @@ const char *host_info_text(void)
 /* ------------------------------------------------------------------------------------------ */
 
 /* The tunables the ncclParam* entry points serve, by variable name: an integer, or text for the ones
- * that are not numbers (flavour, fp8 encoding, address, fractional seconds). The spin and
- * single-copy settings are not listed. */
+ * that are not numbers (flavour, fp8 encoding, address, fractional seconds). */
 #define HOST_PARAMS(X)                                                                             \
     X(NCCL_HOST_FLAVOR, TEXT)                                                                      \
     X(NCCL_HOST_VERSION_CODE, INT)                                                                 \

@@ -13,7 +13,9 @@
  *    are no more than the CPUs they may run on: the union of every rank's sched_getaffinity mask
  *    (ranks pinned to one shared core count once). Oversubscribed, a spinning rank would steal the
  *    CPU from the very peer it waits for, so it never spins there. NCCL_HOST_SPIN_US caps the
- *    window (0: never spin).
+ *    window (0: never spin). A wait that does not spin yields for up to NCCL_HOST_YIELD_US
+ *    before it sleeps (worker.c). The Broadcast form (NCCL_HOST_BCAST_EAGER, coll.c) is rank 0's,
+ *    since ranks of both forms would wait for each other differently.
  *
  * 2. Single copy ("direct"). Large collectives and p2p messages are moved by the receiving rank
  *    reading the sender's own buffer with process_vm_readv(2), instead of the sender copying into

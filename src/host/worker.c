@@ -28,7 +28,13 @@
  * to HOST_SPIN_FLOOR_NS. Ranks calling collectives back to back meet within microseconds, so
  * there the window stays long and waits end without a sleep; a rank whose peers are busy
  * elsewhere for long stretches soon spins only briefly before each sleep. A spin ends at once on
- * abort; a rank waiting longer than the window sleeps and uses no CPU. */
+ * abort; a rank waiting longer than the window sleeps and uses no CPU.
+ *
+ * A wait that does not spin yields instead (ops_yield): it polls with a sched_yield() between
+ * passes for up to NCCL_HOST_YIELD_US after the wait began, then sleeps. Oversubscribed, the rank
+ * waited for is usually runnable but without a CPU, and yielding hands it ours at the cost of one
+ * syscall, where a sleep costs a futex wait, a wake syscall from each peer that publishes, and two
+ * context switches. Bounded, so an idle rank still sleeps. */
 #include <errno.h>
 #include <fenv.h>
 #include <sched.h>
