@@ -421,16 +421,32 @@ static ncclResult_t check_descriptors(host_comm *c, uint64_t s, const char *name
 }
 
 /* Publishes `done = s` for this rank. Under the eager Broadcast a peer may wait for it (in
- * publish_step, for a rank that did not wait for every peer), so it rings them; otherwise nobody
- * waits for `done` on the segment path, and a ring would only wake a peer that sleeps until our
- * next step is published. */
+ * publish_step, after a step it did not wait for every rank in), and has then raised its
+ * wants_done: only such a peer is rung. A ring for anyone else would only wake a rank that sleeps
+ * until another step is published. The fence pairs with done_ready's. */
 static void publish_done(host_comm *c, uint64_t s)
 {
     atomic_store_explicit(&host_seg_rankp(&c->seg, c->rank)->done, s, memory_order_release);
-    if (c->bcast_eager)
-        for (int r = 0; r < c->nranks; r++)
-            if (r != c->rank)
-                host_bell_ring(&host_seg_rankp(&c->seg, r)->bell);
+    if (!c->bcast_eager)
+        return;
+    atomic_thread_fence(memory_order_seq_cst);
+    for (int r = 0; r < c->nranks; r++)
+        if (r != c->rank && atomic_load_explicit(&host_seg_rankp(&c->seg, r)->wants_done, memory_order_relaxed))
+            host_bell_ring(&host_seg_rankp(&c->seg, r)->bell);
+}
+
+/* Whether rank r has finished reading step s-2 (the last user of our buffer for step s). Before
+ * reporting "not yet", raise our wants_done and look again, so that r's publish_done either
+ * sees the flag or we see its `done`. */
+static int done_ready(host_comm *c, int r, uint64_t s)
+{
+    host_seg_rank *mine = host_seg_rankp(&c->seg, c->rank);
+    _Atomic uint64_t *done = &host_seg_rankp(&c->seg, r)->done;
+    if (atomic_load_explicit(done, memory_order_acquire) + 2 >= s)
+        return 1;
+    atomic_store_explicit(&mine->wants_done, 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+    return atomic_load_explicit(done, memory_order_acquire) + 2 >= s;
 }
 
 /* An eager Broadcast root's unchecked step (c->bcast_unchecked): once every peer has published
@@ -473,13 +489,14 @@ static ncclResult_t publish_step(host_comm *c, host_coll_run *run, int *ready, h
     /* Our buffer for step s last held step s-2, which every rank finished reading before it
      * published s-1: seen by every rank that waited for all of step s-1, checked here. */
     for (int r = 0; r < n; r++) {
-        if (atomic_load_explicit(&host_seg_rankp(&c->seg, r)->done, memory_order_acquire) + 2 < s) {
+        if (!done_ready(c, r, s)) {
             b->peer = r;
             b->what = "the previous collective step to be read";
             *ready = 0;
             return ncclSuccess;
         }
     }
+    atomic_store_explicit(&host_seg_rankp(&c->seg, me)->wants_done, 0, memory_order_relaxed);
     if (!run->direct)
         publish_data(c, run, host_seg_slot_data(&c->seg, me, s));
     sh->coll_seq = run->coll_seq;

@@ -362,7 +362,9 @@ typedef struct {
     _Atomic int32_t cpu;            /* the CPU this rank ran on when it last began to wait */
     _Atomic uint32_t cause;         /* the first cause of this rank's failure, written before it
                                      * aborts (HOST_CAUSE; 0 = none) */
-    char pad[HOST_CACHELINE - 32];
+    _Atomic uint32_t wants_done;    /* 1 while this rank waits for a peer's `done` (coll.c): only
+                                     * then does publishing `done` ring it */
+    char pad[HOST_CACHELINE - 36];
 } host_seg_rank;
 _Static_assert(sizeof(host_seg_rank) == HOST_CACHELINE, "per-rank words are one cache line");
 
