@@ -369,6 +369,24 @@ def eager_broadcast(ctx):
     return out
 
 
+def eager_root_peer_killed(ctx):
+    """The last rank dies (SIGKILL) before it enters a Broadcast from rank 0: the root returns from
+    its Broadcast (it waits for nobody), and its next call, which first checks every peer's
+    descriptor of that Broadcast, raises; so does the next call of a rank that received."""
+    n, r = ctx.size, ctx.rank
+    x = np.arange(100, dtype=np.float32) if r == 0 else np.zeros(100, np.float32)
+    b.all_reduce(x.ctypes.data, x.ctypes.data, 1, DT.Float32, OP.Sum, ctx.comm, 0)  # everyone is up
+    if r == n - 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    res = {"bcast": _call(lambda: b.broadcast(x.ctypes.data, x.ctypes.data, x.size, DT.Float32, 0, ctx.comm, 0))}
+    t0 = time.monotonic()
+    res["next"] = _call(lambda: b.all_reduce(x.ctypes.data, x.ctypes.data, 1, DT.Float32, OP.Sum, ctx.comm, 0))
+    res["elapsed"] = time.monotonic() - t0
+    c, ctx.comm = ctx.comm, None
+    b.comm_abort(c)
+    return res
+
+
 def killed_peer(ctx):
     """The last rank dies (SIGKILL) after one good AllReduce; the others' next AllReduce raises."""
     n, r = ctx.size, ctx.rank

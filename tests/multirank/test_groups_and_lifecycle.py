@@ -107,6 +107,24 @@ def test_killed_peer_raises_remote_error_well_before_deadline(run_ranks, nranks)
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_eager_broadcast_root_notices_a_killed_peer_at_its_next_call(run_ranks, nranks):
+    """The Broadcast root waited for nobody; its next call waits for the dead rank's descriptor
+    of that Broadcast and fails with ncclRemoteError long before the deadline, as does the
+    next call of a rank that received."""
+    deadline = 30
+    results = run_ranks(nranks, "ranks_groups:eager_root_peer_killed", timeout=45, expect_death={nranks - 1},
+                        env={"NCCL_HOST_TIMEOUT": str(deadline), "NCCL_HOST_DIRECT": "0"})
+    assert results[-1].returncode == -9
+    for r in results[:-1]:
+        v = r.value
+        # the Broadcast itself fails only if the death was noticed before it began
+        assert v["bcast"]["type"] in (None, "NCCLRemoteError"), f"rank {r.rank}: {v}"
+        assert v["next"]["type"] == "NCCLRemoteError", f"rank {r.rank}: {v}"
+        assert v["elapsed"] < deadline / 3, f"rank {r.rank} took {v['elapsed']:.1f} s to notice"
+
+
+@pytest.mark.timeout(60)
 def test_rank_that_never_arrives_times_out(run_ranks):
     deadline = 3
     results = run_ranks(3, "ranks_groups:missing_rank", timeout=45, params={"sleep": deadline + 2},
