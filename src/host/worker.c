@@ -408,6 +408,7 @@ typedef struct {
     p2p_slot *ps;
     int *head;            /* per peer: [0,n) sends, [n,2n) recvs; -1 when that chain is done */
     host_opd *coll;       /* current collective, NULL when all collectives are done */
+    int settle;           /* the task has no collective: it settles an eager Broadcast's checks */
     host_coll_run crun;
     host_opd *rma;        /* current one-sided op (rma.c), NULL when they are all done */
 } ops_state;
@@ -448,7 +449,7 @@ static ncclResult_t ops_pass(host_comm *c, ops_state *st, int *progress, int *pe
             st->head[q] = st->ps[st->head[q]].next;
         }
     }
-    if (st->coll == NULL && c->bcast_unchecked != 0) {
+    if (st->settle && c->bcast_unchecked != 0) {
         /* A task without a collective still reports an eager Broadcast's mismatch (coll.c). */
         int ready;
         host_blocked sb = {-1, NULL, NULL, 0};
@@ -594,6 +595,7 @@ static ncclResult_t ops_begin(host_comm *c, host_task *t, ops_state *st)
             return rc;
     st->rma = next_rma(t->ops);
     st->coll = next_coll(t->ops);
+    st->settle = st->coll == NULL;
     if (st->coll != NULL)
         (void)HOST_FAILED(rc = host_coll_begin(c, &st->crun, st->coll));
     return rc;

@@ -331,7 +331,8 @@ def eager_broadcast(ctx):
     then (an AllReduce on the parent orders it) do the other ranks enter their Broadcast: they
     must still receive the original data. Then a Broadcast in which the last rank's count is one
     short: that rank reports the mismatch at this call, the root at its next call on the child
-    (an AllReduce), and any other rank, whose call matched the root's, at its next call too."""
+    (an AllReduce, or a Send under params["next"] == "send"), and any other rank, whose call
+    matched the root's, at this call or its next."""
     r, n = ctx.rank, ctx.size
     child = _split(ctx.comm, 0, r)
     one = np.ones(1, np.float32)
@@ -345,7 +346,10 @@ def eager_broadcast(ctx):
         b.all_reduce(one.ctypes.data, one.ctypes.data, 1, DT.Float32, OP.Sum, ctx.comm, 0)
 
     def next_call():
-        b.all_reduce(one.ctypes.data, one.ctypes.data, 1, DT.Float32, OP.Sum, child, 0)
+        if r == 0 and ctx.params.get("next") == "send":  # a task without a collective reports it too
+            b.send(one.ctypes.data, 1, DT.Float32, 1, child, 0)
+        else:
+            b.all_reduce(one.ctypes.data, one.ctypes.data, 1, DT.Float32, OP.Sum, child, 0)
 
     out = {}
     if r == 0:

@@ -69,12 +69,14 @@ def test_mismatched_calls_raise_invalid_usage(run_ranks, nranks, eager):
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize("next_call", ["allreduce", "send"])
 @pytest.mark.parametrize("nranks", [2, 3])
-def test_eager_broadcast_root(run_ranks, nranks):
+def test_eager_broadcast_root(run_ranks, nranks, next_call):
     """The eager Broadcast root (segment path): its buffer is reusable as soon as it returns (the
     others read the data after it overwrote its buffer), and a mismatch its peers make after it
     returned is reported on it at its next call, with the mismatch texts of the backend."""
-    res = run_ranks(nranks, "ranks_groups:eager_broadcast", timeout=45, env={"NCCL_HOST_DIRECT": "0"})
+    res = run_ranks(nranks, "ranks_groups:eager_broadcast", timeout=45, params={"next": next_call},
+                    env={"NCCL_HOST_DIRECT": "0"})
     last = nranks - 1
     text = "cross-rank mismatch in ncclBroadcast #2: count is {} on rank {} but {} on rank {}"
     for r in res[1:]:
@@ -84,7 +86,7 @@ def test_eager_broadcast_root(run_ranks, nranks):
     assert root["next"]["type"] == "NCCLInvalidUsage", root
     # its own check's text, or the same fact as the last rank recorded it first for every rank
     assert (text.format(1000, 0, 999, last) in root["next"]["msg"]
-            or f"ncclAllReduce failed: {text.format(999, last, 1000, 0)}" in root["next"]["msg"]), root
+            or f"failed: {text.format(999, last, 1000, 0)}" in root["next"]["msg"]), root
     got = res[last].value["call"]
     assert got["type"] == "NCCLInvalidUsage" and text.format(999, last, 1000, 0) in got["msg"], got
     for r in res[1:last]:  # matched the root: at this call if the last rank's call was there, else at the next
