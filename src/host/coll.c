@@ -13,7 +13,11 @@
  *            difference is a cross-rank mismatch: ncclInvalidUsage on every rank); read the slots
  *            and combine them in rank order 0..n-1 into our output; publish done = s.
  * Every rank publishes a descriptor at every step (even a Broadcast non-root), so every mismatch
- * is seen by every rank, and each step doubles as a barrier. Inputs are staged in shared memory
+ * is seen by every rank, and each step doubles as a barrier. Except the eager Broadcast
+ * (c->bcast_eager, segment path; docs/host-backend.md#broadcast-without-a-barrier): a non-root
+ * waits for the root's step only, and the root for nobody: its data is staged, so it returns, and
+ * the descriptors of peers that had not arrived yet are compared at its next call
+ * (host_coll_settle), which its `done` for that step waits for. Inputs are staged in shared memory
  * before any output is written, which makes every in-place form correct by construction; user
  * memory is touched only inside the write ranges of docs/host-backend.md#which-bytes-each-call-reads-and-writes.
  * A rank's own block does not
@@ -459,14 +463,16 @@ void host_seg_error(host_comm *c, ncclResult_t rc, const char *text)
         host_bell_ring(&host_seg_rankp(&c->seg, r)->bell);
 }
 
-static ncclResult_t check_descriptors(host_comm *c, host_coll_run *run)
+/* Compares every peer's descriptor of step s with ours (those that published s, when ready_only;
+ * the others may not have arrived yet). name: our collective's. */
+static ncclResult_t check_descriptors(host_comm *c, uint64_t s, const char *name, int ready_only)
 {
-    host_slot_hdr *mine = host_seg_slot(&c->seg, c->rank, run->s);
+    host_slot_hdr *mine = host_seg_slot(&c->seg, c->rank, s);
     for (int j = 0; j < c->nranks; j++) {
-        host_slot_hdr *o = host_seg_slot(&c->seg, j, run->s);
+        host_slot_hdr *o = host_seg_slot(&c->seg, j, s);
         const char *field = NULL;
         long long a = 0, b = 0;
-        if (j == c->rank)
+        if (j == c->rank || (ready_only && atomic_load_explicit(&o->seq, memory_order_acquire) != s))
             continue;
         if (o->kind != mine->kind)
             field = "collective", a = mine->kind, b = o->kind;
@@ -490,15 +496,15 @@ static ncclResult_t check_descriptors(host_comm *c, host_coll_run *run)
                          host_kind_name((host_kind)o->kind));
             else if (o->datatype != mine->datatype)
                 snprintf(text, sizeof text, "cross-rank mismatch in %s #%llu: rank %d has datatype %s, rank %d has %s",
-                         run->op->name, (unsigned long long)mine->coll_seq, c->rank, host_type_name(mine->datatype), j,
+                         name, (unsigned long long)mine->coll_seq, c->rank, host_type_name(mine->datatype), j,
                          host_type_name(o->datatype));
             else if (o->opkind != mine->opkind)
                 snprintf(text, sizeof text, "cross-rank mismatch in %s #%llu: rank %d reduces with %s, rank %d with %s",
-                         run->op->name, (unsigned long long)mine->coll_seq, c->rank, host_op_name(mine->opkind), j,
+                         name, (unsigned long long)mine->coll_seq, c->rank, host_op_name(mine->opkind), j,
                          host_op_name(o->opkind));
             else
                 snprintf(text, sizeof text, "cross-rank mismatch in %s #%llu: %s is %lld on rank %d but %lld on rank %d",
-                         run->op->name, (unsigned long long)mine->coll_seq, field, a, c->rank, b, j);
+                         name, (unsigned long long)mine->coll_seq, field, a, c->rank, b, j);
             host_seg_error(c, ncclInvalidUsage, text);
             return host_fail(ncclInvalidUsage, "%s rank %d: %s", c->name, c->rank, text);
         }
@@ -506,10 +512,139 @@ static ncclResult_t check_descriptors(host_comm *c, host_coll_run *run)
     return ncclSuccess;
 }
 
+/* Publishes `done = s` for this rank. Under the eager Broadcast a peer may wait for it (in
+ * publish_step, after a step it did not wait for every rank in), and has then raised its
+ * wants_done: only such a peer is rung. A ring for anyone else would only wake a rank that sleeps
+ * until another step is published. The fence pairs with done_ready's. */
+static void publish_done(host_comm *c, uint64_t s)
+{
+    atomic_store_explicit(&host_seg_rankp(&c->seg, c->rank)->done, s, memory_order_release);
+    if (!c->bcast_eager)
+        return;
+    atomic_thread_fence(memory_order_seq_cst);
+    for (int r = 0; r < c->nranks; r++)
+        if (r != c->rank && atomic_load_explicit(&host_seg_rankp(&c->seg, r)->wants_done, memory_order_relaxed))
+            host_bell_ring(&host_seg_rankp(&c->seg, r)->bell);
+}
+
+/* Whether rank r has finished reading step s-2 (the last user of our buffer for step s). Before
+ * reporting "not yet", raise our wants_done and look again, so that r's publish_done either
+ * sees the flag or we see its `done`. */
+static int done_ready(host_comm *c, int r, uint64_t s)
+{
+    host_seg_rank *mine = host_seg_rankp(&c->seg, c->rank);
+    _Atomic uint64_t *done = &host_seg_rankp(&c->seg, r)->done;
+    if (atomic_load_explicit(done, memory_order_acquire) + 2 >= s)
+        return 1;
+    atomic_store_explicit(&mine->wants_done, 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+    return atomic_load_explicit(done, memory_order_acquire) + 2 >= s;
+}
+
+/* An eager Broadcast root's unchecked step (c->bcast_unchecked): once every peer has published
+ * it, compare their descriptors with ours and publish `done`. A peer cannot have moved past that
+ * step's buffer meanwhile: it needs our `done` for that. *ready: settled (or nothing to settle). */
+ncclResult_t host_coll_settle(host_comm *c, int *ready, host_blocked *b)
+{
+    uint64_t s = c->bcast_unchecked;
+    ncclResult_t rc;
+    *ready = 1;
+    if (s == 0)
+        return ncclSuccess;
+    for (int r = 0; r < c->nranks; r++) {
+        if (atomic_load_explicit(&host_seg_slot(&c->seg, r, s)->seq, memory_order_acquire) != s) {
+            b->peer = r;
+            b->what = "its contribution to an earlier Broadcast";
+            *ready = 0;
+            return ncclSuccess;
+        }
+    }
+    c->bcast_unchecked = 0;
+    if (HOST_FAILED(rc = check_descriptors(c, s, host_kind_name(HOST_K_BROADCAST), 0)))
+        return rc;
+    publish_done(c, s);
+    return ncclSuccess;
+}
+
+/* Phase 0: copies our contribution to the next step into our buffer, writes the descriptor and
+ * publishes it; *ready 0 while the buffer may still be read (only after an eager Broadcast, when
+ * a rank did not wait for every peer). */
+static ncclResult_t publish_step(host_comm *c, host_coll_run *run, int *ready, host_blocked *b)
+{
+    int n = c->nranks, me = c->rank;
+    host_opd *op = run->op;
+    uint64_t s = c->step + 1;
+    host_slot_hdr *sh = host_seg_slot(&c->seg, me, s);
+    ncclResult_t rc = host_coll_settle(c, ready, b);
+    if (rc != ncclSuccess || !*ready)
+        return rc;
+    /* Our buffer for step s last held step s-2, which every rank finished reading before it
+     * published s-1: seen by every rank that waited for all of step s-1, checked here. */
+    for (int r = 0; r < n; r++) {
+        if (!done_ready(c, r, s)) {
+            b->peer = r;
+            b->what = "the previous collective step to be read";
+            *ready = 0;
+            return ncclSuccess;
+        }
+    }
+    atomic_store_explicit(&host_seg_rankp(&c->seg, me)->wants_done, 0, memory_order_relaxed);
+    if (!run->direct)
+        publish_data(c, run, host_seg_slot_data(&c->seg, me, s));
+    sh->coll_seq = run->coll_seq;
+    sh->kind = (int32_t)op->kind;
+    sh->datatype = (int32_t)op->datatype;
+    sh->opkind = op->opkind;
+    sh->root = op->root;
+    sh->count = op->kind == HOST_K_ALLTOALLV ? 0 : op->count;
+    sh->stepi = run->stepi;
+    sh->nsteps = run->nsteps;
+    memcpy(sh->scalar, run->scalar, sizeof sh->scalar);
+    sh->src = (uint64_t)(uintptr_t)op->sendbuff;
+    sh->dst = (uint64_t)(uintptr_t)op->recvbuff;
+    sh->direct = run->direct;
+    atomic_store_explicit(&sh->seq, s, memory_order_release);
+    c->step = s;
+    run->s = s;
+    if (run->s_first == 0)
+        run->s_first = s;
+    for (int r = 0; r < n; r++)
+        if (r != me)
+            host_bell_ring(&host_seg_rankp(&c->seg, r)->bell);
+    return ncclSuccess;
+}
+
+/* Whether every rank we wait for in step run->s has published it: every rank, except under the
+ * eager Broadcast (segment path), where a non-root waits for the root only and the root for
+ * nobody (docs/host-backend.md#broadcast-without-a-barrier). */
+static int step_arrived(host_comm *c, const host_coll_run *run, host_blocked *b)
+{
+    int eager = c->bcast_eager && !run->direct && run->op->kind == HOST_K_BROADCAST;
+    for (int r = 0; r < c->nranks; r++) {
+        if (eager && r != run->op->root)
+            continue;
+        if (atomic_load_explicit(&host_seg_slot(&c->seg, r, run->s)->seq, memory_order_acquire) != run->s) {
+            b->peer = r;
+            b->what = "its contribution to the collective";
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Whether every rank has published step s. */
+static int step_arrived_all(host_comm *c, uint64_t s)
+{
+    for (int r = 0; r < c->nranks; r++)
+        if (atomic_load_explicit(&host_seg_slot(&c->seg, r, s)->seq, memory_order_acquire) != s)
+            return 0;
+    return 1;
+}
+
 ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress, int *done, host_blocked *b)
 {
     ncclResult_t rc;
-    int n = c->nranks, me = c->rank;
+    int n = c->nranks, me = c->rank, ready, eager, all;
     host_opd *op = run->op;
     b->opname = op->name;
     for (;;) {
@@ -526,61 +661,30 @@ ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress,
             return ncclSuccess;
         }
         if (run->phase == 0) {
-            uint64_t s = c->step + 1;
-            host_slot_hdr *sh = host_seg_slot(&c->seg, me, s);
-            /* Our buffer for step s last held step s-2. Having passed step s-1 we saw every rank
-             * publish s-1, which each did after reading s-2: this never waits, it only checks. */
-            for (int r = 0; r < n; r++) {
-                if (atomic_load_explicit(&host_seg_rankp(&c->seg, r)->done, memory_order_acquire) + 2 < s) {
-                    b->peer = r;
-                    b->what = "the previous collective step to be read";
-                    return ncclSuccess;
-                }
-            }
-            if (!run->direct)
-                publish_data(c, run, host_seg_slot_data(&c->seg, me, s));
-            sh->coll_seq = run->coll_seq;
-            sh->kind = (int32_t)op->kind;
-            sh->datatype = (int32_t)op->datatype;
-            sh->opkind = op->opkind;
-            sh->root = op->root;
-            sh->count = op->kind == HOST_K_ALLTOALLV ? 0 : op->count;
-            sh->stepi = run->stepi;
-            sh->nsteps = run->nsteps;
-            memcpy(sh->scalar, run->scalar, sizeof sh->scalar);
-            sh->src = (uint64_t)(uintptr_t)op->sendbuff;
-            sh->dst = (uint64_t)(uintptr_t)op->recvbuff;
-            sh->direct = run->direct;
-            atomic_store_explicit(&sh->seq, s, memory_order_release);
-            c->step = s;
-            run->s = s;
-            if (run->s_first == 0)
-                run->s_first = s;
+            if (HOST_FAILED(rc = publish_step(c, run, &ready, b)) || !ready)
+                return rc;
             run->phase = 1;
             *progress = 1;
-            for (int r = 0; r < n; r++)
-                if (r != me)
-                    host_bell_ring(&host_seg_rankp(&c->seg, r)->bell);
             if (!run->direct)
                 own_block(c, run);
         }
-        for (int r = 0; r < n; r++) {
-            if (atomic_load_explicit(&host_seg_slot(&c->seg, r, run->s)->seq, memory_order_acquire) != run->s) {
-                b->peer = r;
-                b->what = "its contribution to the collective";
-                return ncclSuccess;
-            }
-        }
-        if (HOST_FAILED(rc = check_descriptors(c, run)))
+        if (!step_arrived(c, run, b))
+            return ncclSuccess;
+        /* Eager Broadcast: the peers that have arrived are checked now, the root's missing ones
+         * at its next call (host_coll_settle). */
+        eager = c->bcast_eager && !run->direct && op->kind == HOST_K_BROADCAST;
+        all = !eager || step_arrived_all(c, run->s); /* before the check: it covers these */
+        if (HOST_FAILED(rc = check_descriptors(c, run->s, op->name, !all)))
             return rc;
         rc = run->direct ? host_coll_direct_consume(c, run) : consume(c, run);
         if (rc != ncclSuccess) {
             host_seg_error(c, rc, host_last_error());
             return rc;
         }
-        /* No ring on the segment path: nobody waits for `done` (see phase 0), and a ring would
-         * only wake a peer that sleeps until our next step is published. */
-        atomic_store_explicit(&host_seg_rankp(&c->seg, me)->done, run->s, memory_order_release);
+        if (!all && me == op->root)
+            c->bcast_unchecked = run->s; /* our `done` waits for the check */
+        else
+            publish_done(c, run->s);
         *progress = 1;
         run->stepi++;
         run->phase = 0;

@@ -71,7 +71,7 @@ ncclResult_t host_refuse(const char *fn);
 #define HOST_PROTO_VERSION 2          /* wire protocol of the bootstrap and the mesh */
 #define HOST_ID_LAYOUT 1              /* unique id layout version (docs/host-backend.md#unique-ids-and-bootstrap) */
 #define HOST_SEG_LAYOUT 6             /* shared segment layout version (4: first causes; 5: signal counters;
-                                       * 6: pipeline steps) */
+                                       * 6: pipeline steps, wait flags) */
 #define HOST_TOKEN_BYTES 16
 #define HOST_SECRET_BYTES 16
 #define HOST_MAX_RANKS 4096
@@ -104,6 +104,8 @@ typedef struct {
     int multi_rank_gpu;       /* NCCL_MULTI_RANK_GPU_ENABLE */
     const char *comm_id;      /* NCCL_COMM_ID (not supported: reported at GetUniqueId) */
     int spin_us;              /* NCCL_HOST_SPIN_US: -1 unset (HOST_SPIN_DEFAULT_US), 0 never spin */
+    int yield_us;             /* NCCL_HOST_YIELD_US: 0 sleep without yielding first */
+    int bcast_eager;          /* NCCL_HOST_BCAST_EAGER: 0 or 1 */
     int direct;               /* NCCL_HOST_DIRECT: HOST_DIRECT_* */
     size_t direct_min;        /* NCCL_HOST_DIRECT_MIN; 1 under NCCL_HOST_DIRECT=1 */
 } host_params_t;
@@ -111,6 +113,8 @@ typedef struct {
 enum { HOST_DIRECT_AUTO = 0, HOST_DIRECT_OFF = 1, HOST_DIRECT_ON = 2 };
 /* Longest spin before sleeping when NCCL_HOST_SPIN_US is unset (worker.c adapts below it). */
 #define HOST_SPIN_DEFAULT_US 50
+/* Longest sched_yield polling before sleeping when NCCL_HOST_YIELD_US is unset (worker.c). */
+#define HOST_YIELD_DEFAULT_US 200
 /* Single-copy threshold when NCCL_HOST_DIRECT_MIN is unset: bytes per rank of a collective, or
  * of a p2p message (measured with benchmarks/host_bandwidth.py, see params.c). */
 #define HOST_DIRECT_MIN_DEFAULT ((size_t)65536)
@@ -367,7 +371,9 @@ typedef struct {
     _Atomic int32_t cpu;            /* the CPU this rank ran on when it last began to wait */
     _Atomic uint32_t cause;         /* the first cause of this rank's failure, written before it
                                      * aborts (HOST_CAUSE; 0 = none) */
-    char pad[HOST_CACHELINE - 32];
+    _Atomic uint32_t wants_done;    /* 1 while this rank waits for a peer's `done` (coll.c): only
+                                     * then does publishing `done` ring it */
+    char pad[HOST_CACHELINE - 36];
 } host_seg_rank;
 _Static_assert(sizeof(host_seg_rank) == HOST_CACHELINE, "per-rank words are one cache line");
 
@@ -679,6 +685,9 @@ typedef struct host_comm {
     unsigned char *scratch;      /* single-copy reductions: 3 x HOST_DIRECT_PIECE, on first use */
     int64_t spin_max_ns;         /* longest spin before sleeping; 0: never spin */
     int64_t spin_ns;             /* the current, adaptive, spin window (worker.c) */
+    int64_t yield_ns;            /* longest sched_yield polling of a wait that did not spin */
+    int bcast_eager;             /* a Broadcast root returns once staged (NCCL_HOST_BCAST_EAGER, coll.c) */
+    uint64_t bcast_unchecked;    /* a Broadcast root's step whose peers' descriptors are still unchecked; 0 none */
 
     /* worker */
     pthread_t worker;
@@ -866,6 +875,9 @@ ncclResult_t host_coll_begin(host_comm *c, host_coll_run *run, host_opd *op);
 /* Advances as far as possible without blocking. *progress set when something moved; *done when
  * the collective finished on this rank. */
 ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress, int *done, host_blocked *b);
+/* Completes the checks an eager Broadcast root left for its next call (c->bcast_unchecked); *ready
+ * 0 while a peer has not yet published that step (b says which). */
+ncclResult_t host_coll_settle(host_comm *c, int *ready, host_blocked *b);
 
 /* Records a cross-rank failure (first wins) in the segment header and rings every rank, so
  * ranks waiting elsewhere fail with it too. */

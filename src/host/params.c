@@ -15,6 +15,13 @@
  *                                             HOST_SPIN_DEFAULT_US (50), adapted per communicator below
  *                                             it (worker.c); 0 = never spin. Only communicators whose
  *                                             ranks are no more than their CPUs spin (transport.c)
+ *   NCCL_HOST_YIELD_US            200         longest stretch of sched_yield polling before a wait that
+ *                                             did not spin sleeps, in microseconds (worker.c); 0 = sleep
+ *                                             at once
+ *   NCCL_HOST_BCAST_EAGER         1           1: a Broadcast root returns once its data is staged in
+ *                                             shared memory, and its checks against the peers' calls
+ *                                             complete at its next call (coll.c); 0: the root waits for
+ *                                             every peer's call; rank 0's value applies
  *   NCCL_HOST_DIRECT              auto        single-copy transfers (the receiver reads the sender's
  *                                             buffer with process_vm_readv, transport.c). auto: used
  *                                             from NCCL_HOST_DIRECT_MIN bytes when the kernel allows
@@ -156,6 +163,8 @@ static void params_load(void)
     p->root_idle_ns = seconds_to_ns(parse_seconds("NCCL_HOST_ROOT_IDLE_TIMEOUT", p->timeout_s));
 
     p->spin_us = parse_long("NCCL_HOST_SPIN_US", 0, 1000000, -1);
+    p->yield_us = parse_long("NCCL_HOST_YIELD_US", 0, 1000000, HOST_YIELD_DEFAULT_US);
+    p->bcast_eager = parse_long("NCCL_HOST_BCAST_EAGER", 0, 1, 1);
     p->direct = HOST_DIRECT_AUTO;
     s = getenv("NCCL_HOST_DIRECT");
     if (s != NULL && *s != '\0') {
@@ -215,9 +224,10 @@ static void params_load(void)
     host_log(HOST_LOG_VERSION, HOST_SUB_ALL, "NCCL version %d.%d.%d+host (libnccl-host %s, flavour %s, fp8 %s)",
              p->version_code / 10000, (p->version_code / 100) % 100, p->version_code % 100, HOST_LIB_VERSION,
              p->flavor == HOST_FLAVOR_RCCL ? "rccl" : "nccl", p->fp8 == HOST_FP8_FNUZ ? "fnuz" : "ocp");
-    HOST_INFO(HOST_SUB_ENV, "params: timeout %gs chunk %zu p2p %zu eager %zu checks %d spin %d us direct %s from %zu",
-              p->timeout_s, p->chunk_bytes, p->p2p_bytes, p->p2p_eager, p->checks, p->spin_us,
-              p->direct == HOST_DIRECT_OFF ? "off" : p->direct == HOST_DIRECT_ON ? "on" : "auto", p->direct_min);
+    HOST_INFO(HOST_SUB_ENV, "params: timeout %gs chunk %zu p2p %zu eager %zu checks %d spin %d us yield %d us "
+              "direct %s from %zu bcast-eager %d", p->timeout_s, p->chunk_bytes, p->p2p_bytes, p->p2p_eager, p->checks,
+              p->spin_us, p->yield_us, p->direct == HOST_DIRECT_OFF ? "off" : p->direct == HOST_DIRECT_ON ? "on" : "auto",
+              p->direct_min, p->bcast_eager);
     host_fork_setup();
 }
 
@@ -258,8 +268,7 @@ const char *host_info_text(void)
 /* ------------------------------------------------------------------------------------------ */
 
 /* The tunables the ncclParam* entry points serve, by variable name: an integer, or text for the ones
- * that are not numbers (flavour, fp8 encoding, address, fractional seconds). The spin and
- * single-copy settings are not listed. */
+ * that are not numbers (flavour, fp8 encoding, address, fractional seconds). */
 #define HOST_PARAMS(X)                                                                             \
     X(NCCL_HOST_FLAVOR, TEXT)                                                                      \
     X(NCCL_HOST_VERSION_CODE, INT)                                                                 \
@@ -270,6 +279,8 @@ const char *host_info_text(void)
     X(NCCL_HOST_P2P_BYTES, INT)                                                                    \
     X(NCCL_HOST_P2P_EAGER, INT)                                                                    \
     X(NCCL_HOST_SPIN_US, INT)                                                                      \
+    X(NCCL_HOST_YIELD_US, INT)                                                                     \
+    X(NCCL_HOST_BCAST_EAGER, INT)                                                                  \
     X(NCCL_HOST_DIRECT, TEXT)                                                                      \
     X(NCCL_HOST_DIRECT_MIN, INT)                                                                   \
     X(NCCL_HOST_CHECKS, INT)                                                                       \
@@ -331,6 +342,8 @@ static int64_t param_int(int id)
     case HOST_P_NCCL_HOST_P2P_BYTES: return (int64_t)p->p2p_bytes;
     case HOST_P_NCCL_HOST_P2P_EAGER: return (int64_t)p->p2p_eager;
     case HOST_P_NCCL_HOST_SPIN_US: return p->spin_us < 0 ? HOST_SPIN_DEFAULT_US : p->spin_us;
+    case HOST_P_NCCL_HOST_YIELD_US: return p->yield_us;
+    case HOST_P_NCCL_HOST_BCAST_EAGER: return p->bcast_eager;
     case HOST_P_NCCL_HOST_DIRECT_MIN: return (int64_t)p->direct_min;
     case HOST_P_NCCL_HOST_CHECKS: return p->checks;
     case HOST_P_NCCL_HOST_CHECK_POINTERS: return p->check_pointers;

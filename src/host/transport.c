@@ -13,7 +13,9 @@
  *    are no more than the CPUs they may run on: the union of every rank's sched_getaffinity mask
  *    (ranks pinned to one shared core count once). Oversubscribed, a spinning rank would steal the
  *    CPU from the very peer it waits for, so it never spins there. NCCL_HOST_SPIN_US caps the
- *    window (0: never spin).
+ *    window (0: never spin). A wait that does not spin yields for up to NCCL_HOST_YIELD_US
+ *    before it sleeps (worker.c). The Broadcast form (NCCL_HOST_BCAST_EAGER, coll.c) is rank 0's,
+ *    since ranks of both forms would wait for each other differently.
  *
  * 2. Single copy ("direct"). Large collectives and p2p messages are moved by the receiving rank
  *    reading the sender's own buffer with process_vm_readv(2), instead of the sender copying into
@@ -94,7 +96,7 @@ typedef struct {
     uint32_t want;           /* 1: this rank would use the direct path (not disabled, prepared) */
     int32_t mode;            /* this rank's NCCL_HOST_DIRECT (HOST_DIRECT_*); rank 0's applies */
     float speed;             /* process_vm_readv / memcpy throughput here, 0 if not measured */
-    uint32_t pad;
+    uint32_t bcast_eager;    /* this rank's NCCL_HOST_BCAST_EAGER; rank 0's applies */
     uint64_t cookie_addr;    /* address of this rank's c->probe_cookie */
     uint64_t cookie;
     uint64_t direct_min;     /* this rank's threshold; rank 0's is used by all */
@@ -387,7 +389,8 @@ ncclResult_t host_transport_setup(host_comm *c)
     ncclResult_t rc = ncclSuccess;
 
     c->direct = 0;
-    c->spin_max_ns = c->spin_ns = 0;
+    c->spin_max_ns = c->spin_ns = c->yield_ns = 0;
+    c->bcast_eager = 0;
     atomic_store(&host_seg_rankp(&c->seg, c->rank)->cpu, -1); /* not known until it first waits */
     if (n == 1)
         return ncclSuccess;
@@ -407,6 +410,7 @@ ncclResult_t host_transport_setup(host_comm *c)
     memset(&mine, 0, sizeof mine);
     mine.direct_min = p->direct_min;
     mine.mode = p->direct;
+    mine.bcast_eager = (uint32_t)p->bcast_eager;
     if (p->direct != HOST_DIRECT_OFF)
         mine.speed = copy_speed();
     if (p->direct == HOST_DIRECT_OFF)
@@ -445,6 +449,10 @@ ncclResult_t host_transport_setup(host_comm *c)
         snprintf(spin_txt, sizeof spin_txt, "spin up to %lld us before sleeping (%d ranks, %d CPUs)",
                  (long long)(c->spin_max_ns / 1000), n, ncpu);
     }
+    /* Yield (worker.c) wherever a wait does not spin; the broadcast form must be one per
+     * communicator, since its ranks wait for each other differently (coll.c). */
+    c->yield_ns = (int64_t)p->yield_us * 1000;
+    c->bcast_eager = all[0].bcast_eager != 0;
 
     /* Direct: every rank wants it, it pays here (auto), and every rank could read every peer. */
     for (int j = 0; j < n && reason == NULL; j++)

@@ -28,7 +28,13 @@
  * to HOST_SPIN_FLOOR_NS. Ranks calling collectives back to back meet within microseconds, so
  * there the window stays long and waits end without a sleep; a rank whose peers are busy
  * elsewhere for long stretches soon spins only briefly before each sleep. A spin ends at once on
- * abort; a rank waiting longer than the window sleeps and uses no CPU. */
+ * abort; a rank waiting longer than the window sleeps and uses no CPU.
+ *
+ * A wait that does not spin yields instead (ops_yield): it polls with a sched_yield() between
+ * passes for up to NCCL_HOST_YIELD_US after the wait began, then sleeps. Oversubscribed, the rank
+ * waited for is usually runnable but without a CPU, and yielding hands it ours at the cost of one
+ * syscall, where a sleep costs a futex wait, a wake syscall from each peer that publishes, and two
+ * context switches. Bounded, so an idle rank still sleeps. */
 #include <errno.h>
 #include <fenv.h>
 #include <sched.h>
@@ -402,6 +408,7 @@ typedef struct {
     p2p_slot *ps;
     int *head;            /* per peer: [0,n) sends, [n,2n) recvs; -1 when that chain is done */
     host_opd *coll;       /* current collective, NULL when all collectives are done */
+    int settle;           /* the task has no collective: it settles an eager Broadcast's checks */
     host_coll_run crun;
     host_opd *rma;        /* current one-sided op (rma.c), NULL when they are all done */
 } ops_state;
@@ -440,6 +447,19 @@ static ncclResult_t ops_pass(host_comm *c, ops_state *st, int *progress, int *pe
                 break;
             }
             st->head[q] = st->ps[st->head[q]].next;
+        }
+    }
+    if (st->settle && c->bcast_unchecked != 0) {
+        /* A task without a collective still reports an eager Broadcast's mismatch (coll.c). */
+        int ready;
+        host_blocked sb = {-1, NULL, NULL, 0};
+        if (HOST_FAILED(rc = host_coll_settle(c, &ready, &sb)))
+            return rc;
+        *progress |= ready;
+        if (!ready) {
+            if (b->peer < 0)
+                *b = sb;
+            *pending = 2 | *pending;
         }
     }
     while (st->rma != NULL) {
@@ -575,6 +595,7 @@ static ncclResult_t ops_begin(host_comm *c, host_task *t, ops_state *st)
             return rc;
     st->rma = next_rma(t->ops);
     st->coll = next_coll(t->ops);
+    st->settle = st->coll == NULL;
     if (st->coll != NULL)
         (void)HOST_FAILED(rc = host_coll_begin(c, &st->crun, st->coll));
     return rc;
@@ -610,6 +631,22 @@ static ncclResult_t ops_spin(host_comm *c, ops_state *st, const ops_clock *k, in
     return rc;
 }
 
+/* Yielding the CPU between passes, up to c->yield_ns after the wait began: for a wait that does
+ * not spin (ranks outnumber CPUs, or the peer last ran on our CPU), so the rank we wait for can
+ * run here instead of us sleeping and being woken for each of its steps. */
+static ncclResult_t ops_yield(host_comm *c, ops_state *st, const ops_clock *k, int *progress, int *pending,
+                              host_blocked *b)
+{
+    ncclResult_t rc;
+    int64_t until = k->wait_start + c->yield_ns;
+    do {
+        sched_yield();
+        if (HOST_FAILED(rc = ops_pass_fresh(c, st, progress, pending, b)))
+            break;
+    } while (!*progress && *pending && !atomic_load(&c->aborted) && host_now_ns() < until);
+    return rc;
+}
+
 /* Drives st until everything is done: pass, spin while that pays, else sleep on the bell until
  * a peer rings it or the deadline passes. */
 static ncclResult_t ops_progress(host_comm *c, host_task *t, ops_state *st, ops_clock *k)
@@ -630,12 +667,14 @@ static ncclResult_t ops_progress(host_comm *c, host_task *t, ops_state *st, ops_
         if (!progress && pending) {
             if (k->wait_start == 0)
                 k->wait_start = host_now_ns();
-            if (c->spin_ns > 0 && !k->slept && spin_now(c, &b)) {
-                if (HOST_FAILED(rc = ops_spin(c, st, k, &progress, &pending, &b)))
-                    break;
-                if (!progress && pending && atomic_load(&c->aborted))
-                    continue; /* reported at the top of the loop */
-            }
+            if (!k->slept && c->spin_ns > 0 && spin_now(c, &b))
+                rc = ops_spin(c, st, k, &progress, &pending, &b);
+            else if (!k->slept && c->yield_ns > 0)
+                rc = ops_yield(c, st, k, &progress, &pending, &b);
+            if (HOST_FAILED(rc))
+                break;
+            if (!progress && pending && atomic_load(&c->aborted))
+                continue; /* reported at the top of the loop */
         }
         if (!progress && pending) {
             /* Nothing moved: register as a sleeper only now, then look once more before

@@ -687,7 +687,12 @@ static void *mismatch_main(void *p)
     case 0: a->rc = ncclAllReduce(buf, out, a->r == 0 ? 10 : 20, ncclInt32, ncclSum, a->c, NULL); break;
     case 1: a->rc = ncclAllReduce(buf, out, 10, a->r == 0 ? ncclInt32 : ncclFloat32, ncclSum, a->c, NULL); break;
     case 2: a->rc = ncclAllReduce(buf, out, 10, ncclInt32, a->r == 0 ? ncclSum : ncclMax, a->c, NULL); break;
-    case 3: a->rc = ncclBroadcast(buf, out, 10, ncclInt32, a->r, a->c, NULL); break;
+    case 3: /* both name themselves root: an eager Broadcast root that returned before its peer
+             * arrived reports the mismatch at its next call (docs/host-backend.md) */
+        a->rc = ncclBroadcast(buf, out, 10, ncclInt32, a->r, a->c, NULL);
+        if (a->rc == ncclSuccess)
+            a->rc = ncclAllReduce(buf, out, 10, ncclInt32, ncclSum, a->c, NULL);
+        break;
     case 4:
         a->rc = a->r == 0 ? ncclAllReduce(buf, out, 10, ncclInt32, ncclSum, a->c, NULL)
                           : ncclAllGather(buf, out, 5, ncclInt32, a->c, NULL);

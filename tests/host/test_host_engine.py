@@ -229,6 +229,16 @@ def test_waiting_ranks_do_not_spin(build):
     run_scenario(build, "idle")
 
 
+@pytest.mark.timeout(300)
+def test_eight_ranks_outnumbering_the_cpus(build):
+    """8 rank processes on a machine of fewer CPUs (the suite's CI has 2 to 4): every wait yields,
+    then sleeps, and the whole collective suite of each rank still completes with correct
+    results."""
+    if len(os.sched_getaffinity(0)) >= 8:
+        pytest.skip("needs fewer than 8 usable CPUs")
+    run_scenario(build, "procs", 8, limit=280, NCCL_HOST_TIMEOUT="120")
+
+
 @pytest.mark.timeout(60)
 def test_large_chunks_and_eager(build, direct):
     """Default chunk and ring sizes, and an eager p2p limit, through the same suite."""

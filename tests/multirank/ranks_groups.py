@@ -302,14 +302,93 @@ def mismatch(ctx):
     for what, call in calls.items():
         child = _split(ctx.comm, 0, r)
         t0 = time.monotonic()
+        out[what] = {"type": None, "at": "same call"}
         try:
             call(child)
-            out[what] = {"type": None}
+            if what == "root":
+                # Every rank names itself root: a root that returns before its peers arrive (the
+                # eager Broadcast) reports the mismatch at its next call on the communicator.
+                out[what]["at"] = "next call"
+                b.all_reduce(x.ctypes.data, x.ctypes.data, 8, DT.Float32, OP.Sum, child, 0)
         except b.NCCLError as exc:
-            out[what] = {"type": type(exc).__name__, "status": int(exc.status), "msg": str(exc)}
+            out[what].update({"type": type(exc).__name__, "status": int(exc.status), "msg": str(exc)})
         out[what]["elapsed"] = time.monotonic() - t0
         b.comm_destroy(child)
     return out
+
+
+def _call(fn):
+    """fn()'s outcome: {"type": None} or the NCCLError's type name and text."""
+    try:
+        fn()
+        return {"type": None}
+    except b.NCCLError as exc:
+        return {"type": type(exc).__name__, "msg": str(exc)}
+
+
+def eager_broadcast(ctx):
+    """The root of a Broadcast on a child communicator returns, overwrites its buffer, and only
+    then (an AllReduce on the parent orders it) do the other ranks enter their Broadcast: they
+    must still receive the original data. Then a Broadcast in which the last rank's count is one
+    short: that rank reports the mismatch at this call, the root at its next call on the child
+    (an AllReduce, or a Send under params["next"] == "send"), and any other rank, whose call
+    matched the root's, at this call or its next."""
+    r, n = ctx.rank, ctx.size
+    child = _split(ctx.comm, 0, r)
+    one = np.ones(1, np.float32)
+    want = np.arange(1000, dtype=np.float32)
+    x = want.copy() if r == 0 else np.zeros(1000, np.float32)
+
+    def bcast(count):
+        b.broadcast(x.ctypes.data, x.ctypes.data, count, DT.Float32, 0, child, 0)
+
+    def parent_barrier():
+        b.all_reduce(one.ctypes.data, one.ctypes.data, 1, DT.Float32, OP.Sum, ctx.comm, 0)
+
+    def next_call():
+        if r == 0 and ctx.params.get("next") == "send":  # a task without a collective reports it too
+            b.send(one.ctypes.data, 1, DT.Float32, 1, child, 0)
+        else:
+            b.all_reduce(one.ctypes.data, one.ctypes.data, 1, DT.Float32, OP.Sum, child, 0)
+
+    out = {}
+    if r == 0:
+        bcast(1000)
+        x[:] = -1
+        parent_barrier()
+    else:
+        parent_barrier()
+        bcast(1000)
+        out["data_ok"] = bool((x == want).all())
+    count = 999 if r == n - 1 else 1000
+    if r == 0:
+        out["call"] = _call(lambda: bcast(count))
+        parent_barrier()
+    else:
+        parent_barrier()
+        out["call"] = _call(lambda: bcast(count))
+    if out["call"]["type"] is None:
+        out["next"] = _call(next_call)
+    b.comm_destroy(child)
+    return out
+
+
+def eager_root_peer_killed(ctx):
+    """The last rank dies (SIGKILL) before it enters a Broadcast from rank 0: the root returns from
+    its Broadcast (it waits for nobody), and its next call, which first checks every peer's
+    descriptor of that Broadcast, raises; so does the next call of a rank that received."""
+    n, r = ctx.size, ctx.rank
+    x = np.arange(100, dtype=np.float32) if r == 0 else np.zeros(100, np.float32)
+    b.all_reduce(x.ctypes.data, x.ctypes.data, 1, DT.Float32, OP.Sum, ctx.comm, 0)  # everyone is up
+    if r == n - 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    res = {"bcast": _call(lambda: b.broadcast(x.ctypes.data, x.ctypes.data, x.size, DT.Float32, 0, ctx.comm, 0))}
+    t0 = time.monotonic()
+    res["next"] = _call(lambda: b.all_reduce(x.ctypes.data, x.ctypes.data, 1, DT.Float32, OP.Sum, ctx.comm, 0))
+    res["elapsed"] = time.monotonic() - t0
+    c, ctx.comm = ctx.comm, None
+    b.comm_abort(c)
+    return res
 
 
 def killed_peer(ctx):

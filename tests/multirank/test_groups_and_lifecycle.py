@@ -51,15 +51,48 @@ def test_premulsum_per_rank_scalars(run_ranks, nranks):
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize("eager", ["1", "0"])
 @pytest.mark.parametrize("nranks", [2, 3])
-def test_mismatched_calls_raise_invalid_usage(run_ranks, nranks):
-    results = run_ranks(nranks, "ranks_groups:mismatch", timeout=45)
+def test_mismatched_calls_raise_invalid_usage(run_ranks, nranks, eager):
+    """Every mismatch is reported on every rank at the call itself, except that with the eager
+    Broadcast (NCCL_HOST_BCAST_EAGER=1, the default) a root that returned before its peers
+    arrived reports it at its next call: with every rank naming itself root, possibly all."""
+    results = run_ranks(nranks, "ranks_groups:mismatch", timeout=45, env={"NCCL_HOST_BCAST_EAGER": eager})
     for r in results:
         for what, got in r.value.items():
             assert got["type"] == "NCCLInvalidUsage", f"rank {r.rank} {what} mismatch: {got}"
             if what.startswith("zero count"):
                 assert "count is 0 on rank" in got["msg"] or " but 0 on rank" in got["msg"], got
+            if eager == "0" or what != "root":
+                assert got["at"] == "same call", f"rank {r.rank} {what} mismatch: {got}"
             assert got["elapsed"] < 10, f"rank {r.rank} {what} mismatch took {got['elapsed']:.1f} s"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("next_call", ["allreduce", "send"])
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_eager_broadcast_root(run_ranks, nranks, next_call):
+    """The eager Broadcast root (segment path): its buffer is reusable as soon as it returns (the
+    others read the data after it overwrote its buffer), and a mismatch its peers make after it
+    returned is reported on it at its next call, with the mismatch texts of the backend."""
+    res = run_ranks(nranks, "ranks_groups:eager_broadcast", timeout=45, params={"next": next_call},
+                    env={"NCCL_HOST_DIRECT": "0"})
+    last = nranks - 1
+    text = "cross-rank mismatch in ncclBroadcast #2: count is {} on rank {} but {} on rank {}"
+    for r in res[1:]:
+        assert r.value["data_ok"], f"rank {r.rank} received the root's overwritten buffer"
+    root = res[0].value
+    assert root["call"] == {"type": None}, root
+    assert root["next"]["type"] == "NCCLInvalidUsage", root
+    # its own check's text, or the same fact as the last rank recorded it first for every rank
+    assert (text.format(1000, 0, 999, last) in root["next"]["msg"]
+            or f"failed: {text.format(999, last, 1000, 0)}" in root["next"]["msg"]), root
+    got = res[last].value["call"]
+    assert got["type"] == "NCCLInvalidUsage" and text.format(999, last, 1000, 0) in got["msg"], got
+    for r in res[1:last]:  # matched the root: at this call if the last rank's call was there, else at the next
+        got = r.value["next"] if r.value["call"]["type"] is None else r.value["call"]
+        assert got["type"] == "NCCLInvalidUsage", r.value
+        assert "cross-rank mismatch in ncclBroadcast #2" in got["msg"], r.value
 
 
 @pytest.mark.timeout(60)
@@ -72,6 +105,24 @@ def test_killed_peer_raises_remote_error_well_before_deadline(run_ranks, nranks)
     for r in results[:-1]:
         v = r.value
         assert v["type"] in ("NCCLRemoteError", "NCCLError"), f"rank {r.rank}: {v}"
+        assert v["elapsed"] < deadline / 3, f"rank {r.rank} took {v['elapsed']:.1f} s to notice"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_eager_broadcast_root_notices_a_killed_peer_at_its_next_call(run_ranks, nranks):
+    """The Broadcast root waited for nobody; its next call waits for the dead rank's descriptor
+    of that Broadcast and fails with ncclRemoteError long before the deadline, as does the
+    next call of a rank that received."""
+    deadline = 30
+    results = run_ranks(nranks, "ranks_groups:eager_root_peer_killed", timeout=45, expect_death={nranks - 1},
+                        env={"NCCL_HOST_TIMEOUT": str(deadline), "NCCL_HOST_DIRECT": "0"})
+    assert results[-1].returncode == -9
+    for r in results[:-1]:
+        v = r.value
+        # the Broadcast itself fails only if the death was noticed before it began
+        assert v["bcast"]["type"] in (None, "NCCLRemoteError"), f"rank {r.rank}: {v}"
+        assert v["next"]["type"] == "NCCLRemoteError", f"rank {r.rank}: {v}"
         assert v["elapsed"] < deadline / 3, f"rank {r.rank} took {v['elapsed']:.1f} s to notice"
 
 

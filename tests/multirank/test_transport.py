@@ -73,6 +73,21 @@ def test_no_spin_when_ranks_outnumber_cpus(run_ranks):
     assert wait["cpu"] < 0.25, f"the waiting rank used {wait['cpu']:.3f} s of CPU in {wait['wall']:.2f} s"
 
 
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("yield_us", [None, "100000"])
+def test_idle_rank_beyond_the_yield_window_sleeps(run_ranks, yield_us):
+    """4 ranks pinned to one CPU: a waiting rank yields the CPU for a bounded window (the default,
+    or 0.1 s under NCCL_HOST_YIELD_US), then sleeps: waiting 1.5 s for the last rank uses well
+    under a third of that time in CPU."""
+    env = dict(DEBUG) if yield_us is None else dict(DEBUG, NCCL_HOST_YIELD_US=yield_us)
+    res = run_ranks(4, "ranks_transport:idle_wait", timeout=75, init=False, params={"late": 1.5, "one_cpu": True},
+                    env=env)
+    assert re.search(r"no spin \(4 ranks > 1 CPUs\)", transport_line(res[0])), transport_line(res[0])
+    wait = res[0].value
+    assert wait["wall"] > 1.0, wait
+    assert wait["cpu"] < 0.3 * wait["wall"], f"the waiting rank used {wait['cpu']:.3f} s of CPU in {wait['wall']:.2f} s"
+
+
 @pytest.mark.timeout(60)
 def test_idle_rank_beyond_the_spin_window_sleeps(run_ranks):
     """Ranks <= CPUs: spinning is allowed, but bounded by its window (default 50 us); a rank
