@@ -8,9 +8,10 @@ backends in the same run. Not a test: speed lives here, as ratios taken side by 
     python benchmarks/host_bandwidth.py --baseline-lib /path/to/old/libnccl-host.so   # before/after
     python benchmarks/host_bandwidth.py -b base --base-env NCCL_HOST_DIRECT=0     # one switch's effect
     python benchmarks/host_bandwidth.py --interleave -b mpi,gloo --runs 3 --reps 3   # paired cell by cell
+    python benchmarks/host_bandwidth.py --interleave -b mpi --lib /path/to/old/libnccl-host.so   # "before", paired
 
 Backends (each in its own ranks, started fresh for every run):
-  nccl4py  this package's nccl.core on the bundled host backend (numpy buffers)
+  nccl4py  this package's nccl.core on the bundled host backend (numpy buffers; --lib: another library)
   base     the same, on the library given by --baseline-lib (an older build: "before") and/or
            with the environment of --base-env
   mpi      mpi4py on numpy under the mpich wheel's mpiexec (Allreduce, Allgather, Bcast,
@@ -415,7 +416,7 @@ def run_job(backend, nranks, plan, args, log):
         me = [sys.executable, os.path.abspath(__file__), "--worker", backend]
         if backend == "interleaved":
             env.update(args.host_env)
-            env["NCCL_LIBRARY"] = "host"
+            env["NCCL_LIBRARY"] = args.lib
         if backend in ("mpi", "interleaved"):
             procs = [subprocess.Popen([mpiexec_path(), "-n", str(nranks), *me], env=env, stdout=log, stderr=log)]
         else:
@@ -425,7 +426,7 @@ def run_job(backend, nranks, plan, args, log):
                 env.update(args.host_env)
                 if backend == "base":
                     env.update(args.base_env)
-                env["NCCL_LIBRARY"] = args.baseline_lib if backend == "base" and args.baseline_lib else "host"
+                env["NCCL_LIBRARY"] = args.baseline_lib if backend == "base" and args.baseline_lib else args.lib
                 env["BENCH_UID"] = bytes(b.get_unique_id()).hex()
             procs = []
             for r in range(nranks):
@@ -566,6 +567,9 @@ def main():
     ap.add_argument("-b", "--backends", default="nccl4py,base,mpi,gloo", help="comma-separated subset of " +
                     ", ".join(BACKENDS) + " (nccl4py is always run)")
     ap.add_argument("--baseline-lib", help="another libnccl-host.so to run as backend 'base' (e.g. before a change)")
+    ap.add_argument("--lib", default="host", metavar="PATH",
+                    help="the library of the nccl4py ranks (default: the bundled host backend); with "
+                         "--interleave the way to pair an older build with MPI in the same run")
     ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                     help="environment for the nccl4py and base ranks only (repeatable)")
     ap.add_argument("--base-env", action="append", default=[], metavar="KEY=VALUE",
@@ -629,6 +633,7 @@ def main():
           f"cell time {args.cell_time}s; "
           + (f"interleaved, {args.reps} turns per cell; " if args.interleave else "")
           + f"host env {args.host_env or '{}'}"
+          + (f"; nccl4py on {args.lib}" if args.lib != "host" else "")
           + (f"; base: {args.baseline_lib or 'bundled library'} {args.base_env or ''}" if "base" in backends else ""))
     plan = {"collectives": colls, "sizes": sizes, "cell_time": args.cell_time}
     if args.interleave:

@@ -53,7 +53,10 @@
  *      spelling: nx_bindings_setup publishes the tables' names (_ext._NCCL_BINDINGS, and
  *      _ext._RCCL_BINDINGS for rocm_extensions.c's), which nccl.bindings.nccl and
  *      nccl.bindings.rocm_extensions export.
- *   4. Tests: tests/test_bindings_marshalling.py checks argument order through the stub library
+ *   4. Its types: `python tools/gen_stubs.py` writes the def, its docstring and its types into
+ *      src/nccl/bindings/nccl.pyi from the built module (a new parameter name or return type is
+ *      a row of the generator's tables); a test fails while the committed stub differs.
+ *   5. Tests: tests/test_bindings_marshalling.py checks argument order through the stub library
  *      (tests/stubs, generated from abi.h); tests/test_bindings_bad_input.py the null-handle rule,
  *      which it derives from the signature. */
 #ifndef NCCL4PY_BINDINGS_H
