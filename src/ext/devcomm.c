@@ -125,7 +125,7 @@ static int is_pair_tuple(PyObject *o)
 }
 
 NX_MSIG(_create_dev_comm, 3, 3, "reqs", "multimem", "handles");
-PyDoc_STRVAR(create_dev_comm__doc__, "_create_dev_comm($self, reqs, multimem, handles, /)\n--\n\n"
+PyDoc_STRVAR(create_dev_comm__doc__, "_create_dev_comm($self, reqs, multimem, handles)\n--\n\n"
 "For create_dev_comm (nccl.core._methods): ncclDevCommCreate from reqs, a bindings\n"
 "DevCommRequirements whose team and resource lists the caller keeps alive during the call (its\n"
 "version fitted to the loaded library); the tracked DevCommResource holding multimem (a tuple of\n"
