@@ -28,11 +28,6 @@ static const struct {
     [NX_LAZY_COLL_CONFIG] = {"NCCLCollConfig", "nccl.core"},
     [NX_LAZY_GET_EVENT_PTR] = {"get_event_ptr", "nccl.core"},
     [NX_LAZY_CHECK_ONE_RANK] = {"check_one_rank", "nccl.core or nccl.bindings.nccl"},
-    [NX_LAZY_DEV_COMM_REQUIREMENTS] = {"NCCLDevCommRequirements", "nccl.core"},
-    [NX_LAZY_MULTIMEM_HANDLE] = {"MultimemHandle", "nccl.core"},
-    [NX_LAZY_LSA_BARRIER_HANDLE] = {"LsaBarrierHandle", "nccl.core"},
-    [NX_LAZY_GIN_BARRIER_HANDLE] = {"GinBarrierHandle", "nccl.core"},
-    [NX_LAZY_LLA2A_HANDLE] = {"LLA2AHandle", "nccl.core"},
     [NX_LAZY_ML_DTYPE] = {"ml_dtype", "nccl.core"},
 };
 

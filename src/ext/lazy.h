@@ -22,11 +22,6 @@ typedef enum {
     NX_LAZY_COLL_CONFIG,   /* nccl.core._config.NCCLCollConfig */
     NX_LAZY_GET_EVENT_PTR, /* nccl.core.cuda.get_event_ptr(event) -> int */
     NX_LAZY_CHECK_ONE_RANK,  /* nccl._launch.check_one_rank() */
-    NX_LAZY_DEV_COMM_REQUIREMENTS, /* nccl.core._config.NCCLDevCommRequirements */
-    NX_LAZY_MULTIMEM_HANDLE,       /* nccl.core._team.MultimemHandle */
-    NX_LAZY_LSA_BARRIER_HANDLE,    /* nccl.core._team.LsaBarrierHandle */
-    NX_LAZY_GIN_BARRIER_HANDLE,    /* nccl.core._team.GinBarrierHandle */
-    NX_LAZY_LLA2A_HANDLE,          /* nccl.core._team.LLA2AHandle */
     NX_LAZY_ML_DTYPE,              /* nccl.core._methods.ml_dtype(name) -> an ml_dtypes type */
     NX_NLAZY
 } nx_lazy_kind;

@@ -50,10 +50,7 @@ def _register():
         NcclDataType=NcclDataType, Result=Result, UniqueId=UniqueId, NCCLConfig=NCCLConfig,
         get_cuda_device=cuda.get_cuda_device, get_num_devices=cuda.get_num_devices,
         get_event_ptr=cuda.get_event_ptr, WaitSignalDesc=WaitSignalDesc, NcclGinType=NcclGinType,
-        numpy=numpy, NCCLCollConfig=NCCLCollConfig, check_one_rank=check_one_rank,
-        NCCLDevCommRequirements=NCCLDevCommRequirements,
-        MultimemHandle=MultimemHandle, LsaBarrierHandle=LsaBarrierHandle, GinBarrierHandle=GinBarrierHandle,
-        LLA2AHandle=LLA2AHandle, ml_dtype=_methods.ml_dtype,
+        numpy=numpy, NCCLCollConfig=NCCLCollConfig, check_one_rank=check_one_rank, ml_dtype=_methods.ml_dtype,
         Communicator={"from_env": classmethod(communicator.from_env), **_methods.COMMUNICATOR_ATTRIBUTES},
         RegisteredWindowHandle=_methods.WINDOW_METHODS,
     )

@@ -1,9 +1,10 @@
 """The parts of nccl._ext's C types that compose and configure rather than carry a call's cost or
-safety, written here over the bindings (nccl.bindings.nccl): Communicator's teams and
-``properties``, RegisteredWindowHandle's logical-endpoint queries. nccl.core's import hands them to
+safety, written here over the bindings (nccl.bindings.nccl): Communicator's teams, ``properties``
+and ``create_dev_comm``, RegisteredWindowHandle's logical-endpoint queries. nccl.core's import hands them to
 the C types (nccl._ext._register(Communicator=COMMUNICATOR_ATTRIBUTES, ...)), so C never looks
 Python up by name; the library calls, their argument conversion and the objects' lifetime stay in C
-(``Communicator._require(op)``: the handle, or NCCLNullHandleError; ``RegisteredWindowHandle._window``).
+(``Communicator._require(op)``: the handle, or NCCLNullHandleError; ``RegisteredWindowHandle._window``;
+``Communicator._create_dev_comm``: ncclDevCommCreate and the DevCommResource it returns).
 
 Also the helpers the C code calls: ``ml_dtype``.
 """
@@ -16,7 +17,11 @@ from typing import Any
 from nccl import _ext
 from nccl._errors import NcclInvalid
 from nccl.bindings import nccl as _b
-from nccl.core._team import CftLeInfo, NCCLCommProperties, NCCLTeam
+from nccl.core._config import NCCLDevCommRequirements
+from nccl.core._team import (
+    CftLeInfo, GinBarrierHandle, LLA2AHandle, LLA2ARequirement, LsaBarrierHandle, LsaBarrierRequirement,
+    MultimemHandle, NCCLCommProperties, NCCLTeam,
+)
 from nccl.core._types import NcclCftTeamMode
 
 
@@ -163,6 +168,80 @@ def team_rank_to_lsa(self, team, team_rank):  # type: ignore[no-untyped-def]
     return _rank_to(self, "team_rank_to_lsa", _b.team_rank_to_lsa, team, team_rank)
 
 
+# ---- Communicator.create_dev_comm (nccl4py 0.4.1 to 0.6.0) ----
+# The requirements are built here as bindings structs: the scalar fields, the team requirements and
+# the resource requirements (made by the library's *CreateRequirement calls), each list linked
+# through its `next` pointers. They are plain memory the library reads during ncclDevCommCreate, so
+# the Python objects holding it stay referenced here until Communicator._create_dev_comm returns.
+
+
+def _link(structs: list[Any]) -> int:
+    """Links structs through their `next` fields (the last one's is NULL); the first one's address,
+    or 0 for none."""
+    for s, following in zip(structs, structs[1:] + [None]):
+        s.next = following.ptr if following is not None else 0
+    return structs[0].ptr if structs else 0
+
+
+def _team_requirements(teams: Any) -> tuple[list[Any], tuple[tuple[NCCLTeam, MultimemHandle], ...]]:
+    """The bindings TeamRequirements of each TeamRequirement, and (team, MultimemHandle) pairs whose
+    handle is a view of the storage the library fills (outMultimemHandle)."""
+    structs, pairs = [], []
+    for tr in teams:
+        low, mm = _b.TeamRequirements(), _b.MultimemHandle()
+        t = low.team
+        t.n_ranks, t.rank, t.stride = tr.team.n_ranks, tr.team.rank, tr.team.stride
+        low.multimem = 1 if tr.multimem else 0
+        low.out_multimem_handle = mm.ptr
+        structs.append(low)
+        pairs.append((tr.team, MultimemHandle(mm)))
+    return structs, tuple(pairs)
+
+
+def _resource_requirement(comm: int, r: Any) -> tuple[Any, Any]:
+    """A bindings DevResourceRequirements for one resource requirement, from its *CreateRequirement
+    call, and the view of the handle that call filled."""
+    req = _b.DevResourceRequirements()
+    if isinstance(r, LLA2ARequirement):
+        lla2a = _b.LLA2AHandle()
+        _b.ll_a2a_create_requirement(r.n_blocks, _b.ll_a2a_calc_slots(r.max_elements, r.max_element_size),
+                                     lla2a, req)
+        return req, LLA2AHandle(lla2a)
+    if isinstance(r, LsaBarrierRequirement):
+        lsa = _b.LsaBarrierHandle()
+        _b.lsa_barrier_create_requirement(r.team._lowpp, r.n_barriers, lsa, req)
+        return req, LsaBarrierHandle(lsa)
+    gin = _b.GinBarrierHandle()
+    _b.gin_barrier_create_requirement(comm, r.team._lowpp, r.n_barriers, gin, req)
+    return req, GinBarrierHandle(gin)
+
+
+def create_dev_comm(self, requirements=None):  # type: ignore[no-untyped-def]
+    """A DevCommResource: a device communicator made by ncclDevCommCreate from requirements (an
+    NCCLDevCommRequirements; None is the initializer's). Collective. The library's error when it
+    refuses (the host backend does, by name); NcclInvalid on a null communicator."""
+    comm = self._require("create_dev_comm")
+    reqs = _b.DevCommRequirements()
+    if requirements is None:
+        return self._create_dev_comm(reqs, (), ())
+    if not isinstance(requirements, NCCLDevCommRequirements):
+        raise TypeError("create_dev_comm: requirements must be an NCCLDevCommRequirements or None, "
+                        f"got {type(requirements).__name__}")
+    for name, value in requirements._set_fields(True).items():
+        setattr(reqs, name, value)
+    teams, multimem = _team_requirements(requirements.teams)
+    resources, handles = [], []
+    for r in requirements.resources:
+        req, handle = _resource_requirement(comm, r)
+        resources.append(req)
+        handles.append(handle)
+    if teams:
+        reqs.team_requirements_list = _link(teams)
+    if resources:
+        reqs.resource_requirements_list = _link(resources)
+    return self._create_dev_comm(reqs, multimem, tuple(handles))  # teams, resources: alive until it returns
+
+
 def _methods(owner: str, *functions: Any) -> dict[str, Any]:
     """{name: function} for a C type's dict, each named as that type's method."""
     for f in functions:
@@ -172,7 +251,7 @@ def _methods(owner: str, *functions: Any) -> dict[str, Any]:
 
 
 COMMUNICATOR_ATTRIBUTES = {
-    **_methods("Communicator", team_cft, team_rank_to_world, team_rank_to_lsa),
+    **_methods("Communicator", team_cft, team_rank_to_world, team_rank_to_lsa, create_dev_comm),
     "properties": property(_properties, doc="Everything ncclCommQueryProperties reports, as an NCCLCommProperties "
                            "(fields the loaded library predates are None)." + _QUERY),
     "team_world": _team_property("team_world", _b.team_world, "The NCCLTeam of every rank (ncclTeamWorld)."),
