@@ -114,7 +114,7 @@ enum { HOST_DIRECT_AUTO = 0, HOST_DIRECT_OFF = 1, HOST_DIRECT_ON = 2 };
 /* Longest spin before sleeping when NCCL_HOST_SPIN_US is unset (worker.c adapts below it). */
 #define HOST_SPIN_DEFAULT_US 50
 /* Longest sched_yield polling before sleeping when NCCL_HOST_YIELD_US is unset (worker.c). */
-#define HOST_YIELD_DEFAULT_US 200
+#define HOST_YIELD_DEFAULT_US 20
 /* Single-copy threshold when NCCL_HOST_DIRECT_MIN is unset: bytes per rank of a collective, or
  * of a p2p message (measured with benchmarks/host_bandwidth.py, see params.c). */
 #define HOST_DIRECT_MIN_DEFAULT ((size_t)65536)

@@ -15,7 +15,7 @@
  *                                             HOST_SPIN_DEFAULT_US (50), adapted per communicator below
  *                                             it (worker.c); 0 = never spin. Only communicators whose
  *                                             ranks are no more than their CPUs spin (transport.c)
- *   NCCL_HOST_YIELD_US            200         longest stretch of sched_yield polling before a wait that
+ *   NCCL_HOST_YIELD_US            20          longest stretch of sched_yield polling before a wait that
  *                                             did not spin sleeps, in microseconds (worker.c); 0 = sleep
  *                                             at once
  *   NCCL_HOST_BCAST_EAGER         1           1: a Broadcast root returns once its data is staged in
