@@ -34,9 +34,9 @@ static inline int nx_is_comm(PyObject *o) { return Py_TYPE(o)->tp_dealloc == nx_
 static inline int nx_is_window(PyObject *o) { return Py_TYPE(o)->tp_dealloc == nx_window_dealloc; }
 static inline int nx_is_handle(PyObject *o) { return nx_is_comm(o) || nx_is_window(o); }
 
-/* The pointer a handle holds. A volatile read: the library may have filled the slot from another
+/* The pointer a handle holds. An atomic load: the library may have filled the slot from another
  * thread (a nonblocking creation) or at a group end since the object was made. */
-static inline void *nx_handle_value(PyObject *o) { return *(void *volatile *)&((nx_Handle *)o)->slot; }
+static inline void *nx_handle_value(PyObject *o) { return __atomic_load_n(&((nx_Handle *)o)->slot, __ATOMIC_ACQUIRE); }
 
 /* The Python name of a handle's type ("Comm" or "Window"), for messages. */
 static inline const char *nx_handle_kind_name(nx_handle_kind kind) { return kind == NX_HANDLE_COMM ? "Comm" : "Window"; }

@@ -19,8 +19,8 @@ static PyObject *PointerBox_new(PyTypeObject *tp, PyObject *args, PyObject *kwds
 
 static PyObject *PointerBox_int(PyObject *op)
 {
-    /* A volatile read: the library may have written the slot from another thread. */
-    return PyLong_FromVoidPtr(*(void *volatile *)&((nx_PointerBox *)op)->slot);
+    /* An atomic load: the library may have written the slot from another thread. */
+    return PyLong_FromVoidPtr(__atomic_load_n(&((nx_PointerBox *)op)->slot, __ATOMIC_ACQUIRE));
 }
 
 static PyObject *PointerBox_get_ptr(PyObject *op, void *closure)

@@ -277,10 +277,10 @@ static int RegisteredWindow_clear(PyObject *op)
 }
 
 /* The handle, NULL until the library fills the box (at group end, or when a nonblocking
- * registration completes): a volatile read. */
+ * registration completes): an atomic load, as nx_comm_handle's. */
 static ncclWindow_t window_of(nx_RegisteredWindow *w)
 {
-    return *(ncclWindow_t volatile *)&((nx_PointerBox *)w->box)->slot;
+    return __atomic_load_n((ncclWindow_t *)&((nx_PointerBox *)w->box)->slot, __ATOMIC_ACQUIRE);
 }
 
 static int RegisteredWindow_release(nx_state *st, PyObject *self, ncclComm_t comm)

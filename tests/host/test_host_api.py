@@ -195,7 +195,7 @@ def test_parameter_keys_and_values_by_key():
     assert vals["NCCL_HOST_FLAVOR"] == ["nccl", 4] and vals["NCCL_HOST_BIND_ADDR"] == ["127.0.0.1", 9]
     assert vals["NCCL_HOST_CHUNK_BYTES"] == ["0", 1]  # unset: sized per communicator
     assert vals["NCCL_HOST_SPIN_US"] == ["50", 2] and vals["NCCL_HOST_DIRECT"] == ["auto", 4]  # unset: defaults
-    assert vals["NCCL_HOST_YIELD_US"] == ["20", 3] and vals["NCCL_HOST_BCAST_EAGER"] == ["1", 1]
+    assert vals["NCCL_HOST_YIELD_US"] == ["20", 2] and vals["NCCL_HOST_BCAST_EAGER"] == ["1", 1]
     assert r["unknown"] == [4, None, 0, "ncclParamBind: NCCL_NO_SUCH is not a parameter of the host backend"]
     assert r["null"] == 4
 
