@@ -58,7 +58,9 @@ static ncclResult_t io_fail(host_comm *c, host_io io, const char *what, int peer
     if (io == HOST_IO_ABORT)
         return host_fail(rc, "%s rank %d: communicator aborted during %s", c->name, c->rank, what);
     if (peer >= 0 && (io == HOST_IO_EOF || (io == HOST_IO_ERROR && (err == ECONNREFUSED || err == ECONNRESET))))
-        return host_fail(ncclRemoteError, "%s rank %d: %s: rank %d (pid %u) exited or failed during init (%s)",
+        /* "peer rank N" as every other peer-loss text words it (handle.c, monitor.c); `what`
+         * says which exchange, init's or a later one (registration, split, grow). */
+        return host_fail(ncclRemoteError, "%s rank %d: %s: peer rank %d (pid %u) exited or failed (%s)",
                          c->name, c->rank, what, peer, c->peers[peer].pid,
                          io == HOST_IO_EOF ? "it closed its connection" : strerror(err));
     if (io == HOST_IO_ERROR && peer >= 0)
