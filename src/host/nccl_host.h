@@ -140,8 +140,10 @@ enum { HOST_DIRECT_AUTO = 0, HOST_DIRECT_OFF = 1, HOST_DIRECT_ON = 2 };
 /* Loads the tunables on first use (pthread_once) and returns them. Never NULL. */
 const host_params_t *host_params(void);
 /* Per-rank slot size of a communicator of nranks: NCCL_HOST_CHUNK_BYTES, or when it is unset
- * HOST_CHUNK_AUTO_BUDGET / nranks, at least HOST_CHUNK_MIN_AUTO (docs/host-backend.md#the-shared-segment's default). */
+ * HOST_CHUNK_AUTO_BUDGET / nranks (HOST_CHUNK_OVERSUB_BUDGET when the ranks outnumber the CPUs
+ * this process may run on), at least HOST_CHUNK_MIN_AUTO (docs/host-backend.md#automatic-chunk-size). */
 #define HOST_CHUNK_AUTO_BUDGET ((size_t)4 << 20)
+#define HOST_CHUNK_OVERSUB_BUDGET ((size_t)16 << 20)
 #define HOST_CHUNK_MIN_AUTO ((size_t)262144)
 size_t host_chunk_bytes(int nranks);
 /* ncclTimeout, or ncclRemoteError when mimicking a release without it (docs/host-backend.md#tunables). */

@@ -33,7 +33,8 @@
  *   NCCL_HOST_DIRECT_MIN          65536       bytes per rank from which a collective, or a p2p
  *                                             message, goes single-copy (rank 0's value applies to
  *                                             the whole communicator)
- *   NCCL_HOST_CHUNK_BYTES         auto        per-rank slot size; unset: 4 MiB / nranks, at least
+ *   NCCL_HOST_CHUNK_BYTES         auto        per-rank slot size; unset: 4 MiB / nranks (16 MiB /
+ *                                             nranks when the ranks outnumber the CPUs), at least
  *                                             262144 (host_chunk_bytes)
  *   NCCL_HOST_PIPELINE_STEPS      1           a rooted collective (Broadcast, Reduce, Gather, Scatter)
  *                                             on the segment path takes at least this many steps, each
@@ -63,6 +64,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,7 +250,12 @@ size_t host_chunk_bytes(int nranks)
     size_t v;
     if (!p->chunk_auto || nranks < 1)
         return p->chunk_bytes;
-    v = (HOST_CHUNK_AUTO_BUDGET / (size_t)nranks) & ~(size_t)(HOST_CACHELINE - 1);
+    cpu_set_t cpus;
+    /* Oversubscribed, every step wait is a yield or a sleep, so fewer, larger steps pay (the
+     * segment's creator, rank 0, decides, from the CPUs it may run on). */
+    int ncpu = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 0;
+    size_t budget = ncpu > 0 && nranks > ncpu ? HOST_CHUNK_OVERSUB_BUDGET : HOST_CHUNK_AUTO_BUDGET;
+    v = (budget / (size_t)nranks) & ~(size_t)(HOST_CACHELINE - 1);
     return v > HOST_CHUNK_MIN_AUTO ? v : HOST_CHUNK_MIN_AUTO;
 }
 
