@@ -30,7 +30,7 @@
  * elsewhere for long stretches soon spins only briefly before each sleep. A spin ends at once on
  * abort; a rank waiting longer than the window sleeps and uses no CPU.
  *
- * A wait that does not spin yields instead (ops_yield): it polls with a sched_yield() between
+ * A wait that does not spin yields instead (ops_poll): it polls with a sched_yield() between
  * passes for up to NCCL_HOST_YIELD_US after the wait began, then sleeps. Oversubscribed, the rank
  * waited for is usually runnable but without a CPU, and yielding hands it ours at the cost of one
  * syscall, where a sleep costs a futex wait, a wake syscall from each peer that publishes, and two
@@ -616,31 +616,21 @@ static ncclResult_t ops_pass_fresh(host_comm *c, ops_state *st, int *progress, i
     return ops_pass(c, st, progress, pending, b);
 }
 
-/* Spinning while a peer that is running may move soon (spin_now), up to c->spin_ns after the
- * wait began. */
-static ncclResult_t ops_spin(host_comm *c, ops_state *st, const ops_clock *k, int *progress, int *pending,
-                             host_blocked *b)
+/* Polls the passes until something moves, up to window_ns after the wait began, pausing between
+ * passes: a spin (host_cpu_relax) while a peer that is running may move soon (spin_now), or a
+ * sched_yield for a wait that does not spin (ranks outnumber CPUs, or the peer last ran on our
+ * CPU), so the rank we wait for can run here instead of us sleeping and being woken for each of
+ * its steps. */
+static ncclResult_t ops_poll(host_comm *c, ops_state *st, const ops_clock *k, int64_t window_ns, int yield,
+                             int *progress, int *pending, host_blocked *b)
 {
     ncclResult_t rc;
-    int64_t until = k->wait_start + c->spin_ns;
+    int64_t until = k->wait_start + window_ns;
     do {
-        host_cpu_relax();
-        if (HOST_FAILED(rc = ops_pass_fresh(c, st, progress, pending, b)))
-            break;
-    } while (!*progress && *pending && !atomic_load(&c->aborted) && host_now_ns() < until);
-    return rc;
-}
-
-/* Yielding the CPU between passes, up to c->yield_ns after the wait began: for a wait that does
- * not spin (ranks outnumber CPUs, or the peer last ran on our CPU), so the rank we wait for can
- * run here instead of us sleeping and being woken for each of its steps. */
-static ncclResult_t ops_yield(host_comm *c, ops_state *st, const ops_clock *k, int *progress, int *pending,
-                              host_blocked *b)
-{
-    ncclResult_t rc;
-    int64_t until = k->wait_start + c->yield_ns;
-    do {
-        sched_yield();
+        if (yield)
+            sched_yield();
+        else
+            host_cpu_relax();
         if (HOST_FAILED(rc = ops_pass_fresh(c, st, progress, pending, b)))
             break;
     } while (!*progress && *pending && !atomic_load(&c->aborted) && host_now_ns() < until);
@@ -668,9 +658,9 @@ static ncclResult_t ops_progress(host_comm *c, host_task *t, ops_state *st, ops_
             if (k->wait_start == 0)
                 k->wait_start = host_now_ns();
             if (!k->slept && c->spin_ns > 0 && spin_now(c, &b))
-                rc = ops_spin(c, st, k, &progress, &pending, &b);
+                rc = ops_poll(c, st, k, c->spin_ns, 0, &progress, &pending, &b);
             else if (!k->slept && c->yield_ns > 0)
-                rc = ops_yield(c, st, k, &progress, &pending, &b);
+                rc = ops_poll(c, st, k, c->yield_ns, 1, &progress, &pending, &b);
             if (HOST_FAILED(rc))
                 break;
             if (!progress && pending && atomic_load(&c->aborted))
