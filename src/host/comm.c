@@ -140,6 +140,8 @@ void host_comm_teardown(host_comm *c, int abort)
     if (c->worker_started == 3)
         return; /* the worker is stuck past the deadline: leak rather than free under it */
     host_monitor_remove(c);
+    if (!abort && c->phase != HOST_PHASE_FINALIZED)
+        (void)host_settle_before_leaving(c); /* the worker is stopped: run here; destroy succeeds anyway */
     if (abort || c->phase != HOST_PHASE_FINALIZED) /* finalize already announced it */
         announce_departure(c, abort);
     host_comm_free(c);
@@ -349,9 +351,11 @@ fail:
 
 ncclResult_t host_run_finalize(host_comm *c)
 {
-    /* Everything this rank issued before has completed (FIFO). Tell the peers. */
+    /* Everything this rank issued before has completed (FIFO), once an eager Broadcast's checks
+     * are settled: its mismatch, if any, is this call's error. Tell the peers. */
+    ncclResult_t rc = host_settle_before_leaving(c);
     announce_departure(c, 0);
-    return ncclSuccess;
+    return rc;
 }
 
 static ncclResult_t submit_simple(host_comm *c, host_task_kind kind)

@@ -725,6 +725,10 @@ int host_task_try_inline(host_comm *c, host_task *t, ncclResult_t *rc);
 void host_task_free(host_task *t);
 void host_worker_stop(host_comm *c, int64_t deadline);
 ncclResult_t host_run_ops(host_comm *c, host_task *t);
+/* A departing rank (finalize, destroy) first settles an eager Broadcast it was the root of:
+ * until every peer has published that step, a peer may still be on its way into it, and a
+ * collective that finds a peer gone fails (docs/host-backend.md#broadcast-without-a-barrier). */
+ncclResult_t host_settle_before_leaving(host_comm *c);
 
 /* What a progress function is stuck on, for the deadline message and peer-gone checks. */
 typedef struct {

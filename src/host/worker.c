@@ -720,3 +720,14 @@ ncclResult_t host_run_ops(host_comm *c, host_task *t)
     free(st.head);
     return rc;
 }
+
+ncclResult_t host_settle_before_leaving(host_comm *c)
+{
+    host_task t;
+    if (c->bcast_unchecked == 0)
+        return ncclSuccess;
+    memset(&t, 0, sizeof t);
+    t.kind = HOST_TASK_OPS; /* no ops: the progress loop only settles (ops_state.settle) */
+    t.epoch = atomic_load(&c->cancel_epoch);
+    return host_run_ops(c, &t);
+}

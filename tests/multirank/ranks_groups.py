@@ -373,6 +373,30 @@ def eager_broadcast(ctx):
     return out
 
 
+def eager_root_leaves(ctx):
+    """The root of an eager Broadcast leaves the communicator (params["leave"]: "finalize" =
+    finalize then destroy, "destroy" = destroy alone) right after it returns. Rank 1 comes 0.5 s
+    late to the Broadcast before it, from rank 0, which rank 0 (its eager root) settles at the
+    start of the next one, waiting for rank 1: leaving must wait until every peer has published
+    the step, so that no peer's collective finds the root gone
+    (docs/host-backend.md#broadcast-without-a-barrier)."""
+    r, n = ctx.rank, ctx.size
+    child = _split(ctx.comm, 0, r)
+    want = [np.arange(100, dtype=np.float32) * (root + 2) for root in (0, n - 1)]
+    out = {"data_ok": True}
+    for i, root in enumerate((0, n - 1)):
+        x = want[i].copy() if r == root else np.zeros(100, np.float32)
+        if r == 1 and root == 0:
+            time.sleep(0.5)
+        out[f"bcast{root}"] = _call(lambda: b.broadcast(x.ctypes.data, x.ctypes.data, x.size, DT.Float32, root,
+                                                        child, 0))
+        out["data_ok"] &= bool((x == want[i]).all())
+    if r == n - 1 and ctx.params["leave"] == "finalize":
+        out["finalize"] = _call(lambda: b.comm_finalize(child))
+    out["destroy"] = _call(lambda: b.comm_destroy(child))
+    return out
+
+
 def eager_root_peer_killed(ctx):
     """The last rank dies (SIGKILL) before it enters a Broadcast from rank 0: the root returns from
     its Broadcast (it waits for nobody), and its next call, which first checks every peer's

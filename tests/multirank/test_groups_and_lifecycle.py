@@ -96,6 +96,19 @@ def test_eager_broadcast_root(run_ranks, nranks, next_call):
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize("leave", ["finalize", "destroy"])
+def test_eager_broadcast_root_that_leaves_at_once(run_ranks, leave):
+    """An eager Broadcast root that finalizes or destroys the communicator right after returning
+    waits until its peers are in the step: every rank's Broadcasts succeed with the root's data."""
+    res = run_ranks(3, "ranks_groups:eager_root_leaves", timeout=45, params={"leave": leave},
+                    env={"NCCL_HOST_DIRECT": "0"})
+    ok = {"type": None}
+    for r in res:
+        assert r.value["data_ok"], r.value
+        assert all(v == ok for k, v in r.value.items() if k != "data_ok"), r.value
+
+
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("nranks", [2, 3])
 def test_killed_peer_raises_remote_error_well_before_deadline(run_ranks, nranks):
     deadline = 30
