@@ -184,6 +184,20 @@ static ncclResult_t check_root_reachable(host_comm *c, uint32_t root_addr, const
     return ncclSuccess;
 }
 
+/* The root's address could not be connected to (err): the root is gone, or the id expired. */
+static ncclResult_t root_unreachable(host_comm *c, uint32_t root_addr, uint16_t root_port, int err)
+{
+    struct in_addr a = {root_addr};
+    char where[INET_ADDRSTRLEN];
+    host_node maker;
+    host_id_node(&c->id, &maker);
+    return host_fail(err == ECONNREFUSED ? ncclRemoteError : ncclSystemError,
+                     "%s rank %d: cannot reach the unique id's root at %s:%u: %s; the process that created the id "
+                     "(pid %u on host %.20s) exited, or the id expired (NCCL_HOST_ROOT_IDLE_TIMEOUT)", c->name,
+                     c->rank, inet_ntop(AF_INET, &a, where, sizeof where) ? where : "?", (unsigned)ntohs(root_port),
+                     strerror(err), host_id_pid(&c->id), maker.host);
+}
+
 ncclResult_t host_bootstrap(host_comm *c)
 {
     const host_params_t *p = host_params();
@@ -218,16 +232,7 @@ ncclResult_t host_bootstrap(host_comm *c)
 
     io = host_sock_connect(root_addr, root_port, deadline, c->wake_fd, &fd);
     if (io == HOST_IO_ERROR) {
-        int err = errno;
-        struct in_addr a = {root_addr};
-        char where[INET_ADDRSTRLEN];
-        host_node maker;
-        host_id_node(&c->id, &maker);
-        rc = host_fail(err == ECONNREFUSED ? ncclRemoteError : ncclSystemError,
-                       "%s rank %d: cannot reach the unique id's root at %s:%u: %s; the process that created the id "
-                       "(pid %u on host %.20s) exited, or the id expired (NCCL_HOST_ROOT_IDLE_TIMEOUT)", c->name,
-                       c->rank, inet_ntop(AF_INET, &a, where, sizeof where) ? where : "?", (unsigned)ntohs(root_port),
-                       strerror(err), host_id_pid(&c->id), maker.host);
+        rc = root_unreachable(c, root_addr, root_port, errno);
         goto exit;
     }
     if (io != HOST_IO_OK) {

@@ -133,6 +133,36 @@ static int64_t seconds_to_ns(double s)
     return (int64_t)llround(s * 1e9);
 }
 
+/* The bootstrap's address: NCCL_HOST_BIND_ADDR, else node.c's choice; logged either way. */
+static void parse_bind_addr(host_params_t *p)
+{
+    const char *s = getenv("NCCL_HOST_BIND_ADDR");
+    struct in_addr a;
+    char text[INET_ADDRSTRLEN];
+    if (s == NULL || *s == '\0') {
+        host_node_bind_addr(p); /* NCCL_SOCKET_IFNAME, or NCCL's default choice */
+    } else {
+        p->bind_addr = htonl(INADDR_LOOPBACK);
+        snprintf(p->bind_from, sizeof p->bind_from, "loopback");
+        if (inet_pton(AF_INET, s, &a) != 1)
+            HOST_WARN("NCCL_HOST_BIND_ADDR=%s is not an IPv4 address; using 127.0.0.1", s);
+        else if ((ntohl(a.s_addr) >> 24) != 127 && !p->allow_nonloopback)
+            HOST_WARN("NCCL_HOST_BIND_ADDR=%s is not loopback and NCCL_HOST_ALLOW_NONLOOPBACK is not 1; "
+                      "using 127.0.0.1", s);
+        else {
+            p->bind_addr = a.s_addr;
+            snprintf(p->bind_from, sizeof p->bind_from, "NCCL_HOST_BIND_ADDR");
+        }
+    }
+    if (p->bind_error[0] != '\0') {
+        HOST_WARN("%s", p->bind_error);
+        return;
+    }
+    a.s_addr = p->bind_addr;
+    HOST_INFO(HOST_SUB_BOOTSTRAP, "bootstrap listeners bind %s (%s)",
+              inet_ntop(AF_INET, &a, text, sizeof text) ? text : "?", p->bind_from);
+}
+
 static void params_load(void)
 {
     host_params_t *p = &host_params_store;
@@ -196,23 +226,7 @@ static void params_load(void)
     if (parse_long("NCCL_CHECK_POINTERS", 0, 1, 0))
         p->check_pointers = 1;
     p->allow_nonloopback = parse_long("NCCL_HOST_ALLOW_NONLOOPBACK", 0, 1, 0);
-    s = getenv("NCCL_HOST_BIND_ADDR");
-    if (s != NULL && *s != '\0') {
-        struct in_addr a;
-        p->bind_addr = htonl(INADDR_LOOPBACK);
-        snprintf(p->bind_from, sizeof p->bind_from, "loopback");
-        if (inet_pton(AF_INET, s, &a) != 1)
-            HOST_WARN("NCCL_HOST_BIND_ADDR=%s is not an IPv4 address; using 127.0.0.1", s);
-        else if ((ntohl(a.s_addr) >> 24) != 127 && !p->allow_nonloopback)
-            HOST_WARN("NCCL_HOST_BIND_ADDR=%s is not loopback and NCCL_HOST_ALLOW_NONLOOPBACK is not 1; "
-                      "using 127.0.0.1", s);
-        else {
-            p->bind_addr = a.s_addr;
-            snprintf(p->bind_from, sizeof p->bind_from, "NCCL_HOST_BIND_ADDR");
-        }
-    } else {
-        host_node_bind_addr(p); /* NCCL_SOCKET_IFNAME, or NCCL's default choice (node.c) */
-    }
+    parse_bind_addr(p);
     p->num_devices = parse_long("NCCL_HOST_NUM_DEVICES", 1, 1 << 20, 64);
     p->comm_blocking = parse_long("NCCL_COMM_BLOCKING", -1, 1, -1);
     p->multi_rank_gpu = parse_long("NCCL_MULTI_RANK_GPU_ENABLE", 0, 1, 0);
@@ -237,14 +251,6 @@ static void params_load(void)
               "direct %s from %zu bcast-eager %d", p->timeout_s, p->chunk_bytes, p->p2p_bytes, p->p2p_eager, p->checks,
               p->spin_us, p->yield_us, p->direct == HOST_DIRECT_OFF ? "off" : p->direct == HOST_DIRECT_ON ? "on" : "auto",
               p->direct_min, p->bcast_eager);
-    if (p->bind_error[0] != '\0') {
-        HOST_WARN("%s", p->bind_error);
-    } else {
-        struct in_addr a = {p->bind_addr};
-        char text[INET_ADDRSTRLEN];
-        HOST_INFO(HOST_SUB_BOOTSTRAP, "bootstrap listeners bind %s (%s)",
-                  inet_ntop(AF_INET, &a, text, sizeof text) ? text : "?", p->bind_from);
-    }
     host_fork_setup();
 }
 
