@@ -89,6 +89,9 @@ SLOW = (
     "tests/run/test_bench.py::test_plot_file",  # matplotlib; test_plot_without_matplotlib stays
     # refcount loops over every method and buffer kind; test_core_collectives.py's stay
     "tests/multirank/test_core_buffer_kinds.py::test_reference_counts_over_every_method",
+    # each waits out a deadline of 3 s; test_master_addr_that_is_not_rank_0s's wait stays
+    "tests/multihost/test_multihost_refusals.py::test_loopback_id_",
+    "tests/multihost/test_multihost_refusals.py::test_a_firewall_that_drops_the_id_port",
 )
 
 

@@ -8,8 +8,9 @@
  *    token are dropped within the handshake deadline without delaying the real ones. Then every
  *    rank tells rank 0 its mesh is complete (MESH_DONE).
  * 3. Rank 0 creates the segment (an anonymous memfd) and sends every rank the name of a
- *    Unix-domain socket in the abstract namespace; each rank fetches the descriptor there (rank
- *    0 passes it only to processes of its own uid), maps and checks it, and acknowledges.
+ *    Unix-domain socket, abstract, or a path in /dev/shm when the ranks span network namespaces
+ *    (the root says so); each rank fetches the descriptor there (rank 0 passes it only to
+ *    processes of its own uid), maps and checks it, and acknowledges.
  * 4. Rank 0 alone decides the outcome: READY when every rank acknowledged, otherwise a failure
  *    (with the first reason it saw) to every rank. A rank that acknowledged never gives up on
  *    its own before rank 0 could have decided (its wait runs a grace period past its deadline),
@@ -44,7 +45,7 @@ typedef struct {
 } host_mesh_hello;
 
 typedef struct {
-    char name[64]; /* the Unix socket (abstract namespace) that passes the segment */
+    char name[64]; /* the Unix socket that passes the segment (host_uds_name) */
 } host_seg_msg;
 
 /* ------------------------------------------------------------------------------------------ */
@@ -158,6 +159,45 @@ static void report_failure(host_comm *c, ncclResult_t code)
 /* Phase 1: the root                                                                             */
 /* ------------------------------------------------------------------------------------------ */
 
+/* A root on loopback serves only its own network namespace: a rank elsewhere would reach
+ * nothing, or an unrelated process on its own loopback, so it is told why at once
+ * (docs/host-backend.md#several-machines-and-network-namespaces). A non-loopback root is left to
+ * decide (root.c one_machine), since it sees every rank. */
+static ncclResult_t check_root_reachable(host_comm *c, uint32_t root_addr, const host_node *me)
+{
+    host_node maker;
+    const char *why;
+    if ((ntohl(root_addr) >> 24) != 127)
+        return ncclSuccess;
+    host_id_node(&c->id, &maker);
+    why = host_node_differs(&maker, me);
+    if (why != NULL)
+        return host_fail(ncclInvalidUsage, "%s rank %d (host %.64s) cannot use this unique id: it was made on another "
+                         "machine (pid %u on host %.20s): %s. The host backend runs every rank of a communicator on one "
+                         "machine, over shared memory; across machines use NCCL or RCCL", c->name, c->rank, me->host,
+                         host_id_pid(&c->id), maker.host, why);
+    if (maker.netns != me->netns)
+        return host_fail(ncclInvalidUsage, "%s rank %d (host %.64s) cannot reach the unique id's root: it listens on "
+                         "loopback in another network namespace (pid %u on host %.20s); set "
+                         "NCCL_HOST_ALLOW_NONLOOPBACK=1 on every rank, and NCCL_SOCKET_IFNAME to the interface that "
+                         "joins the namespaces", c->name, c->rank, me->host, host_id_pid(&c->id), maker.host);
+    return ncclSuccess;
+}
+
+/* The root's address could not be connected to (err): the root is gone, or the id expired. */
+static ncclResult_t root_unreachable(host_comm *c, uint32_t root_addr, uint16_t root_port, int err)
+{
+    struct in_addr a = {root_addr};
+    char where[INET_ADDRSTRLEN];
+    host_node maker;
+    host_id_node(&c->id, &maker);
+    return host_fail(err == ECONNREFUSED ? ncclRemoteError : ncclSystemError,
+                     "%s rank %d: cannot reach the unique id's root at %s:%u: %s; the process that created the id "
+                     "(pid %u on host %.20s) exited, or the id expired (NCCL_HOST_ROOT_IDLE_TIMEOUT)", c->name,
+                     c->rank, inet_ntop(AF_INET, &a, where, sizeof where) ? where : "?", (unsigned)ntohs(root_port),
+                     strerror(err), host_id_pid(&c->id), maker.host);
+}
+
 ncclResult_t host_bootstrap(host_comm *c)
 {
     const host_params_t *p = host_params();
@@ -174,6 +214,9 @@ ncclResult_t host_bootstrap(host_comm *c)
 
     memset(&m, 0, sizeof m);
     host_id_root(&c->id, &root_addr, &root_port, m.p.secret);
+    host_node_get(&m.p.node);
+    if (HOST_FAILED(rc = check_root_reachable(c, root_addr, &m.p.node)))
+        goto exit;
     m.h.type = HOST_MSG_HELLO;
     m.h.len = sizeof m.p;
     m.p.proto = HOST_PROTO_VERSION;
@@ -189,11 +232,7 @@ ncclResult_t host_bootstrap(host_comm *c)
 
     io = host_sock_connect(root_addr, root_port, deadline, c->wake_fd, &fd);
     if (io == HOST_IO_ERROR) {
-        int err = errno;
-        rc = host_fail(err == ECONNREFUSED ? ncclRemoteError : ncclSystemError,
-                       "%s rank %d: cannot reach the unique id's root (port %u): %s; the process that created the id "
-                       "(pid %u) exited, or the id expired (NCCL_HOST_ROOT_IDLE_TIMEOUT)", c->name, c->rank,
-                       (unsigned)ntohs(root_port), strerror(err), host_id_pid(&c->id));
+        rc = root_unreachable(c, root_addr, root_port, errno);
         goto exit;
     }
     if (io != HOST_IO_OK) {
@@ -245,6 +284,7 @@ ncclResult_t host_bootstrap(host_comm *c)
     }
     host_sock_close(&fd);
     memcpy(c->token, t.token, sizeof c->token);
+    c->uds_path = (t.flags & HOST_TABLE_SPANS_NETNS) != 0;
     if (HOST_FAILED(rc = host_mesh_build(c, table)))
         goto exit;
     if (c->rank == 0 && c->nids > 1)
@@ -494,7 +534,7 @@ static ncclResult_t share_segment(host_comm *c, int64_t deadline)
     if (HOST_FAILED(rc = host_random_bytes(&rnd, sizeof rnd)))
         goto exit;
     memset(&sm, 0, sizeof sm);
-    snprintf(sm.name, sizeof sm.name, "nccl-host-%d-%016llx", (int)getpid(), (unsigned long long)rnd);
+    host_uds_name(sm.name, sizeof sm.name, c->uds_path, "seg", rnd);
     if (HOST_FAILED(rc = host_uds_listen(sm.name, n < 1024 ? n : 1024, &lfd)))
         goto exit;
     acked = calloc((size_t)n, 1);
@@ -548,7 +588,7 @@ static ncclResult_t share_segment(host_comm *c, int64_t deadline)
 exit:
     if (refused > 0)
         HOST_WARN("%s rank 0: refused the shared segment to %lu connection(s) of another user", c->name, refused);
-    host_sock_close(&lfd);
+    host_uds_close(&lfd, sm.name);
     host_sock_close(&segfd);
     free(acked);
     free(pfd);
@@ -632,8 +672,9 @@ ncclResult_t host_mesh_build(host_comm *c, const host_peer_addr *peers)
     host_seg_rankp(&c->seg, me)->pid = (uint32_t)getpid();
     if (HOST_FAILED(rc = host_monitor_add(c)))
         goto fail;
-    HOST_INFO(HOST_SUB_INIT, "%s rank %d/%d: communicator ready (segment %zu bytes)", c->name, c->rank, n,
-              c->seg.size);
+    HOST_INFO(HOST_SUB_INIT, "%s rank %d/%d: communicator ready (segment %zu bytes%s)", c->name, c->rank, n,
+              c->seg.size, c->uds_path ? "; the ranks span network namespaces: descriptors pass through "
+              HOST_UDS_DIR : "");
     return ncclSuccess;
 fail:
     /* Before rank 0's verdict our peers learn why; after it (decided) rank 0 has told them. */

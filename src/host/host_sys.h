@@ -82,9 +82,18 @@ ncclResult_t host_thread_create(pthread_t *t, void *(*fn)(void *), void *arg, in
  * errno's text, naming the limit when it is the one that was reached. */
 const char *host_errno_text(int err, char *buf, size_t len);
 
-/* Unix-domain sockets in the abstract namespace (no file; the name dies with the socket). */
+/* Unix-domain sockets that pass descriptors between the ranks. A name is abstract (no file; it
+ * dies with the socket, but is seen only in its own network namespace) or, starting with '/', a
+ * path in HOST_UDS_DIR, for ranks in different network namespaces of one machine
+ * (docs/host-backend.md#several-machines-and-network-namespaces), whose file host_uds_close
+ * removes. */
+#define HOST_UDS_DIR "/dev/shm"
+/* "nccl-host-<what>-<pid>-<random>", or the same in HOST_UDS_DIR when path is set. */
+void host_uds_name(char *buf, size_t len, int path, const char *what, uint64_t random);
 ncclResult_t host_uds_listen(const char *name, int backlog, int *fd);
 host_io host_uds_connect(const char *name, int64_t deadline, int wake_fd, int *fd);
+/* Closes a listener made by host_uds_listen(name) (when *fd >= 0), removing a path's file. */
+void host_uds_close(int *fd, const char *name);
 /* One byte with a descriptor attached (SCM_RIGHTS), without blocking. */
 host_io host_uds_send_fd(int sock, int fd);
 /* Waits for one byte with a descriptor; *fd is -1 when none came with it. */
@@ -98,7 +107,7 @@ long host_uds_peer_uid(int sock);
 
 #define HOST_GATE_SLOTS 32              /* connections one gate lets wait for their hello */
 #define HOST_GATE_PROCESS_MAX 256       /* the same over every gate of the process */
-#define HOST_GATE_HELLO_MAX 128
+#define HOST_GATE_HELLO_MAX 256        /* the longest hello: the root's (root.c checks) */
 #define HOST_HANDSHAKE_NS 2000000000ll  /* time a connection has to send its whole hello */
 
 typedef struct {

@@ -68,8 +68,8 @@ ncclResult_t host_refuse(const char *fn);
 
 #define HOST_LIB_VERSION "0.1.0"
 #define HOST_LIB_VERSION_NUM 100      /* compared in the bootstrap handshake */
-#define HOST_PROTO_VERSION 2          /* wire protocol of the bootstrap and the mesh */
-#define HOST_ID_LAYOUT 1              /* unique id layout version (docs/host-backend.md#unique-ids-and-bootstrap) */
+#define HOST_PROTO_VERSION 3          /* wire protocol of the bootstrap and the mesh */
+#define HOST_ID_LAYOUT 2              /* unique id layout version (docs/host-backend.md#unique-ids-and-bootstrap) */
 #define HOST_SEG_LAYOUT 6             /* shared segment layout version (4: first causes; 5: signal counters;
                                        * 6: pipeline steps, wait flags) */
 #define HOST_TOKEN_BYTES 16
@@ -97,7 +97,10 @@ typedef struct {
     size_t p2p_eager;         /* NCCL_HOST_P2P_EAGER */
     int checks;               /* NCCL_HOST_CHECKS */
     int check_pointers;       /* NCCL_HOST_CHECK_POINTERS / NCCL_CHECK_POINTERS */
-    uint32_t bind_addr;       /* NCCL_HOST_BIND_ADDR, network byte order */
+    uint32_t bind_addr;       /* NCCL_HOST_BIND_ADDR or node.c's choice, network byte order;
+                               * INADDR_NONE when none could be chosen (bind_error says why) */
+    char bind_from[96];       /* where bind_addr comes from, for the log */
+    char bind_error[256];     /* why no address could be chosen; "" when one was */
     int allow_nonloopback;    /* NCCL_HOST_ALLOW_NONLOOPBACK */
     int num_devices;          /* NCCL_HOST_NUM_DEVICES */
     int comm_blocking;        /* NCCL_COMM_BLOCKING: -1 unset, 0, 1 */
@@ -542,6 +545,8 @@ typedef struct host_comm {
     uint16_t listen_port_be;
     int wake_fd;                 /* eventfd made readable by abort: ends bootstrap polls */
     uint8_t token[HOST_TOKEN_BYTES];
+    int uds_path;                /* ranks span network namespaces: Unix sockets are paths in
+                                  * HOST_UDS_DIR, not abstract names (sys.c host_uds_name) */
     host_peer *peers;
     host_mail *mail;             /* mailbox (guarded by lock) */
     uint64_t mgmt_seq;           /* split/shrink/grow exchanges on this comm */
@@ -677,6 +682,13 @@ ncclResult_t host_comm_wait_init(host_comm *c);
 void host_comm_teardown(host_comm *c, int abort);
 ncclResult_t host_destroy_impl(host_comm *c, int abort);
 
+/* node.c: the bootstrap's address (params.c calls it once) and the machine as the bootstrap
+ * compares it */
+void host_node_bind_addr(host_params_t *p);
+void host_node_get(host_node *n);
+/* Why ranks on a and b could not share memory, or NULL when they can. */
+const char *host_node_differs(const host_node *a, const host_node *b);
+
 /* root.c: unique ids and the process's one bootstrap root */
 ncclResult_t host_unique_id(ncclUniqueId *id);
 ncclResult_t host_id_check(const ncclUniqueId *id, const char *fn);
@@ -689,6 +701,8 @@ uint64_t host_ids_hash(const ncclUniqueId *ids, int nids);
 /* The root's address and the id's secret. */
 void host_id_root(const ncclUniqueId *id, uint32_t *addr_be, uint16_t *port_be, uint8_t *secret);
 uint32_t host_id_pid(const ncclUniqueId *id);
+/* The machine of the process that made the id (its host name truncated to 20 bytes). */
+void host_id_node(const ncclUniqueId *id, host_node *node);
 void host_dismiss_roots(const ncclUniqueId *ids, int nids);
 void host_root_atfork_child(void);
 

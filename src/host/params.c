@@ -51,7 +51,9 @@
  *   NCCL_HOST_SHUFFLE                         not implemented: WARN and ignored
  *   NCCL_HOST_CHECK_POINTERS      0           probe buffers (NCCL_CHECK_POINTERS=1 also enables)
  *   NCCL_HOST_BIND_ADDR           127.0.0.1   listener address (loopback unless allowed)
- *   NCCL_HOST_ALLOW_NONLOOPBACK   0
+ *   NCCL_HOST_ALLOW_NONLOOPBACK   0           1: without NCCL_HOST_BIND_ADDR, listeners bind the
+ *                                             interface NCCL_SOCKET_IFNAME selects, or NCCL's default
+ *                                             choice (node.c)
  *   NCCL_HOST_NUM_DEVICES         64          virtual device range
  *   NCCL_COMM_BLOCKING            unset       0/1 overrides config.blocking
  *   NCCL_MULTI_RANK_GPU_ENABLE    0           1 allows repeated devlist entries
@@ -131,6 +133,36 @@ static int64_t seconds_to_ns(double s)
     return (int64_t)llround(s * 1e9);
 }
 
+/* The bootstrap's address: NCCL_HOST_BIND_ADDR, else node.c's choice; logged either way. */
+static void parse_bind_addr(host_params_t *p)
+{
+    const char *s = getenv("NCCL_HOST_BIND_ADDR");
+    struct in_addr a;
+    char text[INET_ADDRSTRLEN];
+    if (s == NULL || *s == '\0') {
+        host_node_bind_addr(p); /* NCCL_SOCKET_IFNAME, or NCCL's default choice */
+    } else {
+        p->bind_addr = htonl(INADDR_LOOPBACK);
+        snprintf(p->bind_from, sizeof p->bind_from, "loopback");
+        if (inet_pton(AF_INET, s, &a) != 1)
+            HOST_WARN("NCCL_HOST_BIND_ADDR=%s is not an IPv4 address; using 127.0.0.1", s);
+        else if ((ntohl(a.s_addr) >> 24) != 127 && !p->allow_nonloopback)
+            HOST_WARN("NCCL_HOST_BIND_ADDR=%s is not loopback and NCCL_HOST_ALLOW_NONLOOPBACK is not 1; "
+                      "using 127.0.0.1", s);
+        else {
+            p->bind_addr = a.s_addr;
+            snprintf(p->bind_from, sizeof p->bind_from, "NCCL_HOST_BIND_ADDR");
+        }
+    }
+    if (p->bind_error[0] != '\0') {
+        HOST_WARN("%s", p->bind_error);
+        return;
+    }
+    a.s_addr = p->bind_addr;
+    HOST_INFO(HOST_SUB_BOOTSTRAP, "bootstrap listeners bind %s (%s)",
+              inet_ntop(AF_INET, &a, text, sizeof text) ? text : "?", p->bind_from);
+}
+
 static void params_load(void)
 {
     host_params_t *p = &host_params_store;
@@ -194,18 +226,7 @@ static void params_load(void)
     if (parse_long("NCCL_CHECK_POINTERS", 0, 1, 0))
         p->check_pointers = 1;
     p->allow_nonloopback = parse_long("NCCL_HOST_ALLOW_NONLOOPBACK", 0, 1, 0);
-    p->bind_addr = htonl(INADDR_LOOPBACK);
-    s = getenv("NCCL_HOST_BIND_ADDR");
-    if (s != NULL && *s != '\0') {
-        struct in_addr a;
-        if (inet_pton(AF_INET, s, &a) != 1)
-            HOST_WARN("NCCL_HOST_BIND_ADDR=%s is not an IPv4 address; using 127.0.0.1", s);
-        else if ((ntohl(a.s_addr) >> 24) != 127 && !p->allow_nonloopback)
-            HOST_WARN("NCCL_HOST_BIND_ADDR=%s is not loopback and NCCL_HOST_ALLOW_NONLOOPBACK is not 1; "
-                      "using 127.0.0.1", s);
-        else
-            p->bind_addr = a.s_addr;
-    }
+    parse_bind_addr(p);
     p->num_devices = parse_long("NCCL_HOST_NUM_DEVICES", 1, 1 << 20, 64);
     p->comm_blocking = parse_long("NCCL_COMM_BLOCKING", -1, 1, -1);
     p->multi_rank_gpu = parse_long("NCCL_MULTI_RANK_GPU_ENABLE", 0, 1, 0);

@@ -41,9 +41,16 @@
 #define ID_PORT 66
 #define ID_ADDR 68
 #define ID_PARENT 72  /* grow id: the parent's commHash */
+#define ID_NODE_BOOT 80   /* the creator's machine (node.c): kernel, network namespace, /dev/shm */
+#define ID_NODE_NETNS 88
+#define ID_NODE_SHM 96
+#define ID_NODE_HOST 104  /* its host name, truncated to ID_NODE_HOST_LEN bytes */
+#define ID_NODE_HOST_LEN 20
 #define ID_CHECK 124
 enum { ID_KIND_INIT = 0, ID_KIND_GROW = 1 };
 static const char id_magic[8] = {'N', 'C', 'H', 'O', 'S', 'T', 'I', 'D'};
+
+_Static_assert(sizeof(host_hello_msg) <= HOST_GATE_HELLO_MAX, "the gate must hold a whole HELLO");
 
 /* Ids of one process the root keeps at once (unused ones until their deadline). */
 #define HOST_MAX_OPEN_IDS 65536
@@ -68,6 +75,18 @@ static uint32_t get_u32le(const unsigned char *p)
 {
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
+static void put_u64le(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+static uint64_t get_u64le(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
 
 /* ------------------------------------------------------------------------------------------ */
 /* The root's records                                                                            */
@@ -85,9 +104,12 @@ typedef struct root_id {
     uint64_t idhash;
     int *fd;                 /* per rank: its connection, -1 before it checked in */
     host_peer_addr *addr;    /* per rank: from its HELLO */
+    host_node node;          /* the first rank's machine; every other must share memory with it */
+    int spans_netns;         /* a rank is in another network namespace than the first */
+    int shm_differs;         /* a rank sees another /dev/shm than the first */
     /* once FAILED: what every late arrival is told */
     ncclResult_t code;
-    char text[300];
+    char text[512];
     struct root_id *next;
 } root_id;
 
@@ -173,6 +195,7 @@ static void id_success(root_id *e)
     h->type = HOST_MSG_ROOT_OK;
     h->len = (uint32_t)len;
     t->nranks = e->nranks;
+    t->flags = e->spans_netns ? HOST_TABLE_SPANS_NETNS : 0;
     memcpy(t + 1, e->addr, (size_t)e->nranks * sizeof(host_peer_addr));
     for (int r = 0; r < e->nranks; r++)
         (void)host_sock_send(e->fd[r], buf, sizeof *h + len, host_deadline_after(ANSWER_NS), -1);
@@ -198,6 +221,25 @@ static void answer_finished(const root_id *e, int fd)
         send_fail_now(fd, e->code, e->text);
         break;
     }
+}
+
+/* Whether rank h can share memory with the ranks already in (docs/host-backend.md#several-machines-and-network-namespaces):
+ * one kernel, and one /dev/shm once the ranks span network namespaces. Fails the id otherwise. */
+static int one_machine(root_id *e, int fd, const host_hello *h)
+{
+    const char *why = host_node_differs(&e->node, &h->node);
+    if (why == NULL) {
+        e->spans_netns |= h->node.netns != e->node.netns;
+        e->shm_differs |= h->node.shm != e->node.shm;
+        if (!(e->spans_netns && e->shm_differs))
+            return 1;
+        why = "the ranks are in more than one network namespace and do not all share " HOST_UDS_DIR;
+    }
+    id_fail(e, fd, ncclInvalidUsage, "rank %d (pid %u on host %.64s) and rank %d (pid %u on host %.64s) are not on one "
+            "machine: %s. The host backend runs every rank of a communicator on one machine, over shared memory; "
+            "across machines use NCCL or RCCL", h->rank, h->pid, h->node.host, e->first_rank,
+            e->addr[e->first_rank].pid, e->node.host, why);
+    return 0;
 }
 
 /* Registers rank h->rank of an open id on fd; 1 when fd was kept. */
@@ -227,6 +269,7 @@ static int id_hello(root_id *e, int fd, const host_hello *h)
         e->flavor = h->flavor;
         e->idhash = h->idhash;
         e->first_rank = h->rank;
+        e->node = h->node;
     }
     if (h->nranks != e->nranks) {
         id_fail(e, fd, ncclInvalidUsage, "nranks disagreement: rank %d says %d, rank %d says %d", e->first_rank,
@@ -250,6 +293,8 @@ static int id_hello(root_id *e, int fd, const host_hello *h)
         id_fail(e, fd, ncclInvalidUsage, "duplicate rank %d (two processes or threads claim it)", h->rank);
         return 0;
     }
+    if (!one_machine(e, fd, h))
+        return 0;
     e->fd[h->rank] = fd;
     e->addr[h->rank].pid = h->pid;
     e->addr[h->rank].addr_be = h->addr_be;
@@ -472,6 +517,7 @@ ncclResult_t host_unique_id(ncclUniqueId *id)
     ncclResult_t rc;
     uint16_t port_be;
     uint64_t one = 1;
+    host_node node;
     if (p->comm_id != NULL)
         return host_fail(ncclInvalidUsage, "ncclGetUniqueId: NCCL_COMM_ID is set, but the host backend does not "
                          "support ids built from it; unset it");
@@ -513,6 +559,11 @@ ncclResult_t host_unique_id(ncclUniqueId *id)
     put_u16le(b + ID_FAMILY, AF_INET);
     memcpy(b + ID_PORT, &port_be, 2);
     memcpy(b + ID_ADDR, &p->bind_addr, 4);
+    host_node_get(&node);
+    put_u64le(b + ID_NODE_BOOT, node.boot);
+    put_u64le(b + ID_NODE_NETNS, node.netns);
+    put_u64le(b + ID_NODE_SHM, node.shm);
+    memcpy(b + ID_NODE_HOST, node.host, strnlen(node.host, ID_NODE_HOST_LEN)); /* zero-padded; no NUL when full */
     put_u32le(b + ID_CHECK, host_crc32(b, ID_CHECK));
     return ncclSuccess;
 fail:
@@ -558,7 +609,8 @@ static ncclResult_t id_check_kind(const ncclUniqueId *id, int kind, const char *
                          (unsigned)get_u16le(b + ID_FAMILY));
     memcpy(&addr, b + ID_ADDR, 4);
     if ((ntohl(addr) >> 24) != 127 && !host_params()->allow_nonloopback)
-        return host_fail(ncclInvalidArgument, "%s: unique id names a non-loopback root address", fn);
+        return host_fail(ncclInvalidArgument, "%s: unique id names a non-loopback root address, which "
+                         "NCCL_HOST_ALLOW_NONLOOPBACK=1 allows (set it on every rank)", fn);
     if (b[ID_FLAVOR] != (unsigned char)host_params()->flavor)
         return host_fail(ncclInvalidUsage, "%s: unique id was made by a process with NCCL_HOST_FLAVOR=%s", fn,
                          b[ID_FLAVOR] ? "rccl" : "nccl");
@@ -602,6 +654,16 @@ void host_id_root(const ncclUniqueId *id, uint32_t *addr_be, uint16_t *port_be, 
 uint32_t host_id_pid(const ncclUniqueId *id)
 {
     return get_u32le((const unsigned char *)id->internal + ID_PID);
+}
+
+void host_id_node(const ncclUniqueId *id, host_node *node)
+{
+    const unsigned char *b = (const unsigned char *)id->internal;
+    memset(node, 0, sizeof *node);
+    node->boot = get_u64le(b + ID_NODE_BOOT);
+    node->netns = get_u64le(b + ID_NODE_NETNS);
+    node->shm = get_u64le(b + ID_NODE_SHM);
+    memcpy(node->host, b + ID_NODE_HOST, ID_NODE_HOST_LEN);
 }
 
 void host_dismiss_roots(const ncclUniqueId *ids, int nids)

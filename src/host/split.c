@@ -235,6 +235,7 @@ ncclResult_t host_child_create(host_comm *parent, const host_split_args *a, int 
         return rc;
     snprintf((*child)->name, sizeof (*child)->name, "%s", a->child_name[0] ? a->child_name : parent->name);
     (*child)->device = parent->device;
+    (*child)->uds_path = parent->uds_path; /* a grow's root says anew (bootstrap.c) */
     if (HOST_FAILED(rc = host_handle_new(*child, h))) {
         host_comm_free(*child);
         *child = NULL;

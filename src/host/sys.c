@@ -17,6 +17,7 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
@@ -223,7 +224,10 @@ ncclResult_t host_sock_listen(uint32_t addr_be, int *fd, uint16_t *port_be)
     struct sockaddr_in sa;
     socklen_t sl = sizeof sa;
     char why[160];
-    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int s;
+    if (addr_be == htonl(INADDR_NONE)) /* no bootstrap address could be chosen (node.c) */
+        return host_fail(ncclInvalidUsage, "%s", host_params()->bind_error);
+    s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (s < 0)
         return host_fail(ncclSystemError, "socket() failed: %s", host_errno_text(errno, why, sizeof why));
     memset(&sa, 0, sizeof sa);
@@ -446,16 +450,24 @@ const char *host_errno_text(int err, char *buf, size_t len)
 
 /* ---------------------------------------------------------------------------------------- */
 
-/* An abstract address: sun_path starts with a NUL byte, and the length counts only the name. */
+void host_uds_name(char *buf, size_t len, int path, const char *what, uint64_t random)
+{
+    snprintf(buf, len, "%snccl-host-%s-%d-%016llx", path ? HOST_UDS_DIR "/" : "", what, (int)getpid(),
+             (unsigned long long)random);
+}
+
+/* A path name as it is; an abstract one with sun_path starting with a NUL byte, the length
+ * counting only the name. */
 static socklen_t uds_addr(const char *name, struct sockaddr_un *sa)
 {
+    int path = name[0] == '/';
     size_t n = strlen(name);
     memset(sa, 0, sizeof *sa);
     sa->sun_family = AF_UNIX;
     if (n > sizeof sa->sun_path - 1)
         n = sizeof sa->sun_path - 1;
-    memcpy(sa->sun_path + 1, name, n);
-    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+    memcpy(sa->sun_path + !path, name, n);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + !path + n + path);
 }
 
 ncclResult_t host_uds_listen(const char *name, int backlog, int *fd)
@@ -466,13 +478,25 @@ ncclResult_t host_uds_listen(const char *name, int backlog, int *fd)
     int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (s < 0)
         return host_fail(ncclSystemError, "socket(AF_UNIX) failed: %s", host_errno_text(errno, why, sizeof why));
-    if (bind(s, (struct sockaddr *)&sa, sl) != 0 || listen(s, backlog) != 0) {
+    /* A path's file is the owner's alone; the peer's uid is checked on every connection anyway. */
+    if (bind(s, (struct sockaddr *)&sa, sl) != 0 || (name[0] == '/' && chmod(name, 0600) != 0) ||
+        listen(s, backlog) != 0) {
         int e = errno;
         close(s);
-        return host_fail(ncclSystemError, "cannot listen on the Unix socket @%s: %s", name, strerror(e));
+        if (name[0] == '/' && e != EADDRINUSE)
+            (void)unlink(name);
+        return host_fail(ncclSystemError, "cannot listen on the Unix socket %s%s: %s", name[0] == '/' ? "" : "@",
+                         name, strerror(e));
     }
     *fd = s;
     return ncclSuccess;
+}
+
+void host_uds_close(int *fd, const char *name)
+{
+    if (*fd >= 0 && name[0] == '/')
+        (void)unlink(name);
+    host_sock_close(fd);
 }
 
 host_io host_uds_connect(const char *name, int64_t deadline, int wake_fd, int *fd)

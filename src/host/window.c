@@ -2,9 +2,9 @@
  *
  * ncclCommWindowRegister is collective. Every rank registers a range of its own memory; when the
  * range lies inside one ncclMemAlloc block (a sealed memfd, mem.c), the rank also offers the
- * block's descriptor to its peers, over a Unix-domain socket in the abstract namespace whose
- * random name travels over the authenticated control mesh, and only to processes of its own uid
- * (as the segment is passed, bootstrap.c). Every peer maps the block and so can load from and
+ * block's descriptor to its peers, over a Unix-domain socket (host_uds_name) whose random name
+ * travels over the authenticated control mesh, and only to processes of its own uid (as the
+ * segment is passed, bootstrap.c). Every peer maps the block and so can load from and
  * store into that rank's part of the window directly: ncclGetPeerDevicePointer returns that
  * address, and ncclPutSignal is a memcpy into it. A part over other memory (a numpy array, a
  * torch CPU tensor) is registered too, so code that registers a window and then runs collectives
@@ -199,7 +199,7 @@ static ncclResult_t agree(host_comm *c, win_rec *mine, win_rec *all, ncclResult_
 }
 
 /* When op's range lies inside one ncclMemAlloc block: a duplicate of the block's descriptor in
- * *myfd and a listener on a random abstract name in *lfd, announced in mine. */
+ * *myfd and a listener on a random name in *lfd (host_uds_name), announced in mine. */
 static ncclResult_t offer_block(host_comm *c, const host_opd *op, win_rec *mine, int *lfd, int *myfd)
 {
     size_t off = 0;
@@ -210,7 +210,7 @@ static ncclResult_t offer_block(host_comm *c, const host_opd *op, win_rec *mine,
     mine->off = off;
     if (HOST_FAILED(rc = host_random_bytes(&rnd, sizeof rnd)))
         return rc;
-    snprintf(mine->name, sizeof mine->name, "nccl-host-win-%d-%016llx", (int)getpid(), (unsigned long long)rnd);
+    host_uds_name(mine->name, sizeof mine->name, c->uds_path, "win", rnd);
     if (HOST_FAILED(rc = host_uds_listen(mine->name, c->nranks < 1024 ? c->nranks : 1024, lfd)))
         return rc;
     mine->mappable = 1;
@@ -259,7 +259,7 @@ static ncclResult_t run_register(host_comm *c, host_opd *op)
         w->part[j].size = all[j].size;
     w->part[c->rank].base = op->recvbuff;
     rc = exchange_fds(c, w, all, lfd, myfd);
-    host_sock_close(&lfd);
+    host_uds_close(&lfd, mine.name);
     if (HOST_FAILED(rc = agree(c, &mine, all, rc, "ncclCommWindowRegister")))
         goto exit;
     win_publish(c, w);
@@ -270,7 +270,7 @@ static ncclResult_t run_register(host_comm *c, host_opd *op)
               "peers cannot map it)");
     w = NULL;
 exit:
-    host_sock_close(&lfd);
+    host_uds_close(&lfd, mine.name);
     if (myfd >= 0)
         close(myfd);
     if (w != NULL)

@@ -28,6 +28,14 @@ typedef struct {
     uint64_t tag;
 } host_msg_hdr;
 
+/* The machine a process runs on, as the bootstrap compares it (node.c). */
+typedef struct {
+    uint64_t boot;   /* hash of the kernel's boot id: one value for every process of a machine */
+    uint64_t netns;  /* the network namespace (/proc/self/ns/net's device and inode, hashed) */
+    uint64_t shm;    /* the /dev/shm the process sees (its device and inode, hashed) */
+    char host[64];   /* the host name, for messages */
+} host_node;
+
 /* A rank's check-in at the root (HELLO), or rank 0's DISMISS of an extra scalable-init root. */
 typedef struct {
     uint8_t secret[HOST_SECRET_BYTES];
@@ -37,6 +45,7 @@ typedef struct {
     uint16_t port_be, pad16;
     uint32_t pad32;
     uint64_t idhash;
+    host_node node;
 } host_hello;
 
 typedef struct {
@@ -47,7 +56,7 @@ typedef struct {
 /* ROOT_FAIL and MESH_FAIL payload. */
 typedef struct {
     int32_t code;
-    char text[300];
+    char text[512];
 } host_fail_msg;
 
 typedef struct {
@@ -59,9 +68,13 @@ typedef struct {
 
 /* ROOT_OK payload: host_peer_addr[nranks] follow. */
 typedef struct {
-    int32_t nranks, pad;
+    int32_t nranks;
+    uint32_t flags;  /* HOST_TABLE_* */
     uint8_t token[HOST_TOKEN_BYTES];
 } host_table_msg;
+
+/* The ranks are in more than one network namespace: descriptors pass through HOST_UDS_DIR. */
+#define HOST_TABLE_SPANS_NETNS 1u
 
 #define HOST_MSG_MAX_PAYLOAD (1u << 20)
 

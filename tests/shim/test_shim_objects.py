@@ -298,8 +298,8 @@ def test_event_from_handle(hip, stub):
 
 
 def test_event_handle_is_0_once_closed(hip, stub):
-    """As in the RCCL fork's shim: a closed Event's handle reads 0 (no RuntimeError); using it
-    for work still raises."""
+    """As in the RCCL fork's shim: a closed Event the shim created reads handle 0 (no
+    RuntimeError); using it for work still raises."""
     s = Device(0).create_stream()
     for event in (Device(0).create_event(), s.record()):
         assert event.handle > 0
@@ -318,7 +318,7 @@ def test_closing_or_dropping_a_borrowed_event_leaves_the_handle_alive(hip, stub)
     destroyed = stub.stubHipCalls(b"hipEventDestroy")
     borrowed = Event.from_handle(h)
     borrowed.close()
-    assert borrowed.handle == 0 and owned.handle == h
+    assert borrowed.handle == h and owned.handle == h
     again = Event.from_handle(h)
     del again
     gc.collect()
@@ -327,6 +327,27 @@ def test_closing_or_dropping_a_borrowed_event_leaves_the_handle_alive(hip, stub)
     assert owned.is_done is True
     owned.close()
     assert stub.stubHipCalls(b"hipEventDestroy") == destroyed + 1 and owned.handle == 0
+
+
+def test_from_handle_round_trip_is_not_owned(hip, stub):
+    """As the RCCL fork's shim test of this name expects: an Event borrowed from a handle reports
+    that handle, before and after close(), since closing it destroyed nothing; it stays usable,
+    and only the owner's close destroys the event."""
+    owned = Device(0).create_event()
+    h = owned.handle
+    destroyed = stub.stubHipCalls(b"hipEventDestroy")
+    live = stub.stubHipLive(EVENT)
+    borrowed = Event.from_handle(h)
+    assert borrowed.handle == h and Event.from_handle(borrowed.handle) == owned
+    borrowed.close()
+    borrowed.close()
+    assert borrowed.handle == h and borrowed == owned
+    assert stub.stubHipCalls(b"hipEventDestroy") == destroyed and stub.stubHipLive(EVENT) == live
+    borrowed.sync()
+    assert borrowed.is_done is True
+    owned.close()
+    assert owned.handle == 0 and borrowed.handle == h  # the borrower cannot know; as with any foreign handle
+    assert stub.stubHipCalls(b"hipEventDestroy") == destroyed + 1 and stub.stubHipLive(EVENT) == live - 1
 
 
 def test_event_elapsed_before_record_is_a_hip_error(hip):

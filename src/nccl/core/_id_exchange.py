@@ -221,7 +221,8 @@ def _serve(srv, uid, nranks, addr, port, key, check_uid, deadline, timeout):
             if now >= deadline:
                 missing = sorted(set(range(1, nranks)) - served)
                 raise TimeoutError(f"unique id exchange on {addr}:{port}: rank(s) {missing} did not connect "
-                                   f"within {timeout:g} s")
+                                   f"within {timeout:g} s (they must reach {addr}:{port} from their machines: not "
+                                   "started, failed, refused by a firewall, or given another MASTER_ADDR?)")
             for c in [c for c in pending.values() if c.deadline <= now]:
                 drop(c)
             wake = min([deadline] + [c.deadline for c in pending.values()])
@@ -303,7 +304,10 @@ def _recv_exact(sock, n, deadline):
     data = b""
     while len(data) < n:
         sock.settimeout(max(0.05, deadline - time.monotonic()))
-        chunk = sock.recv(n - len(data))
+        try:
+            chunk = sock.recv(n - len(data))
+        except TimeoutError:  # connected, so not a dropped connection: a server that does not answer
+            raise ConnectionError("the server took the connection but did not answer the handshake") from None
         if not chunk:
             raise ConnectionError("the peer closed the connection early")
         data += chunk
@@ -321,7 +325,7 @@ def _fetch(rank, nranks, addr, port, key, check_uid, deadline, timeout):
         if left <= 0:
             also = f"; refused before: {refused}" if refused is not None and refused is not last else ""
             raise TimeoutError(f"unique id exchange: rank {rank} could not get the id from rank 0 at {addr}:{port} "
-                               f"within {timeout:g} s (last error: {last}{also})")
+                               f"within {timeout:g} s (last error: {last}{also}){_unreached(last, addr, port)}")
         try:
             with socket.create_connection((addr, port), timeout=min(left, 10.0)) as s:
                 return _fetch_once(s, rank, nranks, addr, port, key, check_uid, min(deadline, time.monotonic() + 10))
@@ -331,6 +335,17 @@ def _fetch(rank, nranks, addr, port, key, check_uid, deadline, timeout):
                 refused = exc
         time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
         delay = min(delay * 2, 1.0)
+
+
+def _unreached(error, addr, port):
+    """What a rank's last connection error says about rank 0's exchange, for its TimeoutError."""
+    if isinstance(error, ConnectionRefusedError):
+        return (f": nothing listens on {addr}:{port}; rank 0 has not started or has failed, or MASTER_ADDR does not "
+                "name rank 0's machine")
+    if isinstance(error, TimeoutError):
+        return (f": {addr}:{port} never answered; a firewall drops the connections, or no machine has the address "
+                "MASTER_ADDR names")
+    return ""
 
 
 def _fetch_once(s, rank, nranks, addr, port, key, check_uid, deadline):

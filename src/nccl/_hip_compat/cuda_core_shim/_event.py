@@ -64,7 +64,9 @@ class Event:
 
     @property
     def handle(self):
-        """The hipEvent_t as an int; 0 once closed (as in the RCCL fork's shim)."""
+        """The hipEvent_t as an int; 0 once an event the shim created is closed. A borrowed
+        event (``from_handle``) keeps its handle: closing it destroys nothing (as in the RCCL
+        fork's shim; docs/compatibility.md#the-cudacore-shims-events)."""
         return self._handle
 
     @property
@@ -97,19 +99,18 @@ class Event:
         return _runtime.hip().event_elapsed_time(other._live_handle(), self._live_handle())
 
     def close(self):
-        """Destroy the event if the shim created it; forget it otherwise. Idempotent; errors from
-        hipEventDestroy are ignored."""
+        """Destroy the event if the shim created it; then its handle reads 0 and it cannot be
+        used. A borrowed event owns nothing, so closing it changes nothing: it keeps its handle
+        and stays usable. Idempotent; errors from hipEventDestroy are ignored."""
         handle = getattr(self, "_handle", 0)
-        if not handle:
+        if not handle or not self._builtin:
             return
-        builtin = self._builtin
         self._handle = 0
         self._builtin = False
-        if builtin:
-            try:
-                _runtime.hip().event_destroy(handle)
-            except Exception:
-                pass
+        try:
+            _runtime.hip().event_destroy(handle)
+        except Exception:
+            pass
 
     def __del__(self):
         try:
