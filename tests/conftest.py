@@ -89,6 +89,8 @@ SLOW = (
     "tests/run/test_bench.py::test_plot_file",  # matplotlib; test_plot_without_matplotlib stays
     # refcount loops over every method and buffer kind; test_core_collectives.py's stay
     "tests/multirank/test_core_buffer_kinds.py::test_reference_counts_over_every_method",
+    # 100 kill trials per workload; test_survivors_name_the_killed_rank's 12 per workload stay
+    "tests/multirank/test_faults.py::test_survivors_name_the_killed_rank_sweep",
 )
 
 
