@@ -92,6 +92,8 @@ SLOW = (
     # each waits out a deadline of 3 s; test_master_addr_that_is_not_rank_0s's wait stays
     "tests/multihost/test_multihost_refusals.py::test_loopback_id_",
     "tests/multihost/test_multihost_refusals.py::test_a_firewall_that_drops_the_id_port",
+    # 100 kill trials per workload; test_survivors_name_the_killed_rank's 12 per workload stay
+    "tests/multirank/test_faults.py::test_survivors_name_the_killed_rank_sweep",
 )
 
 

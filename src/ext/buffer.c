@@ -473,6 +473,18 @@ static int attr_true(PyObject *obj, const char *attr)
     return r;
 }
 
+/* A Buffer reads handle 0 (and size 0) once close() or mem_free() gave its memory back: using it
+ * would hand the library a NULL pointer, or register a window of 0 bytes. */
+static NX_COLD int cc_buffer_closed(nx_state *st, const char *name, size_t size)
+{
+    if (size == 0)
+        nx_invalid(st, "%s: the Buffer is closed: its memory was freed (Buffer.close() or nccl.core.mem_free()), "
+                   "so there is nothing to use", name);
+    else
+        nx_invalid(st, "%s: the Buffer's handle is 0 (a null pointer of %zu bytes)", name, size);
+    return -1;
+}
+
 static int from_cc_buffer(nx_state *st, PyObject *obj, const char *name, nx_buffer *out)
 {
     size_t ptr, size;
@@ -483,6 +495,8 @@ static int from_cc_buffer(nx_state *st, PyObject *obj, const char *name, nx_buff
     if (as_size(h, &ptr) < 0 ||
         as_size(PyObject_GetAttr(obj, st->buffer.str[NX_BSTR_SIZE]), &size) < 0)
         return -1;
+    if (ptr == 0)
+        return cc_buffer_closed(st, name, size);
     int dev_ok = attr_true(obj, "is_device_accessible");
     int host_ok = dev_ok < 0 ? -1 : attr_true(obj, "is_host_accessible");
     if (host_ok < 0)

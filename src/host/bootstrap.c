@@ -58,6 +58,9 @@ static ncclResult_t io_fail(host_comm *c, host_io io, const char *what, int peer
     int err = errno;
     if (io == HOST_IO_ABORT)
         return host_fail(rc, "%s rank %d: communicator aborted during %s", c->name, c->rank, what);
+    if (peer >= 0 && c->seg.base != NULL && host_peer_is_gone(c, peer) &&
+        (io == HOST_IO_EOF || (io == HOST_IO_ERROR && (err == ECONNREFUSED || err == ECONNRESET || err == EPIPE))))
+        return host_fail_peer_gone(c, what, peer); /* it left or aborted: name why (peer-death-and-abort) */
     if (peer >= 0 && (io == HOST_IO_EOF || (io == HOST_IO_ERROR && (err == ECONNREFUSED || err == ECONNRESET))))
         /* "peer rank N" as every other peer-loss text words it (handle.c, monitor.c); `what`
          * says which exchange, init's or a later one (registration, split, grow). */
@@ -764,10 +767,10 @@ ncclResult_t host_mgmt_allgather(host_comm *c, const int *members, int nmembers,
                 rc = host_fail(ncclInvalidUsage, "%s: communicator aborted", fn);
                 break;
             }
+            /* The monitor's word, not the segment's: it marks the peer gone only after delivering
+             * the mail the peer sent before leaving. The text names the first cause. */
             if (atomic_load(&c->peers[m].gone) != HOST_PEER_ALIVE) {
-                rc = host_fail(ncclRemoteError, "%s: rank %d: peer rank %d %s before the exchange completed", fn,
-                               c->rank, m,
-                               atomic_load(&c->peers[m].gone) == HOST_PEER_LEFT ? "left the communicator" : "died or aborted");
+                rc = host_fail_peer_gone(c, fn, m);
                 break;
             }
             if (host_cond_wait(&c->cv, &c->lock, deadline) == ETIMEDOUT) {

@@ -423,6 +423,19 @@ ncclResult_t host_destroy_impl(host_comm *c, int abort)
     return ncclSuccess;
 }
 
+/* In a fork child the communicator's threads do not exist and its sockets and segment are the
+ * parent's too: leaving would tell the peers that the parent's rank left. Refused, touching
+ * nothing (docs/host-backend.md#robustness). Consumes the pin on refusal. */
+static ncclResult_t refuse_in_child(host_comm *c, const char *fn)
+{
+    if (HOST_LIKELY(c->fork_gen == atomic_load(&host_fork_gen)))
+        return ncclSuccess;
+    host_comm_leave(c);
+    return host_fail(ncclInvalidUsage, "%s: communicator was created before fork(); it cannot be used in the child, "
+                     "where destroying or aborting it would end the parent's rank (the memory goes with the child)",
+                     fn);
+}
+
 ncclResult_t host_destroy(ncclComm_t comm)
 {
     ncclResult_t rc;
@@ -430,6 +443,8 @@ ncclResult_t host_destroy(ncclComm_t comm)
     if (comm == NULL)
         return ncclSuccess;
     if (HOST_FAILED(rc = host_comm_enter(comm, "ncclCommDestroy", &c)))
+        return rc;
+    if (HOST_FAILED(rc = refuse_in_child(c, "ncclCommDestroy")))
         return rc;
     if (host_group_depth() > 0) {
         rc = host_group_add_job(HOST_JOB_DESTROY, comm, NULL);
@@ -446,6 +461,8 @@ ncclResult_t host_abort(ncclComm_t comm)
     if (comm == NULL)
         return ncclSuccess;
     if (HOST_FAILED(rc = host_comm_enter(comm, "ncclCommAbort", &c)))
+        return rc;
+    if (HOST_FAILED(rc = refuse_in_child(c, "ncclCommAbort")))
         return rc;
     host_group_drop_comm(comm); /* immediate, even inside a group (appendix 14) */
     return host_destroy_impl(c, 1);

@@ -562,8 +562,82 @@ static ncclResult_t group_comm_of(group_comms *gcs, ncclComm_t comm, group_comm 
     return rc;
 }
 
+/* The byte range a send reads or a receive writes, for the group's overlap check. */
+typedef struct {
+    uintptr_t lo, hi;
+    const host_opd *op;
+} p2p_span;
+
+static int span_cmp(const void *a, const void *b)
+{
+    const p2p_span *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Whether the self receive r is a copy onto itself: the self send it meets (the k-th self send
+ * for the k-th self receive, worker.c self_p2p) reads the very bytes it would write, so it writes
+ * nothing. */
+static int self_copy_onto_itself(const host_opd *ops, const host_opd *r, int me)
+{
+    int k = 0;
+    const host_opd *o;
+    for (o = ops; o != r; o = o->next)
+        k += o->kind == HOST_K_RECV && o->root == me;
+    for (o = ops; o != NULL; o = o->next)
+        if (o->kind == HOST_K_SEND && o->root == me && k-- == 0)
+            break;
+    return o != NULL && o->sendbuff == r->recvbuff && o->count == r->count && o->datatype == r->datatype;
+}
+
+static HOST_COLD ncclResult_t overlap_error(const host_comm *c, const p2p_span *a, const p2p_span *b)
+{
+    const p2p_span *snd = a->op->kind == HOST_K_SEND ? a : b, *rcv = snd == a ? b : a;
+    return host_fail(ncclInvalidArgument, "ncclGroupEnd: %s rank %d: the ncclRecv from rank %d into %p (%zu bytes) "
+                     "overlaps the ncclSend to rank %d from %p (%zu bytes) in the same group: the receive would "
+                     "overwrite what the send still reads", c->name, c->rank, rcv->op->root, (void *)rcv->lo,
+                     (size_t)(rcv->hi - rcv->lo), snd->op->root, (void *)snd->lo, (size_t)(snd->hi - snd->lo));
+}
+
+/* A group's sends and receives on one communicator run together, so a receive buffer that
+ * overlaps a send buffer gives whatever the interleaving gives. Refused, as one call's
+ * overlapping buffers are (NCCL_HOST_CHECKS=0 leaves it undefined, as in NCCL): a sweep over
+ * the ranges sorted by start, each against the furthest-reaching range of the other kind before
+ * it. A self receive onto its own send's bytes writes nothing and takes no part. */
+static ncclResult_t check_p2p_overlap(const host_comm *c, const host_opd *ops)
+{
+    size_t n = 0, k = 0;
+    p2p_span *sp;
+    ncclResult_t rc = ncclSuccess;
+    for (const host_opd *o = ops; o != NULL; o = o->next)
+        n += (o->kind == HOST_K_SEND || o->kind == HOST_K_RECV) && o->count > 0;
+    if (n < 2 || !host_params()->checks)
+        return ncclSuccess;
+    if ((sp = malloc(sizeof *sp * n)) == NULL)
+        return host_fail(ncclSystemError, "ncclGroupEnd: out of memory");
+    for (const host_opd *o = ops; o != NULL; o = o->next) {
+        if (!(o->kind == HOST_K_SEND || o->kind == HOST_K_RECV) || o->count == 0 ||
+            (o->kind == HOST_K_RECV && o->root == c->rank && self_copy_onto_itself(ops, o, c->rank)))
+            continue;
+        sp[k].lo = (uintptr_t)(o->kind == HOST_K_SEND ? o->sendbuff : o->recvbuff);
+        sp[k].hi = sp[k].lo + o->count * host_type_size(o->datatype); /* validated: no overflow */
+        sp[k++].op = o;
+    }
+    qsort(sp, k, sizeof *sp, span_cmp);
+    for (size_t i = 0, far[2] = {SIZE_MAX, SIZE_MAX}; i < k && rc == ncclSuccess; i++) {
+        int kind = sp[i].op->kind == HOST_K_RECV;
+        size_t f = far[!kind];
+        if (f != SIZE_MAX && sp[f].hi > sp[i].lo)
+            rc = overlap_error(c, &sp[i], &sp[f]);
+        else if (far[kind] == SIZE_MAX || sp[i].hi > sp[far[kind]].hi)
+            far[kind] = i;
+    }
+    free(sp);
+    return rc;
+}
+
 /* Phase 1: one OPS task per communicator, ops in issue order, every comm still usable; self
- * p2p must pair up inside each task, as an unmatched half could never complete. */
+ * p2p must pair up inside each task, as an unmatched half could never complete, and no receive
+ * may overlap a send. */
 static ncclResult_t build_tasks(host_gitem *items, group_comms *gcs)
 {
     ncclResult_t rc = ncclSuccess;
@@ -588,6 +662,8 @@ static ncclResult_t build_tasks(host_gitem *items, group_comms *gcs)
         if (ns != nr)
             rc = host_fail(ncclInvalidUsage, "ncclGroupEnd: rank %d has %d self send(s) but %d self receive(s) in "
                            "the group", g->c->rank, ns, nr);
+        else
+            rc = check_p2p_overlap(g->c, g->task->ops);
     }
     return rc;
 }

@@ -154,6 +154,8 @@ static void fork_child(void)
     atomic_fetch_add(&host_fork_gen, 1);
     host_monitor_atfork_child();
     host_root_atfork_child();
+    host_mem_atfork_child();
+    host_win_atfork_child();
 }
 
 void host_fork_setup(void)
@@ -199,27 +201,47 @@ void host_comm_set_error_why(host_comm *c, ncclResult_t rc, const char *why)
     host_comm_wake(c);
 }
 
+/* How peer r left, as this rank sees it (HOST_PEER_*): its own state word first, since it writes
+ * that before sending its notice. */
+static int peer_departure(host_comm *c, int r)
+{
+    uint32_t st = c->seg.base != NULL ? atomic_load(&host_seg_rankp(&c->seg, r)->state) : HOST_RANK_ALIVE;
+    int g = atomic_load(&c->peers[r].gone);
+    if (st == HOST_RANK_ABORTED || g == HOST_PEER_ABORTED)
+        return HOST_PEER_ABORTED;
+    if (st == HOST_RANK_LEFT || g == HOST_PEER_LEFT)
+        return HOST_PEER_LEFT;
+    return g == HOST_PEER_DEAD ? HOST_PEER_DEAD : HOST_PEER_ALIVE;
+}
+
+int host_peer_is_gone(host_comm *c, int r)
+{
+    return peer_departure(c, r) != HOST_PEER_ALIVE;
+}
+
 uint32_t host_peer_cause(host_comm *c, int r)
 {
-    uint32_t st = atomic_load(&host_seg_rankp(&c->seg, r)->state);
-    int g = atomic_load(&c->peers[r].gone);
-    if (st == HOST_RANK_ABORTED || g == HOST_PEER_ABORTED) {
-        /* its cause is stored before its state, and its notice is sent after both */
+    int how = peer_departure(c, r);
+    if (how != HOST_PEER_ALIVE && c->seg.base != NULL) {
+        /* A rank that failed because of a peer's loss published that first cause when it noted
+         * it, before any departure (its state, then its notice, or its end of file): blame that. */
         uint32_t inherited = atomic_load(&host_seg_rankp(&c->seg, r)->cause);
         int d = HOST_CAUSE_RANK(inherited);
         if (inherited != 0 && d != r && d != c->rank && d >= 0 && d < c->nranks)
             return inherited;
-        return HOST_CAUSE(r, HOST_PEER_ABORTED);
     }
-    return HOST_CAUSE(r, g == HOST_PEER_DEAD ? HOST_PEER_DEAD : HOST_PEER_LEFT);
+    return HOST_CAUSE(r, how == HOST_PEER_ALIVE ? HOST_PEER_LEFT : how);
 }
 
 void host_comm_note_cause(host_comm *c, uint32_t cause)
 {
     uint32_t none = 0;
     int d = HOST_CAUSE_RANK(cause), how = HOST_CAUSE_HOW(cause);
-    if (cause != 0 && d >= 0 && d < c->nranks && how >= HOST_PEER_LEFT && how <= HOST_PEER_ABORTED)
-        atomic_compare_exchange_strong(&c->cause, &none, cause);
+    if (cause != 0 && d >= 0 && d < c->nranks && how >= HOST_PEER_LEFT && how <= HOST_PEER_ABORTED &&
+        atomic_compare_exchange_strong(&c->cause, &none, cause) && c->seg.base != NULL)
+        /* Published at once, so the peers blame it even if this process ends without leaving;
+         * seq_cst, before whatever the failure makes this rank do next. */
+        atomic_store_explicit(&host_seg_rankp(&c->seg, c->rank)->cause, cause, memory_order_seq_cst);
 }
 
 static const char *how_text(int how)
@@ -241,12 +263,21 @@ const char *host_cause_text(host_comm *c, uint32_t cause, char *buf, size_t len)
 const char *host_peer_gone_text(host_comm *c, int r, char *buf, size_t len)
 {
     uint32_t cause = host_peer_cause(c, r);
-    int d = HOST_CAUSE_RANK(cause);
+    int d = HOST_CAUSE_RANK(cause), how = peer_departure(c, r);
     if (d == r)
         snprintf(buf, len, "%s", how_text(HOST_CAUSE_HOW(cause)));
     else
-        snprintf(buf, len, "aborted after rank %d (pid %u) %s", d, c->peers[d].pid, how_text(HOST_CAUSE_HOW(cause)));
+        snprintf(buf, len, "%s after rank %d (pid %u) %s", how_text(how), d, c->peers[d].pid,
+                 how_text(HOST_CAUSE_HOW(cause)));
     return buf;
+}
+
+ncclResult_t host_fail_peer_gone(host_comm *c, const char *what, int r)
+{
+    char gone[160];
+    host_comm_note_cause(c, host_peer_cause(c, r));
+    return host_fail(ncclRemoteError, "%s rank %d: %s needs rank %d (pid %u), which %s", c->name, c->rank, what, r,
+                     c->peers[r].pid, host_peer_gone_text(c, r, gone, sizeof gone));
 }
 
 const char *host_comm_error_why(host_comm *c, char *buf, size_t len)

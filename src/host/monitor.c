@@ -48,12 +48,21 @@ static void mon_kick(void)
 static void peer_gone(host_comm *c, int peer, int how)
 {
     int expected = HOST_PEER_ALIVE;
-    char why[160], gone[128];
+    char why[200], gone[160];
+    if (how == HOST_PEER_DEAD && c->seg.base != NULL) {
+        /* A rank that left or aborted says so in its state word before its notice, and the notice
+         * is best effort: an end of file after that state is a departure, not a death. */
+        uint32_t st = atomic_load(&host_seg_rankp(&c->seg, peer)->state);
+        how = st == HOST_RANK_ABORTED ? HOST_PEER_ABORTED : st == HOST_RANK_LEFT ? HOST_PEER_LEFT : how;
+        if (how != HOST_PEER_DEAD && atomic_load(&c->peers[peer].gone) != HOST_PEER_ALIVE)
+            return; /* its notice came first */
+    }
     if (how == HOST_PEER_DEAD) {
         if (atomic_compare_exchange_strong(&c->peers[peer].gone, &expected, HOST_PEER_DEAD)) {
-            host_comm_note_cause(c, HOST_CAUSE(peer, HOST_PEER_DEAD));
-            snprintf(why, sizeof why, "peer rank %d (pid %u) exited or closed its connection without leaving", peer,
-                     c->peers[peer].pid);
+            /* one that died after failing for another's loss passes that first cause on */
+            host_comm_note_cause(c, host_peer_cause(c, peer));
+            snprintf(why, sizeof why, "peer rank %d (pid %u) %s (it exited or closed its connection without "
+                     "leaving)", peer, c->peers[peer].pid, host_peer_gone_text(c, peer, gone, sizeof gone));
             HOST_WARN("%s rank %d: %s; communicator is now in error (ncclRemoteError)", c->name, c->rank, why);
             host_comm_set_error_why(c, ncclRemoteError, why);
         }

@@ -252,8 +252,9 @@ typedef struct {
     uint32_t pid;
     _Atomic uint64_t done;          /* last collective step this rank finished reading */
     _Atomic int32_t cpu;            /* the CPU this rank ran on when it last began to wait */
-    _Atomic uint32_t cause;         /* the first cause of this rank's failure, written before it
-                                     * aborts (HOST_CAUSE; 0 = none) */
+    _Atomic uint32_t cause;         /* the first cause of this rank's failure, written when the
+                                     * rank notes it and before it leaves or aborts (HOST_CAUSE;
+                                     * 0 = none; handle.c) */
     _Atomic uint32_t wants_done;    /* 1 while this rank waits for a peer's `done` (coll.c): only
                                      * then does publishing `done` ring it */
     char pad[HOST_CACHELINE - 36];
@@ -417,7 +418,7 @@ typedef struct host_opd {
                                 * signals wanted per peer (n); owned */
     size_t nv;                 /* entries of v */
     const size_t *uv[4];       /* AllToAllv: the caller's arrays, copied into v at the call */
-    struct host_win *win;      /* Put: the window; WinDereg: the window; WinReg: NULL */
+    ncclWindow_t win;          /* Put, WinDereg: the window's handle (host_win_find); WinReg: NULL */
     ncclWindow_t *winp;        /* WinReg: where the handle goes when the registration completes */
     size_t offset;             /* Put: byte offset into the peer's part of the window */
     int flags;                 /* WinReg: winFlags */
@@ -475,6 +476,7 @@ typedef struct host_userop {
 typedef struct host_reg {
     void *buff;
     size_t size;
+    uintptr_t id;                /* the handle ncclCommRegister returned (mem.c): never reused */
     struct host_reg *next;
 } host_reg;
 
@@ -612,17 +614,25 @@ void host_comm_set_error_why(host_comm *c, ncclResult_t rc, const char *why);
 ncclResult_t host_comm_error(host_comm *c);
 /* ": <what caused the error>" for appending to a message, or "" when nothing was recorded. */
 const char *host_comm_error_why(host_comm *c, char *buf, size_t len);
-/* The first cause of peer r's loss as this rank sees it: an aborted peer's own recorded cause
- * when it has one (so a death travels through the ranks that aborted because of it), else r
- * itself and how it went. */
+/* The first cause of peer r's loss as this rank sees it: the cause a gone peer published when
+ * it has one (so a death travels through the ranks that aborted, finalized, destroyed or ended
+ * because of it), else r itself and how it went. */
 uint32_t host_peer_cause(host_comm *c, int r);
-/* Records the communicator's first cause (first wins); 0 is ignored. */
+/* Records the communicator's first cause (first wins; 0 is ignored) and publishes it in this
+ * rank's words of the segment. */
 void host_comm_note_cause(host_comm *c, uint32_t cause);
 /* "peer rank 2 (pid 4711) died": a first cause in words. */
 const char *host_cause_text(host_comm *c, uint32_t cause, char *buf, size_t len);
 /* How peer r is gone, naming the first cause: "died", "aborted", "aborted after rank 2 (pid 4711)
- * died", "left the communicator (finalize/destroy)". */
+ * died", "left the communicator (finalize/destroy)", "left the communicator (finalize/destroy)
+ * after rank 2 (pid 4711) died". */
 const char *host_peer_gone_text(host_comm *c, int r, char *buf, size_t len);
+/* Whether peer r is gone: its state word says it left or aborted, or the monitor saw it go. */
+int host_peer_is_gone(host_comm *c, int r);
+/* Fails (ncclRemoteError) an operation `what` that needs peer r, which is gone, after noting the
+ * first cause of its loss: "<comm> rank 1: ncclAllReduce needs rank 0 (pid 4700), which aborted
+ * after rank 2 (pid 4711) died" (docs/host-backend.md#peer-death-and-abort). */
+ncclResult_t host_fail_peer_gone(host_comm *c, const char *what, int r);
 /* Wakes the worker and every waiter of this comm (abort, errors from the monitor). */
 void host_comm_wake(host_comm *c);
 
@@ -844,6 +854,14 @@ void host_redop_free_all(host_comm *c);
 /* Whether [buff, buff+size) lies inside one ncclMemAlloc block: then *fd is a duplicate of the
  * block's memfd (the caller closes it) and *off the range's offset in it. */
 int host_mem_lookup(const void *buff, size_t size, int *fd, size_t *off);
+/* Registration's check that [buff, buff + size) is live memory of this process (size 0: nothing
+ * to check): inside one ncclMemAlloc block, which is then pinned (*block: the block's start;
+ * ncclMemFree refuses it until host_mem_unpin), or mapped memory outside every block (*block
+ * NULL). ncclInvalidArgument, named after fn, for a range that wraps, runs past the end of the
+ * block it starts in, lies in a freed block or is not mapped. */
+ncclResult_t host_mem_pin(const void *buff, size_t size, const char *fn, void **block);
+void host_mem_unpin(void *block);
+void host_mem_atfork_child(void);
 ncclResult_t host_mem_alloc(void **ptr, size_t size);
 ncclResult_t host_mem_free(void *ptr);
 ncclResult_t host_register(ncclComm_t comm, void *buff, size_t size, void **handle);
@@ -859,7 +877,9 @@ typedef struct {
 } host_win_part;
 typedef struct host_win {
     host_comm *comm;
+    ncclWindow_t handle;         /* what the user holds: a number, never this record's address */
     uint64_t serial;             /* registration number on the communicator */
+    void *block;                 /* the ncclMemAlloc block this window pins (mem.c), NULL if none */
     void *buff;                  /* the user pointer */
     size_t size;
     int flags;
@@ -882,11 +902,12 @@ static inline void host_win_opd(host_opd *o, host_kind kind, const char *name, i
 }
 ncclResult_t host_win_user_ptr(ncclComm_t comm, ncclWindow_t win, void **out);
 ncclResult_t host_win_peer_ptr(ncclWindow_t win, size_t offset, int peer, void **out, const char *fn);
-/* The window w if it is registered on c (c->lock held or the task thread), else NULL. */
-host_win *host_win_find(host_comm *c, const void *w);
+/* The window of handle w if it is registered on c (c->lock held or the task thread), else NULL. */
+host_win *host_win_find(host_comm *c, ncclWindow_t w);
 /* Runs a WINREG/WINDEREG op on the task thread: collective over the control mesh. */
 ncclResult_t host_win_run(host_comm *c, host_opd *op);
 void host_win_free_all(host_comm *c);
+void host_win_atfork_child(void);
 
 /* rma.c */
 ncclResult_t host_put_signal(const void *localbuff, size_t count, ncclDataType_t datatype, int peer,

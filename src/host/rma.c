@@ -12,7 +12,8 @@
  * These ops run in the OPS task's progress loop (worker.c), alongside collectives and p2p, and in
  * program order among themselves: a put or signal never waits, a wait holds the ops after it.
  * A wait sleeps on the rank's doorbell like every other wait: the deadline, abort and a peer's
- * death (ncclRemoteError naming it) end it. */
+ * death or departure (ncclRemoteError naming the first cause) end it; a put or signal towards a
+ * peer that is gone fails the same way. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,10 +115,15 @@ static ncclResult_t wait_descs(host_comm *c, host_opd *op, int nDesc, const nccl
     return ncclSuccess;
 }
 
-static int peer_gone(host_comm *c, int r)
+/* A wait that can never be satisfied: peer p is gone with fewer signals than wanted. Names the
+ * first cause of p's loss, as every peer-loss text does (docs/host-backend.md#peer-death-and-abort). */
+static HOST_COLD ncclResult_t wait_peer_gone(host_comm *c, const host_opd *op, int p, uint64_t have)
 {
-    return atomic_load(&c->peers[r].gone) != HOST_PEER_ALIVE ||
-           atomic_load(&host_seg_rankp(&c->seg, r)->state) != HOST_RANK_ALIVE;
+    char gone[160];
+    host_comm_note_cause(c, host_peer_cause(c, p));
+    return host_fail(ncclRemoteError, "%s: %s rank %d: waiting for %llu more signal(s) from rank %d (pid %u), which %s",
+                     op->name, c->name, c->rank, (unsigned long long)(op->v[p] - have), p, c->peers[p].pid,
+                     host_peer_gone_text(c, p, gone, sizeof gone));
 }
 
 static ncclResult_t wait_progress(host_comm *c, host_opd *op, int *done, host_blocked *b)
@@ -135,10 +141,8 @@ static ncclResult_t wait_progress(host_comm *c, host_opd *op, int *done, host_bl
         if (op->v[p] <= c->sig_seen[p] || atomic_load_explicit(sig, memory_order_acquire) >= op->v[p])
             continue;
         /* A peer that left may have signalled just before: look again after seeing it gone. */
-        if (p != me && peer_gone(c, p) && atomic_load_explicit(sig, memory_order_acquire) < op->v[p])
-            return host_fail(ncclRemoteError, "%s: %s rank %d: waiting for %llu more signal(s) from rank %d, which "
-                             "died, aborted or left", op->name, c->name, me,
-                             (unsigned long long)(op->v[p] - atomic_load(sig)), p);
+        if (p != me && host_peer_is_gone(c, p) && atomic_load_explicit(sig, memory_order_acquire) < op->v[p])
+            return wait_peer_gone(c, op, p, atomic_load_explicit(sig, memory_order_acquire));
         if (atomic_load_explicit(sig, memory_order_acquire) >= op->v[p])
             continue;
         b->peer = p;
@@ -161,6 +165,10 @@ ncclResult_t host_rma_progress(host_comm *c, host_opd *op, int *progress, int *d
     b->opname = op->name;
     if (op->kind == HOST_K_WAITSIG)
         return wait_progress(c, op, done, b);
+    /* A peer that left, aborted or died takes no more signals: the put or signal fails, naming
+     * the first cause, rather than landing in memory nobody will read (its mapping stays ours). */
+    if (op->root != me && host_peer_is_gone(c, op->root))
+        return host_fail_peer_gone(c, op->name, op->root);
     if (op->kind == HOST_K_PUT) {
         /* The window cannot go away meanwhile: deregistration runs on this thread, in order. */
         pthread_mutex_lock(&c->lock);
@@ -202,7 +210,7 @@ ncclResult_t host_put_signal(const void *localbuff, size_t count, ncclDataType_t
     o.sendbuff = localbuff;
     o.count = count;
     o.datatype = datatype;
-    o.win = (host_win *)peerWin;
+    o.win = peerWin;
     o.offset = peerWinOffset;
     return signalled(&o, sigIdx, ctx, flags, comm);
 }

@@ -13,9 +13,11 @@
  *
  * A registration inside a group, like every communication call, is queued and runs at the
  * outermost ncclGroupEnd, which then writes the handle. Registration and deregistration run on
- * the task's thread before the task's other ops, in issue order (worker.c). A handle is a
- * host_win kept in its communicator's list and a process-wide registry: a deregistered, foreign
- * or garbage handle is recognised by lookup, never dereferenced. */
+ * the task's thread before the task's other ops, in issue order (worker.c). A handle is a number
+ * naming a host_win kept in its communicator's list and a process-wide registry: a deregistered,
+ * foreign or garbage handle is recognised by lookup, never dereferenced, and never names a later
+ * window. Registration refuses memory that is not live and pins the ncclMemAlloc block it lies
+ * in, so the block cannot be freed under the window (mem.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -31,6 +33,12 @@
 static pthread_mutex_t wins_lock = PTHREAD_MUTEX_INITIALIZER;
 static host_win *wins; /* every registered window of the process; guarded by wins_lock */
 
+/* Window handles are numbers with this tag, never addresses: a deregistered handle never names a
+ * later window (malloc would hand the same address to the next one), and one that is dereferenced
+ * faults at once. */
+#define WIN_HANDLE_TAG ((uintptr_t)0x4e57u << 48)
+static _Atomic uint64_t win_ids;
+
 /* What each rank tells the others when registering (and, with serial only, deregistering). */
 typedef struct {
     uint64_t serial;
@@ -41,10 +49,10 @@ typedef struct {
     char name[48];
 } win_rec;
 
-host_win *host_win_find(host_comm *c, const void *w)
+host_win *host_win_find(host_comm *c, ncclWindow_t w)
 {
     for (host_win *x = c->wins; x != NULL; x = x->next)
-        if (x == w)
+        if (x->handle == w)
             return x;
     return NULL;
 }
@@ -54,6 +62,7 @@ static void win_unmap(host_win *w, int n)
     for (int j = 0; j < n && w->part != NULL; j++)
         if (w->part[j].map != NULL)
             munmap(w->part[j].map, w->part[j].map_len);
+    host_mem_unpin(w->block);
     free(w->part);
     free(w);
 }
@@ -115,9 +124,8 @@ static ncclResult_t exchange_fds(host_comm *c, host_win *w, const win_rec *recs,
             goto exit;
         }
         for (int j = 0; j < n; j++)
-            if (j != me && atomic_load(&c->peers[j].gone) != HOST_PEER_ALIVE) {
-                rc = host_fail(ncclRemoteError, "ncclCommWindowRegister: %s rank %d: peer rank %d died, aborted or "
-                               "left during the registration", c->name, me, j);
+            if (j != me && host_peer_is_gone(c, j)) {
+                rc = host_fail_peer_gone(c, "ncclCommWindowRegister", j);
                 goto exit;
             }
         if (host_now_ns() >= deadline) {
@@ -246,12 +254,18 @@ static ncclResult_t run_register(host_comm *c, host_opd *op)
         rc = host_fail(ncclSystemError, "ncclCommWindowRegister: out of memory"); /* peers: their deadline */
         goto exit;
     }
-    rc = offer_block(c, op, &mine, &lfd, &myfd);
+    /* Memory that is not live is refused here, on the task thread, so the peers learn it in the
+     * first round instead of waiting for this rank; a block is pinned while the window covers it. */
+    rc = host_mem_pin(op->recvbuff, op->count, "ncclCommWindowRegister", &w->block);
+    if (rc == ncclSuccess)
+        rc = offer_block(c, op, &mine, &lfd, &myfd);
     /* Everyone takes part in both rounds even after a local failure, so nobody waits in vain. */
     if (HOST_FAILED(rc = agree(c, &mine, all, rc, "ncclCommWindowRegister")))
         goto exit;
     w->comm = c;
     w->serial = mine.serial;
+    w->handle = (ncclWindow_t)(WIN_HANDLE_TAG | (uintptr_t)(atomic_fetch_add_explicit(&win_ids, 1,
+                                                                                      memory_order_relaxed) + 1));
     w->buff = op->recvbuff;
     w->size = op->count;
     w->flags = op->flags;
@@ -264,7 +278,7 @@ static ncclResult_t run_register(host_comm *c, host_opd *op)
         goto exit;
     win_publish(c, w);
     if (op->winp != NULL)
-        *op->winp = (ncclWindow_t)w;
+        *op->winp = w->handle;
     HOST_INFO(HOST_SUB_ALLOC, "%s rank %d: window %llu registered: %zu bytes at %p%s", c->name, c->rank,
               (unsigned long long)w->serial, w->size, w->buff, mine.mappable ? "" : " (not ncclMemAlloc memory: "
               "peers cannot map it)");
@@ -364,7 +378,7 @@ ncclResult_t host_win_deregister(ncclComm_t comm, ncclWindow_t win)
 {
     host_opd o;
     host_win_opd(&o, HOST_K_WINDEREG, "ncclCommWindowDeregister", -1);
-    o.win = (host_win *)win;
+    o.win = win;
     return host_coll_call(&o, comm);
 }
 
@@ -399,10 +413,13 @@ ncclResult_t host_win_peer_ptr(ncclWindow_t win, size_t offset, int peer, void *
         return host_fail(ncclInvalidArgument, "%s: outPtr is NULL", fn);
     *out = NULL;
     pthread_mutex_lock(&wins_lock);
-    for (w = wins; w != NULL && w != (host_win *)win; w = w->gnext)
+    for (w = wins; w != NULL && w->handle != win; w = w->gnext)
         ;
     if (w == NULL)
         rc = host_fail(ncclInvalidArgument, "%s: window %p is not a registered window", fn, (void *)win);
+    else if (w->comm->fork_gen != atomic_load(&host_fork_gen))
+        rc = host_fail(ncclInvalidUsage, "%s: window %p belongs to a communicator created before fork(); it cannot be "
+                       "used in the child", fn, (void *)win);
     else if (peer < 0 || peer >= w->comm->nranks)
         rc = host_fail(ncclInvalidArgument, "%s: peer %d is outside [0, %d)", fn, peer, w->comm->nranks);
     else if (offset > w->part[peer].size)
@@ -412,4 +429,10 @@ ncclResult_t host_win_peer_ptr(ncclWindow_t win, size_t offset, int peer, void *
         *out = w->part[peer].base + offset;
     pthread_mutex_unlock(&wins_lock);
     return rc;
+}
+
+/* In a fork child the registry's lock may have been held by a thread that does not exist there. */
+void host_win_atfork_child(void)
+{
+    pthread_mutex_init(&wins_lock, NULL);
 }

@@ -282,33 +282,18 @@ void host_worker_stop(host_comm *c, int64_t deadline)
 /* OPS tasks                                                                                    */
 /* ------------------------------------------------------------------------------------------ */
 
-static int peer_gone(host_comm *c, int r)
-{
-    return atomic_load(&c->peers[r].gone) != HOST_PEER_ALIVE ||
-           atomic_load(&host_seg_rankp(&c->seg, r)->state) != HOST_RANK_ALIVE;
-}
-
 /* A peer that is gone, preferring one that died: a rank that aborted may have done so because
  * of that death. */
 static int any_peer_gone(host_comm *c, int *who)
 {
     *who = -1;
     for (int r = 0; r < c->nranks; r++) {
-        if (r == c->rank || !peer_gone(c, r))
+        if (r == c->rank || !host_peer_is_gone(c, r))
             continue;
         if (*who < 0 || atomic_load(&c->peers[r].gone) == HOST_PEER_DEAD)
             *who = r;
     }
     return *who >= 0;
-}
-
-/* Fails an operation that needs peer r, which is gone, naming the first cause of its loss. */
-static ncclResult_t needs_gone_peer(host_comm *c, const char *opname, int r)
-{
-    char gone[128];
-    host_comm_note_cause(c, host_peer_cause(c, r));
-    return host_fail(ncclRemoteError, "%s rank %d: %s needs rank %d (pid %u), which %s", c->name, c->rank, opname, r,
-                     c->peers[r].pid, host_peer_gone_text(c, r, gone, sizeof gone));
 }
 
 /* Nothing could move: is there a reason it never will? */
@@ -334,9 +319,9 @@ static ncclResult_t stuck_check(host_comm *c, host_task *t, int coll_pending, co
                          host_comm_error_why(c, why, sizeof why));
     }
     if (coll_pending && any_peer_gone(c, &who))
-        return needs_gone_peer(c, b->opname ? b->opname : "collective", who);
-    if (b->peer >= 0 && b->peer != c->rank && !b->liveness_checked && peer_gone(c, b->peer))
-        return needs_gone_peer(c, b->opname ? b->opname : "operation", b->peer);
+        return host_fail_peer_gone(c, b->opname ? b->opname : "collective", who);
+    if (b->peer >= 0 && b->peer != c->rank && !b->liveness_checked && host_peer_is_gone(c, b->peer))
+        return host_fail_peer_gone(c, b->opname ? b->opname : "operation", b->peer);
     return ncclSuccess;
 }
 
@@ -541,7 +526,7 @@ static ncclResult_t ops_admit(host_comm *c, const host_task *t)
      * returning, so a call issued after it always sees this). */
     for (int r = 0; r < c->nranks; r++)
         if (r != c->rank && atomic_load(&host_seg_rankp(&c->seg, r)->state) == HOST_RANK_ABORTED)
-            return needs_gone_peer(c, t->ops != NULL ? t->ops->name : "operation", r);
+            return host_fail_peer_gone(c, t->ops != NULL ? t->ops->name : "operation", r);
     if (t->epoch < atomic_load(&c->cancel_epoch))
         return host_fail(ncclInvalidUsage, "%s rank %d: cancelled by ncclCommRevoke or ncclCommShrink(NCCL_SHRINK_ABORT)", c->name,
                          c->rank);

@@ -1154,6 +1154,10 @@ static void rank_fork(ncclComm_t c, int r, int n)
     if (p == 0) {
         if (ncclAllReduce(&x, &s, 1, ncclInt32, ncclSum, c, NULL) != ncclInvalidUsage)
             _exit(3);
+        /* leaving from the child would tell the peers that the parent's rank left */
+        if (ncclCommDestroy(c) != ncclInvalidUsage || ncclCommAbort(c) != ncclInvalidUsage ||
+            ncclCommFinalize(c) != ncclInvalidUsage)
+            _exit(4);
         _exit(0);
     }
     CHECK(waitpid(p, &st, 0) == p && WIFEXITED(st) && WEXITSTATUS(st) == 0);

@@ -44,16 +44,23 @@ class _BufferState:
             # At interpreter exit the runtime may already be going away; the OS reclaims.
             self.finalizer.atexit = False
 
-    def close(self, stream):
+    def close(self, stream, owner):
         if self.closed:
             return
         ptr, size, finalizer = self.ptr, self.size, self.finalizer
+        if finalizer is not None and finalizer.detach() is not None:
+            try:
+                self.mr.deallocate(ptr, size, stream)
+            except BaseException:
+                # A resource that refuses (ncclMemFree of memory a window still covers) leaves the
+                # Buffer open and owning its memory, as cuda.core's Buffer.close does.
+                self.finalizer = weakref.finalize(owner, _release, self.mr, ptr, size)
+                self.finalizer.atexit = False
+                raise
         self.closed = True
         self.ptr = 0
         self.size = 0
         self.finalizer = None
-        if finalizer is not None and finalizer.detach() is not None:
-            self.mr.deallocate(ptr, size, stream)
 
 
 class Buffer:
@@ -86,8 +93,9 @@ class Buffer:
         return _default_resource(_runtime.hip().get_device()).allocate(size, stream)
 
     def close(self, stream=None):
-        """Return the memory to its resource. Idempotent."""
-        self._mnff.close(stream)
+        """Return the memory to its resource. Idempotent. If the resource raises, the Buffer stays
+        open."""
+        self._mnff.close(stream, self)
 
     @property
     def handle(self):
