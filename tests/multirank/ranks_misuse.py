@@ -6,9 +6,12 @@ while the peer deregisters, and registered inside a group; grouped send/recv ove
 buffers. Each gets a clear error, the communicator stays usable, and nothing is left behind."""
 
 import ctypes
+import gc
 import mmap
 import os
+import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -141,7 +144,32 @@ def freed_memory_core(ctx):
     core.mem_free(buf)
     if buf.handle != 0:
         k.fail("mem_free after close left the Buffer open")
+    _collected_while_registered(k)
     return k.result()
+
+
+def _collected_while_registered(k):
+    """A communicator dropped with a registered Buffer and neither closed: the cycle is collected,
+    the window is still registered in the library, so the Buffer's free is refused. The collector
+    says so as a ResourceWarning naming the Buffer (never an "Exception ignored" report), beside
+    the communicator's own ResourceWarning."""
+    comm = core.Communicator.init(1, 0, core.get_unique_id())
+    buf = core.mem_alloc(4096)
+    comm.register_window(buf)
+    ptr = buf.handle
+    unraisable = []
+    old_hook, sys.unraisablehook = sys.unraisablehook, unraisable.append
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            del comm, buf
+            gc.collect()
+    finally:
+        sys.unraisablehook = old_hook
+    said = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+    freed = [m for m in said if f"a Buffer of 4096 bytes at {ptr:#x} was collected" in m]
+    if unraisable or len(freed) != 1 or "still registered in 1 window(s)" not in freed[0]:
+        k.fail(f"collecting a registered Buffer: warnings {said}, unraisable {unraisable}")
 
 
 def _child(fn):

@@ -3,6 +3,7 @@
 import abc
 import operator
 import threading
+import warnings
 import weakref
 
 from . import _dlpack, _runtime
@@ -24,7 +25,15 @@ def _positive_size(size):
 
 
 def _release(mr, ptr, size):
-    mr.deallocate(ptr, size, None)
+    """The collector's free of a Buffer nobody closed. It must not raise (Python would print
+    "Exception ignored"): a resource that refuses (ncclMemFree of memory a window still covers,
+    docs/host-backend.md#memory-and-registration) keeps the memory until exit, and says so as a
+    ResourceWarning, as an unclosed file does."""
+    try:
+        mr.deallocate(ptr, size, None)
+    except Exception as exc:
+        warnings.warn(f"a Buffer of {size} bytes at {ptr:#x} was collected but its memory could not be "
+                      f"freed, so it is kept until exit: {exc}", ResourceWarning, stacklevel=1)
 
 
 class _BufferState:
