@@ -13,6 +13,10 @@ Rules, each with a test proving that a planted violation is caught:
 * Python.h is included before any system header (CPython's rule; its feature macros must win).
 * Each part builds with -Werror (and -Wshadow, -Wstrict-prototypes) under the flags meson uses.
 * The meson list of nccl._ext's sources is the directory; no C file is longer than 1,000 lines.
+* Memory order is written out (docs/host-backend.md#memory-order): every C11 atomic operation names
+  its order (no atomic_load(), atomic_store(), ... without _explicit), no _Atomic object is read or
+  written as a plain value (clang's -Watomic-implicit-seq-cst, as an error), and no word of the shared
+  segment's structures is volatile.
 """
 
 import re
@@ -168,12 +172,42 @@ def build_with_werror(sources, flags, include_dirs, workdir):
     return "" if result.returncode == 0 else result.stderr
 
 
+# The C11 generic functions that default to seq_cst; each has an _explicit twin naming its order.
+IMPLICIT_ORDER_CALL = re.compile(r"\batomic_(load|store|exchange|fetch_(?:add|sub|or|xor|and)|compare_exchange_(?:strong|weak)|flag_test_and_set|flag_clear)\s*\(")
+# The structures that live in the shared segment: those declared under nccl_host.h's banner.
+SHARED_SECTION = re.compile(r"/\* The shared segment .*?-{20,} \*/\n(.*?)/\* -{20,}", re.S)
+
+
+def implicit_order_calls(source):
+    """Line numbers of atomic calls that leave their memory order implicit."""
+    text = blank_comments_and_strings(source)
+    return [text.count("\n", 0, m.start()) + 1 for m in IMPLICIT_ORDER_CALL.finditer(text)]
+
+
+def volatile_shared_fields(header):
+    """The volatile declarations among the shared segment's structures."""
+    section = SHARED_SECTION.search(header)
+    assert section, "nccl_host.h's shared-segment banner moved"
+    return [line.strip() for line in blank_comments_and_strings(section.group(1)).splitlines()
+            if re.search(r"\bvolatile\b", line)]
+
+
+def plain_atomic_accesses(sources, include_dirs, workdir):
+    """clang's diagnostics for _Atomic objects used as plain values ('' when there are none)."""
+    cmd = [CLANG, "-std=c11", "-D_GNU_SOURCE", "-fsyntax-only", "-Werror=atomic-implicit-seq-cst",
+           *[f"-I{d}" for d in include_dirs], *map(str, sources)]
+    result = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir)
+    return "" if result.returncode == 0 else result.stderr
+
+
 def too_long(source):
     return source.count("\n") > MAX_LINES
 
 
 PYTHON_INCLUDE = sysconfig.get_paths()["include"]
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+CLANG = next((c for c in ("clang", "clang-14", "clang-16", "clang-19") if shutil.which(c)), None)
+needs_clang = pytest.mark.skipif(CLANG is None, reason="needs clang (apt-get install clang; .ci/run does)")
 
 
 # ---- the sources ----
@@ -207,6 +241,20 @@ def test_ext_builds_without_warnings(tmp_path):
 @needs_gcc
 def test_host_builds_without_warnings(tmp_path):
     assert build_with_werror(c_files(HOST), HOST_FLAGS, [INCLUDE], tmp_path) == ""
+
+
+@pytest.mark.parametrize("path", c_files(HOST, COMMON, suffixes=(".c", ".h")), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_atomic_operation_names_its_order(path):
+    assert implicit_order_calls(path.read_text()) == []
+
+
+def test_no_shared_word_is_volatile():
+    assert volatile_shared_fields((HOST / "nccl_host.h").read_text()) == []
+
+
+@needs_clang
+def test_no_atomic_is_used_as_a_plain_value(tmp_path):
+    assert plain_atomic_accesses(c_files(HOST, COMMON), [HOST, INCLUDE], tmp_path) == ""
 
 
 def test_ext_meson_lists_every_source():
@@ -309,3 +357,29 @@ def test_planted_warning_fails_the_build(tmp_path):
 
 def test_planted_long_file_is_caught():
     assert too_long("x\n" * (MAX_LINES + 1)) and not too_long("x\n" * MAX_LINES)
+
+
+def test_planted_implicit_order_call_is_caught():
+    source = "void f(_Atomic int *x)\n{\n    /* atomic_load(x) in a comment is fine */\n    (void)atomic_load(x);\n}\n"
+    assert implicit_order_calls(source) == [4]
+    assert implicit_order_calls(source.replace("atomic_load(x)", "atomic_load_explicit(x, memory_order_acquire)")) == []
+
+
+def test_planted_volatile_shared_word_is_caught():
+    header = (HOST / "nccl_host.h").read_text()
+    planted = header.replace("    uint32_t pid;\n", "    volatile uint32_t pid;\n", 1)
+    assert planted != header
+    assert volatile_shared_fields(planted) == ["volatile uint32_t pid;"]
+
+
+@needs_clang
+def test_planted_plain_access_to_a_shared_word_is_caught(tmp_path):
+    """A real source with one release store of a rank's state turned into a plain assignment."""
+    real = (HOST / "comm.c").read_text()
+    store = "atomic_store_explicit(&me->state, want, memory_order_release);"
+    assert store in real
+    planted = tmp_path / "comm.c"
+    planted.write_text(real.replace(store, "me->state = want;"))
+    line = real[:real.index(store)].count("\n") + 1
+    report = plain_atomic_accesses([planted], [HOST, INCLUDE], tmp_path)
+    assert f"comm.c:{line}:" in report and "atomic-implicit-seq-cst" in report

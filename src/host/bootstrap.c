@@ -681,7 +681,7 @@ ncclResult_t host_mesh_build(host_comm *c, const host_peer_addr *peers)
     return ncclSuccess;
 fail:
     /* Before rank 0's verdict our peers learn why; after it (decided) rank 0 has told them. */
-    if (!decided && !atomic_load(&c->aborted))
+    if (!decided && !atomic_load_explicit(&c->aborted, memory_order_seq_cst))
         report_failure(c, rc);
     host_seg_unmap(&c->seg);
     host_sock_close(&c->listen_fd);
@@ -763,13 +763,13 @@ ncclResult_t host_mgmt_allgather(host_comm *c, const int *members, int nmembers,
                 free(found);
                 break;
             }
-            if (atomic_load(&c->aborted)) {
+            if (atomic_load_explicit(&c->aborted, memory_order_seq_cst)) {
                 rc = host_fail(ncclInvalidUsage, "%s: communicator aborted", fn);
                 break;
             }
             /* The monitor's word, not the segment's: it marks the peer gone only after delivering
              * the mail the peer sent before leaving. The text names the first cause. */
-            if (atomic_load(&c->peers[m].gone) != HOST_PEER_ALIVE) {
+            if (atomic_load_explicit(&c->peers[m].gone, memory_order_seq_cst) != HOST_PEER_ALIVE) {
                 rc = host_fail_peer_gone(c, fn, m);
                 break;
             }

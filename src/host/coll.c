@@ -454,10 +454,15 @@ void host_seg_error(host_comm *c, ncclResult_t rc, const char *text)
 {
     host_seg_header *h = c->seg.hdr;
     uint32_t expected = 0;
-    if (atomic_compare_exchange_strong(&h->error_code, &expected, (uint32_t)rc)) {
+    /* The claim makes this rank the only writer of error_*; the release store of error_code then
+     * publishes them, so a rank that loads a non-zero code (acquire) reads whole texts
+     * (docs/host-backend.md#memory-order). */
+    if (atomic_compare_exchange_strong_explicit(&h->error_claim, &expected, 1, memory_order_relaxed,
+                                                memory_order_relaxed)) {
         h->error_rank = c->rank;
-        h->error_cause = atomic_load(&c->cause);
+        h->error_cause = atomic_load_explicit(&c->cause, memory_order_seq_cst);
         snprintf(h->error_text, sizeof h->error_text, "%s", text);
+        atomic_store_explicit(&h->error_code, (uint32_t)rc, memory_order_release);
     }
     for (int r = 0; r < c->nranks; r++)
         host_bell_ring(&host_seg_rankp(&c->seg, r)->bell);

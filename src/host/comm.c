@@ -61,7 +61,7 @@ ncclResult_t host_comm_create(int nranks, int rank, const ncclConfig_t *cfg, hos
         snprintf(c->name, sizeof c->name, "comm");
     c->config.commName = NULL; /* the caller's string may not outlive the call */
     c->config.netName = NULL;
-    c->fork_gen = atomic_load(&host_fork_gen);
+    c->fork_gen = atomic_load_explicit(&host_fork_gen, memory_order_seq_cst);
     c->phase = HOST_PHASE_INIT;
     c->listen_fd = -1;
     c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -122,9 +122,9 @@ static void announce_departure(host_comm *c, int abort)
     if (c->seg.base != NULL) {
         host_seg_rank *me = host_seg_rankp(&c->seg, c->rank);
         /* the first cause before the state: a peer that sees us aborted blames what we saw */
-        atomic_store(&me->cause, atomic_load(&c->cause));
-        if (abort || atomic_load(&me->state) == HOST_RANK_ALIVE)
-            atomic_store(&me->state, want);
+        atomic_store_explicit(&me->cause, atomic_load_explicit(&c->cause, memory_order_seq_cst), memory_order_relaxed);
+        if (abort || atomic_load_explicit(&me->state, memory_order_relaxed) == HOST_RANK_ALIVE) /* our own word */
+            atomic_store_explicit(&me->state, want, memory_order_release); /* publishes me->cause */
         for (int r = 0; r < c->nranks; r++)
             host_bell_ring(&host_seg_rankp(&c->seg, r)->bell);
     }
@@ -154,7 +154,7 @@ void host_comm_teardown(host_comm *c, int abort)
 ncclResult_t host_run_init(host_comm *c)
 {
     ncclResult_t rc;
-    if (atomic_load(&c->aborted))
+    if (atomic_load_explicit(&c->aborted, memory_order_seq_cst))
         return host_fail(ncclInvalidUsage, "%s rank %d: communicator aborted during init", c->name, c->rank);
     if (HOST_FAILED(rc = host_sock_listen(host_params()->bind_addr, &c->listen_fd, &c->listen_port_be)))
         return rc;
@@ -186,7 +186,7 @@ ncclResult_t host_comm_wait_init(host_comm *c)
     /* The INIT task ends by itself (its waits have the deadline; abort wakes them). An error
      * while it runs (a peer that finished its init and died at once, seen by the monitor) does
      * not decide the outcome: the task does, and a later failure stays for the next call. */
-    while (c->phase == HOST_PHASE_INIT && (atomic_load(&c->error) == 0 || c->worker_busy))
+    while (c->phase == HOST_PHASE_INIT && (atomic_load_explicit(&c->error, memory_order_seq_cst) == 0 || c->worker_busy))
         pthread_cond_wait(&c->cv, &c->lock);
     rc = c->phase == HOST_PHASE_READY ? ncclSuccess : host_comm_error(c);
     pthread_mutex_unlock(&c->lock);
@@ -197,7 +197,7 @@ ncclResult_t host_comm_wait_init(host_comm *c)
 static void force_error(host_comm *c, ncclResult_t rc)
 {
     int expected = 0;
-    atomic_compare_exchange_strong(&c->error, &expected, (int)rc);
+    atomic_compare_exchange_strong_explicit(&c->error, &expected, (int)rc, memory_order_seq_cst, memory_order_seq_cst);
     host_comm_wake(c);
 }
 
@@ -379,11 +379,11 @@ ncclResult_t host_finalize(ncclComm_t comm)
         return ncclSuccess;
     if (HOST_FAILED(rc = host_comm_enter(comm, "ncclCommFinalize", &c)))
         return rc;
-    if (atomic_load(&c->finalizing)) {
+    if (atomic_load_explicit(&c->finalizing, memory_order_seq_cst)) {
         rc = host_fail(ncclInvalidArgument, "ncclCommFinalize: communicator was already finalized");
         goto exit;
     }
-    if (atomic_load(&c->revoked)) {
+    if (atomic_load_explicit(&c->revoked, memory_order_seq_cst)) {
         rc = host_fail(ncclInvalidArgument, "ncclCommFinalize: communicator was revoked; destroy or abort it");
         goto exit;
     }
@@ -392,10 +392,10 @@ ncclResult_t host_finalize(ncclComm_t comm)
     if (host_group_depth() > 0) {
         rc = host_group_add_job(HOST_JOB_FINALIZE, comm, NULL);
         if (rc == ncclSuccess)
-            atomic_store(&c->finalizing, 1);
+            atomic_store_explicit(&c->finalizing, 1, memory_order_seq_cst);
         goto exit;
     }
-    atomic_store(&c->finalizing, 1);
+    atomic_store_explicit(&c->finalizing, 1, memory_order_seq_cst);
     rc = submit_simple(c, HOST_TASK_FINALIZE);
 exit:
     host_comm_leave(c);
@@ -410,7 +410,7 @@ ncclResult_t host_destroy_impl(host_comm *c, int abort)
     if (abort) {
         uint64_t one = 1;
         ssize_t w;
-        atomic_store(&c->aborted, 1);
+        atomic_store_explicit(&c->aborted, 1, memory_order_seq_cst);
         w = write(c->wake_fd, &one, sizeof one); /* ends every bootstrap poll of this comm */
         (void)w;
         announce_departure(c, 1);
@@ -428,7 +428,7 @@ ncclResult_t host_destroy_impl(host_comm *c, int abort)
  * nothing (docs/host-backend.md#robustness). Consumes the pin on refusal. */
 static ncclResult_t refuse_in_child(host_comm *c, const char *fn)
 {
-    if (HOST_LIKELY(c->fork_gen == atomic_load(&host_fork_gen)))
+    if (HOST_LIKELY(c->fork_gen == atomic_load_explicit(&host_fork_gen, memory_order_seq_cst)))
         return ncclSuccess;
     host_comm_leave(c);
     return host_fail(ncclInvalidUsage, "%s: communicator was created before fork(); it cannot be used in the child, "
@@ -604,14 +604,14 @@ ncclResult_t host_suspend(ncclComm_t comm, int flags, int resume)
         rc = host_fail(ncclInvalidArgument, "%s: flags %d are not supported", fn, flags);
         goto exit;
     }
-    if (resume != atomic_load(&c->suspended)) {
+    if (resume != atomic_load_explicit(&c->suspended, memory_order_seq_cst)) {
         rc = host_fail(ncclInvalidUsage, "%s: communicator is %s suspended", fn, resume ? "not" : "already");
         goto exit;
     }
     if (!resume)
         if (HOST_FAILED(rc = host_comm_usable(c, fn)))
             goto exit;
-    atomic_store(&c->suspended, !resume);
+    atomic_store_explicit(&c->suspended, !resume, memory_order_seq_cst);
 exit:
     host_comm_leave(c);
     return rc;
@@ -635,12 +635,12 @@ ncclResult_t host_revoke(ncclComm_t comm, int flags)
     pthread_mutex_unlock(&c->lock);
     if (flags != NCCL_REVOKE_DEFAULT)
         rc = host_fail(ncclInvalidArgument, "ncclCommRevoke: revokeFlags %d is not NCCL_REVOKE_DEFAULT", flags);
-    else if (phase != HOST_PHASE_READY || atomic_load(&c->finalizing))
+    else if (phase != HOST_PHASE_READY || atomic_load_explicit(&c->finalizing, memory_order_seq_cst))
         rc = host_fail(ncclInvalidArgument, "ncclCommRevoke: communicator is not initialised or was finalized");
-    else if (atomic_exchange(&c->revoked, 1))
+    else if (atomic_exchange_explicit(&c->revoked, 1, memory_order_seq_cst))
         rc = host_fail(ncclInvalidArgument, "ncclCommRevoke: communicator was already revoked");
     if (rc == ncclSuccess) {
-        atomic_fetch_add(&c->cancel_epoch, 1);
+        atomic_fetch_add_explicit(&c->cancel_epoch, 1, memory_order_seq_cst);
         host_comm_wake(c);
     }
     host_comm_leave(c);
@@ -659,7 +659,7 @@ ncclResult_t host_mem_stats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t *v
     }
     switch (stat) {
     case ncclStatGpuMemSuspend: *value = 0; break;
-    case ncclStatGpuMemSuspended: *value = (uint64_t)atomic_load(&c->suspended); break;
+    case ncclStatGpuMemSuspended: *value = (uint64_t)atomic_load_explicit(&c->suspended, memory_order_seq_cst); break;
     case ncclStatGpuMemPersist:
     case ncclStatGpuMemTotal: *value = c->seg.size; break;
     default: rc = host_fail(ncclInvalidArgument, "ncclCommMemStats: unknown stat %d", (int)stat); break;

@@ -47,7 +47,7 @@ static void slot_drop(host_gate *g, host_gate_slot *s)
     host_sock_close(&s->fd);
     s->got = 0;
     g->nparked--;
-    atomic_fetch_sub(&gate_parked_total, 1);
+    atomic_fetch_sub_explicit(&gate_parked_total, 1, memory_order_seq_cst);
 }
 
 void host_gate_forget(host_gate *g)
@@ -108,7 +108,7 @@ static int read_hello(int fd, unsigned char *buf, uint32_t *got, size_t want)
 static host_gate_slot *slot_take(host_gate *g)
 {
     host_gate_slot *oldest = NULL;
-    int full = g->nparked >= HOST_GATE_SLOTS || atomic_load(&gate_parked_total) >= process_max();
+    int full = g->nparked >= HOST_GATE_SLOTS || atomic_load_explicit(&gate_parked_total, memory_order_seq_cst) >= process_max();
     for (int i = 0; i < HOST_GATE_SLOTS; i++) {
         host_gate_slot *s = &g->slot[i];
         if (s->fd < 0 && !full)
@@ -156,7 +156,7 @@ static void accept_new(host_gate *g, host_gate_cb *cb, void *arg)
         s->deadline = host_deadline_after(HOST_HANDSHAKE_NS);
         s->seq = ++g->seq;
         g->nparked++;
-        atomic_fetch_add(&gate_parked_total, 1);
+        atomic_fetch_add_explicit(&gate_parked_total, 1, memory_order_seq_cst);
     }
 }
 

@@ -511,7 +511,7 @@ static void discard(host_gitem *items, ncclResult_t err)
         items = it->next;
         if (it->job == HOST_JOB_INIT && host_comm_enter(it->comm, "ncclGroupEnd", &c) == ncclSuccess) {
             int expected = 0;
-            atomic_compare_exchange_strong(&c->error, &expected, (int)err);
+            atomic_compare_exchange_strong_explicit(&c->error, &expected, (int)err, memory_order_seq_cst, memory_order_seq_cst);
             host_comm_wake(c);
             host_comm_leave(c);
         }
@@ -700,7 +700,7 @@ static ncclResult_t start_job(host_gitem *it, host_comm *c)
         rc = host_comm_start(c);
         if (rc != ncclSuccess) {
             int expected = 0;
-            atomic_compare_exchange_strong(&c->error, &expected, (int)rc);
+            atomic_compare_exchange_strong_explicit(&c->error, &expected, (int)rc, memory_order_seq_cst, memory_order_seq_cst);
         }
     } else {
         host_task *t = calloc(1, sizeof *t);

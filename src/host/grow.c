@@ -207,7 +207,7 @@ ncclResult_t host_run_grow(host_comm *parent, host_task *t)
     int *members = NULL;
     grow_rec mine, *recs = NULL;
     ncclResult_t rc;
-    if (atomic_load(&parent->aborted))
+    if (atomic_load_explicit(&parent->aborted, memory_order_seq_cst))
         return host_fail(ncclInvalidUsage, "%s: communicator aborted", fn);
     if ((rc = host_comm_error(parent)) != ncclSuccess)
         return rc;

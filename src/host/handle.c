@@ -151,7 +151,7 @@ void host_monitor_atfork_child(void);
 static void fork_child(void)
 {
     pthread_mutex_unlock(&host_handles_lock);
-    atomic_fetch_add(&host_fork_gen, 1);
+    atomic_fetch_add_explicit(&host_fork_gen, 1, memory_order_seq_cst);
     host_monitor_atfork_child();
     host_root_atfork_child();
     host_mem_atfork_child();
@@ -168,7 +168,7 @@ void host_fork_setup(void)
 
 ncclResult_t host_comm_error(host_comm *c)
 {
-    return (ncclResult_t)atomic_load(&c->error);
+    return (ncclResult_t)atomic_load_explicit(&c->error, memory_order_seq_cst);
 }
 
 void host_comm_wake(host_comm *c)
@@ -188,14 +188,14 @@ void host_comm_set_error(host_comm *c, ncclResult_t rc)
 void host_comm_set_error_why(host_comm *c, ncclResult_t rc, const char *why)
 {
     int expected = 0;
-    uint32_t cause = atomic_load(&c->cause);
+    uint32_t cause = atomic_load_explicit(&c->cause, memory_order_seq_cst);
     char text[sizeof c->error_why];
     if (rc == ncclSuccess || rc == ncclInProgress || rc == ncclInvalidArgument)
         return;
     if (why == NULL && cause != 0) /* an operation failed for a peer's loss: say which */
         why = host_cause_text(c, cause, text, sizeof text);
     pthread_mutex_lock(&c->lock);
-    if (atomic_compare_exchange_strong(&c->error, &expected, (int)rc) && why != NULL)
+    if (atomic_compare_exchange_strong_explicit(&c->error, &expected, (int)rc, memory_order_seq_cst, memory_order_seq_cst) && why != NULL)
         snprintf(c->error_why, sizeof c->error_why, "%s", why);
     pthread_mutex_unlock(&c->lock);
     host_comm_wake(c);
@@ -205,8 +205,8 @@ void host_comm_set_error_why(host_comm *c, ncclResult_t rc, const char *why)
  * that before sending its notice. */
 static int peer_departure(host_comm *c, int r)
 {
-    uint32_t st = c->seg.base != NULL ? atomic_load(&host_seg_rankp(&c->seg, r)->state) : HOST_RANK_ALIVE;
-    int g = atomic_load(&c->peers[r].gone);
+    uint32_t st = c->seg.base != NULL ? atomic_load_explicit(&host_seg_rankp(&c->seg, r)->state, memory_order_acquire) : HOST_RANK_ALIVE;
+    int g = atomic_load_explicit(&c->peers[r].gone, memory_order_seq_cst);
     if (st == HOST_RANK_ABORTED || g == HOST_PEER_ABORTED)
         return HOST_PEER_ABORTED;
     if (st == HOST_RANK_LEFT || g == HOST_PEER_LEFT)
@@ -225,7 +225,7 @@ uint32_t host_peer_cause(host_comm *c, int r)
     if (how != HOST_PEER_ALIVE && c->seg.base != NULL) {
         /* A rank that failed because of a peer's loss published that first cause when it noted
          * it, before any departure (its state, then its notice, or its end of file): blame that. */
-        uint32_t inherited = atomic_load(&host_seg_rankp(&c->seg, r)->cause);
+        uint32_t inherited = atomic_load_explicit(&host_seg_rankp(&c->seg, r)->cause, memory_order_acquire);
         int d = HOST_CAUSE_RANK(inherited);
         if (inherited != 0 && d != r && d != c->rank && d >= 0 && d < c->nranks)
             return inherited;
@@ -238,10 +238,10 @@ void host_comm_note_cause(host_comm *c, uint32_t cause)
     uint32_t none = 0;
     int d = HOST_CAUSE_RANK(cause), how = HOST_CAUSE_HOW(cause);
     if (cause != 0 && d >= 0 && d < c->nranks && how >= HOST_PEER_LEFT && how <= HOST_PEER_ABORTED &&
-        atomic_compare_exchange_strong(&c->cause, &none, cause) && c->seg.base != NULL)
+        atomic_compare_exchange_strong_explicit(&c->cause, &none, cause, memory_order_seq_cst, memory_order_seq_cst) && c->seg.base != NULL)
         /* Published at once, so the peers blame it even if this process ends without leaving;
          * seq_cst, before whatever the failure makes this rank do next. */
-        atomic_store_explicit(&host_seg_rankp(&c->seg, c->rank)->cause, cause, memory_order_seq_cst);
+        atomic_store_explicit(&host_seg_rankp(&c->seg, c->rank)->cause, cause, memory_order_release);
 }
 
 static const char *how_text(int how)
@@ -292,10 +292,10 @@ static ncclResult_t usable(host_comm *c, const char *fn, int allow_revoked)
 {
     ncclResult_t err;
     int phase, inflight;
-    if (c->fork_gen != atomic_load(&host_fork_gen))
+    if (c->fork_gen != atomic_load_explicit(&host_fork_gen, memory_order_seq_cst))
         return host_fail(ncclInvalidUsage, "%s: communicator was created before fork(); it cannot be used in the child",
                          fn);
-    if (atomic_load(&c->aborted))
+    if (atomic_load_explicit(&c->aborted, memory_order_seq_cst))
         return host_fail(ncclInvalidUsage, "%s: communicator aborted", fn);
     err = host_comm_error(c);
     if (err != ncclSuccess) {
@@ -312,9 +312,9 @@ static ncclResult_t usable(host_comm *c, const char *fn, int allow_revoked)
                          fn);
     if (phase == HOST_PHASE_FINALIZED)
         return host_fail(ncclInvalidUsage, "%s: communicator was finalized", fn);
-    if (atomic_load(&c->suspended))
+    if (atomic_load_explicit(&c->suspended, memory_order_seq_cst))
         return host_fail(ncclInvalidUsage, "%s: communicator is suspended", fn);
-    if (!allow_revoked && atomic_load(&c->revoked))
+    if (!allow_revoked && atomic_load_explicit(&c->revoked, memory_order_seq_cst))
         return host_fail(ncclInvalidUsage, "%s: communicator was revoked (ncclCommRevoke)", fn);
     return ncclSuccess;
 }

@@ -52,13 +52,13 @@ static void peer_gone(host_comm *c, int peer, int how)
     if (how == HOST_PEER_DEAD && c->seg.base != NULL) {
         /* A rank that left or aborted says so in its state word before its notice, and the notice
          * is best effort: an end of file after that state is a departure, not a death. */
-        uint32_t st = atomic_load(&host_seg_rankp(&c->seg, peer)->state);
+        uint32_t st = atomic_load_explicit(&host_seg_rankp(&c->seg, peer)->state, memory_order_acquire);
         how = st == HOST_RANK_ABORTED ? HOST_PEER_ABORTED : st == HOST_RANK_LEFT ? HOST_PEER_LEFT : how;
-        if (how != HOST_PEER_DEAD && atomic_load(&c->peers[peer].gone) != HOST_PEER_ALIVE)
+        if (how != HOST_PEER_DEAD && atomic_load_explicit(&c->peers[peer].gone, memory_order_seq_cst) != HOST_PEER_ALIVE)
             return; /* its notice came first */
     }
     if (how == HOST_PEER_DEAD) {
-        if (atomic_compare_exchange_strong(&c->peers[peer].gone, &expected, HOST_PEER_DEAD)) {
+        if (atomic_compare_exchange_strong_explicit(&c->peers[peer].gone, &expected, HOST_PEER_DEAD, memory_order_seq_cst, memory_order_seq_cst)) {
             /* one that died after failing for another's loss passes that first cause on */
             host_comm_note_cause(c, host_peer_cause(c, peer));
             snprintf(why, sizeof why, "peer rank %d (pid %u) %s (it exited or closed its connection without "
@@ -70,7 +70,7 @@ static void peer_gone(host_comm *c, int peer, int how)
     }
     if (how == HOST_PEER_ABORTED) {
         /* An abort's first cause (a death it saw first) travels on: blame that, not the peer. */
-        atomic_store(&c->peers[peer].gone, HOST_PEER_ABORTED);
+        atomic_store_explicit(&c->peers[peer].gone, HOST_PEER_ABORTED, memory_order_seq_cst);
         host_comm_note_cause(c, host_peer_cause(c, peer));
         snprintf(why, sizeof why, "peer rank %d (pid %u) %s", peer, c->peers[peer].pid,
                  host_peer_gone_text(c, peer, gone, sizeof gone));
@@ -78,7 +78,7 @@ static void peer_gone(host_comm *c, int peer, int how)
         host_comm_set_error_why(c, ncclRemoteError, why);
         return;
     }
-    atomic_compare_exchange_strong(&c->peers[peer].gone, &expected, HOST_PEER_LEFT);
+    atomic_compare_exchange_strong_explicit(&c->peers[peer].gone, &expected, HOST_PEER_LEFT, memory_order_seq_cst, memory_order_seq_cst);
     host_comm_wake(c);
 }
 

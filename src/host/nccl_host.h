@@ -70,8 +70,8 @@ ncclResult_t host_refuse(const char *fn);
 #define HOST_LIB_VERSION_NUM 100      /* compared in the bootstrap handshake */
 #define HOST_PROTO_VERSION 3          /* wire protocol of the bootstrap and the mesh */
 #define HOST_ID_LAYOUT 2              /* unique id layout version (docs/host-backend.md#unique-ids-and-bootstrap) */
-#define HOST_SEG_LAYOUT 6             /* shared segment layout version (4: first causes; 5: signal counters;
-                                       * 6: pipeline steps, wait flags) */
+#define HOST_SEG_LAYOUT 7             /* shared segment layout version (4: first causes; 5: signal counters;
+                                       * 6: pipeline steps, wait flags; 7: error claim) */
 #define HOST_TOKEN_BYTES 16
 #define HOST_SECRET_BYTES 16
 #define HOST_MAX_RANKS 4096
@@ -274,7 +274,7 @@ typedef struct {
     uint64_t off_signals;            /* n x n signal counters (rma.c) */
     uint64_t total_bytes;
     uint32_t pipeline_steps;         /* rank 0's NCCL_HOST_PIPELINE_STEPS (coll.c) */
-    uint32_t pad0;
+    _Atomic uint32_t error_claim;    /* 1 once a rank owns error_* (host_seg_error); error_code publishes them */
     uint8_t token[HOST_TOKEN_BYTES]; /* proves the attacher opened the right object */
     _Atomic uint32_t error_code;     /* first cross-rank failure (mismatch), 0 = none */
     int32_t error_rank;              /* rank that detected it */

@@ -40,7 +40,7 @@ ncclResult_t host_redop_create(ncclRedOp_t *op, void *scalar, ncclDataType_t dt,
         rc = host_fail(ncclSystemError, "ncclRedOpCreatePreMulSum: out of memory");
         goto exit;
     }
-    v = atomic_fetch_add(&host_next_op, 1);
+    v = atomic_fetch_add_explicit(&host_next_op, 1, memory_order_seq_cst);
     if (v < ncclNumOps || v >= (int)ncclMaxRedOp) {
         free(u);
         rc = host_fail(ncclInvalidUsage, "ncclRedOpCreatePreMulSum: out of reduction op handles");

@@ -153,7 +153,7 @@ ncclResult_t host_run_split(host_comm *parent, host_task *t)
     s.shrink = t->kind == HOST_TASK_SHRINK;
     s.fn = s.shrink ? "ncclCommShrink" : "ncclCommSplit";
     s.newrank = s.lfd = -1;
-    if (atomic_load(&parent->aborted))
+    if (atomic_load_explicit(&parent->aborted, memory_order_seq_cst))
         rc = host_fail(ncclInvalidUsage, "%s: communicator aborted", s.fn);
     else if (!s.shrink)
         rc = host_comm_error(parent);
@@ -247,7 +247,7 @@ ncclResult_t host_child_start(host_comm *parent, host_comm *child, ncclComm_t h,
                               const host_split_args *a, const char *fn)
 {
     host_comm *pc;
-    if (rc == ncclSuccess && atomic_load(&parent->aborted))
+    if (rc == ncclSuccess && atomic_load_explicit(&parent->aborted, memory_order_seq_cst))
         rc = host_fail(ncclInvalidUsage, "%s: parent communicator aborted", fn);
     if (rc == ncclSuccess && transport)
         rc = host_transport_setup(child);
@@ -330,7 +330,7 @@ ncclResult_t host_shrink(ncclComm_t comm, int *exclude, int nexclude, ncclComm_t
             goto exit;
     } else {
         int phase;
-        if (atomic_load(&c->aborted) || c->fork_gen != atomic_load(&host_fork_gen)) {
+        if (atomic_load_explicit(&c->aborted, memory_order_seq_cst) || c->fork_gen != atomic_load_explicit(&host_fork_gen, memory_order_seq_cst)) {
             rc = host_fail(ncclInvalidUsage, "ncclCommShrink: communicator aborted or used after fork");
             goto exit;
         }
@@ -359,7 +359,7 @@ ncclResult_t host_shrink(ncclComm_t comm, int *exclude, int nexclude, ncclComm_t
     if (flags == NCCL_SHRINK_ABORT) {
         /* Cancel queued and running work: it completes with the parent's error
          * (docs/host-backend.md#communicator-lifecycle). */
-        atomic_fetch_add(&c->cancel_epoch, 1);
+        atomic_fetch_add_explicit(&c->cancel_epoch, 1, memory_order_seq_cst);
         host_comm_wake(c);
     }
     rc = host_submit_child(c, comm, HOST_TASK_SHRINK, a);

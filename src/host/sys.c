@@ -97,20 +97,20 @@ void host_futex_wake(_Atomic uint32_t *word)
 
 uint32_t host_bell_prepare(host_bell *b)
 {
-    atomic_fetch_add(&b->waiters, 1);
-    return atomic_load(&b->seq);
+    atomic_fetch_add_explicit(&b->waiters, 1, memory_order_seq_cst);
+    return atomic_load_explicit(&b->seq, memory_order_seq_cst);
 }
 
 int host_bell_wait(host_bell *b, uint32_t snap, int64_t deadline_ns)
 {
     int r = host_futex_wait(&b->seq, snap, deadline_ns);
-    atomic_fetch_sub(&b->waiters, 1);
+    atomic_fetch_sub_explicit(&b->waiters, 1, memory_order_seq_cst);
     return r;
 }
 
 void host_bell_cancel(host_bell *b)
 {
-    atomic_fetch_sub(&b->waiters, 1);
+    atomic_fetch_sub_explicit(&b->waiters, 1, memory_order_seq_cst);
 }
 
 void host_bell_ring(host_bell *b)
@@ -120,8 +120,8 @@ void host_bell_ring(host_bell *b)
      * the waiter, or it sees the condition and does not sleep. Only then is `seq` touched: a
      * ring of a rank that is busy or spinning costs no write to its cache line and no syscall. */
     atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load(&b->waiters) != 0) {
-        atomic_fetch_add(&b->seq, 1);
+    if (atomic_load_explicit(&b->waiters, memory_order_seq_cst) != 0) {
+        atomic_fetch_add_explicit(&b->seq, 1, memory_order_seq_cst);
         host_futex_wake(&b->seq);
     }
 }

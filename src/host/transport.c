@@ -391,7 +391,7 @@ ncclResult_t host_transport_setup(host_comm *c)
     c->direct = 0;
     c->spin_max_ns = c->spin_ns = c->yield_ns = 0;
     c->bcast_eager = 0;
-    atomic_store(&host_seg_rankp(&c->seg, c->rank)->cpu, -1); /* not known until it first waits */
+    atomic_store_explicit(&host_seg_rankp(&c->seg, c->rank)->cpu, -1, memory_order_relaxed); /* a hint, publishes nothing; not known until it first waits */
     if (n == 1)
         return ncclSuccess;
     members = malloc(sizeof(int) * (size_t)n);
@@ -561,14 +561,14 @@ ncclResult_t host_direct_read(host_comm *c, int peer, void *dst, uint64_t src, s
                  c->peers[peer].pid, c->rank);
     } else if (err == 0) {
         return ncclSuccess;
-    } else if (atomic_load(&c->seg.hdr->error_code) != 0) {
+    } else if (atomic_load_explicit(&c->seg.hdr->error_code, memory_order_acquire) != 0) {
         /* a rank gave up (worker.c release_exposed) and its buffers may be gone: its reason */
-        rc = (ncclResult_t)atomic_load(&c->seg.hdr->error_code);
+        rc = (ncclResult_t)atomic_load_explicit(&c->seg.hdr->error_code, memory_order_acquire);
         host_comm_note_cause(c, c->seg.hdr->error_cause);
         return host_fail(rc, "%s rank %d: single-copy read from rank %d stopped: %s", c->name, c->rank, peer,
                          c->seg.hdr->error_text);
-    } else if (atomic_load(&host_seg_rankp(&c->seg, peer)->state) != HOST_RANK_ALIVE ||
-               atomic_load(&c->peers[peer].gone) != HOST_PEER_ALIVE) {
+    } else if (atomic_load_explicit(&host_seg_rankp(&c->seg, peer)->state, memory_order_acquire) != HOST_RANK_ALIVE ||
+               atomic_load_explicit(&c->peers[peer].gone, memory_order_seq_cst) != HOST_PEER_ALIVE) {
         char how[128];
         rc = ncclRemoteError;
         host_comm_note_cause(c, host_peer_cause(c, peer));

@@ -119,7 +119,7 @@ static ncclResult_t exchange_fds(host_comm *c, host_win *w, const win_rec *recs,
     }
     while (served < need_serve || got < need) {
         int k = 0, r;
-        if (atomic_load(&c->aborted)) {
+        if (atomic_load_explicit(&c->aborted, memory_order_seq_cst)) {
             rc = host_fail(ncclInvalidUsage, "ncclCommWindowRegister: communicator aborted");
             goto exit;
         }
@@ -417,7 +417,7 @@ ncclResult_t host_win_peer_ptr(ncclWindow_t win, size_t offset, int peer, void *
         ;
     if (w == NULL)
         rc = host_fail(ncclInvalidArgument, "%s: window %p is not a registered window", fn, (void *)win);
-    else if (w->comm->fork_gen != atomic_load(&host_fork_gen))
+    else if (w->comm->fork_gen != atomic_load_explicit(&host_fork_gen, memory_order_seq_cst))
         rc = host_fail(ncclInvalidUsage, "%s: window %p belongs to a communicator created before fork(); it cannot be "
                        "used in the child", fn, (void *)win);
     else if (peer < 0 || peer >= w->comm->nranks)

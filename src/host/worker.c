@@ -65,7 +65,7 @@ void host_task_free(host_task *t)
 static void task_outcome(host_comm *c, const host_task *t, ncclResult_t rc)
 {
     if (rc != ncclSuccess && t->kind != HOST_TASK_GROW &&
-        !(rc == ncclInvalidUsage && t->epoch < atomic_load(&c->cancel_epoch)))
+        !(rc == ncclInvalidUsage && t->epoch < atomic_load_explicit(&c->cancel_epoch, memory_order_seq_cst)))
         host_comm_set_error(c, rc);
 }
 
@@ -148,7 +148,7 @@ ncclResult_t host_task_submit(host_comm *c, host_task *t)
 {
     t->next = NULL;
     t->done = 0;
-    t->epoch = atomic_load(&c->cancel_epoch);
+    t->epoch = atomic_load_explicit(&c->cancel_epoch, memory_order_seq_cst);
     pthread_mutex_lock(&c->lock);
     if (c->q_tail != NULL)
         c->q_tail->next = t;
@@ -181,7 +181,10 @@ ncclResult_t host_task_wait(host_comm *c, host_task *t)
  * SSE only (no long double), so when MXCSR already holds the defaults (round to nearest, every
  * exception masked, no flush-to-zero, no denormals-are-zero) saving and restoring MXCSR is the
  * whole job: fegetenv/fesetenv also store and load the x87 environment, which on some virtual
- * machines costs more than the rest of a small call. */
+ * machines costs more than the rest of a small call. Elsewhere fegetenv/fesetenv are the whole
+ * environment and cheap: on aarch64 fenv_t is FPCR (rounding, flush-to-zero FZ, default NaN) and
+ * FPSR (the flags), and FE_DFL_ENV clears FZ, so a caller's flush-to-zero never reaches a
+ * reduction (tests/host/test_reduce_kernels.py). */
 static ncclResult_t run_ops_default_fenv(host_comm *c, host_task *t)
 {
     fenv_t env;
@@ -225,7 +228,7 @@ int host_task_try_inline(host_comm *c, host_task *t, ncclResult_t *rc)
     pthread_mutex_unlock(&c->lock);
     t->next = NULL;
     t->done = 0;
-    t->epoch = atomic_load(&c->cancel_epoch);
+    t->epoch = atomic_load_explicit(&c->cancel_epoch, memory_order_seq_cst);
 
     log_rank = host_log_get_rank();
     host_log_set_rank(c->rank);
@@ -290,7 +293,7 @@ static int any_peer_gone(host_comm *c, int *who)
     for (int r = 0; r < c->nranks; r++) {
         if (r == c->rank || !host_peer_is_gone(c, r))
             continue;
-        if (*who < 0 || atomic_load(&c->peers[r].gone) == HOST_PEER_DEAD)
+        if (*who < 0 || atomic_load_explicit(&c->peers[r].gone, memory_order_seq_cst) == HOST_PEER_DEAD)
             *who = r;
     }
     return *who >= 0;
@@ -300,7 +303,7 @@ static int any_peer_gone(host_comm *c, int *who)
 static ncclResult_t stuck_check(host_comm *c, host_task *t, int coll_pending, const host_blocked *b)
 {
     host_seg_header *h = c->seg.hdr;
-    uint32_t code = atomic_load(&h->error_code);
+    uint32_t code = atomic_load_explicit(&h->error_code, memory_order_acquire);
     ncclResult_t err;
     int who;
     if (code != 0) {
@@ -308,7 +311,7 @@ static ncclResult_t stuck_check(host_comm *c, host_task *t, int coll_pending, co
         return host_fail((ncclResult_t)code, "%s rank %d: %s failed: %s", c->name, c->rank,
                          b->opname ? b->opname : "operation", h->error_text);
     }
-    if (t->epoch < atomic_load(&c->cancel_epoch))
+    if (t->epoch < atomic_load_explicit(&c->cancel_epoch, memory_order_seq_cst))
         return host_fail(ncclInvalidUsage, "%s rank %d: %s cancelled by ncclCommRevoke or ncclCommShrink(NCCL_SHRINK_ABORT)", c->name,
                          c->rank, b->opname ? b->opname : "operation");
     err = host_comm_error(c);
@@ -495,7 +498,7 @@ static ncclResult_t ops_pass(host_comm *c, ops_state *st, int *progress, int *pe
 static void release_exposed(host_comm *c, ops_state *st, ncclResult_t rc)
 {
     const char *what = NULL;
-    uint32_t cause = atomic_load(&c->cause);
+    uint32_t cause = atomic_load_explicit(&c->cause, memory_order_seq_cst);
     char text[256], how[128] = "";
     if (st->coll != NULL && host_coll_direct_exposed(c, &st->crun))
         what = st->coll->name;
@@ -510,14 +513,14 @@ static void release_exposed(host_comm *c, ops_state *st, ncclResult_t rc)
         host_cause_text(c, cause, how, sizeof how);
     snprintf(text, sizeof text, "rank %d left a single-copy %s its peers may still be reading: %s%s%s%s", c->rank,
              what, host_error_string(rc), cause != 0 ? " (" : "", how, cause != 0 ? ")" : "");
-    host_seg_error(c, rc == ncclInvalidUsage && atomic_load(&c->aborted) ? ncclRemoteError : rc, text);
+    host_seg_error(c, rc == ncclInvalidUsage && atomic_load_explicit(&c->aborted, memory_order_seq_cst) ? ncclRemoteError : rc, text);
 }
 
 /* Whether t may run: the communicator is not aborted nor failed, no peer aborted, and t was not
  * cancelled. */
 static ncclResult_t ops_admit(host_comm *c, const host_task *t)
 {
-    if (atomic_load(&c->aborted))
+    if (atomic_load_explicit(&c->aborted, memory_order_seq_cst))
         return host_fail(ncclInvalidUsage, "%s rank %d: communicator aborted", c->name, c->rank);
     if (host_comm_error(c) != ncclSuccess)
         return host_comm_error(c);
@@ -525,9 +528,9 @@ static ncclResult_t ops_admit(host_comm *c, const host_task *t)
      * contribution could still complete must fail instead (its abort marked the segment before
      * returning, so a call issued after it always sees this). */
     for (int r = 0; r < c->nranks; r++)
-        if (r != c->rank && atomic_load(&host_seg_rankp(&c->seg, r)->state) == HOST_RANK_ABORTED)
+        if (r != c->rank && atomic_load_explicit(&host_seg_rankp(&c->seg, r)->state, memory_order_acquire) == HOST_RANK_ABORTED)
             return host_fail_peer_gone(c, t->ops != NULL ? t->ops->name : "operation", r);
-    if (t->epoch < atomic_load(&c->cancel_epoch))
+    if (t->epoch < atomic_load_explicit(&c->cancel_epoch, memory_order_seq_cst))
         return host_fail(ncclInvalidUsage, "%s rank %d: cancelled by ncclCommRevoke or ncclCommShrink(NCCL_SHRINK_ABORT)", c->name,
                          c->rank);
     return ncclSuccess;
@@ -618,7 +621,7 @@ static ncclResult_t ops_poll(host_comm *c, ops_state *st, const ops_clock *k, in
             host_cpu_relax();
         if (HOST_FAILED(rc = ops_pass_fresh(c, st, progress, pending, b)))
             break;
-    } while (!*progress && *pending && !atomic_load(&c->aborted) && host_now_ns() < until);
+    } while (!*progress && *pending && !atomic_load_explicit(&c->aborted, memory_order_seq_cst) && host_now_ns() < until);
     return rc;
 }
 
@@ -633,7 +636,7 @@ static ncclResult_t ops_progress(host_comm *c, host_task *t, ops_state *st, ops_
         host_blocked b;
         int progress, pending;
         uint32_t snap;
-        if (atomic_load(&c->aborted)) {
+        if (atomic_load_explicit(&c->aborted, memory_order_seq_cst)) {
             rc = host_fail(ncclInvalidUsage, "%s rank %d: communicator aborted", c->name, c->rank);
             break;
         }
@@ -648,7 +651,7 @@ static ncclResult_t ops_progress(host_comm *c, host_task *t, ops_state *st, ops_
                 rc = ops_poll(c, st, k, c->yield_ns, 1, &progress, &pending, &b);
             if (HOST_FAILED(rc))
                 break;
-            if (!progress && pending && atomic_load(&c->aborted))
+            if (!progress && pending && atomic_load_explicit(&c->aborted, memory_order_seq_cst))
                 continue; /* reported at the top of the loop */
         }
         if (!progress && pending) {
@@ -713,6 +716,6 @@ ncclResult_t host_settle_before_leaving(host_comm *c)
         return ncclSuccess;
     memset(&t, 0, sizeof t);
     t.kind = HOST_TASK_OPS; /* no ops: the progress loop only settles (ops_state.settle) */
-    t.epoch = atomic_load(&c->cancel_epoch);
+    t.epoch = atomic_load_explicit(&c->cancel_epoch, memory_order_seq_cst);
     return host_run_ops(c, &t);
 }

@@ -1367,15 +1367,36 @@ static void scen_idle(int n)
 }
 
 /* A blocking call may run its reduction on the calling thread (worker.c): the caller's rounding
- * mode must neither reach the arithmetic (docs/host-backend.md#reductions-and-numerics: default environment) nor
- * be lost. 1 + 2^-24
- * is a tie: 1.0f to nearest-even, 1 + 2^-23 rounding upward. */
+ * mode and flush-to-zero must neither reach the arithmetic (docs/host-backend.md#reductions-and-numerics: default
+ * environment) nor be lost. 1 + 2^-24 is a tie: 1.0f to nearest-even, 1 + 2^-23 rounding upward;
+ * 2^-149 is the least subnormal, 0 when flushed. */
 typedef struct {
     ncclComm_t c;
     float x, out;
     int round_after;
+    float tiny, tiny_out;   /* a subnormal, and the sum it gives with flush-to-zero on */
+    int ftz_set, ftz_after; /* flush-to-zero took effect in the caller; still there afterwards */
     ncclResult_t rc;
 } fenv_arg;
+
+/* Flush-to-zero, which some codes turn on for speed: MXCSR's FZ and DAZ bits on x86-64, FPCR's FZ
+ * bit on aarch64. The reduction must still give the subnormal sum (default environment). */
+static void set_flush_to_zero(void)
+{
+#if defined(__x86_64__)
+    __builtin_ia32_ldmxcsr(__builtin_ia32_stmxcsr() | 0x8040u);
+#elif defined(__aarch64__)
+    uint64_t fpcr;
+    __asm__ __volatile__("mrs %0, fpcr" : "=r"(fpcr));
+    __asm__ __volatile__("msr fpcr, %0" ::"r"(fpcr | (UINT64_C(1) << 24)));
+#endif
+}
+
+static int flushes(void)
+{
+    volatile float subnormal = 0x1p-149f, zero = 0.0f;
+    return subnormal + zero == 0.0f;
+}
 
 static void *fenv_main(void *p)
 {
@@ -1383,6 +1404,12 @@ static void *fenv_main(void *p)
     fesetround(FE_UPWARD);
     a->rc = ncclAllReduce(&a->x, &a->out, 1, ncclFloat32, ncclSum, a->c, NULL);
     a->round_after = fegetround();
+    fesetround(FE_TONEAREST);
+    set_flush_to_zero();
+    a->ftz_set = flushes();
+    if (a->rc == ncclSuccess)
+        a->rc = ncclAllReduce(&a->tiny, &a->tiny_out, 1, ncclFloat32, ncclSum, a->c, NULL);
+    a->ftz_after = flushes();
     return NULL;
 }
 
@@ -1397,6 +1424,8 @@ static void scen_fenv(int n)
         a[r].c = comms[r];
         a[r].x = r == 0 ? 1.0f : 0x1p-24f;
         a[r].out = -1.0f;
+        a[r].tiny = r == 0 ? 0x1p-149f : 0.0f;
+        a[r].tiny_out = -1.0f;
         pthread_create(&t[r], NULL, fenv_main, &a[r]);
     }
     for (int r = 0; r < 2; r++) {
@@ -1405,6 +1434,10 @@ static void scen_fenv(int n)
         if (a[r].out != 1.0f)
             FAILF("rank %d: 1 + 2^-24 gave %a, not 1 (the caller's rounding mode leaked)", r, (double)a[r].out);
         CHECK(a[r].round_after == FE_UPWARD);
+        CHECK(a[r].ftz_set && a[r].ftz_after);
+        if (a[r].tiny_out != 0x1p-149f)
+            FAILF("rank %d: 2^-149 + 0 gave %a, not 2^-149 (the caller's flush-to-zero leaked)", r,
+                  (double)a[r].tiny_out);
     }
     OK(ncclCommDestroy(comms[0]));
     OK(ncclCommDestroy(comms[1]));
