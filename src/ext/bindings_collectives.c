@@ -13,7 +13,10 @@ static PyObject *all_reduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs
     if (nx_coll_intake(m, args, nargs, kwnames, &all_reduce_sig, &nx_api.ncclAllReduce, NX_COLL_OP, &st, &c) < 0)
         return NULL;
     ncclResult_t rc;
+    nx_trace_mark tm = nx_trace_binding(
+        c.comm, nx_trace_coll(NX_T_ALLREDUCE, NX_TF_REDOP, c.send, c.recv, c.count, c.dt, c.op, -1, c.stream));
     NX_RUN(rc, nx_api.ncclAllReduce(c.send, c.recv, c.count, c.dt, c.op, c.comm, c.stream));
+    nx_trace_leave(tm, rc);
     return nx_none_or_error(st, rc, c.comm);
 }
 
@@ -27,7 +30,10 @@ static PyObject *reduce_scatter(PyObject *m, PyObject *const *args, Py_ssize_t n
                        &c) < 0)
         return NULL;
     ncclResult_t rc;
+    nx_trace_mark tm = nx_trace_binding(
+        c.comm, nx_trace_coll(NX_T_REDUCESCATTER, NX_TF_REDOP, c.send, c.recv, c.count, c.dt, c.op, -1, c.stream));
     NX_RUN(rc, nx_api.ncclReduceScatter(c.send, c.recv, c.count, c.dt, c.op, c.comm, c.stream));
+    nx_trace_leave(tm, rc);
     return nx_none_or_error(st, rc, c.comm);
 }
 
@@ -41,7 +47,10 @@ static PyObject *reduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs, Py
                        &c) < 0)
         return NULL;
     ncclResult_t rc;
+    nx_trace_mark tm = nx_trace_binding(c.comm, nx_trace_coll(NX_T_REDUCE, NX_TF_REDOP | NX_TF_ROOT, c.send, c.recv,
+                                                              c.count, c.dt, c.op, c.root, c.stream));
     NX_RUN(rc, nx_api.ncclReduce(c.send, c.recv, c.count, c.dt, c.op, c.root, c.comm, c.stream));
+    nx_trace_leave(tm, rc);
     return nx_none_or_error(st, rc, c.comm);
 }
 
@@ -49,16 +58,20 @@ static PyObject *reduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs, Py
 
 typedef ncclResult_t (*rooted_fn)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
 
-/* (sendbuff, recvbuff, count, datatype, root, comm, stream); slot is the entry point's table slot. */
+/* (sendbuff, recvbuff, count, datatype, root, comm, stream); slot is the entry point's table slot,
+ * op the flight recorder's name for it. */
 static PyObject *rooted(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, const nx_sig *sig,
-                        const rooted_fn *slot)
+                        const rooted_fn *slot, int op)
 {
     nx_state *st;
     nx_coll_args c;
     if (nx_coll_intake(m, args, nargs, kwnames, sig, slot, NX_COLL_ROOT, &st, &c) < 0)
         return NULL;
     ncclResult_t rc;
+    nx_trace_mark tm =
+        nx_trace_binding(c.comm, nx_trace_coll(op, NX_TF_ROOT, c.send, c.recv, c.count, c.dt, 0, c.root, c.stream));
     NX_RUN(rc, (*slot)(c.send, c.recv, c.count, c.dt, c.root, c.comm, c.stream));
+    nx_trace_leave(tm, rc);
     return nx_none_or_error(st, rc, c.comm);
 }
 
@@ -66,21 +79,21 @@ NX_BINDING(broadcast, ("sendbuff", "recvbuff", "count", "datatype", "root", "com
 "ncclBroadcast: copy root's sendbuff to every recvbuff. Collective; enqueued on stream.");
 static PyObject *broadcast(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    return rooted(m, args, nargs, kwnames, &broadcast_sig, &nx_api.ncclBroadcast);
+    return rooted(m, args, nargs, kwnames, &broadcast_sig, &nx_api.ncclBroadcast, NX_T_BROADCAST);
 }
 
 NX_BINDING(gather, ("sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream"),
 "ncclGather: gather count elements from every rank onto root. Collective.");
 static PyObject *gather(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    return rooted(m, args, nargs, kwnames, &gather_sig, &nx_api.ncclGather);
+    return rooted(m, args, nargs, kwnames, &gather_sig, &nx_api.ncclGather, NX_T_GATHER);
 }
 
 NX_BINDING(scatter, ("sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream"),
 "ncclScatter: scatter count elements per rank from root. Collective.");
 static PyObject *scatter(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    return rooted(m, args, nargs, kwnames, &scatter_sig, &nx_api.ncclScatter);
+    return rooted(m, args, nargs, kwnames, &scatter_sig, &nx_api.ncclScatter, NX_T_SCATTER);
 }
 
 NX_BINDING(bcast, ("buff", "count", "datatype", "root", "comm", "stream"),
@@ -103,7 +116,10 @@ static PyObject *bcast(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyO
         nx_arg_int(sig, a, 3, &root) < 0 || nx_arg_comm(sig, a, 4, &comm) < 0 || nx_arg_stream(sig, a, 5, &stream) < 0)
         return NULL;
     ncclResult_t rc;
+    nx_trace_mark tm =
+        nx_trace_binding(comm, nx_trace_coll(NX_T_BROADCAST, NX_TF_ROOT, buff, buff, count, dt, 0, root, stream));
     NX_RUN(rc, nx_api.ncclBcast(buff, count, dt, root, comm, stream));
+    nx_trace_leave(tm, rc);
     return nx_none_or_error(st, rc, comm);
 }
 
@@ -118,7 +134,10 @@ static PyObject *all_gather(PyObject *m, PyObject *const *args, Py_ssize_t nargs
     if (nx_coll_intake(m, args, nargs, kwnames, &all_gather_sig, &nx_api.ncclAllGather, 0, &st, &c) < 0)
         return NULL;
     ncclResult_t rc;
+    nx_trace_mark tm =
+        nx_trace_binding(c.comm, nx_trace_coll(NX_T_ALLGATHER, 0, c.send, c.recv, c.count, c.dt, 0, -1, c.stream));
     NX_RUN(rc, nx_api.ncclAllGather(c.send, c.recv, c.count, c.dt, c.comm, c.stream));
+    nx_trace_leave(tm, rc);
     return nx_none_or_error(st, rc, c.comm);
 }
 
@@ -142,7 +161,9 @@ static PyObject *allto_all(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
         nx_arg_dtype(sig, a, 3, &dt) < 0 || nx_arg_comm(sig, a, 4, &comm) < 0 || nx_arg_stream(sig, a, 5, &stream) < 0)
         return NULL;
     ncclResult_t rc;
+    nx_trace_mark tm = nx_trace_binding(comm, nx_trace_coll(NX_T_ALLTOALL, 0, send, recv, count, dt, 0, -1, stream));
     NX_RUN(rc, nx_api.ncclAlltoAll(send, recv, count, dt, comm, stream));
+    nx_trace_leave(tm, rc);
     return nx_none_or_error(st, rc, comm);
 }
 
@@ -167,10 +188,14 @@ static PyObject *p2p(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObj
         nx_arg_int(sig, a, 3, &peer) < 0 || nx_arg_comm(sig, a, 4, &comm) < 0 || nx_arg_stream(sig, a, 5, &stream) < 0)
         return NULL;
     ncclResult_t rc;
+    nx_trace_mark tm = nx_trace_binding(comm, nx_trace_coll(is_send ? NX_T_SEND : NX_T_RECV, NX_TF_PEER,
+                                                            is_send ? buff : NULL, is_send ? NULL : buff, count, dt, 0,
+                                                            peer, stream));
     if (is_send)
         NX_RUN(rc, nx_api.ncclSend(buff, count, dt, peer, comm, stream));
     else
         NX_RUN(rc, nx_api.ncclRecv(buff, count, dt, peer, comm, stream));
+    nx_trace_leave(tm, rc);
     return nx_none_or_error(st, rc, comm);
 }
 
@@ -269,9 +294,28 @@ static PyObject *group_end(PyObject *m, PyObject *unused)
     if (nx_require(st, &nx_api.ncclGroupEnd) < 0)
         return NULL;
     ncclResult_t rc;
+    int outermost = nx_group_depth() == 1;
+    if (outermost) /* GroupEnd on each communicator of the group (docs/api/trace.md) */
+        nx_trace_group_end_begin();
     NX_RUN(rc, nx_api.ncclGroupEnd());
+    if (outermost)
+        nx_trace_group_end_done(rc);
     nx_group_leave();
     return nx_none_or_error(st, rc, NULL);
+}
+
+/* ncclGroupSimulateEnd closes the group as ncclGroupEnd does (and records its GroupEnd). */
+static ncclResult_t simulate_end(ncclSimInfo_t *info)
+{
+    ncclResult_t rc;
+    int outermost = nx_group_depth() == 1;
+    if (outermost)
+        nx_trace_group_end_begin();
+    NX_RUN(rc, nx_api.ncclGroupSimulateEnd(info));
+    if (outermost)
+        nx_trace_group_end_done(rc);
+    nx_group_leave();
+    return rc;
 }
 
 NX_FORM(group_simulate_end, 02, "sim_info");
@@ -293,16 +337,14 @@ static PyObject *group_simulate_end(PyObject *m, PyObject *const *args, Py_ssize
         void *out;
         if (nx_arg_addr(sig, a, 0, &out) < 0)
             return NULL;
-        NX_RUN(rc, nx_api.ncclGroupSimulateEnd((ncclSimInfo_t *)out));
-        nx_group_leave();
+        rc = simulate_end((ncclSimInfo_t *)out);
         return nx_none_or_error(st, rc, NULL);
     }
     PyObject *obj = nx_struct_new(st, NX_STRUCT_SIM_INFO);
     if (obj == NULL)
         return NULL;
     ncclSimInfo_t *info = nx_struct_storage(st, obj, NX_STRUCT_SIM_INFO);
-    NX_RUN(rc, nx_api.ncclGroupSimulateEnd(info));
-    nx_group_leave();
+    rc = simulate_end(info);
     return nx_struct_result(st, obj, rc, NULL);
 }
 

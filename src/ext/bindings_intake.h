@@ -11,6 +11,16 @@
 #include <string.h>
 
 #include "structs.h"
+#include "trace.h"
+
+/* ---- the flight recorder (docs/api/trace.md) ---- */
+
+/* The entry of a binding's call on comm, in the ring nccl4py made for that handle (none: the
+ * communicator came from elsewhere, and is not recorded). */
+static inline nx_trace_mark nx_trace_binding(ncclComm_t comm, nx_trace_call tc)
+{
+    return nx_trace_enter(nx_trace_find(comm), &tc);
+}
 
 /* ---- every binding ---- */
 

@@ -9,8 +9,48 @@
 #include "bindings_intake.h"
 
 #include <string.h>
+#include <unistd.h>
 
 #include "structs.h"
+
+/* ---- the flight recorder (docs/api/trace.md) ----
+ * A communicator created here gets its ring before the call (with its Init entry) and is bound to
+ * its handle after it; the list keeps the ring (a Comm holds none: its handle finds it). A handle
+ * the library fills only later (inside a group) is not known here: that ring is closed at once,
+ * with its Init entry, and the communicator is not recorded. */
+
+typedef struct {
+    nx_trace_ring *ring;
+    nx_trace_mark init;
+} creation_trace;
+
+static creation_trace trace_creating(uint64_t id, nx_trace_origin origin, nx_trace_ring *parent, int color, int key)
+{
+    creation_trace t;
+    t.ring = nx_trace_ring_new(nx_trace_default_size(), id, origin, parent, color, key);
+    t.init = nx_trace_enter(t.ring, &(nx_trace_call){.op = NX_T_INIT});
+    return t;
+}
+
+static void trace_created(creation_trace *t, ncclResult_t rc, ncclComm_t *out, int rank, int nranks)
+{
+    nx_trace_leave(t->init, rc);
+    ncclComm_t h = !NX_FAILED(rc) && out != NULL ? *out : NULL;
+    if (h != NULL)
+        nx_trace_ring_bind_query(t->ring, h, rank, nranks);
+    else
+        nx_trace_ring_closed(t->ring);
+    nx_trace_ring_decref(t->ring);
+}
+
+/* The parent's entry of a split, shrink or grow, and the child's identity (as nccl.core's). */
+static nx_trace_mark trace_parent(ncclComm_t comm, int op, nx_trace_origin origin, int color, nx_trace_ring **pr,
+                                  uint64_t *child_id)
+{
+    *pr = nx_trace_find(comm);
+    *child_id = *pr != NULL ? nx_trace_child_id(*pr, origin, color) : nx_trace_fnv(NX_FNV_BASIS, &color, sizeof color);
+    return nx_trace_enter(*pr, &(nx_trace_call){.op = (uint8_t)op});
+}
 
 /* The slot a creation call fills: the caller's (0.3.1 form) or a new Comm's (short form, *handle
  * set). 0, or -1 with the exception. */
@@ -51,8 +91,10 @@ static PyObject *comm_init_rank_config(PyObject *m, PyObject *const *args, Py_ss
     ncclComm_t *out;
     if (creation_slot(st, short_form, slot, &handle, &out) < 0)
         return NULL;
+    creation_trace t = trace_creating(nx_trace_fnv(NX_FNV_BASIS, &id, sizeof id), NX_ORIGIN_INIT, NULL, 0, 0);
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommInitRankConfig(out, nranks, id, rank, (ncclConfig_t *)config));
+    trace_created(&t, rc, out, rank, nranks);
     return nx_creation_result(st, rc, handle, NULL);
 }
 
@@ -82,8 +124,10 @@ static PyObject *comm_init_rank(PyObject *m, PyObject *const *args, Py_ssize_t n
     ncclComm_t *out;
     if (creation_slot(st, short_form, slot, &handle, &out) < 0)
         return NULL;
+    creation_trace t = trace_creating(nx_trace_fnv(NX_FNV_BASIS, &id, sizeof id), NX_ORIGIN_INIT, NULL, 0, 0);
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommInitRank(out, nranks, id, rank));
+    trace_created(&t, rc, out, rank, nranks);
     return nx_creation_result(st, rc, handle, NULL);
 }
 
@@ -138,8 +182,15 @@ static PyObject *comm_init_all(PyObject *m, PyObject *const *args, Py_ssize_t na
         Py_CLEAR(result);
         goto done;
     }
-    for (int i = 0; i < ndev; i++)
+    pid_t pid = getpid(); /* one communicator, every rank in this process (as nccl.core's init_all) */
+    uint64_t tid = nx_trace_fnv(NX_FNV_BASIS, &pid, sizeof pid);
+    if (devlist != NULL)
+        tid = nx_trace_fnv(tid, devlist, (size_t)ndev * sizeof *devlist);
+    for (int i = 0; i < ndev; i++) {
         *nx_handle_slot(PyList_GET_ITEM(result, i)) = comms[i];
+        creation_trace t = trace_creating(tid, NX_ORIGIN_INIT, NULL, 0, 0);
+        trace_created(&t, rc, &comms[i], i, ndev);
+    }
 done:
     Py_XDECREF(array);
     PyMem_Free(devcopy);
@@ -180,8 +231,11 @@ static PyObject *comm_init_rank_scalable(PyObject *m, PyObject *const *args, Py_
         PyMem_Free(ids);
         return NULL;
     }
+    creation_trace t =
+        trace_creating(nx_trace_fnv(NX_FNV_BASIS, ids, (size_t)n_id * sizeof *ids), NX_ORIGIN_INIT, NULL, 0, 0);
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommInitRankScalable(out, nranks, myrank, n_id, ids, (ncclConfig_t *)config));
+    trace_created(&t, rc, out, myrank, nranks);
     PyMem_Free(ids);
     return nx_creation_result(st, rc, handle, NULL);
 }
@@ -210,8 +264,14 @@ static PyObject *comm_split(PyObject *m, PyObject *const *args, Py_ssize_t nargs
     ncclComm_t *out;
     if (creation_slot(st, short_form, slot, &handle, &out) < 0)
         return NULL;
+    uint64_t tid;
+    nx_trace_ring *pr;
+    nx_trace_mark tm = trace_parent(comm, NX_T_SPLIT, NX_ORIGIN_SPLIT, color, &pr, &tid);
+    creation_trace t = trace_creating(tid, NX_ORIGIN_SPLIT, pr, color, key);
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommSplit(comm, color, key, out, (ncclConfig_t *)config));
+    nx_trace_leave(tm, rc);
+    trace_created(&t, color == NCCL_SPLIT_NOCOLOR ? ncclInvalidUsage : rc, out, -1, -1);
     return nx_creation_result(st, rc, handle, comm);
 }
 
@@ -246,8 +306,14 @@ static PyObject *comm_shrink(PyObject *m, PyObject *const *args, Py_ssize_t narg
         PyMem_Free(copy);
         return NULL;
     }
+    uint64_t tid;
+    nx_trace_ring *pr;
+    nx_trace_mark tm = trace_parent(comm, NX_T_SHRINK, NX_ORIGIN_SHRINK, -1, &pr, &tid);
+    creation_trace t = trace_creating(tid, NX_ORIGIN_SHRINK, pr, -1, 0);
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommShrink(comm, list, count, out, (ncclConfig_t *)config, flags));
+    nx_trace_leave(tm, rc);
+    trace_created(&t, rc, out, -1, -1);
     PyMem_Free(copy);
     return nx_creation_result(st, rc, handle, comm);
 }
@@ -278,8 +344,18 @@ static PyObject *comm_grow(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
     ncclComm_t *out;
     if (creation_slot(st, short_form, slot, &handle, &out) < 0)
         return NULL;
+    uint64_t tid;
+    nx_trace_ring *pr = NULL;
+    nx_trace_mark tm = comm != NULL ? trace_parent(comm, NX_T_GROW, NX_ORIGIN_GROW, 0, &pr, &tid) : (nx_trace_mark){0};
+    if (uid != NULL) /* the root and the new ranks share the grow's id */
+        tid = nx_trace_fnv(NX_FNV_BASIS, uid, sizeof(ncclUniqueId));
+    else if (comm == NULL)
+        tid = 0;
+    creation_trace t = trace_creating(tid, NX_ORIGIN_GROW, pr, 0, 0);
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommGrow(comm, n_ranks, (const ncclUniqueId *)uid, rank, out, (ncclConfig_t *)config));
+    nx_trace_leave(tm, rc);
+    trace_created(&t, rc, out, -1, -1);
     return nx_creation_result(st, rc, handle, comm);
 }
 
@@ -319,7 +395,7 @@ static PyObject *comm_get_unique_id(PyObject *m, PyObject *const *args, Py_ssize
 
 /* The teardown calls taking only the communicator. `slot` is the entry point's table slot. */
 static PyObject *teardown_call(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
-                               const nx_sig *sig, ncclResult_t (*const *slot)(ncclComm_t))
+                               const nx_sig *sig, ncclResult_t (*const *slot)(ncclComm_t), int op)
 {
     nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
@@ -329,8 +405,13 @@ static PyObject *teardown_call(PyObject *m, PyObject *const *args, Py_ssize_t na
     ncclComm_t comm;
     if (nx_arg_comm(sig, a, 0, &comm) < 0)
         return NULL;
+    nx_trace_ring *tr = nx_trace_find(comm);
+    nx_trace_mark tm = nx_trace_enter(tr, &(nx_trace_call){.op = (uint8_t)op});
     ncclResult_t rc;
     NX_RUN(rc, (*slot)(comm));
+    nx_trace_leave(tm, rc);
+    if (op != NX_T_FINALIZE)
+        nx_trace_ring_closed(tr);
     return nx_none_or_error(st, rc, comm);
 }
 
@@ -338,13 +419,13 @@ NX_BINDING(comm_finalize, ("comm"),
 "ncclCommFinalize: flush this rank's work. Collective. A null comm (0) is refused (ValueError).");
 static PyObject *comm_finalize(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    return teardown_call(m, args, nargs, kwnames, &comm_finalize_sig, &nx_api.ncclCommFinalize);
+    return teardown_call(m, args, nargs, kwnames, &comm_finalize_sig, &nx_api.ncclCommFinalize, NX_T_FINALIZE);
 }
 
 NX_BINDING(comm_destroy, ("comm"), "ncclCommDestroy: free the communicator. A null comm (0) is refused (ValueError).");
 static PyObject *comm_destroy(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    return teardown_call(m, args, nargs, kwnames, &comm_destroy_sig, &nx_api.ncclCommDestroy);
+    return teardown_call(m, args, nargs, kwnames, &comm_destroy_sig, &nx_api.ncclCommDestroy, NX_T_DESTROY);
 }
 
 NX_BINDING(comm_abort, ("comm"),
@@ -352,7 +433,7 @@ NX_BINDING(comm_abort, ("comm"),
 "(ValueError).");
 static PyObject *comm_abort(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    return teardown_call(m, args, nargs, kwnames, &comm_abort_sig, &nx_api.ncclCommAbort);
+    return teardown_call(m, args, nargs, kwnames, &comm_abort_sig, &nx_api.ncclCommAbort, NX_T_ABORT);
 }
 
 /* ---- revoke, suspend, resume ---- */

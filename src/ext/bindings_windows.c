@@ -74,7 +74,10 @@ static PyObject *comm_window_register(PyObject *m, PyObject *const *args, Py_ssi
     if (short_form && nx_creation_handle(st, NX_HANDLE_WINDOW, &handle, &slot) < 0)
         return NULL;
     ncclResult_t rc;
+    nx_trace_mark tm = nx_trace_binding(comm, (nx_trace_call){.op = NX_T_WIN_REGISTER, .flags = NX_TF_COUNT | NX_TF_SEND,
+                                                              .count = size, .send = (uintptr_t)buff});
     NX_RUN(rc, nx_api.ncclCommWindowRegister(comm, buff, size, (ncclWindow_t *)slot, flags));
+    nx_trace_leave(tm, rc);
     return nx_creation_result(st, rc, handle, comm);
 }
 
@@ -92,7 +95,9 @@ static PyObject *comm_window_deregister(PyObject *m, PyObject *const *args, Py_s
     if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_window(sig, a, 1, &win) < 0)
         return NULL;
     ncclResult_t rc;
+    nx_trace_mark tm = nx_trace_binding(comm, (nx_trace_call){.op = NX_T_WIN_DEREGISTER});
     NX_RUN(rc, nx_api.ncclCommWindowDeregister(comm, win));
+    nx_trace_leave(tm, rc);
     return nx_none_or_error(st, rc, comm);
 }
 
@@ -145,7 +150,10 @@ static PyObject *put_signal(PyObject *m, PyObject *const *args, Py_ssize_t nargs
         nx_arg_uint(sig, a, 8, &flags) < 0 || nx_arg_comm(sig, a, 9, &comm) < 0 || nx_arg_stream(sig, a, 10, &stream) < 0)
         return NULL;
     ncclResult_t rc;
+    nx_trace_mark tm =
+        nx_trace_binding(comm, nx_trace_coll(NX_T_PUT_SIGNAL, NX_TF_PEER, local, NULL, count, dt, 0, peer, stream));
     NX_RUN(rc, nx_api.ncclPutSignal(local, count, dt, peer, win, offset, sig_idx, ctx, flags, comm, stream));
+    nx_trace_leave(tm, rc);
     return nx_none_or_error(st, rc, comm);
 }
 
@@ -167,7 +175,10 @@ static PyObject *signal_(PyObject *m, PyObject *const *args, Py_ssize_t nargs, P
         nx_arg_uint(sig, a, 3, &flags) < 0 || nx_arg_comm(sig, a, 4, &comm) < 0 || nx_arg_stream(sig, a, 5, &stream) < 0)
         return NULL;
     ncclResult_t rc;
+    nx_trace_mark tm = nx_trace_binding(comm, (nx_trace_call){.op = NX_T_SIGNAL, .flags = NX_TF_PEER | NX_TF_STREAM,
+                                                              .rank = peer, .stream = (uintptr_t)stream});
     NX_RUN(rc, nx_api.ncclSignal(peer, sig_idx, ctx, flags, comm, stream));
+    nx_trace_leave(tm, rc);
     return nx_none_or_error(st, rc, comm);
 }
 
@@ -203,7 +214,10 @@ static PyObject *wait_signal(PyObject *m, PyObject *const *args, Py_ssize_t narg
         descs = copy;
     }
     ncclResult_t rc;
+    nx_trace_mark tm = nx_trace_binding(comm, (nx_trace_call){.op = NX_T_WAIT_SIGNAL, .flags = NX_TF_COUNT | NX_TF_STREAM,
+                                                              .count = (uint64_t)n, .stream = (uintptr_t)stream});
     NX_RUN(rc, nx_api.ncclWaitSignal(n, descs, comm, stream));
+    nx_trace_leave(tm, rc);
     PyMem_Free(copy);
     return nx_none_or_error(st, rc, comm);
 }

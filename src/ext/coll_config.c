@@ -476,6 +476,20 @@ static ncclResult_t run(const nx_coll_call *a, void *fn, const ncclCollConfig_t 
     }
 }
 
+/* Each kind's flight-recorder entry (docs/api/trace.md). */
+static const struct {
+    int op, flags;
+} trace_ops[] = {
+    [NX_COLL_ALLREDUCE] = {NX_T_ALLREDUCE, NX_TF_REDOP},
+    [NX_COLL_REDUCE] = {NX_T_REDUCE, NX_TF_REDOP | NX_TF_ROOT},
+    [NX_COLL_BROADCAST] = {NX_T_BROADCAST, NX_TF_ROOT},
+    [NX_COLL_ALLGATHER] = {NX_T_ALLGATHER, 0},
+    [NX_COLL_GATHER] = {NX_T_GATHER, NX_TF_ROOT},
+    [NX_COLL_REDUCE_SCATTER] = {NX_T_REDUCESCATTER, NX_TF_REDOP},
+    [NX_COLL_ALLTOALL] = {NX_T_ALLTOALL, 0},
+    [NX_COLL_SCATTER] = {NX_T_SCATTER, NX_TF_ROOT},
+};
+
 PyObject *nx_coll_with_config(nx_state *st, nx_coll_call *a, PyObject *config, const char *fname)
 {
     PyObject *result = NULL;
@@ -493,7 +507,11 @@ PyObject *nx_coll_with_config(nx_state *st, nx_coll_call *a, PyObject *config, c
     if (fn == NULL && nx_require(st, plain_slot(a->kind)) < 0) {
         goto done;
     }
+    nx_trace_call tc = nx_trace_coll(trace_ops[a->kind].op, trace_ops[a->kind].flags, a->send, a->recv, a->count,
+                                     a->dtype, a->op, a->root, a->stream);
+    nx_trace_mark tm = nx_trace_enter(a->trace, &tc);
     ncclResult_t rc = run(a, fn, c.use);
+    nx_trace_leave(tm, rc);
     if (nx_check(st, rc, a->comm) < 0)
         goto done;
     result = Py_NewRef(Py_None);

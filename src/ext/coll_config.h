@@ -5,6 +5,8 @@
 
 #include "common.h"
 
+#include "trace.h"
+
 /* This file's part of the module state (owned references). */
 typedef struct {
     PyObject *cache_key; /* the key of the built struct in an NCCLCollConfig's __dict__ */
@@ -37,6 +39,7 @@ typedef struct {
     int root;         /* rooted calls */
     ncclComm_t comm;
     cudaStream_t stream;
+    nx_trace_ring *trace; /* the flight recorder's ring of comm, or NULL (docs/api/trace.md) */
 } nx_coll_call;
 
 /* The type check of a config argument, done with the other arguments (before any library call):

@@ -183,6 +183,19 @@ static inline int comm_intake(coll_in *in, PyObject *self, PyTypeObject *cls, co
     return 0;
 }
 
+/* The flight recorder's entry for this method's library call (docs/api/trace.md), and the ring a
+ * config= call records on (inside coll_config.c). */
+static inline nx_trace_mark trace_enter(const coll_in *in, nx_trace_call tc)
+{
+    return nx_trace_enter(nx_comm_trace(in->c, in->comm), &tc);
+}
+
+static inline PyObject *with_config(const coll_in *in, nx_coll_call *call, PyObject *configo)
+{
+    call->trace = nx_comm_trace(in->c, in->comm);
+    return nx_coll_with_config(in->st, call, configo, in->fname);
+}
+
 /* sendbuf and recvbuf, in that order, each only where this rank uses it (send_here, recv_here: the
  * "only on root" buffers are skipped elsewhere); recvbuf reuses sendbuf's resolution in place.
  * Where both are used their dtypes must match. 0, or -1 with the exception set. */
@@ -232,18 +245,23 @@ static PyObject *reduce_impl(PyObject *self, PyTypeObject *cls, const char *fnam
     if (has_config(configo)) {
         nx_coll_call call = {rooted ? NX_COLL_REDUCE : NX_COLL_ALLREDUCE, s.ptr, r.ptr, s.count, s.dtype, op, root,
                              comm, stream};
-        return nx_coll_with_config(st, &call, configo, fname);
+        return with_config(&in, &call, configo);
     }
     ncclResult_t rc;
+    nx_trace_mark tm;
     if (rooted) {
         if (nx_require(st, &nx_api.ncclReduce) < 0)
             return NULL;
+        tm = trace_enter(&in, nx_trace_coll(NX_T_REDUCE, NX_TF_REDOP | NX_TF_ROOT, s.ptr, r.ptr, s.count, s.dtype, op,
+                                            root, stream));
         NX_RUN(rc, nx_api.ncclReduce(s.ptr, r.ptr, s.count, s.dtype, op, root, comm, stream));
     } else {
         if (nx_require(st, &nx_api.ncclAllReduce) < 0)
             return NULL;
+        tm = trace_enter(&in, nx_trace_coll(NX_T_ALLREDUCE, NX_TF_REDOP, s.ptr, r.ptr, s.count, s.dtype, op, -1, stream));
         NX_RUN(rc, nx_api.ncclAllReduce(s.ptr, r.ptr, s.count, s.dtype, op, comm, stream));
     }
+    nx_trace_leave(tm, rc);
     return nx_none_or_error(st, rc, comm);
 }
 
@@ -317,12 +335,15 @@ static PyObject *Communicator_reduce_scatter(NX_COMM_METHOD_ARGS)
         return NULL;
     if (has_config(a[4])) {
         nx_coll_call call = {NX_COLL_REDUCE_SCATTER, s.ptr, r.ptr, count, s.dtype, op, -1, comm, stream};
-        return nx_coll_with_config(st, &call, a[4], fname);
+        return with_config(&in, &call, a[4]);
     }
     if (nx_require(st, &nx_api.ncclReduceScatter) < 0)
         return NULL;
     ncclResult_t rc;
+    nx_trace_mark tm =
+        trace_enter(&in, nx_trace_coll(NX_T_REDUCESCATTER, NX_TF_REDOP, s.ptr, r.ptr, count, s.dtype, op, -1, stream));
     NX_RUN(rc, nx_api.ncclReduceScatter(s.ptr, r.ptr, count, s.dtype, op, comm, stream));
+    nx_trace_leave(tm, rc);
     return nx_none_or_error(st, rc, comm);
 }
 
@@ -360,12 +381,15 @@ static PyObject *Communicator_broadcast(NX_COMM_METHOD_ARGS)
         return NULL;
     if (has_config(a[4])) {
         nx_coll_call call = {NX_COLL_BROADCAST, s.ptr, r.ptr, r.count, r.dtype, 0, root, comm, stream};
-        return nx_coll_with_config(st, &call, a[4], fname);
+        return with_config(&in, &call, a[4]);
     }
     if (nx_require(st, &nx_api.ncclBroadcast) < 0)
         return NULL;
     ncclResult_t rc;
+    nx_trace_mark tm =
+        trace_enter(&in, nx_trace_coll(NX_T_BROADCAST, NX_TF_ROOT, s.ptr, r.ptr, r.count, r.dtype, 0, root, stream));
     NX_RUN(rc, nx_api.ncclBroadcast(s.ptr, r.ptr, r.count, r.dtype, root, comm, stream));
+    nx_trace_leave(tm, rc);
     return nx_none_or_error(st, rc, comm);
 }
 
@@ -398,18 +422,22 @@ static PyObject *gather_impl(PyObject *self, PyTypeObject *cls, const char *fnam
     if (has_config(configo)) {
         nx_coll_call call = {rooted ? NX_COLL_GATHER : NX_COLL_ALLGATHER, s.ptr, r.ptr, count, s.dtype, 0, root, comm,
                              stream};
-        return nx_coll_with_config(st, &call, configo, fname);
+        return with_config(&in, &call, configo);
     }
     ncclResult_t rc;
+    nx_trace_mark tm;
     if (rooted) {
         if (nx_require(st, &nx_api.ncclGather) < 0)
             return NULL;
+        tm = trace_enter(&in, nx_trace_coll(NX_T_GATHER, NX_TF_ROOT, s.ptr, r.ptr, count, s.dtype, 0, root, stream));
         NX_RUN(rc, nx_api.ncclGather(s.ptr, r.ptr, count, s.dtype, root, comm, stream));
     } else {
         if (nx_require(st, &nx_api.ncclAllGather) < 0)
             return NULL;
+        tm = trace_enter(&in, nx_trace_coll(NX_T_ALLGATHER, 0, s.ptr, r.ptr, count, s.dtype, 0, -1, stream));
         NX_RUN(rc, nx_api.ncclAllGather(s.ptr, r.ptr, count, s.dtype, comm, stream));
     }
+    nx_trace_leave(tm, rc);
     return nx_none_or_error(st, rc, comm);
 }
 
@@ -475,12 +503,15 @@ static PyObject *Communicator_scatter(NX_COMM_METHOD_ARGS)
         return NULL;
     if (has_config(a[4])) {
         nx_coll_call call = {NX_COLL_SCATTER, s.ptr, r.ptr, r.count, r.dtype, 0, root, comm, stream};
-        return nx_coll_with_config(st, &call, a[4], fname);
+        return with_config(&in, &call, a[4]);
     }
     if (nx_require(st, &nx_api.ncclScatter) < 0)
         return NULL;
     ncclResult_t rc;
+    nx_trace_mark tm =
+        trace_enter(&in, nx_trace_coll(NX_T_SCATTER, NX_TF_ROOT, s.ptr, r.ptr, r.count, r.dtype, 0, root, stream));
     NX_RUN(rc, nx_api.ncclScatter(s.ptr, r.ptr, r.count, r.dtype, root, comm, stream));
+    nx_trace_leave(tm, rc);
     return nx_none_or_error(st, rc, comm);
 }
 
@@ -516,12 +547,14 @@ static PyObject *Communicator_alltoall(NX_COMM_METHOD_ARGS)
         return NULL;
     if (has_config(a[3])) {
         nx_coll_call call = {NX_COLL_ALLTOALL, s.ptr, r.ptr, count, s.dtype, 0, -1, comm, stream};
-        return nx_coll_with_config(st, &call, a[3], fname);
+        return with_config(&in, &call, a[3]);
     }
     if (nx_require(st, &nx_api.ncclAlltoAll) < 0)
         return NULL;
     ncclResult_t rc;
+    nx_trace_mark tm = trace_enter(&in, nx_trace_coll(NX_T_ALLTOALL, 0, s.ptr, r.ptr, count, s.dtype, 0, -1, stream));
     NX_RUN(rc, nx_api.ncclAlltoAll(s.ptr, r.ptr, count, s.dtype, comm, stream));
+    nx_trace_leave(tm, rc);
     return nx_none_or_error(st, rc, comm);
 }
 
@@ -544,15 +577,15 @@ static PyObject *p2p(PyObject *self, PyTypeObject *cls, PyObject *const *args, P
     nx_state *st = in.st;
     ncclComm_t comm = in.comm;
     ncclResult_t rc;
-    if (is_recv) {
-        if (nx_require(st, &nx_api.ncclRecv) < 0)
-            return NULL;
+    if (nx_require(st, is_recv ? (const void *)&nx_api.ncclRecv : (const void *)&nx_api.ncclSend) < 0)
+        return NULL;
+    nx_trace_mark tm = trace_enter(&in, nx_trace_coll(is_recv ? NX_T_RECV : NX_T_SEND, NX_TF_PEER, is_recv ? NULL : b.ptr,
+                                                      is_recv ? b.ptr : NULL, b.count, b.dtype, 0, peer, stream));
+    if (is_recv)
         NX_RUN(rc, nx_api.ncclRecv(b.ptr, b.count, b.dtype, peer, comm, stream));
-    } else {
-        if (nx_require(st, &nx_api.ncclSend) < 0)
-            return NULL;
+    else
         NX_RUN(rc, nx_api.ncclSend(b.ptr, b.count, b.dtype, peer, comm, stream));
-    }
+    nx_trace_leave(tm, rc);
     return nx_none_or_error(st, rc, comm);
 }
 
@@ -588,7 +621,10 @@ static PyObject *Communicator_signal(NX_COMM_METHOD_ARGS)
     if (nx_require(in.st, &nx_api.ncclSignal) < 0)
         return NULL;
     ncclResult_t rc;
+    nx_trace_mark tm = trace_enter(&in, (nx_trace_call){.op = NX_T_SIGNAL, .flags = NX_TF_PEER | NX_TF_STREAM,
+                                                        .rank = peer, .stream = (uintptr_t)stream});
     NX_RUN(rc, nx_api.ncclSignal(peer, idx, ctx, flags, in.comm, stream));
+    nx_trace_leave(tm, rc);
     return nx_none_or_error(in.st, rc, in.comm);
 }
 
@@ -655,7 +691,10 @@ static PyObject *Communicator_wait_signal(NX_COMM_METHOD_ARGS)
     if (nx_require(st, &nx_api.ncclWaitSignal) < 0)
         goto done;
     ncclResult_t rc;
+    nx_trace_mark tm = trace_enter(&in, (nx_trace_call){.op = NX_T_WAIT_SIGNAL, .flags = NX_TF_COUNT | NX_TF_STREAM,
+                                                        .count = (uint64_t)n, .stream = (uintptr_t)stream});
     NX_RUN(rc, nx_api.ncclWaitSignal((int)n, descs, comm, stream));
+    nx_trace_leave(tm, rc);
     result = nx_none_or_error(st, rc, comm);
 done:
     PyMem_Free(descs);
@@ -707,8 +746,11 @@ static PyObject *Communicator_put_signal(NX_COMM_METHOD_ARGS)
     if (nx_require(st, &nx_api.ncclPutSignal) < 0)
         return NULL;
     ncclResult_t rc;
+    nx_trace_mark tm =
+        trace_enter(&in, nx_trace_coll(NX_T_PUT_SIGNAL, NX_TF_PEER, b.ptr, NULL, b.count, b.dtype, 0, peer, stream));
     NX_RUN(rc, nx_api.ncclPutSignal(b.ptr, b.count, b.dtype, peer, (ncclWindow_t)win, bytes, idx, ctx, flags,
                                            comm, stream));
+    nx_trace_leave(tm, rc);
     return nx_none_or_error(st, rc, comm);
 }
 
@@ -751,7 +793,10 @@ static PyObject *Communicator_allreduce_with_bias(NX_COMM_METHOD_ARGS)
     if (nx_require(st, &nx_api.ncclAllReduceWithBias) < 0)
         return NULL;
     ncclResult_t rc;
+    nx_trace_mark tm = trace_enter(
+        &in, nx_trace_coll(NX_T_ALLREDUCE_BIAS, NX_TF_REDOP, s.ptr, r.ptr, s.count, s.dtype, op, -1, stream));
     NX_RUN(rc, nx_api.ncclAllReduceWithBias(s.ptr, r.ptr, s.count, s.dtype, op, comm, stream, bias.ptr));
+    nx_trace_leave(tm, rc);
     return nx_none_or_error(st, rc, comm);
 }
 
@@ -840,7 +885,10 @@ static PyObject *Communicator_alltoallv(NX_COMM_METHOD_ARGS)
     if (nx_require(st, &nx_api.ncclAlltoAllv) < 0)
         goto done;
     ncclResult_t rc;
+    nx_trace_mark tm =
+        trace_enter(&in, nx_trace_coll(NX_T_ALLTOALLV, 0, s.ptr, r.ptr, s.count, s.dtype, 0, -1, stream));
     NX_RUN(rc, nx_api.ncclAlltoAllv(s.ptr, sc, sd, r.ptr, rc_, rd, s.dtype, comm, stream));
+    nx_trace_leave(tm, rc);
     result = nx_none_or_error(st, rc, comm);
 done:
     PyMem_Free(arr);

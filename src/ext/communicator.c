@@ -169,6 +169,7 @@ static void Communicator_dealloc(PyObject *op)
         PyObject_ClearWeakRefs(op);
     Communicator_clear(op);
     Py_CLEAR(c->box);
+    nx_trace_ring_decref(c->trace);
     tp->tp_free(op);
     Py_DECREF(tp);
 }
@@ -243,6 +244,24 @@ static NX_COLD int wrong_device(nx_state *st, const nx_buffer *b, const char *na
                "communicator.",
                name, bdev, cdev);
     return -1;
+}
+
+void nx_comm_set_trace(nx_Communicator *c, nx_trace_ring *r)
+{
+    nx_trace_ring *old = __atomic_exchange_n(&c->trace, r, __ATOMIC_ACQ_REL);
+    __atomic_store_n(&c->trace_bound, 0, __ATOMIC_RELAXED);
+    nx_trace_ring_decref(old);
+}
+
+void nx_comm_trace_bind(nx_Communicator *c, ncclComm_t h)
+{
+    nx_state *st = nx_state_of_type(Py_TYPE(c));
+    int rank = -1, nranks = -1;
+    /* Its rank and size for the file: cached queries, made once (no error is pending here). */
+    if (st == NULL || nx_comm_rank(st, c, "trace", &rank) < 0 || nx_comm_nranks(st, c, "trace", &nranks) < 0)
+        PyErr_Clear();
+    nx_trace_ring_bind(c->trace, h, rank, nranks);
+    __atomic_store_n(&c->trace_bound, 1, __ATOMIC_RELAXED);
 }
 
 int nx_comm_check_device(nx_state *st, nx_Communicator *c, const nx_buffer *b, const char *name)
@@ -322,8 +341,12 @@ static PyObject *teardown(nx_state *st, nx_Communicator *c, int abort)
     ncclComm_t comm = __atomic_exchange_n((ncclComm_t *)c->slot, NULL, __ATOMIC_ACQ_REL);
     if (comm == NULL)
         Py_RETURN_NONE; /* another thread tore it down meanwhile */
+    nx_trace_ring *tr = nx_comm_trace(c, comm);
+    nx_trace_mark tm = nx_trace_enter(tr, &(nx_trace_call){.op = abort ? NX_T_ABORT : NX_T_DESTROY});
     ncclResult_t rc;
     NX_RUN(rc, abort ? nx_api.ncclCommAbort(comm) : nx_api.ncclCommDestroy(comm));
+    nx_trace_leave(tm, rc);
+    nx_trace_ring_closed(tr);
     nx_comm_reset_caches(c);
     Py_XDECREF(take_object(c, &c->children));
     return nx_none_or_error(st, rc, NULL);
@@ -364,8 +387,10 @@ static PyObject *Communicator_finalize_method(NX_COMM_METHOD_ARGS)
         Py_RETURN_NONE;
     if (nx_require(st, &nx_api.ncclCommFinalize) < 0)
         return NULL;
+    nx_trace_mark tm = nx_trace_enter(nx_comm_trace((nx_Communicator *)self, comm), &(nx_trace_call){.op = NX_T_FINALIZE});
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommFinalize(comm));
+    nx_trace_leave(tm, rc);
     return nx_none_or_error(st, rc, comm);
 }
 

@@ -4,6 +4,7 @@
 #include "core.h"
 
 #include <string.h>
+#include <unistd.h>
 
 #include "structs.h"
 
@@ -109,23 +110,58 @@ static PyObject *new_unique_id(nx_state *st, const ncclUniqueId *id)
     return r;
 }
 
+/* ---- the flight recorder (docs/api/trace.md) ---- */
+
+/* Gives the communicator being created its ring and records its Init entry; the mark is
+ * completed by trace_created after the library call. */
+static nx_trace_mark trace_creating(nx_Communicator *c, long size, uint64_t id, nx_trace_origin origin,
+                                    const nx_trace_ring *parent, int color, int key)
+{
+    nx_comm_set_trace(c, nx_trace_ring_new(size, id, origin, parent, color, key));
+    return nx_trace_enter(c->trace, &(nx_trace_call){.op = NX_T_INIT});
+}
+
+/* After the creation call: a failed communicator's ring is closed (it stays for the dump); a
+ * created one is bound to its handle when the library has filled it (else on its first call). */
+static void trace_created(nx_Communicator *c, nx_trace_mark init, ncclResult_t rc)
+{
+    nx_trace_leave(init, rc);
+    if (NX_FAILED(rc))
+        nx_trace_ring_closed(c->trace);
+    else if (c->trace != NULL && nx_comm_handle(c) != NULL)
+        nx_comm_trace_bind(c, nx_comm_handle(c));
+}
+
+/* The parent's Split/Shrink/Grow entry, its ring (*pr, or NULL) and its child's identity. */
+static nx_trace_mark trace_parent(nx_Communicator *parent, ncclComm_t comm, int op, nx_trace_origin origin, int color,
+                                  nx_trace_ring **pr, uint64_t *child_id)
+{
+    *pr = comm != NULL ? nx_comm_trace(parent, comm) : NULL;
+    *child_id = *pr != NULL ? nx_trace_child_id(*pr, origin, color) : nx_trace_fnv(NX_FNV_BASIS, &color, sizeof color);
+    return nx_trace_enter(*pr, &(nx_trace_call){.op = (uint8_t)op});
+}
+
 /* ---- construction ---- */
 
 static PyObject *comm_initialize(nx_state *st, nx_Communicator *c, PyObject *const *a)
 {
-    /* a: nranks, rank, unique_id, config */
+    /* a: nranks, rank, unique_id, config, trace_buffer */
     PyObject *keep = NULL, *result = NULL;
     ncclUniqueId *ids = NULL;
     int nranks, rank, nid;
+    long tsize;
     ncclConfig_t *cfg;
     if (nx_comm_handle(c) != NULL)
         return nx_invalid(st, "Communicator is already initialized");
     if (nx_int(a[0], "initialize", "nranks", &nranks) < 0 || nx_int(a[1], "initialize", "rank", &rank) < 0 ||
         unique_ids_arg(st, a[2], &ids, &nid) < 0 || config_arg(st, a[3], "initialize", &cfg, &keep) < 0 ||
-        nx_check_one_rank(st, nranks) < 0)
+        (tsize = nx_trace_size_arg(a[4], "initialize")) < 0 || nx_check_one_rank(st, nranks) < 0)
         goto done;
     if (nx_loaded(st) < 0)
         goto done;
+    /* Its identity: the unique ids every rank passed (docs/api/trace.md#the-file-format). */
+    nx_trace_mark tm = trace_creating(c, tsize, nx_trace_fnv(NX_FNV_BASIS, ids, (size_t)nid * sizeof *ids),
+                                      NX_ORIGIN_INIT, NULL, 0, 0);
     ncclResult_t rc;
     ncclComm_t *slot = (ncclComm_t *)c->slot;
     /* The newest call the library has: several ids need ncclCommInitRankScalable (2.23.4); one id
@@ -135,6 +171,7 @@ static PyObject *comm_initialize(nx_state *st, nx_Communicator *c, PyObject *con
         NX_RUN(rc, nx_api.ncclCommInitRankScalable(slot, nranks, rank, nid, ids, cfg));
     } else if (nid > 1) {
         nx_raise_function_not_found(st, "ncclCommInitRankScalable", NULL);
+        trace_created(c, tm, ncclInvalidUsage);
         goto done;
     } else if (nx_api.ncclCommInitRankConfig != NULL) {
         NX_RUN(rc, nx_api.ncclCommInitRankConfig(slot, nranks, ids[0], rank, cfg));
@@ -142,9 +179,11 @@ static PyObject *comm_initialize(nx_state *st, nx_Communicator *c, PyObject *con
         NX_RUN(rc, nx_api.ncclCommInitRank(slot, nranks, ids[0], rank));
     } else {
         nx_raise_function_not_found(st, cfg != NULL ? "ncclCommInitRankConfig" : "ncclCommInitRank", NULL);
+        trace_created(c, tm, ncclInvalidUsage);
         goto done;
     }
     nx_comm_reset_caches(c);
+    trace_created(c, tm, rc);
     if (nx_check(st, rc, NULL) < 0) {
         *c->slot = NULL;
         goto done;
@@ -156,25 +195,27 @@ done:
     return result;
 }
 
-NX_MSIG(initialize, 4, 3, "nranks", "rank", "unique_id", "config");
-PyDoc_STRVAR(initialize__doc__, "initialize($self, nranks, rank, unique_id, config=None)\n--\n\n"
+NX_MSIG(initialize, 4, 3, "nranks", "rank", "unique_id", "config", "trace_buffer");
+PyDoc_STRVAR(initialize__doc__, "initialize($self, nranks, rank, unique_id, config=None, *, trace_buffer=None)\n--\n\n"
 "Create the communicator in place: ncclCommInitRankScalable with every id given; for one id on\n"
-"libraries without it, ncclCommInitRankConfig, or ncclCommInitRank when config is None. Collective.");
+"libraries without it, ncclCommInitRankConfig, or ncclCommInitRank when config is None. Collective.\n"
+"trace_buffer: the flight recorder's ring size for it (None: NCCL4PY_TRACE_BUFFER; 0: not recorded).");
 static PyObject *Communicator_initialize(NX_COMM_METHOD_ARGS)
 {
-    PyObject *a[4];
+    PyObject *a[5];
     if (nx_margs(&M_initialize, args, nargs, kwnames, a) < 0)
         return NULL;
     return comm_initialize(NX_COMM_STATE(cls), (nx_Communicator *)self, a);
 }
 
-NX_MSIG(init, 4, 3, "nranks", "rank", "unique_id", "config");
-PyDoc_STRVAR(init__doc__, "init(nranks, rank, unique_id, config=None)\n--\n\n"
-"Create a communicator: cls() then initialize(...). Collective over the nranks ranks.");
+NX_MSIG(init, 4, 3, "nranks", "rank", "unique_id", "config", "trace_buffer");
+PyDoc_STRVAR(init__doc__, "init(nranks, rank, unique_id, config=None, *, trace_buffer=None)\n--\n\n"
+"Create a communicator: cls() then initialize(...). Collective over the nranks ranks.\n"
+"trace_buffer: the flight recorder's ring size for it (None: NCCL4PY_TRACE_BUFFER; 0: not recorded).");
 static PyObject *Communicator_init(PyObject *type, PyObject *const *args, Py_ssize_t nargs,
                                    PyObject *kwnames)
 {
-    PyObject *a[4];
+    PyObject *a[5];
     if (nx_margs(&M_init, args, nargs, kwnames, a) < 0)
         return NULL;
     nx_state *st = nx_state_of_type((PyTypeObject *)type);
@@ -302,8 +343,17 @@ static PyObject *Communicator_init_all(PyObject *type, PyObject *const *args, Py
     NX_RUN(rc, nx_api.ncclCommInitAll(comms, (int)n, devs));
     if (nx_check(st, rc, NULL) < 0)
         goto error;
-    for (Py_ssize_t i = 0; i < n; i++)
-        *((nx_Communicator *)PyList_GET_ITEM(list, i))->slot = comms[i];
+    /* One communicator, every rank in this process: its identity is the process and the devices. */
+    pid_t pid = getpid();
+    uint64_t id = nx_trace_fnv(nx_trace_fnv(NX_FNV_BASIS, &pid, sizeof pid), devs, (size_t)n * sizeof *devs);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        nx_Communicator *c = (nx_Communicator *)PyList_GET_ITEM(list, i);
+        *c->slot = comms[i];
+        nx_comm_set_trace(c, nx_trace_ring_new(nx_trace_default_size(), id, NX_ORIGIN_INIT, NULL, 0, 0));
+        nx_trace_event(c->trace, &(nx_trace_call){.op = NX_T_INIT}, rc);
+        nx_trace_ring_bind(c->trace, comms[i], (int)i, (int)n);
+        c->trace_bound = 1;
+    }
     goto done;
 error:
     Py_CLEAR(list);
@@ -330,13 +380,14 @@ error:
     return NULL;
 }
 
-NX_MSIG(split, 3, 0, "color", "key", "config");
-PyDoc_STRVAR(split__doc__, "split($self, color=None, key=0, config=None)\n--\n\n"
+NX_MSIG(split, 3, 0, "color", "key", "config", "trace_buffer");
+PyDoc_STRVAR(split__doc__, "split($self, color=None, key=0, config=None, *, trace_buffer=None)\n--\n\n"
 "ncclCommSplit. Collective. color=None (NCCL_SPLIT_NOCOLOR) gives this rank a null communicator;\n"
-"config=None inherits the parent's.");
+"config=None inherits the parent's. trace_buffer: the child's flight-recorder ring size (None:\n"
+"NCCL4PY_TRACE_BUFFER; 0: not recorded).");
 static PyObject *Communicator_split(NX_COMM_METHOD_ARGS)
 {
-    PyObject *a[3];
+    PyObject *a[4];
     if (nx_margs(&M_split, args, nargs, kwnames, a) < 0)
         return NULL;
     nx_state *st = NX_COMM_STATE(cls);
@@ -345,10 +396,11 @@ static PyObject *Communicator_split(NX_COMM_METHOD_ARGS)
     if (comm == NULL)
         return NULL;
     int color = NCCL_SPLIT_NOCOLOR, key = 0;
+    long tsize;
     ncclConfig_t *cfg;
     PyObject *keep;
     if ((a[0] != NULL && a[0] != Py_None && nx_int(a[0], "split", "color", &color) < 0) ||
-        (a[1] != NULL && nx_int(a[1], "split", "key", &key) < 0))
+        (a[1] != NULL && nx_int(a[1], "split", "key", &key) < 0) || (tsize = nx_trace_size_arg(a[3], "split")) < 0)
         return NULL;
     if (nx_require(st, &nx_api.ncclCommSplit) < 0)
         return NULL;
@@ -359,8 +411,16 @@ static PyObject *Communicator_split(NX_COMM_METHOD_ARGS)
         Py_XDECREF(keep);
         return NULL;
     }
+    uint64_t id;
+    nx_trace_ring *pr;
+    nx_trace_mark tm = trace_parent(c, comm, NX_T_SPLIT, NX_ORIGIN_SPLIT, color, &pr, &id);
+    /* NCCL_SPLIT_NOCOLOR: this rank gets no communicator, so nothing to record on */
+    nx_trace_mark init =
+        trace_creating(child, color == NCCL_SPLIT_NOCOLOR ? 0 : tsize, id, NX_ORIGIN_SPLIT, pr, color, key);
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommSplit(comm, color, key, (ncclComm_t *)child->slot, cfg));
+    nx_trace_leave(tm, rc);
+    trace_created(child, init, rc);
     Py_XDECREF(keep);
     return child_result(st, c, child, rc, comm);
 }
@@ -393,13 +453,14 @@ static int ranks_arg(PyObject *o, int **out, int *n)
     return 0;
 }
 
-NX_MSIG(shrink, 3, 0, "exclude_ranks", "config", "flag");
-PyDoc_STRVAR(shrink__doc__, "shrink($self, exclude_ranks=None, config=None, flag=nccl.core.CommShrinkFlag.DEFAULT)\n--\n\n"
+NX_MSIG(shrink, 3, 0, "exclude_ranks", "config", "flag", "trace_buffer");
+PyDoc_STRVAR(shrink__doc__, "shrink($self, exclude_ranks=None, config=None, flag=nccl.core.CommShrinkFlag.DEFAULT, *, "
+"trace_buffer=None)\n--\n\n"
 "ncclCommShrink: a communicator without the excluded ranks, called by the surviving ranks only.\n"
-"flag=ABORT aborts outstanding operations first.");
+"flag=ABORT aborts outstanding operations first. trace_buffer: as for split().");
 static PyObject *Communicator_shrink(NX_COMM_METHOD_ARGS)
 {
-    PyObject *a[3];
+    PyObject *a[4];
     if (nx_margs(&M_shrink, args, nargs, kwnames, a) < 0)
         return NULL;
     nx_state *st = NX_COMM_STATE(cls);
@@ -408,7 +469,8 @@ static PyObject *Communicator_shrink(NX_COMM_METHOD_ARGS)
     if (comm == NULL)
         return NULL;
     int flag = NCCL_SHRINK_DEFAULT, nex;
-    if (a[2] != NULL && nx_int(a[2], "shrink", "flag", &flag) < 0)
+    long tsize;
+    if ((a[2] != NULL && nx_int(a[2], "shrink", "flag", &flag) < 0) || (tsize = nx_trace_size_arg(a[3], "shrink")) < 0)
         return NULL;
     if (nx_require(st, &nx_api.ncclCommShrink) < 0)
         return NULL;
@@ -424,8 +486,14 @@ static PyObject *Communicator_shrink(NX_COMM_METHOD_ARGS)
     nx_Communicator *child = nx_comm_new(st, Py_TYPE(self));
     PyObject *r = NULL;
     if (child != NULL) {
+        uint64_t id;
+        nx_trace_ring *pr;
+        nx_trace_mark tm = trace_parent(c, comm, NX_T_SHRINK, NX_ORIGIN_SHRINK, -1, &pr, &id);
+        nx_trace_mark init = trace_creating(child, tsize, id, NX_ORIGIN_SHRINK, pr, -1, 0);
         ncclResult_t rc;
         NX_RUN(rc, nx_api.ncclCommShrink(comm, ex, nex, (ncclComm_t *)child->slot, cfg, flag));
+        nx_trace_leave(tm, rc);
+        trace_created(child, init, rc);
         r = child_result(st, c, child, rc, comm);
     }
     PyMem_Free(ex);
@@ -433,13 +501,13 @@ static PyObject *Communicator_shrink(NX_COMM_METHOD_ARGS)
     return r;
 }
 
-NX_MSIG(grow, 4, 1, "nranks", "unique_id", "rank", "config");
-PyDoc_STRVAR(grow__doc__, "grow($self, nranks, unique_id=None, rank=None, config=None)\n--\n\n"
+NX_MSIG(grow, 4, 1, "nranks", "unique_id", "rank", "config", "trace_buffer");
+PyDoc_STRVAR(grow__doc__, "grow($self, nranks, unique_id=None, rank=None, config=None, *, trace_buffer=None)\n--\n\n"
 "ncclCommGrow. Existing root: comm.grow(n, uid); existing non-root: comm.grow(n); a new rank:\n"
-"Communicator().grow(n, uid, rank=r).");
+"Communicator().grow(n, uid, rank=r). trace_buffer: as for split().");
 static PyObject *Communicator_grow(NX_COMM_METHOD_ARGS)
 {
-    PyObject *a[4];
+    PyObject *a[5];
     if (nx_margs(&M_grow, args, nargs, kwnames, a) < 0)
         return NULL;
     nx_state *st = NX_COMM_STATE(cls);
@@ -450,7 +518,9 @@ static PyObject *Communicator_grow(NX_COMM_METHOD_ARGS)
         return nx_invalid(st, "New ranks must use a null communicator (Communicator())");
     if (!is_new && comm == NULL)
         return nx_invalid(st, "Existing ranks must use an initialized communicator");
-    if (nx_int(a[0], "grow", "nranks", &nranks) < 0 || (is_new && nx_int(a[2], "grow", "rank", &rank) < 0))
+    long tsize;
+    if (nx_int(a[0], "grow", "nranks", &nranks) < 0 || (is_new && nx_int(a[2], "grow", "rank", &rank) < 0) ||
+        (tsize = nx_trace_size_arg(a[4], "grow")) < 0)
         return NULL;
     ncclUniqueId id, *idp = NULL;
     if (a[1] != NULL && a[1] != Py_None) {
@@ -468,8 +538,16 @@ static PyObject *Communicator_grow(NX_COMM_METHOD_ARGS)
     nx_Communicator *child = nx_comm_new(st, Py_TYPE(self));
     PyObject *r = NULL;
     if (child != NULL) {
+        uint64_t id;
+        nx_trace_ring *pr;
+        nx_trace_mark tm = trace_parent(c, comm, NX_T_GROW, NX_ORIGIN_GROW, 0, &pr, &id);
+        if (idp != NULL) /* the root and the new ranks share the grow's id (docs/api/trace.md) */
+            id = nx_trace_fnv(NX_FNV_BASIS, idp, sizeof *idp);
+        nx_trace_mark init = trace_creating(child, tsize, id, NX_ORIGIN_GROW, pr, 0, 0);
         ncclResult_t rc;
         NX_RUN(rc, nx_api.ncclCommGrow(comm, nranks, idp, rank, (ncclComm_t *)child->slot, cfg));
+        nx_trace_leave(tm, rc);
+        trace_created(child, init, rc);
         r = child_result(st, c, child, rc, comm);
     }
     Py_XDECREF(keep);

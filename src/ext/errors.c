@@ -7,6 +7,7 @@
 #include "loader.h"
 #include "module.h"
 #include "nccl_error_text.h"
+#include "trace.h"
 
 static const char *const exc_names[NX_NEXC] = {
     [NX_EXC_NCCL_ERROR] = "NCCLError",
@@ -82,6 +83,7 @@ PyObject *nx_raise_status(nx_state *st, ncclResult_t status, ncclComm_t comm)
     const char *last = NULL;
     if (nx_loader_ready() && nx_api.ncclGetLastError != NULL)
         last = nx_api.ncclGetLastError(comm);
+    nx_trace_error((int)status, last); /* the flight recorder's dump (docs/api/trace.md) */
     PyObject *exc = PyObject_CallFunction(cls, "is", (int)status, last ? last : "");
     if (exc != NULL) {
         PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);

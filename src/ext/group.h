@@ -5,8 +5,13 @@
 
 #include "common.h"
 
+#include <stdint.h>
+
 /* Groups open on this thread (ncclGroupStart calls not yet ended). */
 int nx_group_depth(void);
+/* The id of this thread's open outermost group (a count of this thread's outermost group starts,
+ * from 1), or 0 outside a group: the flight recorder's "group" (docs/api/trace.md). */
+uint32_t nx_group_current(void);
 /* After a successful ncclGroupStart. */
 void nx_group_enter(void);
 /* After every ncclGroupEnd/ncclGroupSimulateEnd that ran, failed or not (the library closes the

@@ -4,10 +4,17 @@
 #include "group.h"
 
 static _Thread_local int group_depth;
+static _Thread_local uint32_t group_serial, group_id;
 
 int nx_group_depth(void) { return group_depth; }
 
-void nx_group_enter(void) { group_depth++; }
+uint32_t nx_group_current(void) { return group_depth > 0 ? group_id : 0; }
+
+void nx_group_enter(void)
+{
+    if (group_depth++ == 0)
+        group_id = ++group_serial;
+}
 
 void nx_group_leave(void)
 {

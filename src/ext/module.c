@@ -1,6 +1,7 @@
 /* nccl._ext: multi-phase init, module state, and the exec slot that calls each file's setup. */
 #include "bindings.h"
 #include "core.h"
+#include "trace.h"
 
 static int nx_exec(PyObject *module)
 {
@@ -12,7 +13,7 @@ static int nx_exec(PyObject *module)
         nx_coll_config_setup(module, st) < 0 ||
         nx_resources_setup(module, st) < 0 || nx_redop_setup(module, st) < 0 ||
         nx_devcomm_setup(module, st) < 0 ||
-        nx_communicator_setup(module, st) < 0)
+        nx_communicator_setup(module, st) < 0 || nx_trace_setup(module, st) < 0)
         return -1;
     return 0;
 }
