@@ -48,3 +48,21 @@ int ncclCommUserRank(const void *comm, int *rank)
     *rank = 0;
     return 0;
 }
+
+/* Enough of creation for nccl.core's Communicator.init (the flight recorder's on/off rows of
+ * benchmarks/overhead.py): a unique id of zeros, and a distinct fake handle per communicator. */
+int ncclGetUniqueId(void *id)
+{
+    for (size_t i = 0; i < 128; i++)
+        ((char *)id)[i] = 0;
+    return 0;
+}
+
+int ncclCommInitRank(void **comm, int nranks, const void *id, int rank)
+{
+    static char handles[64];
+    static int next;
+    (void)nranks, (void)id, (void)rank;
+    *comm = &handles[next++ % 64];
+    return 0;
+}

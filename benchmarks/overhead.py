@@ -5,6 +5,8 @@
   library call with the GIL released around it, as every binding does (like for like); and a
   ctypes binding of the same symbol;
 * the same all_reduce given a Comm object (nccl4py 0.5+) instead of the int communicator;
+* the flight recorder: comm.allreduce(x, x, SUM) on a communicator made by Communicator.init with
+  recording on (trace_buffer=2000) and off (trace_buffer=0), side by side (docs/api/trace.md#cost);
 * nccl.core's comm.allreduce(x, x, SUM) on a numpy array and (when torch is installed) a torch
   CPU tensor of 1024 float32, which resolves both buffers, the op and the stream per call, against
   the low-level call; and the same call with config=None and with config=NCCLCollConfig(min_ctas=1)
@@ -60,6 +62,14 @@ def core_cases(comm_ptr):
     x = np.zeros(1024, np.float32)
     cfg = nc.NCCLCollConfig(min_ctas=1) if hasattr(nc, "NCCLCollConfig") else None
     cases = {"nccl.core allreduce (numpy)": lambda: comm.allreduce(x, x, nc.SUM)}
+    # The flight recorder (docs/api/trace.md): two communicators made by init, one recording (the
+    # default ring of 2000 entries, wrapped many times over by the run) and one not.
+    if "trace_buffer" in (nc.Communicator.init.__doc__ or ""):
+        uid = nc.get_unique_id()
+        rec_on = nc.Communicator.init(1, 0, uid, trace_buffer=2000)
+        rec_off = nc.Communicator.init(1, 0, uid, trace_buffer=0)
+        cases["allreduce, recording off"] = lambda: rec_off.allreduce(x, x, nc.SUM)
+        cases["allreduce, recording on"] = lambda: rec_on.allreduce(x, x, nc.SUM)
     if hasattr(nc, "NCCLCollConfig"):
         cases["nccl.core allreduce stream=None"] = lambda: comm.allreduce(x, x, nc.SUM, stream=None)
         cases["nccl.core allreduce config=None"] = lambda: comm.allreduce(x, x, nc.SUM, config=None)
@@ -133,6 +143,9 @@ def main():
     for name in ("nccl.core allreduce stream=None", "nccl.core allreduce config=None", "nccl.core allreduce config=cfg"):
         if name in med:
             print(f"{name} / plain numpy call = {med[name] / plain:.3f}")
+    if "allreduce, recording on" in med:
+        print(f"allreduce recording on / off = "
+              f"{med['allreduce, recording on'] / med['allreduce, recording off']:.3f}   (target <= 1.15)")
     for kind, target in (("numpy", 1000), ("torch", 2000)):
         ns = med.get(f"nccl.core allreduce ({kind})")
         if ns is not None:

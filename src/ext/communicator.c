@@ -249,19 +249,34 @@ static NX_COLD int wrong_device(nx_state *st, const nx_buffer *b, const char *na
 void nx_comm_set_trace(nx_Communicator *c, nx_trace_ring *r)
 {
     nx_trace_ring *old = __atomic_exchange_n(&c->trace, r, __ATOMIC_ACQ_REL);
-    __atomic_store_n(&c->trace_bound, 0, __ATOMIC_RELAXED);
+    /* no ring: settled (not recorded); a ring: bound on the first call that sees the handle */
+    __atomic_store_n(&c->trace_bound, r == NULL, __ATOMIC_RELEASE);
     nx_trace_ring_decref(old);
 }
 
-void nx_comm_trace_bind(nx_Communicator *c, ncclComm_t h)
+nx_trace_ring *nx_comm_trace_settle(nx_Communicator *c, ncclComm_t h)
 {
-    nx_state *st = nx_state_of_type(Py_TYPE(c));
-    int rank = -1, nranks = -1;
-    /* Its rank and size for the file: cached queries, made once (no error is pending here). */
-    if (st == NULL || nx_comm_rank(st, c, "trace", &rank) < 0 || nx_comm_nranks(st, c, "trace", &nranks) < 0)
-        PyErr_Clear();
-    nx_trace_ring_bind(c->trace, h, rank, nranks);
-    __atomic_store_n(&c->trace_bound, 1, __ATOMIC_RELAXED);
+    nx_trace_ring *r = c->trace;
+    if (r == NULL) {
+        /* Communicator(ptr): the handle's ring, if the bindings created it (kept while c lives) */
+        r = nx_trace_find(h);
+        nx_trace_ring_incref(r);
+        nx_trace_ring *none = NULL;
+        if (!__atomic_compare_exchange_n(&c->trace, &none, r, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            nx_trace_ring_decref(r); /* another thread settled it first */
+            r = none;
+        }
+    } else if (h != NULL) {
+        nx_state *st = nx_state_of_type(Py_TYPE(c));
+        int rank = -1, nranks = -1;
+        /* Its rank and size for the file: cached queries, made once (no error is pending here). */
+        if (st == NULL || nx_comm_rank(st, c, "trace", &rank) < 0 || nx_comm_nranks(st, c, "trace", &nranks) < 0)
+            PyErr_Clear();
+        nx_trace_ring_bind(r, h, rank, nranks);
+    }
+    if (h != NULL)
+        __atomic_store_n(&c->trace_bound, 1, __ATOMIC_RELEASE);
+    return r;
 }
 
 int nx_comm_check_device(nx_state *st, nx_Communicator *c, const nx_buffer *b, const char *name)

@@ -129,7 +129,7 @@ static void trace_created(nx_Communicator *c, nx_trace_mark init, ncclResult_t r
     if (NX_FAILED(rc))
         nx_trace_ring_closed(c->trace);
     else if (c->trace != NULL && nx_comm_handle(c) != NULL)
-        nx_comm_trace_bind(c, nx_comm_handle(c));
+        nx_comm_trace_settle(c, nx_comm_handle(c));
 }
 
 /* The parent's Split/Shrink/Grow entry, its ring (*pr, or NULL) and its child's identity. */
@@ -352,7 +352,7 @@ static PyObject *Communicator_init_all(PyObject *type, PyObject *const *args, Py
         nx_comm_set_trace(c, nx_trace_ring_new(nx_trace_default_size(), id, NX_ORIGIN_INIT, NULL, 0, 0));
         nx_trace_event(c->trace, &(nx_trace_call){.op = NX_T_INIT}, rc);
         nx_trace_ring_bind(c->trace, comms[i], (int)i, (int)n);
-        c->trace_bound = 1;
+        __atomic_store_n(&c->trace_bound, 1, __ATOMIC_RELEASE);
     }
     goto done;
 error:
@@ -538,12 +538,12 @@ static PyObject *Communicator_grow(NX_COMM_METHOD_ARGS)
     nx_Communicator *child = nx_comm_new(st, Py_TYPE(self));
     PyObject *r = NULL;
     if (child != NULL) {
-        uint64_t id;
+        uint64_t tid;
         nx_trace_ring *pr;
-        nx_trace_mark tm = trace_parent(c, comm, NX_T_GROW, NX_ORIGIN_GROW, 0, &pr, &id);
+        nx_trace_mark tm = trace_parent(c, comm, NX_T_GROW, NX_ORIGIN_GROW, 0, &pr, &tid);
         if (idp != NULL) /* the root and the new ranks share the grow's id (docs/api/trace.md) */
-            id = nx_trace_fnv(NX_FNV_BASIS, idp, sizeof *idp);
-        nx_trace_mark init = trace_creating(child, tsize, id, NX_ORIGIN_GROW, pr, 0, 0);
+            tid = nx_trace_fnv(NX_FNV_BASIS, idp, sizeof *idp);
+        nx_trace_mark init = trace_creating(child, tsize, tid, NX_ORIGIN_GROW, pr, 0, 0);
         ncclResult_t rc;
         NX_RUN(rc, nx_api.ncclCommGrow(comm, nranks, idp, rank, (ncclComm_t *)child->slot, cfg));
         nx_trace_leave(tm, rc);

@@ -32,8 +32,8 @@ struct nx_Communicator {
     PyObject *resources;  /* list of the tracked resources (CommResource instances) */
     PyObject *children;   /* split/shrink children kept alive while creation is in progress */
     PyObject *weakrefs;
-    nx_trace_ring *trace; /* the flight recorder's ring (a reference), or NULL: not recorded */
-    int trace_bound;      /* the ring knows the handle (a grouped or nonblocking creation fills it late) */
+    nx_trace_ring *trace; /* the flight recorder's ring (a reference), or NULL */
+    int trace_bound;      /* trace is settled for the current handle (nx_comm_trace) */
 };
 
 #define NX_DEVICE_UNKNOWN (-2)
@@ -70,21 +70,19 @@ nx_Communicator *nx_comm_new(nx_state *st, PyTypeObject *tp);
 /* Forgets the cached rank, size, device and properties (after the handle changed). */
 void nx_comm_reset_caches(nx_Communicator *c);
 
-/* The flight recorder's ring for a call on c with handle h (docs/api/trace.md): c's own, bound
- * to h on the first call that sees it, or for a communicator wrapped with Communicator(ptr), the
- * ring of the handle if nccl4py created it through the bindings; NULL: not recorded. */
-void nx_comm_trace_bind(nx_Communicator *c, ncclComm_t h);
+/* The flight recorder's ring for a call on c with handle h (docs/api/trace.md), or NULL: not
+ * recorded. The first call that sees the handle settles it (nx_comm_trace_settle): c's own ring
+ * is bound to h; a communicator wrapped with Communicator(ptr) takes the ring of the handle if
+ * nccl4py created it through the bindings. Later calls read two fields. */
+nx_trace_ring *nx_comm_trace_settle(nx_Communicator *c, ncclComm_t h);
 static inline nx_trace_ring *nx_comm_trace(nx_Communicator *c, ncclComm_t h)
 {
-    nx_trace_ring *r = c->trace;
-    if (NX_LIKELY(r != NULL)) {
-        if (NX_UNLIKELY(!__atomic_load_n(&c->trace_bound, __ATOMIC_RELAXED)))
-            nx_comm_trace_bind(c, h);
-        return r;
-    }
-    return nx_trace_find(h);
+    if (NX_LIKELY(__atomic_load_n(&c->trace_bound, __ATOMIC_ACQUIRE)))
+        return c->trace;
+    return nx_comm_trace_settle(c, h);
 }
-/* Gives c the ring r (a new reference, may be NULL), dropping the one it had. */
+/* Gives c the ring r (a new reference; NULL: not recorded) for the handle being created, dropping
+ * the one it had. */
 void nx_comm_set_trace(nx_Communicator *c, nx_trace_ring *r);
 
 /* Methods of Communicator defined in other files. All are METH_METHOD | METH_FASTCALL |

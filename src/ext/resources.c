@@ -290,8 +290,11 @@ static int RegisteredWindow_release(nx_state *st, PyObject *self, ncclComm_t com
         return 0;
     if (nx_require(st, &nx_api.ncclCommWindowDeregister) < 0)
         return -1;
+    /* the communicator's ring, found by its handle (docs/api/trace.md) */
+    nx_trace_mark tm = nx_trace_enter(nx_trace_find(comm), &(nx_trace_call){.op = NX_T_WIN_DEREGISTER});
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommWindowDeregister(comm, w));
+    nx_trace_leave(tm, rc);
     return nx_check(st, rc, comm);
 }
 
@@ -529,8 +532,12 @@ static PyObject *Communicator_register_window(NX_COMM_METHOD_ARGS)
     ncclWindow_t *slot = (ncclWindow_t *)&((nx_PointerBox *)w->box)->slot;
     size_t size = b.count * nx_dtype_size(b.dtype);
     void *ptr = b.ptr;
+    nx_trace_mark tm = nx_trace_enter(nx_comm_trace(c, comm), &(nx_trace_call){.op = NX_T_WIN_REGISTER,
+                                                                               .flags = NX_TF_COUNT | NX_TF_SEND,
+                                                                               .count = size, .send = (uintptr_t)ptr});
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommWindowRegister(comm, ptr, size, slot, flags));
+    nx_trace_leave(tm, rc);
     if (nx_check(st, rc, comm) < 0) {
         Py_DECREF(obj); /* not open: nothing to release */
         return NULL;

@@ -33,6 +33,7 @@ from nccl.core.utils import (
 )
 from nccl.core.params import dump_params, params
 from nccl.core.memory import mem_alloc, mem_free
+from nccl.core._recorder import dump_trace
 from nccl._version import __version__
 
 
@@ -90,6 +91,8 @@ __all__ = [
     "UniqueId", "get_unique_id", "get_error_string", "params", "dump_params",
     # Memory
     "mem_alloc", "mem_free",
+    # The flight recorder (an addition, docs/api/trace.md)
+    "dump_trace",
     # Interop modules, imported on first access
     "cupy", "torch",
 ]

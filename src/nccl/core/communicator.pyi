@@ -40,12 +40,15 @@ class Communicator:
     def __new__(cls, ptr: int | None = None) -> Self: ...
     @classmethod
     def init(cls, nranks: int, rank: int, unique_id: UniqueId | Sequence[UniqueId],
-             config: NCCLConfig | None = None) -> Communicator:
-        """Create a communicator: cls() then initialize(...). Collective over the nranks ranks."""
+             config: NCCLConfig | None = None, *, trace_buffer: int | None = None) -> Communicator:
+        """Create a communicator: cls() then initialize(...). Collective over the nranks ranks.
+        trace_buffer: the flight recorder's ring size for it (None: NCCL4PY_TRACE_BUFFER; 0: not recorded).
+        """
     def initialize(self, nranks: int, rank: int, unique_id: UniqueId | Sequence[UniqueId],
-                   config: NCCLConfig | None = None) -> None:
+                   config: NCCLConfig | None = None, *, trace_buffer: int | None = None) -> None:
         """Create the communicator in place: ncclCommInitRankScalable with every id given; for one id on
         libraries without it, ncclCommInitRankConfig, or ncclCommInitRank when config is None. Collective.
+        trace_buffer: the flight recorder's ring size for it (None: NCCL4PY_TRACE_BUFFER; 0: not recorded).
         """
     @classmethod
     def from_env(cls, *, config: NCCLConfig | None = None, timeout: float | None = None,
@@ -70,21 +73,23 @@ class Communicator:
         """One communicator per device in this process (ncclCommInitAll); rank i uses devices[i]. None means
         every visible device, an int n means range(n). Each must be destroyed separately.
         """
-    def split(self, color: int | None = None, key: int = 0, config: NCCLConfig | None = None) -> Communicator:
+    def split(self, color: int | None = None, key: int = 0, config: NCCLConfig | None = None, *,
+              trace_buffer: int | None = None) -> Communicator:
         """ncclCommSplit. Collective. color=None (NCCL_SPLIT_NOCOLOR) gives this rank a null communicator;
-        config=None inherits the parent's.
+        config=None inherits the parent's. trace_buffer: the child's flight-recorder ring size (None:
+        NCCL4PY_TRACE_BUFFER; 0: not recorded).
         """
     def shrink(self, exclude_ranks: Sequence[int] | None = None, config: NCCLConfig | None = None,
-               flag: CommShrinkFlag = ...) -> Communicator:
+               flag: CommShrinkFlag = ..., *, trace_buffer: int | None = None) -> Communicator:
         """ncclCommShrink: a communicator without the excluded ranks, called by the surviving ranks only.
-        flag=ABORT aborts outstanding operations first.
+        flag=ABORT aborts outstanding operations first. trace_buffer: as for split().
         """
     def get_unique_id(self) -> UniqueId:
         """ncclCommGetUniqueId: a single-use id for grow(), called by the grow root only."""
     def grow(self, nranks: int, unique_id: UniqueId | None = None, rank: int | None = None,
-             config: NCCLConfig | None = None) -> Communicator:
+             config: NCCLConfig | None = None, *, trace_buffer: int | None = None) -> Communicator:
         """ncclCommGrow. Existing root: comm.grow(n, uid); existing non-root: comm.grow(n); a new rank:
-        Communicator().grow(n, uid, rank=r).
+        Communicator().grow(n, uid, rank=r). trace_buffer: as for split().
         """
     def finalize(self) -> None:
         """ncclCommFinalize: flush outstanding work (collective). No-op when null; a nonblocking
