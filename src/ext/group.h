@@ -12,6 +12,10 @@ int nx_group_depth(void);
 /* The id of this thread's open outermost group (a count of this thread's outermost group starts,
  * from 1), or 0 outside a group: the flight recorder's "group" (docs/api/trace.md). */
 uint32_t nx_group_current(void);
+/* Whether any thread of the process has a group open (one load: the flight recorder asks it on
+ * every call before the per-thread nx_group_current). */
+extern int nx_groups_open_count;
+static inline int nx_groups_open(void) { return __atomic_load_n(&nx_groups_open_count, __ATOMIC_RELAXED) != 0; }
 /* After a successful ncclGroupStart. */
 void nx_group_enter(void);
 /* After every ncclGroupEnd/ncclGroupSimulateEnd that ran, failed or not (the library closes the

@@ -8,18 +8,22 @@ static _Thread_local uint32_t group_serial, group_id;
 
 int nx_group_depth(void) { return group_depth; }
 
+int nx_groups_open_count;
+
 uint32_t nx_group_current(void) { return group_depth > 0 ? group_id : 0; }
 
 void nx_group_enter(void)
 {
-    if (group_depth++ == 0)
+    if (group_depth++ == 0) {
         group_id = ++group_serial;
+        __atomic_add_fetch(&nx_groups_open_count, 1, __ATOMIC_RELAXED);
+    }
 }
 
 void nx_group_leave(void)
 {
-    if (group_depth > 0)
-        group_depth--;
+    if (group_depth > 0 && --group_depth == 0)
+        __atomic_sub_fetch(&nx_groups_open_count, 1, __ATOMIC_RELAXED);
     if (group_depth == 0)
         nx_group_release(); /* the group's work has run: its buffers may go */
 }

@@ -351,18 +351,10 @@ static nx_trace_mark write_entry(nx_trace_ring *r, const nx_trace_call *c, uint3
     r->pos = pos + 1 == r->size ? 0 : pos + 1;
     __atomic_store_n(&e->stamp, 2 * seq + 1, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE);
-    e->op = c->op;
-    e->flags = c->flags;
+    e->call = *c;
     e->site = site;
-    e->dtype = c->dtype;
-    e->redop = c->redop;
-    e->rank = c->rank;
     e->group = group;
     e->rc = 0;
-    e->count = c->count;
-    e->stream = c->stream;
-    e->send = c->send;
-    e->recv = c->recv;
     e->t_enter = now;
     __atomic_store_n(&e->t_return, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&e->stamp, 2 * seq, __ATOMIC_RELEASE);
@@ -406,7 +398,7 @@ nx_trace_mark nx_trace_enter(nx_trace_ring *r, const nx_trace_call *c)
     if (r == NULL)
         return (nx_trace_mark){NULL, 0};
     uint32_t site = nx_trace_site(r->sites);
-    uint32_t group = nx_group_current();
+    uint32_t group = NX_UNLIKELY(nx_groups_open()) ? nx_group_current() : 0;
     uint64_t now = ticks();
     if (NX_UNLIKELY(group != 0 && r->group != group))
         group_start_entry(r, group, site, now);

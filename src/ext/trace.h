@@ -172,13 +172,10 @@ int nx_trace_setup(PyObject *module, nx_state *st);
  * the return part (rc, then t_return, stored with release order) is read after t_return. */
 struct nx_trace_entry {
     uint64_t stamp;
-    uint8_t op, flags;
+    nx_trace_call call; /* copied whole from the call site */
     uint32_t site;
-    int32_t dtype, redop, rank;
-    uint32_t group;   /* 0: outside a group */
+    uint32_t group;     /* 0: outside a group */
     int32_t rc;
-    uint64_t count;
-    uintptr_t stream, send, recv;
     uint64_t t_enter, t_return; /* ticks; t_return 0 while inside the call */
 };
 

@@ -152,11 +152,11 @@ static void put_entry(FILE *f, const nx_trace_snapshot *s, const nx_trace_ring_c
     int line;
     nx_trace_site_get(e->site, &file, &line, &func);
     fprintf(f, "{\"type\": \"op\", \"comm\": \"%016llx\", \"seq\": %llu, \"op\": \"%s\", \"count\": ",
-            (unsigned long long)c->id, (unsigned long long)(e->stamp / 2), nx_trace_op_name(e->op));
-    put_u64_or_null(f, e->flags & NX_TF_COUNT, e->count);
+            (unsigned long long)c->id, (unsigned long long)(e->stamp / 2), nx_trace_op_name(e->call.op));
+    put_u64_or_null(f, e->call.flags & NX_TF_COUNT, e->call.count);
     fputs(", \"dtype\": ", f);
-    if (e->flags & NX_TF_DTYPE) {
-        const char *n = nx_dtype_name((ncclDataType_t)e->dtype);
+    if (e->call.flags & NX_TF_DTYPE) {
+        const char *n = nx_dtype_name((ncclDataType_t)e->call.dtype);
         for (size_t i = 0; n[i] != '\0' && i + 1 < sizeof dtype; i++)
             dtype[i] = (char)(n[i] >= 'A' && n[i] <= 'Z' ? n[i] - 'A' + 'a' : n[i]);
         put_string(f, dtype);
@@ -164,24 +164,24 @@ static void put_entry(FILE *f, const nx_trace_snapshot *s, const nx_trace_ring_c
         fputs("null", f);
     }
     fputs(", \"redop\": ", f);
-    if (!(e->flags & NX_TF_REDOP))
+    if (!(e->call.flags & NX_TF_REDOP))
         fputs("null", f);
-    else if (e->redop >= 0 && e->redop < 5)
-        fprintf(f, "\"%s\"", redop_names[e->redop]);
+    else if (e->call.redop >= 0 && e->call.redop < 5)
+        fprintf(f, "\"%s\"", redop_names[e->call.redop]);
     else
-        fprintf(f, "\"custom:%d\"", e->redop);
+        fprintf(f, "\"custom:%d\"", e->call.redop);
     fputs(", \"root\": ", f);
-    put_int_or_null(f, e->flags & NX_TF_ROOT, e->rank);
+    put_int_or_null(f, e->call.flags & NX_TF_ROOT, e->call.rank);
     fputs(", \"peer\": ", f);
-    put_int_or_null(f, e->flags & NX_TF_PEER, e->rank);
+    put_int_or_null(f, e->call.flags & NX_TF_PEER, e->call.rank);
     fputs(", \"group\": ", f);
     put_int_or_null(f, e->group != 0, e->group);
     fputs(", \"stream\": ", f);
-    put_u64_or_null(f, e->flags & NX_TF_STREAM, e->stream);
+    put_u64_or_null(f, e->call.flags & NX_TF_STREAM, e->call.stream);
     fputs(", \"sendbuff\": ", f);
-    put_u64_or_null(f, e->flags & NX_TF_SEND, e->send);
+    put_u64_or_null(f, e->call.flags & NX_TF_SEND, e->call.send);
     fputs(", \"recvbuff\": ", f);
-    put_u64_or_null(f, e->flags & NX_TF_RECV, e->recv);
+    put_u64_or_null(f, e->call.flags & NX_TF_RECV, e->call.recv);
     fputs(", \"file\": ", f);
     put_string(f, file);
     fputs(", \"line\": ", f);
