@@ -32,6 +32,7 @@ static sem_t wake;
 static int wanted;             /* WANT_* bits, set by the handler and nx_trace_error (atomic) */
 static int errors_seen;        /* a library error was raised in this process (atomic) */
 static int failure_logged;     /* atomic */
+static int exiting;            /* the exit snapshot is written: the thread writes no other (dump_mu) */
 static char last_error[512];   /* the text of the last library error (error_mu) */
 static pthread_mutex_t error_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -287,8 +288,12 @@ static int write_dump(const char *reason, char *path, size_t npath)
     static const char *const size_vars[] = {"WORLD_SIZE", "SLURM_NTASKS", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", NULL};
     char dir[PATH_MAX], tmp[PATH_MAX + 64], error[sizeof last_error];
     int r = -1;
+    nx_trace_snapshot *s = NULL;
     pthread_mutex_lock(&dump_mu);
-    nx_trace_snapshot *s = nx_trace_snapshot_take();
+    if (exiting)
+        goto done; /* the writer thread's late request: the exit snapshot stays the last word */
+    exiting = strcmp(reason, "exit") == 0;
+    s = nx_trace_snapshot_take();
     if (s == NULL) {
         log_failure("snapshot", "(memory)", ENOMEM);
         goto done;
