@@ -95,7 +95,7 @@ def test_classmethods_keep_their_docstring_once_bound():
     lines = out.stdout.splitlines()
     assert lines[0] == "True True True"
     assert lines[1] == "(*, config=None, timeout=None, environ=None)"
-    assert lines[2] == "(exclude_ranks=None, config=None, flag=<CommShrinkFlag.DEFAULT: 0>)"
+    assert lines[2] == "(exclude_ranks=None, config=None, flag=<CommShrinkFlag.DEFAULT: 0>, *, trace_buffer=None)"
 
 
 def test_struct_classes_document_the_c_struct_and_its_members():

@@ -26,7 +26,9 @@ UPSTREAM_060_ALL = [
 ]
 # nccl4py 0.3.1 names that 0.6.0 dropped and we keep (code written for 0.3.1 still imports them).
 KEPT_031 = ["Version", "get_lib_version", "get_lib_path"]
-EXPECTED_ALL = sorted(UPSTREAM_060_ALL + KEPT_031)
+# Names we add (docs/compatibility.md#what-we-add).
+ADDED = ["dump_trace"]
+EXPECTED_ALL = sorted(UPSTREAM_060_ALL + KEPT_031 + ADDED)
 
 # Communicator methods of 0.6.0 with their signatures (inspect.signature, self left out).
 UPSTREAM_060_METHODS = {
@@ -67,6 +69,10 @@ UPSTREAM_060_METHODS = {
     "wait_signal": "meth(descs, *, stream=None)",
 }
 
+# Parameters we add to 0.6.0's methods, keyword-only after its own (docs/compatibility.md#what-we-add):
+# the flight recorder's ring size of the communicator being created (docs/api/trace.md).
+ADDED_PARAMETERS = {name: "*, trace_buffer=None" for name in ("initialize", "split", "shrink", "grow")}
+
 SUBMODULES = ["typing", "constants", "communicator", "resources", "group", "utils", "buffer", "memory", "cuda",
               "interop", "interop.cupy", "interop.torch"]
 
@@ -87,6 +93,8 @@ def test_communicator_signatures_match_060(name):
     import inspect
 
     expected = UPSTREAM_060_METHODS[name][len("meth"):]
+    if name in ADDED_PARAMETERS:
+        expected = f"{expected[:-1]}, {ADDED_PARAMETERS[name]})"
     if name in _ENUM_DEFAULTS:  # no inspect.signature for enum defaults: the text signature
         text = getattr(core.Communicator, name).__text_signature__
         # spelled with their module so that inspect can evaluate them; 0.6.0 writes Class.MEMBER
