@@ -28,14 +28,18 @@
 #define NX_TRACE_KEEP_CLOSED 64
 #define NX_TRACE_GROUP_MAX 64
 
-#define NX_TRACE_NAME(id, name) [NX_T_##id] = name,
+#define NX_TRACE_NAME(id, name, every) [NX_T_##id] = name,
 static const char *const op_names[NX_T_NOPS] = {NX_TRACE_OPS(NX_TRACE_NAME)};
 #undef NX_TRACE_NAME
+#define NX_TRACE_EVERY(id, name, every) [NX_T_##id] = every,
+static const unsigned char op_every_rank[NX_T_NOPS] = {NX_TRACE_OPS(NX_TRACE_EVERY)};
+#undef NX_TRACE_EVERY
 
 const char *nx_trace_op_name(int op) { return op >= 0 && op < NX_T_NOPS ? op_names[op] : "?"; }
 
 struct nx_trace_ring {
     uint64_t recorded;  /* the last entry's seq; stored by the writer with release order */
+    uint64_t colls;     /* collective calls recorded (the entries' "coll"); the writer's own */
     uint32_t pos;       /* the next entry's index, (recorded % size) */
     uint32_t size;
     uint32_t group;     /* the group whose GroupStart this ring has recorded */
@@ -355,6 +359,9 @@ static nx_trace_mark write_entry(nx_trace_ring *r, const nx_trace_call *c, uint3
     e->site = site;
     e->group = group;
     e->rc = 0;
+    if (c->op < NX_T_NOPS && op_every_rank[c->op])
+        r->colls++;
+    e->coll = r->colls;
     e->t_enter = now;
     __atomic_store_n(&e->t_return, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&e->stamp, 2 * seq, __ATOMIC_RELEASE);

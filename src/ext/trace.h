@@ -13,18 +13,22 @@
 
 #include <stdint.h>
 
-/* The calls an entry can name: the enum and the file format's "op" names, one row each. */
-#define NX_TRACE_OPS(X)                                                                  \
-    X(ALLREDUCE, "AllReduce") X(BROADCAST, "Broadcast") X(REDUCE, "Reduce")              \
-    X(ALLGATHER, "AllGather") X(REDUCESCATTER, "ReduceScatter") X(ALLTOALL, "AlltoAll")  \
-    X(GATHER, "Gather") X(SCATTER, "Scatter") X(ALLREDUCE_BIAS, "AllReduceWithBias")     \
-    X(ALLTOALLV, "AlltoAllv") X(SEND, "Send") X(RECV, "Recv") X(GROUP_START, "GroupStart") \
-    X(GROUP_END, "GroupEnd") X(WIN_REGISTER, "WindowRegister")                           \
-    X(WIN_DEREGISTER, "WindowDeregister") X(PUT_SIGNAL, "PutSignal") X(SIGNAL, "Signal") \
-    X(WAIT_SIGNAL, "WaitSignal") X(INIT, "Init") X(SPLIT, "Split") X(SHRINK, "Shrink")   \
-    X(GROW, "Grow") X(FINALIZE, "Finalize") X(ABORT, "Abort") X(DESTROY, "Destroy")
+/* The calls an entry can name: the enum, the file format's "op" names, and whether every rank of
+ * the communicator makes the call (1: a collective call, counted by the entry's "coll" ordinal, by
+ * which docs/api/trace.md#the-verdict lines up the ranks' calls), one row each. Shrink is not one:
+ * the ranks it excludes do not call it. */
+#define NX_TRACE_OPS(X)                                                                           \
+    X(ALLREDUCE, "AllReduce", 1) X(BROADCAST, "Broadcast", 1) X(REDUCE, "Reduce", 1)              \
+    X(ALLGATHER, "AllGather", 1) X(REDUCESCATTER, "ReduceScatter", 1) X(ALLTOALL, "AlltoAll", 1)  \
+    X(GATHER, "Gather", 1) X(SCATTER, "Scatter", 1) X(ALLREDUCE_BIAS, "AllReduceWithBias", 1)     \
+    X(ALLTOALLV, "AlltoAllv", 1) X(SEND, "Send", 0) X(RECV, "Recv", 0)                            \
+    X(GROUP_START, "GroupStart", 0) X(GROUP_END, "GroupEnd", 0)                                   \
+    X(WIN_REGISTER, "WindowRegister", 1) X(WIN_DEREGISTER, "WindowDeregister", 1)                 \
+    X(PUT_SIGNAL, "PutSignal", 0) X(SIGNAL, "Signal", 0) X(WAIT_SIGNAL, "WaitSignal", 0)          \
+    X(INIT, "Init", 1) X(SPLIT, "Split", 1) X(SHRINK, "Shrink", 0) X(GROW, "Grow", 1)             \
+    X(FINALIZE, "Finalize", 0) X(ABORT, "Abort", 0) X(DESTROY, "Destroy", 0)
 
-#define NX_TRACE_ENUM(id, name) NX_T_##id,
+#define NX_TRACE_ENUM(id, name, every) NX_T_##id,
 typedef enum { NX_TRACE_OPS(NX_TRACE_ENUM) NX_T_NOPS } nx_trace_op;
 #undef NX_TRACE_ENUM
 
@@ -176,6 +180,7 @@ struct nx_trace_entry {
     uint32_t site;
     uint32_t group;     /* 0: outside a group */
     int32_t rc;
+    uint64_t coll;              /* collective calls on the ring up to this entry (NX_TRACE_OPS) */
     uint64_t t_enter, t_return; /* ticks; t_return 0 while inside the call */
 };
 

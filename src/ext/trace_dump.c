@@ -152,8 +152,9 @@ static void put_entry(FILE *f, const nx_trace_snapshot *s, const nx_trace_ring_c
     const char *file, *func;
     int line;
     nx_trace_site_get(e->site, &file, &line, &func);
-    fprintf(f, "{\"type\": \"op\", \"comm\": \"%016llx\", \"seq\": %llu, \"op\": \"%s\", \"count\": ",
-            (unsigned long long)c->id, (unsigned long long)(e->stamp / 2), nx_trace_op_name(e->call.op));
+    fprintf(f, "{\"type\": \"op\", \"comm\": \"%016llx\", \"seq\": %llu, \"coll\": %llu, \"op\": \"%s\", \"count\": ",
+            (unsigned long long)c->id, (unsigned long long)(e->stamp / 2), (unsigned long long)e->coll,
+            nx_trace_op_name(e->call.op));
     put_u64_or_null(f, e->call.flags & NX_TF_COUNT, e->call.count);
     fputs(", \"dtype\": ", f);
     if (e->call.flags & NX_TF_DTYPE) {

@@ -49,6 +49,8 @@ def test_every_kind_of_call_with_its_fields(tmp_path):
         assert names == ["Init", "AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AlltoAll",
                          "Gather", "Scatter", "GroupStart", "Send", "Recv", "GroupEnd", "Split", "AllReduce"]
         assert [o["seq"] for o in ops] == list(range(1, 16))
+        # the collective ordinal: Init and the collectives count, the group's markers and p2p do not
+        assert [o["coll"] for o in ops] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 9, 9, 9, 10, 11]
         lines, buf = v["lines"], v["buffers"]
         want = {  # op: (count, dtype, redop, root, peer, sendbuff, recvbuff)
             1: (8, "float32", "sum", None, None, buf["x"], buf["y"]),
@@ -112,6 +114,7 @@ def test_windows_and_one_sided_calls(tmp_path):
         ops = d.ops[comm["comm"]]
         assert [o["op"] for o in ops] == ["Init", "WindowRegister", "PutSignal", "WaitSignal", "Signal", "WaitSignal",
                                           "AllReduce", "WindowDeregister"]
+        assert [o["coll"] for o in ops] == [1, 2, 2, 2, 2, 2, 3, 4]
         lines = v["lines"]
         for o in ops:
             if o["op"] in lines and o["op"] != "WaitSignal":
