@@ -39,7 +39,7 @@ def tracked_files():
 
 
 def citations():
-    pages = {p.name: anchors(p) for p in DOCS.glob("*.md")}
+    pages = {p.name: anchors(p) for p in [*DOCS.glob("*.md"), *(DOCS / "api").glob("*.md")]}
     for path in tracked_files():
         if not path.is_file():
             continue

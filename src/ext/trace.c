@@ -36,6 +36,7 @@ static const unsigned char op_every_rank[NX_T_NOPS] = {NX_TRACE_OPS(NX_TRACE_EVE
 #undef NX_TRACE_EVERY
 
 const char *nx_trace_op_name(int op) { return op >= 0 && op < NX_T_NOPS ? op_names[op] : "?"; }
+int nx_trace_op_every_rank(int op) { return op >= 0 && op < NX_T_NOPS && op_every_rank[op]; }
 
 struct nx_trace_ring {
     uint64_t recorded;  /* the last entry's seq; stored by the writer with release order */

@@ -32,8 +32,9 @@
 typedef enum { NX_TRACE_OPS(NX_TRACE_ENUM) NX_T_NOPS } nx_trace_op;
 #undef NX_TRACE_ENUM
 
-/* The "op" name of an entry (trace.c holds the table). */
+/* The "op" name of an entry, and whether every rank makes the call (trace.c holds the tables). */
 const char *nx_trace_op_name(int op);
+int nx_trace_op_every_rank(int op);
 
 /* Which optional fields of a call are present. */
 enum {

@@ -483,8 +483,31 @@ static PyObject *dump_trace(PyObject *module, PyObject *unused)
     return PyUnicode_DecodeFSDefault(path);
 }
 
+PyDoc_STRVAR(trace_ops__doc__, "_trace_ops()\n--\n\n"
+"The file format's op names in the recorder's order, each with whether every rank of a communicator\n"
+"makes the call (counted by an entry's 'coll'): a tuple of (name, bool) pairs, for nccl.trace.");
+
+static PyObject *trace_ops(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    PyObject *out = PyTuple_New(NX_T_NOPS);
+    if (out == NULL)
+        return NULL;
+    for (int op = 0; op < NX_T_NOPS; op++) {
+        PyObject *row = Py_BuildValue("(sO)", nx_trace_op_name(op), nx_trace_op_every_rank(op) ? Py_True : Py_False);
+        if (row == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, op, row);
+    }
+    return out;
+}
+
 static PyMethodDef trace_methods[] = {
     {"_dump_trace", dump_trace, METH_NOARGS, dump_trace__doc__},
+    {"_trace_ops", trace_ops, METH_NOARGS, trace_ops__doc__},
     {NULL, NULL, 0, NULL},
 };
 

@@ -27,6 +27,12 @@ stops every rank and everything of theirs when the pipe closes without the launc
 done. Exit status: 0 when every rank exited 0; the failed rank's exit status (128 + signal for a
 signal); 124 on timeout; 130 on Ctrl-C; 2 for bad arguments.
 
+When a rank fails, --timeout expires or Ctrl-C stops the job, the ranks still running are first
+asked for their flight-recorder dumps (SIGUSR1), and the verdict of python -m nccl.trace on them
+is printed under the failure line (nccl/_run_trace.py, docs/api/trace.md#the-launcher). The ranks
+get NCCL4PY_TRACE_DIR (a new folder, removed after a clean run if empty) and NCCL4PY_TRACE_JOB
+unless they are set.
+
 A program that takes its rank from MPI (mpi4py) is not a job for this launcher: each rank would
 be rank 0 of 1. Such a rank's 1-rank communicator fails with the mpirun command to use instead.
 
@@ -47,6 +53,7 @@ import time
 import warnings
 
 from nccl._launch import LAUNCHER_NAME, LAUNCHER_VARIABLE
+from nccl._run_trace import LaunchTrace
 from nccl._run_guard import GRACE_S, TOKEN_VARIABLE, descendants, living, marked, process_table, stop
 
 __all__ = ["main", "UNIQUE_ID_VARIABLE"]
@@ -387,8 +394,10 @@ def launch(nranks, command, timeout=None, env=None):
         TOKEN_VARIABLE: token,
         "PYTHONUNBUFFERED": "1",
     })
+    trace = LaunchTrace.setup(base, token)
 
     events = queue.Queue()  # (rank, returncode) as ranks exit
+    ended = {}  # rank -> (returncode, wall time), for the flight recorder's launcher.json
     stop_signal = []
 
     # While ranks start and while we clean up, a signal is only recorded: an exception inside
@@ -408,6 +417,7 @@ def launch(nranks, command, timeout=None, env=None):
     previous = {s: signal.signal(s, record) for s in handled}
     procs = []
     status = 0
+    verdict = False  # whether the flight recorder's verdict is printed (a failed rank, --timeout, Ctrl-C)
     if not _become_subreaper():
         _say(f"{PROG}: warning: this kernel refuses PR_SET_CHILD_SUBREAPER; a rank's child that leaves "
              f"its session is stopped only while it carries {TOKEN_VARIABLE}")
@@ -426,7 +436,7 @@ def launch(nranks, command, timeout=None, env=None):
             guard.started(p.pid)
             pump.add(rank, p.stdout, sys.stdout.buffer)
             pump.add(rank, p.stderr, sys.stderr.buffer)
-            threading.Thread(target=lambda r=rank, p=p: events.put((r, p.wait())), daemon=True,
+            threading.Thread(target=_watch, args=(rank, p, events, ended), daemon=True,
                              name=f"{PROG}-rank{rank}-wait").start()
         deadline = None if timeout is None else time.monotonic() + timeout
         running = set(range(len(procs)))
@@ -443,6 +453,10 @@ def launch(nranks, command, timeout=None, env=None):
             name = signal.Signals(stop_signal[0]).name
             _say(f"{PROG}: {name} received; stopping all ranks")
             status = EXIT_INTERRUPT if stop_signal[0] == signal.SIGINT else 128 + stop_signal[0]
+        verdict = trace is not None and status != 0 and (not stop_signal or stop_signal[0] == signal.SIGINT)
+        if verdict:
+            trace.collect(procs, ended, "timeout" if status == EXIT_TIMEOUT else
+                          "interrupted" if stop_signal else "failed")
     finally:
         # Everything the ranks started is stopped, on success too: nothing a rank started outlives
         # the launcher.
@@ -456,7 +470,19 @@ def launch(nranks, command, timeout=None, env=None):
         pump.finish()
         for s, h in previous.items():
             signal.signal(s, h)
+    if verdict:
+        for line in trace.verdict_lines():
+            _say(f"{PROG}: {line}")
+    elif trace is not None:
+        trace.finish()
     return status
+
+
+def _watch(rank, proc, events, ended):
+    """A rank's waiter: its exit status and when it came, to the launch's queue."""
+    code = proc.wait()
+    ended[rank] = (code, time.time())
+    events.put((rank, code))
 
 
 def main(argv=None):
