@@ -94,7 +94,7 @@ def test_classmethods_keep_their_docstring_once_bound():
     out = children.run_python(code, check_exit=True)
     lines = out.stdout.splitlines()
     assert lines[0] == "True True True"
-    assert lines[1] == "(*, config=None, timeout=None, environ=None)"
+    assert lines[1] == "(*, config=None, timeout=None, environ=None, trace_buffer=None)"
     assert lines[2] == "(exclude_ranks=None, config=None, flag=<CommShrinkFlag.DEFAULT: 0>, *, trace_buffer=None)"
 
 

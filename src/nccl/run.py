@@ -468,13 +468,14 @@ def launch(nranks, command, timeout=None, env=None):
                 p.wait()
         guard.done()
         pump.finish()
+        # while signals are still only recorded: a second Ctrl-C does not cut the verdict short
+        if verdict:
+            for line in trace.verdict_lines():
+                _say(f"{PROG}: {line}")
+        elif trace is not None:
+            trace.finish()
         for s, h in previous.items():
             signal.signal(s, h)
-    if verdict:
-        for line in trace.verdict_lines():
-            _say(f"{PROG}: {line}")
-    elif trace is not None:
-        trace.finish()
     return status
 
 
@@ -493,7 +494,11 @@ def main(argv=None):
         print(f"{PROG}: error: {exc} ({USAGE})", file=sys.stderr)
         return EXIT_USAGE
     try:
-        return launch(nranks, command, timeout)
+        status = launch(nranks, command, timeout)
+        # The job is over: a Ctrl-C still arriving (a user pressing it again) must not turn the
+        # exit into a KeyboardInterrupt while the interpreter shuts down.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        return status
     except RuntimeError as exc:  # no library loads: NotSupportedError lists the attempts
         first = str(exc).strip().splitlines()
         _say(f"{PROG}: cannot create the unique id: " + "\n".join(first))

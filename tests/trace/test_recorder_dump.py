@@ -81,12 +81,18 @@ on.allreduce(x, x, nc.SUM)
 also_off = on.split(0, trace_buffer=0)
 also_off.allreduce(x, x, nc.SUM)
 b.all_reduce(x.ctypes.data, x.ctypes.data, 4, b.DataType.Float32, b.RedOp.Sum, off.ptr, 0)
+from_env = nc.Communicator.from_env(environ={}, trace_buffer=2)  # no launcher: a 1-rank communicator
+for _ in range(3):
+    from_env.allreduce(x, x, nc.SUM)
 print(nc.dump_trace())
 """, tmp_path, NCCL4PY_TRACE_BUFFER="0")
     d = Dump(tmp_path / "rank0.jsonl")
     assert d.header["buffer"] == 0
-    (c,) = d.comms.values()  # only `on`
+    assert len(d.comms) == 2  # `on` and from_env's
+    c = next(c for c in d.comms.values() if c["recorded"] == 3)
     assert [o["op"] for o in d.ops[c["comm"]]] == ["Init", "AllReduce", "Split"]
+    fe = next(c for c in d.comms.values() if c["recorded"] == 4)
+    assert fe["dropped"] == 2 and [o["op"] for o in d.ops[fe["comm"]]] == ["AllReduce", "AllReduce"]
 
 
 @pytest.mark.timeout(120)

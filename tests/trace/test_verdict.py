@@ -61,8 +61,9 @@ CASES = {
                                          "entered by ranks 0,2,3", "returned ncclTimeout (8)",
                                          "Rank 1's last call on it: Broadcast(root=0, count=256, float32) at "
                                          "faults.py:{broadcast} (seq 13), returned"]),
-    "kill": (4, "died", [3], None, ["rank 3 died (the launcher saw SIGKILL; no dump)",
-                                   "ranks 0-2 were in AllReduce(count=256, float32, sum) at faults.py:{allreduce} (seq 14"]),
+    # where each survivor was when it learnt of the death: in step 6's allreduce, or still in step
+    # 5's broadcast (test_a_kill_places_every_survivor)
+    "kill": (4, "died", [3], None, ["rank 3 died (the launcher saw SIGKILL; no dump); "]),
 }
 
 
@@ -78,6 +79,19 @@ def test_the_verdict_names_the_rank_the_call_and_the_line(fault, tmp_path, monke
     for text in texts:
         want = re.sub(r"\{([a-z0-9-]+)\}", lambda m: str(site(m.group(1))), text)
         assert want in first.text, (want, first.text)
+    if fault == "kill":
+        places = {f"AllReduce(count=256, float32, sum) at faults.py:{site('allreduce')} (seq 14 on comm ",
+                  f"Broadcast(root=0, count=256, float32) at faults.py:{site('broadcast')} (seq 13 on comm "}
+        parts = first.text.removeprefix("rank 3 died (the launcher saw SIGKILL; no dump); ").split("; ")
+        named = set()
+        for part in parts:
+            m = re.match(r"(?:rank (\d+) was|ranks ([\d,-]+) were) in (.*)", part)
+            assert m and any(m.group(3).startswith(p) for p in places), part
+            text = m.group(1) or m.group(2)
+            for piece in text.split(","):
+                lo, _, hi = piece.partition("-")
+                named |= set(range(int(lo), int(hi or lo) + 1))
+        assert named == {0, 1, 2}, first.text
     assert f"nccl.run: flight recorder: python -m nccl.trace {tmp_path}" in stderr
     launcher = (tmp_path / "launcher.json").read_text()
     assert '"format": "nccl4py-launch"' in launcher

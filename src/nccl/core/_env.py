@@ -256,7 +256,7 @@ def _mpi_exchange(info, env, timeout):
     return rank, nranks, uid
 
 
-def from_env(cls, *, config=None, timeout=None, environ=None):
+def from_env(cls, *, config=None, timeout=None, environ=None, trace_buffer=None):
     """``cls.init(nranks=..., rank=..., unique_id=...)`` from the launcher's environment (see the
     module documentation for the launchers recognised and how the id travels)."""
     env = os.environ if environ is None else environ
@@ -274,7 +274,7 @@ def from_env(cls, *, config=None, timeout=None, environ=None):
         rank, nranks, uid = 0, 1, _new_id_bytes()
     from nccl.core._unique_id import UniqueId
 
-    kwargs = {"nranks": nranks, "rank": rank, "unique_id": UniqueId.from_bytes(uid)}
+    kwargs = {"nranks": nranks, "rank": rank, "unique_id": UniqueId.from_bytes(uid), "trace_buffer": trace_buffer}
     if config is not None:
         kwargs["config"] = config
     return cls.init(**kwargs)

@@ -11,7 +11,7 @@ from nccl.core._team import (
 
 
 
-def from_env(cls, *, config=None, timeout=None, environ=None):
+def from_env(cls, *, config=None, timeout=None, environ=None, trace_buffer=None):
     """A communicator from the launcher's environment: python -m nccl.run, torchrun, mpirun or srun.
 
     The rank and the rank count come from the launcher's variables; rank 0 creates the unique id and
@@ -21,6 +21,8 @@ def from_env(cls, *, config=None, timeout=None, environ=None):
         config: an NCCLConfig for the init, or None.
         timeout: seconds the unique-id exchange may take (default: NCCL4PY_ID_TIMEOUT, else 300).
         environ: a mapping used instead of os.environ.
+        trace_buffer: the flight recorder's ring size for it (None: NCCL4PY_TRACE_BUFFER; 0: not
+            recorded; docs/api/trace.md).
 
     Raises:
         ValueError: the launcher's variables are inconsistent or give no channel for the id.
@@ -29,7 +31,7 @@ def from_env(cls, *, config=None, timeout=None, environ=None):
     """
     from nccl.core import _env  # the launchers' detection and id exchange, imported when first used
 
-    return _env.from_env(cls, config=config, timeout=timeout, environ=environ)
+    return _env.from_env(cls, config=config, timeout=timeout, environ=environ, trace_buffer=trace_buffer)
 
 
 __all__ = ["NCCLConfig", "NCCLCollConfig", "VendorOption", "NCCLCommProperties", "WaitSignalDesc",

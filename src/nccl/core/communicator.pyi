@@ -52,7 +52,7 @@ class Communicator:
         """
     @classmethod
     def from_env(cls, *, config: NCCLConfig | None = None, timeout: float | None = None,
-                 environ: Mapping[str, str] | None = None) -> Communicator:
+                 environ: Mapping[str, str] | None = None, trace_buffer: int | None = None) -> Communicator:
         """A communicator from the launcher's environment: python -m nccl.run, torchrun, mpirun or srun.
 
         The rank and the rank count come from the launcher's variables; rank 0 creates the unique id and
