@@ -56,6 +56,13 @@ STUB_VARIANTS = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _trace_folder(tmp_path_factory, monkeypatch):
+    """What a test's processes write as flight-recorder dumps (docs/api/trace.md) goes to a folder
+    of its own, not to the machine's temporary folder; a test about the folder sets its own."""
+    monkeypatch.setenv("NCCL4PY_TRACE_DIR", str(tmp_path_factory.mktemp("trace")))
+
+
 # The fast tier (docs/developing.md, "Fast tier"): ./run.sh test -m "not slow" leaves out the tests
 # marked slow here. A test parametrized by rank count (nranks) keeps one count in the tier, 2 where
 # it has one, else its smallest; multi-rank tests keep the "segment" transport (test_transport.py

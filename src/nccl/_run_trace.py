@@ -101,7 +101,13 @@ class LaunchTrace:
         try:
             report = analyze(self.folder, self.job)
         except TraceInputError:
-            return [f"{head}: no rank wrote a dump (no communicator was created, or recording is off)"]
+            if self.created:  # nothing to read there: the folder the launcher made goes
+                try:
+                    os.unlink(os.path.join(self.folder, LAUNCH_FILE))
+                    os.rmdir(self.folder)
+                except OSError:
+                    pass
+            return ["flight recorder: no rank wrote a dump (no communicator was created, or recording is off)"]
         except Exception as exc:  # the verdict is advice: a bug in it must not hide the failure
             return [f"{head}: the verdict failed ({type(exc).__name__}: {exc})"]
         return [f"{head}", f"  verdict: {report.verdict}"] + [f"  also: {f.text}" for f in report.findings[1:4]]
