@@ -62,6 +62,8 @@ class Communicator:
             config: an NCCLConfig for the init, or None.
             timeout: seconds the unique-id exchange may take (default: NCCL4PY_ID_TIMEOUT, else 300).
             environ: a mapping used instead of os.environ.
+            trace_buffer: the flight recorder's ring size for it (None: NCCL4PY_TRACE_BUFFER; 0: not
+                recorded; docs/api/trace.md).
 
         Raises:
             ValueError: the launcher's variables are inconsistent or give no channel for the id.
