@@ -3,6 +3,7 @@ is derived from the source tree, and a wheel with a file more or less, or with d
 library, is refused. .ci/release sets NCCL4PY_RELEASE_WHEEL / NCCL4PY_RELEASE_SDIST to the wheel and
 sdist the release tool built, and the last two tests check those; elsewhere they skip."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -70,11 +71,37 @@ def test_debug_sections_found_and_absent(tmp_path):
         build_wheels.debug_sections(b"#!/bin/sh\n")
 
 
-@pytest.mark.parametrize("policy, ok", [("manylinux_2_17_x86_64", True), ("manylinux_2_28_x86_64", True),
-                                        ("manylinux2014_x86_64", True), ("manylinux_2_34_x86_64", False),
-                                        ("linux_x86_64", False), (None, False)])
-def test_policy_ok(policy, ok):
-    assert build_wheels.policy_ok(policy) is ok
+@pytest.mark.parametrize("policy, arch, ok", [
+    ("manylinux_2_17_x86_64", "x86_64", True), ("manylinux_2_28_x86_64", "x86_64", True),
+    ("manylinux2014_x86_64", "x86_64", True), ("manylinux_2_34_x86_64", "x86_64", False),
+    ("linux_x86_64", "x86_64", False), (None, "x86_64", False),
+    ("manylinux_2_28_aarch64", "aarch64", True), ("manylinux_2_17_aarch64", "aarch64", True),
+    ("manylinux_2_31_aarch64", "aarch64", False), ("manylinux_2_28_x86_64", "aarch64", False),
+    ("manylinux_2_28_aarch64", "x86_64", False)])
+def test_policy_ok(policy, arch, ok):
+    assert build_wheels.policy_ok(policy, arch) is ok
+
+
+def test_cross_target_describes_the_target_python(tmp_path):
+    """The build-details file of an aarch64 build names the target's EXT_SUFFIX and a header folder
+    whose pyconfig.h is the target's multiarch one (not Debian's dispatching wrapper)."""
+    headers = tmp_path / "sysroot" / "usr" / "include" / "python3.11"
+    headers.mkdir(parents=True)
+    (headers / "Python.h").write_text("/* Python.h */\n")
+    (headers / "pyconfig.h").write_text("#include <aarch64-linux-gnu/python3.11/pyconfig.h>\n")
+    real = tmp_path / "pyconfig-aarch64.h"
+    real.write_text("#define SIZEOF_LONG 8 /* aarch64 */\n")
+    target = {"sysroot": str(tmp_path / "sysroot"), "headers": str(headers), "pyconfig": str(real),
+              "version": "3.11", "ext_suffix": ".cpython-311-aarch64-linux-gnu.so", "free_threaded": False}
+    work = tmp_path / "work"
+    work.mkdir()
+    details = json.loads(build_wheels.cross_target(work, target).read_text())
+    assert details["abi"] == {"flags": [], "extension_suffix": ".cpython-311-aarch64-linux-gnu.so",
+                              "stable_abi_suffix": ".abi3.so"}
+    assert details["platform"] == "linux-aarch64" and details["language"] == {"version": "3.11"}
+    inc = Path(details["c_api"]["headers"])
+    assert (inc / "pyconfig.h").read_text() == real.read_text()
+    assert (inc / "Python.h").is_file()
 
 
 @pytest.mark.skipif("NCCL4PY_RELEASE_WHEEL" not in os.environ, reason="no release wheel (set by .ci/release)")

