@@ -8,6 +8,11 @@
  * first line, so a code object freed and another allocated at its address is not taken for it. */
 #include "trace.h"
 
+#if PY_VERSION_HEX < 0x030B0000
+/* struct _frame and PyFrame_GetBack are declared here, not by Python.h, before 3.11 */
+#include <frameobject.h>
+#endif
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
