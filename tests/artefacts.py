@@ -8,7 +8,8 @@ rebuild), compiles the ``test-artefacts`` alias, and returns the directory; ``ar
 is one file of it. ``compile_target`` builds one more target of the project in such a
 directory (a warnings check of the host library or of the HIP extension), ``build_extension``
 the HIP extension with extra compiler flags in a directory of its own. Directories are removed
-when the interpreter exits.
+when the interpreter exits. With $NCCL4PY_TEST_ARTEFACTS set, ``built()`` is that directory, built
+beforehand (.ci/aarch64 cross-compiles it for aarch64), and nothing is configured for it.
 
 Under ``./run.sh asan`` (the sanitizer runtimes preloaded into this interpreter) every build is
 configured as run.sh configures the package (-Db_sanitize=address,undefined -Db_lundef=false),
@@ -30,6 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SANITIZE = "libasan" in os.environ.get("LD_PRELOAD", "")
 SANITIZER_OPTIONS = ("-Db_sanitize=address,undefined", "-Db_lundef=false") if SANITIZE else ()
+# A build directory whose test artefacts were compiled beforehand, for another architecture than
+# the build machine's: .ci/aarch64 cross-compiles them for the tests it runs under qemu-aarch64.
+PREBUILT = os.environ.get("NCCL4PY_TEST_ARTEFACTS")
 
 _lock = threading.RLock()
 _dirs = {}      # configure options -> build directory
@@ -100,7 +104,9 @@ def compile_target(directory, target):
 
 
 def built():
-    """The session's build directory with every test artefact compiled."""
+    """The session's build directory with every test artefact compiled: PREBUILT when set."""
+    if PREBUILT:
+        return Path(PREBUILT)
     with _lock:
         directory = build_dir(f"-Dtests_host_library={installed_host_library().parent}")
         compile_target(directory, "test-artefacts")

@@ -215,12 +215,13 @@ class Tools:
                         .strip()) / "zig"
         self.env = {**os.environ, "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}"}
 
-    def machine_file(self, folder, arch):
+    def machine_file(self, folder, arch, exe_wrapper=None):
         """A meson machine file: zig's C compiler and archiver for `arch` and glibc GLIBC_TARGET, no
         debug info kept; for x86_64 (this machine) a native file, for aarch64 a cross file."""
         path = folder / f"zig-glibc-{arch}.ini"
         zig = repr(str(self.zig))
-        text = ("[binaries]\n"
+        wrapper = f"exe_wrapper = {[str(a) for a in exe_wrapper]!r}\n" if exe_wrapper else ""
+        text = ("[binaries]\n" + wrapper +
                 f"c = [{zig}, 'cc', '-target', '{arch}-linux-gnu.{GLIBC_TARGET}']\n"
                 f"ar = [{zig}, 'ar']\n"
                 "[built-in options]\n"
@@ -231,9 +232,11 @@ class Tools:
         path.write_text(text)
         return path
 
-    def setup_args(self, folder, arch, target):
-        """meson setup's arguments (and the environment's additions) for a wheel of `arch`."""
-        machine = self.machine_file(folder, arch)
+    def setup_args(self, folder, arch, target, exe_wrapper=None):
+        """meson setup's arguments (and the environment's additions) for a wheel of `arch`; a cross
+        build whose configuration runs what it built (the test artefacts' export lists) needs
+        `exe_wrapper`, the command that runs an `arch` program here."""
+        machine = self.machine_file(folder, arch, exe_wrapper)
         if arch == "x86_64":
             return [f"--native-file={machine}"], {}
         return ([f"--cross-file={machine}", f"-Dpython.build_config={cross_target(folder, target)}"],
@@ -318,6 +321,17 @@ def build_wheel(tools, venv, arch, target, sdist, out, scratch):
             "kib": round(final.stat().st_size / 1024), "seconds": round(time.monotonic() - t0)}
 
 
+def print_meson_cross(folder):
+    """--meson-cross: the cross setup of the running interpreter's series, for aarch64."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = aarch64_python.get("%d.%d" % sys.version_info[:2])
+    tools = Tools(cache_folder("NCCL4PY_RELEASE_CACHE", "nccl4py-release"))
+    args, _ = tools.setup_args(folder, "aarch64", target,
+                               exe_wrapper=[shutil.which("qemu-aarch64") or "qemu-aarch64", "-L", target["sysroot"]])
+    print(" ".join(args))
+    return 0
+
+
 def interpreters(names):
     """(name, path or None, reason) for each requested name, host first."""
     for name in names:
@@ -334,14 +348,22 @@ def interpreters(names):
 def main():
     names = ["host", *pythons.GETTERS]
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", type=Path, required=True, help="folder for the sdist and the wheels")
+    ap.add_argument("--out", type=Path, help="folder for the sdist and the wheels (required unless --meson-cross)")
     ap.add_argument("--python", nargs="+", choices=names, default=names, metavar="NAME",
                     help=f"interpreters: {', '.join(names)} (default: all)")
     ap.add_argument("--arch", nargs="+", choices=[*ARCHES, "all"], default=["all"],
                     help="architectures: x86_64 (native), aarch64 (cross-compiled), all (default)")
     ap.add_argument("--json", type=Path, help="also write the results there")
+    ap.add_argument("--meson-cross", type=Path, metavar="DIR",
+                    help="build nothing: write the aarch64 cross file (qemu-aarch64 as its exe_wrapper) and "
+                         "build-details file of this interpreter's series into DIR and print meson setup's "
+                         "arguments (.ci/aarch64 cross-compiles the test artefacts with them)")
     args = ap.parse_args()
+    if not args.meson_cross and not args.out:
+        ap.error("--out is required")
     args.arch = [a for a in ARCHES if a in args.arch or "all" in args.arch]
+    if args.meson_cross:
+        return print_meson_cross(args.meson_cross)
     args.out.mkdir(parents=True, exist_ok=True)
     cache = cache_folder("NCCL4PY_RELEASE_CACHE", "nccl4py-release")
     cache.mkdir(parents=True, exist_ok=True)
