@@ -332,6 +332,29 @@ def print_meson_cross(folder):
     return 0
 
 
+def build_arches(tools, name, venv, series, arches, sdist, out, scratch, results, skipped):
+    """The wheels of interpreter `name` (its venv, its series) for each of `arches`, appended to
+    `results`; what was skipped or failed, with the reason, to `skipped`. True if one failed."""
+    failed = False
+    for arch in arches:
+        target = None
+        if arch != ARCHES[0]:
+            try:
+                target = aarch64_python.get(series)
+            except (RuntimeError, OSError) as e:
+                skipped.append(f"{name} {arch}: SKIPPED (no target CPython: {str(e).splitlines()[-1]})")
+                continue
+        try:
+            work = scratch / arch
+            work.mkdir()
+            results.append({"name": name, **build_wheel(tools, venv, arch, target, sdist, out, work)})
+            log(f"{name} {arch}: {results[-1]['wheel']}")
+        except (RuntimeError, ValueError, OSError) as e:
+            skipped.append(f"{name} {arch}: FAILED ({e})")
+            failed = True
+    return failed
+
+
 def interpreters(names):
     """(name, path or None, reason) for each requested name, host first."""
     for name in names:
@@ -410,22 +433,8 @@ def main():
                 skipped.append(f"{name}: FAILED ({e})")
                 host_failed |= name == "host"
                 continue
-            for arch in args.arch:
-                try:
-                    target = None
-                    if arch != "x86_64":
-                        try:
-                            target = aarch64_python.get(series)
-                        except (RuntimeError, OSError) as e:
-                            skipped.append(f"{name} {arch}: SKIPPED (no target CPython: {str(e).splitlines()[-1]})")
-                            continue
-                    work = scratch / arch
-                    work.mkdir()
-                    results.append({"name": name, **build_wheel(tools, venv, arch, target, sdist, args.out, work)})
-                    log(f"{name} {arch}: {results[-1]['wheel']}")
-                except (RuntimeError, ValueError, OSError) as e:
-                    skipped.append(f"{name} {arch}: FAILED ({e})")
-                    host_failed |= name == "host"
+            failed = build_arches(tools, name, venv, series, args.arch, sdist, args.out, scratch, results, skipped)
+            host_failed |= failed and name == "host"
     print(f"{'wheel':80} {'policy':25} {'KiB':>5} {'s':>5}")
     for r in results:
         print(f"{r['wheel']:80} {r['policy']:25} {r['kib']:5} {r['seconds']:5}")
