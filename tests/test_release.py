@@ -1,4 +1,5 @@
-"""The release checks of tools/build_wheels.py (docs/developing.md#release): what a wheel must hold
+"""The release checks of tools/build_wheels.py (docs/developing.md#release) and of the target CPython its
+aarch64 wheels are built against (tools/aarch64_python.py): what a wheel must hold
 is derived from the source tree, and a wheel with a file more or less, or with debug info left in a
 library, is refused. .ci/release sets NCCL4PY_RELEASE_WHEEL / NCCL4PY_RELEASE_SDIST to the wheel and
 sdist the release tool built, and the last two tests check those; elsewhere they skip."""
@@ -17,6 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 pytest.importorskip("tomllib", reason="tools/build_wheels.py reads pyproject.toml with tomllib (3.11+)")
+import aarch64_python  # noqa: E402
 import build_wheels  # noqa: E402
 
 EXT = ".cpython-399-x86_64-linux-gnu.so"
@@ -114,3 +116,50 @@ def test_release_wheel_holds_what_the_package_needs():
 @pytest.mark.skipif("NCCL4PY_RELEASE_SDIST" not in os.environ, reason="no release sdist (set by .ci/release)")
 def test_release_sdist_holds_what_a_build_needs():
     assert build_wheels.sdist_missing(Path(os.environ["NCCL4PY_RELEASE_SDIST"])) == []
+
+
+# ---- tools/aarch64_python.py: the target CPython of the aarch64 wheels --------------------------------
+
+
+def fake_arm64_sysroot(root, series="3.13", suffix=".cpython-313-aarch64-linux-gnu.so"):
+    """The files describe() reads, laid out as dpkg-deb -x unpacks Debian's arm64 packages."""
+    usr = root / "usr"
+    for d in (f"include/python{series}", f"include/aarch64-linux-gnu/python{series}", f"lib/python{series}",
+              "lib/aarch64-linux-gnu", "bin"):
+        (usr / d).mkdir(parents=True)
+    (usr / "include" / f"python{series}" / "Python.h").write_text("")
+    (usr / "include" / "aarch64-linux-gnu" / f"python{series}" / "pyconfig.h").write_text("")
+    (usr / "lib" / "aarch64-linux-gnu" / "libstdc++.so.6").write_text("")
+    (usr / "bin" / f"python{series}").write_text("")
+    (usr / "lib" / f"python{series}" / "_sysconfigdata__linux_aarch64-linux-gnu.py").write_text(
+        f"# system configuration\nbuild_time_vars = {{'VERSION': '{series}', 'EXT_SUFFIX': '{suffix}', "
+        "'Py_GIL_DISABLED': 0}\n")
+    return root
+
+
+def test_aarch64_target_is_read_from_the_unpacked_packages(tmp_path):
+    info = aarch64_python.describe(fake_arm64_sysroot(tmp_path / "s"), "3.13")
+    assert (info["version"], info["ext_suffix"], info["free_threaded"]) == (
+        "3.13", ".cpython-313-aarch64-linux-gnu.so", False)
+    assert info["pyconfig"].endswith("usr/include/aarch64-linux-gnu/python3.13/pyconfig.h")
+    (tmp_path / "s" / "usr" / "include" / "python3.13" / "Python.h").unlink()
+    with pytest.raises(OSError, match="no Python.h in"):
+        aarch64_python.describe(tmp_path / "s", "3.13")
+
+
+class FakeApt:
+    def __init__(self, rows):
+        self.rows = rows
+
+    def madison(self, package):
+        return self.rows
+
+
+def test_aarch64_target_comes_from_a_released_suite_before_sid():
+    rows = [("3.13.18-1", "sid", "Packages"), ("3.13.5-2", "trixie", "Packages"), ("3.13.5-2", "trixie", "Sources")]
+    assert aarch64_python.find_suite(FakeApt(rows), "3.13") == ("trixie", "3.13.5-2")
+    assert aarch64_python.find_suite(FakeApt(rows[:1]), "3.13") == ("sid", "3.13.18-1")
+    with pytest.raises(RuntimeError, match=r"Debian \(bookworm, trixie, sid\) has no arm64 CPython 3.12"):
+        aarch64_python.find_suite(FakeApt([]), "3.12")
+    with pytest.raises(RuntimeError, match="Debian builds no free-threaded arm64 CPython"):
+        aarch64_python.get("3.13t", cache=Path("/nonexistent"))
