@@ -8,6 +8,7 @@
  * the list for dumps until NX_TRACE_KEEP_CLOSED newer closed rings push it out. */
 #include "trace.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -68,6 +69,14 @@ static int first_rank = -1, first_nranks = -1; /* of the first bound ring (list_
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static long default_size = NX_TRACE_DEFAULT;
+/* The clock of the entries (docs/api/trace.md#cost): CLOCK_MONOTONIC_COARSE by default, whose
+ * read is a few loads of the vDSO page, at the kernel tick's resolution (1-4 ms); with
+ * NCCL4PY_TRACE_CLOCK=fine a counter read to the nanosecond, which costs a recorded call about
+ * three times as much on CI's VM. nx_trace_clock.read is the vDSO's clock_gettime, called
+ * directly: glibc's wrapper in front of it doubles the cost of a coarse read (2.5 ns against 6 ns
+ * there); clock_gettime itself where there is no vDSO (qemu-user, valgrind) or its function has
+ * another name. */
+struct nx_trace_clock_state nx_trace_clock = {0, clock_gettime};
 static int use_tsc;
 static uint64_t tick0;
 static double mono0;
@@ -92,6 +101,23 @@ static int kernel_uses_tsc(void)
     return ok;
 }
 
+static void find_vdso_clock(void)
+{
+#if defined(__x86_64__)
+    const char *name = "__vdso_clock_gettime";
+#elif defined(__aarch64__)
+    const char *name = "__kernel_clock_gettime";
+#else
+    const char *name = NULL;
+#endif
+    void *vdso = name != NULL ? dlopen("linux-vdso.so.1", RTLD_NOW | RTLD_NOLOAD) : NULL;
+    void *fn = vdso != NULL ? dlsym(vdso, name) : NULL;
+    struct timespec ts;
+    if (fn != NULL && ((nx_trace_clock_fn)fn)(CLOCK_MONOTONIC_COARSE, &ts) == 0)
+        nx_trace_clock.read = (nx_trace_clock_fn)fn;
+    /* the handle stays open: the vDSO is never unloaded */
+}
+
 static void process_init(void)
 {
     const char *v = getenv("NCCL4PY_TRACE_BUFFER");
@@ -105,11 +131,17 @@ static void process_init(void)
         else
             default_size = n;
     }
+    const char *clock = getenv("NCCL4PY_TRACE_CLOCK");
+    if (clock != NULL && strcmp(clock, "fine") == 0)
+        nx_trace_clock.fine = 1;
+    else if (clock != NULL && *clock != '\0' && strcmp(clock, "coarse") != 0)
+        fprintf(stderr, "nccl4py: NCCL4PY_TRACE_CLOCK=%s is not \"coarse\" or \"fine\"; using coarse\n", clock);
 #if defined(__x86_64__)
-    use_tsc = kernel_uses_tsc();
+    use_tsc = nx_trace_clock.fine && kernel_uses_tsc();
 #else
     (void)kernel_uses_tsc;
 #endif
+    find_vdso_clock();
     tick0 = nx_trace_ticks();
     mono0 = clock_seconds(CLOCK_MONOTONIC);
 }
@@ -124,7 +156,7 @@ int nx_trace_active(void) { return __atomic_load_n(&ever, __ATOMIC_ACQUIRE); }
 
 /* ---- the clock ---- */
 
-static inline uint64_t ticks(void)
+uint64_t nx_trace_fine_ticks(void)
 {
 #if defined(__x86_64__)
     if (NX_LIKELY(use_tsc))
@@ -135,14 +167,24 @@ static inline uint64_t ticks(void)
     return v;
 #endif
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    nx_trace_clock.read(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t nx_trace_ticks(void) { return ticks(); }
+
+const char *nx_trace_clock_name(double *resolution)
+{
+    struct timespec res = {0, 1};
+    if (!nx_trace_clock.fine)
+        clock_getres(CLOCK_MONOTONIC_COARSE, &res);
+    *resolution = (double)res.tv_sec + (double)res.tv_nsec * 1e-9;
+    return nx_trace_clock.fine ? "fine" : "coarse";
+}
 
 double nx_trace_ticks_to_mono(const nx_trace_snapshot *s, uint64_t t)
 {
+    if (!nx_trace_clock.fine) /* CLOCK_MONOTONIC_COARSE is CLOCK_MONOTONIC at the last tick: no calibration */
+        return (double)t * 1e-9;
     if (s->tick1 <= s->tick0)
         return s->mono0;
     double rate = (s->mono1 - s->mono0) / (double)(s->tick1 - s->tick0);
@@ -407,19 +449,10 @@ nx_trace_mark nx_trace_enter(nx_trace_ring *r, const nx_trace_call *c)
         return (nx_trace_mark){NULL, 0};
     uint32_t site = nx_trace_site(r->sites);
     uint32_t group = NX_UNLIKELY(nx_groups_open()) ? nx_group_current() : 0;
-    uint64_t now = ticks();
+    uint64_t now = nx_trace_ticks();
     if (NX_UNLIKELY(group != 0 && r->group != group))
         group_start_entry(r, group, site, now);
     return write_entry(r, c, group, site, now);
-}
-
-void nx_trace_leave(nx_trace_mark m, int rc)
-{
-    if (m.e == NULL || __atomic_load_n(&m.e->stamp, __ATOMIC_RELAXED) != m.stamp)
-        return;
-    uint64_t now = ticks();
-    m.e->rc = rc;
-    __atomic_store_n(&m.e->t_return, now != 0 ? now : 1, __ATOMIC_RELEASE);
 }
 
 void nx_trace_event(nx_trace_ring *r, const nx_trace_call *c, int rc) { nx_trace_leave(nx_trace_enter(r, c), rc); }
@@ -434,7 +467,7 @@ void nx_trace_group_end_begin(void)
     }
     for (int i = 0; i < open_group.n; i++) {
         nx_trace_ring *r = open_group.rings[i];
-        open_group.marks[i] = write_entry(r, &end, group, nx_trace_site(r->sites), ticks());
+        open_group.marks[i] = write_entry(r, &end, group, nx_trace_site(r->sites), nx_trace_ticks());
     }
 }
 
@@ -511,7 +544,7 @@ nx_trace_snapshot *nx_trace_snapshot_take(void)
     pthread_mutex_unlock(&list_mu);
     s->tick0 = tick0;
     s->mono0 = mono0;
-    s->tick1 = ticks();
+    s->tick1 = nx_trace_ticks();
     s->mono1 = clock_seconds(CLOCK_MONOTONIC);
     s->wall1 = clock_seconds(CLOCK_REALTIME);
     if (failed) {

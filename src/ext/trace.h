@@ -12,6 +12,7 @@
 #include "common.h"
 
 #include <stdint.h>
+#include <time.h>
 
 /* The calls an entry can name: the enum, the file format's "op" names, and whether every rank of
  * the communicator makes the call (1: a collective call, counted by the entry's "coll" ordinal, by
@@ -120,11 +121,9 @@ typedef struct {
     uint64_t stamp;
 } nx_trace_mark;
 
-/* Records the entry of a call on r (NULL: nothing), for nx_trace_leave after the library call.
- * Reads the caller's frame and the clock; allocates nothing. */
+/* Records the entry of a call on r (NULL: nothing), for nx_trace_leave (inline, at the end of this
+ * file) after the library call. Reads the caller's frame and the clock; allocates nothing. */
 nx_trace_mark nx_trace_enter(nx_trace_ring *r, const nx_trace_call *call);
-/* The call of the entry returned rc (nothing if the ring wrapped over it meanwhile). */
-void nx_trace_leave(nx_trace_mark m, int rc);
 /* A whole entry for a call that made no library call of its own, or whose return is known. */
 void nx_trace_event(nx_trace_ring *r, const nx_trace_call *call, int rc);
 
@@ -154,10 +153,12 @@ void nx_trace_set_package_dir(PyObject *module);
 
 /* ---- the clock (trace.c) ---- */
 
-/* Ticks of a constant-rate counter (the TSC on x86-64 when the kernel keeps time with it, the
- * virtual counter on AArch64, else CLOCK_MONOTONIC nanoseconds); the dump maps them to
- * CLOCK_MONOTONIC seconds by two calibration points. */
-uint64_t nx_trace_ticks(void);
+/* nx_trace_ticks (inline, at the end of this file) reads the entries' clock: CLOCK_MONOTONIC_COARSE
+ * nanoseconds by default; with NCCL4PY_TRACE_CLOCK=fine a constant-rate counter (the TSC on x86-64
+ * when the kernel keeps time with it, the virtual counter on AArch64, else CLOCK_MONOTONIC
+ * nanoseconds), which the dump maps to CLOCK_MONOTONIC seconds by two calibration points. */
+/* "coarse" or "fine", and the clock's resolution in seconds (for the dump's header). */
+const char *nx_trace_clock_name(double *resolution);
 
 /* ---- dumps (trace_dump.c) ---- */
 
@@ -217,5 +218,38 @@ double nx_trace_ticks_to_mono(const nx_trace_snapshot *s, uint64_t ticks);
 long nx_trace_default_size(void);
 /* Whether any ring was ever made (nothing is dumped before). */
 int nx_trace_active(void);
+
+/* ---- on the call path: the clock and the return of a call, inline (a call each costs a
+ * recorded call more than its body: docs/api/trace.md#cost) ---- */
+
+typedef int (*nx_trace_clock_fn)(clockid_t, struct timespec *);
+/* Set once, before the first ring is made (trace.c): whether the clock is the fine one, and the
+ * vDSO's clock_gettime (or clock_gettime itself). */
+extern struct nx_trace_clock_state {
+    int fine;
+    nx_trace_clock_fn read;
+} nx_trace_clock;
+/* The fine clock's ticks (trace.c). */
+uint64_t nx_trace_fine_ticks(void);
+
+static inline uint64_t nx_trace_ticks(void)
+{
+    if (NX_LIKELY(!nx_trace_clock.fine)) {
+        struct timespec ts;
+        nx_trace_clock.read(CLOCK_MONOTONIC_COARSE, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    }
+    return nx_trace_fine_ticks();
+}
+
+/* The call of the entry returned rc (nothing if the ring wrapped over it meanwhile). */
+static inline void nx_trace_leave(nx_trace_mark m, int rc)
+{
+    if (m.e == NULL || __atomic_load_n(&m.e->stamp, __ATOMIC_RELAXED) != m.stamp)
+        return;
+    uint64_t now = nx_trace_ticks();
+    m.e->rc = rc;
+    __atomic_store_n(&m.e->t_return, now != 0 ? now : 1, __ATOMIC_RELEASE);
+}
 
 #endif

@@ -121,8 +121,10 @@ static void put_header(FILE *f, const nx_trace_snapshot *s, long rank, long worl
     put_string(f, reason);
     fputs(", \"error\": ", f);
     put_string(f, error);
-    fprintf(f, ", \"wall\": %.6f, \"monotonic\": %.6f, \"buffer\": %ld, \"library\": ", s->wall1, s->mono1,
-            nx_trace_default_size());
+    double resolution;
+    const char *clock = nx_trace_clock_name(&resolution);
+    fprintf(f, ", \"wall\": %.6f, \"monotonic\": %.6f, \"clock\": \"%s\", \"resolution\": %.9f, \"buffer\": %ld, "
+            "\"library\": ", s->wall1, s->mono1, clock, resolution, nx_trace_default_size());
     put_string(f, nx_loader_ready() ? nx_loader_info()->path : NULL);
     fputs("}\n", f);
 }

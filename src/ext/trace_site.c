@@ -66,6 +66,14 @@ void nx_trace_site_get(uint32_t site, const char **file, int *line, const char *
 
 /* ---- the calling frame ---- */
 
+/* This thread's state without PyThreadState_Get's check (the caller holds an attached thread
+ * state: it is running a Python call). */
+#if PY_VERSION_HEX >= 0x030D0000
+#define NX_TSTATE() PyThreadState_GetUnchecked()
+#else
+#define NX_TSTATE() _PyThreadState_UncheckedGet()
+#endif
+
 #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
 /* CPython 3.11 has no accessor for an interpreter frame: the leading fields of its
  * _PyInterpreterFrame (Include/internal/pycore_frame.h, 3.11), which are fixed for the series. */
@@ -83,7 +91,7 @@ typedef struct {
 static int current_frame(PyCodeObject **code, int *lasti)
 {
 #if PY_VERSION_HEX >= 0x030C0000
-    PyThreadState *ts = PyThreadState_Get();
+    PyThreadState *ts = NX_TSTATE();
 #if PY_VERSION_HEX >= 0x030D0000
     struct _PyInterpreterFrame *f = ts->current_frame;
 #else
@@ -101,7 +109,7 @@ static int current_frame(PyCodeObject **code, int *lasti)
     Py_DECREF(co);
     return 1;
 #elif PY_VERSION_HEX >= 0x030B0000
-    PyThreadState *ts = PyThreadState_Get();
+    PyThreadState *ts = NX_TSTATE();
     const frame311 *f = ts->cframe != NULL ? (const frame311 *)ts->cframe->current_frame : NULL;
     if (f == NULL || f->f_code == NULL)
         return 0;

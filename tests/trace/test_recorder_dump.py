@@ -72,6 +72,41 @@ print(nc.dump_trace())
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.parametrize("clock", [None, "coarse", "fine", "sundial"])
+def test_the_clock_of_the_entries_and_its_resolution(tmp_path, clock):
+    """Coarse by default (CLOCK_MONOTONIC_COARSE: m_enter lags CLOCK_MONOTONIC by a tick or two;
+    6.4 ms was seen on a VM whose clock_getres says 4 ms), fine on request; an unknown name is reported and the default taken. Either way the
+    times are CLOCK_MONOTONIC seconds of this process: a 0.2 s sleep shows between the calls."""
+    code = """
+t0 = time.monotonic()
+c = comm()
+c.allreduce(x, x, nc.SUM)
+time.sleep(0.2)
+c.allreduce(x, x, nc.SUM)
+t1 = time.monotonic()
+nc.dump_trace()
+print(json.dumps([t0, t1]))
+"""
+    proc = child(code, tmp_path, NCCL4PY_TRACE_CLOCK=clock)
+    t0, t1 = json.loads(proc.stdout.splitlines()[-1])
+    d = Dump(tmp_path / "rank0.jsonl")
+    want = "fine" if clock == "fine" else "coarse"
+    assert d.header["clock"] == want
+    assert ("NCCL4PY_TRACE_CLOCK=sundial is not" in proc.stderr) == (clock == "sundial")
+    tick = d.header["resolution"]
+    if want == "fine":
+        assert tick == 1e-9
+    else:
+        assert 1e-9 <= tick <= 0.02
+    slack = 0.05 if want == "coarse" else 1e-4  # the coarse clock lags; the fine one is calibrated
+    (ops,) = d.ops.values()
+    first, second = [o for o in ops if o["op"] == "AllReduce"]
+    for o in ops:
+        assert t0 - slack <= o["m_enter"] <= o["m_return"] <= t1 + slack, (o, t0, t1, tick)
+    assert 0.2 - slack <= second["m_enter"] - first["m_return"] <= 0.2 + 1.0
+
+
+@pytest.mark.timeout(120)
 def test_size_zero_turns_recording_off_and_the_keyword_overrides_the_environment(tmp_path):
     child("""
 off = comm()

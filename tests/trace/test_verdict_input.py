@@ -201,3 +201,21 @@ def test_eight_ranks_of_2000_entries(tmp_path):
     f = r.findings[0]
     assert (f.kind, f.ranks, f.coll) == ("mismatch", [5], 1500)
     print(f"8 x 2000 entries analysed in {took:.3f} s")
+
+
+@pytest.mark.parametrize("resolution, took, said", [
+    (0.004, 0.0, "returned within a clock tick (4.0 ms)"),
+    (0.004, 0.008, "returned after 8.0 ms"),
+    (None, 0.0, "returned after 0 us"),  # a file without the field: the fine clock's reading
+])
+def test_a_coarse_clock_says_within_a_tick(tmp_path, resolution, took, said):
+    """The header's resolution (docs/api/trace.md#cost): a call whose entry and return fell in the
+    same step of the coarse clock did not take 0 us."""
+    extra = {} if resolution is None else {"clock": "coarse", "resolution": resolution}
+    for r in range(2):
+        ops = synth.allreduces(CID, 4)
+        ops[-1]["m_return"] = ops[-1]["m_enter"] + took
+        synth.write(tmp_path, f"rank{r}.jsonl", synth.header(r, 2, **extra), [(synth.comm(CID, r, 2, ops), ops)])
+    table = cli(tmp_path, "--last", "1").stdout
+    rows = [line for line in table.splitlines() if line.startswith("  rank ")]
+    assert len(rows) == 2 and all(row.endswith(said) for row in rows), table

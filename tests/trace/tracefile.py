@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 HEADER_KEYS = {"format", "version", "job", "rank", "world_size", "pid", "host", "reason", "error", "wall",
-               "monotonic", "buffer", "library"}
+               "monotonic", "clock", "resolution", "buffer", "library"}
 COMM_KEYS = {"type", "comm", "rank", "nranks", "parent", "color", "key", "origin", "recorded", "dropped"}
 OP_KEYS = {"type", "comm", "seq", "coll", "op", "count", "dtype", "redop", "root", "peer", "group", "stream", "sendbuff",
            "recvbuff", "file", "line", "func", "t_enter", "m_enter", "m_return", "rc"}

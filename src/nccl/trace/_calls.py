@@ -69,15 +69,18 @@ def returned(entry: dict) -> bool:
     return entry.get("m_return") is not None
 
 
-def status(entry: dict, now: float | None) -> str:
+def status(entry: dict, now: float | None, tick: float = 0.0) -> str:
     """What became of the call: returned (with a non-zero status named), or still inside the
-    library for how long before the file was written (`now`: the dump's monotonic time)."""
+    library for how long before the file was written (`now`: the dump's monotonic time). `tick` is
+    the resolution of the dump's clock: a call that returned within one tick of its entry says so
+    rather than "after 0 us"."""
     if returned(entry):
         rc = entry.get("rc")
         took = entry["m_return"] - entry["m_enter"]
+        after = f"within a clock tick ({_seconds(tick)})" if took < tick else f"after {_seconds(took)}"
         if rc in (0, 7, None):
-            return f"returned after {_seconds(took)}"
-        return f"returned {_result_name(rc)} after {_seconds(took)}"
+            return f"returned {after}"
+        return f"returned {_result_name(rc)} {after}"
     if now is None:
         return "not returned"
     return f"inside it for {_seconds(now - entry['m_enter'])}, not returned"

@@ -53,6 +53,7 @@ class Dump:
     wall: float
     monotonic: float
     comms: dict[str, Comm]
+    resolution: float = 0.0  # of the clock of its m_* fields, in seconds (header "resolution")
 
     @property
     def who(self) -> str:
@@ -139,7 +140,8 @@ def read_dump(path: Path) -> tuple[Dump | None, list[str]]:
     if header is None:
         return None, [problem]
     dump = Dump(path, header["rank"], header["job"], header["world_size"], header["pid"], header.get("host"),
-                header.get("reason"), header.get("error"), float(header["wall"]), float(header["monotonic"]), {})
+                header.get("reason"), header.get("error"), float(header["wall"]), float(header["monotonic"]), {},
+                float(header["resolution"]) if _is_num(header.get("resolution")) else 0.0)
     for number, raw in enumerate(lines[1:], start=2):
         try:
             line = json.loads(raw)

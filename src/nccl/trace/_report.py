@@ -66,8 +66,9 @@ class Report:
         if last > 0 and table:
             lines += ["", f"last {last} call(s) of each rank (seq / collective call #):"]
             for r, es in table.items():
-                now = f.dump_of(r).monotonic if f.dump_of(r) else None
+                d = f.dump_of(r)
+                now, tick = (d.monotonic, d.resolution) if d else (None, 0.0)
                 for g, e in es:
                     lines.append(f"  rank {r:<3} comm {g.id[:8]}  {e['seq']:>6} / {e['coll']:<6} "
-                                 f"{C.call(e, g.job_rank):<44} {C.where(e):<28} {C.status(e, now)}")
+                                 f"{C.call(e, g.job_rank):<44} {C.where(e):<28} {C.status(e, now, tick)}")
         return "\n".join(lines)

@@ -39,6 +39,7 @@ class Group:
     id: str
     members: dict[int, Comm]
     now: dict[int, float]  # job rank -> its dump's monotonic time
+    tick: dict[int, float]  # job rank -> its dump's clock resolution (docs/api/trace.md#cost)
 
     @property
     def first(self) -> Comm:
@@ -87,9 +88,10 @@ def groups_of(folder: Folder) -> list[Group]:
         if d.rank is None:
             continue
         for c in d.comms.values():
-            g = by_id.setdefault(c.id, Group(c.id, {}, {}))
+            g = by_id.setdefault(c.id, Group(c.id, {}, {}, {}))
             g.members[d.rank] = c
             g.now[d.rank] = d.monotonic
+            g.tick[d.rank] = d.resolution
     for g in list(by_id.values()):
         if len(g.members) != 1 or g.first.origin != "grow" or not g.first.parent:
             continue
@@ -99,6 +101,7 @@ def groups_of(folder: Folder) -> list[Group]:
         if len(homes) == 1:
             homes[0].members[rank] = comm
             homes[0].now[rank] = g.now[rank]
+            homes[0].tick[rank] = g.tick[rank]
             del by_id[g.id]
     return sorted(by_id.values(), key=lambda g: (-len(g.members), g.id))
 
@@ -160,7 +163,7 @@ def _where_now(folder: Folder, rank: int, skip: str) -> str:
         return ""
     e, c = max(inside, key=lambda ec: ec[0]["m_enter"])
     return (f"; it is inside {C.call(e)} on comm {c.id} {_at({rank: e})} (seq {e['seq']}), "
-            f"{C.status(e, d.monotonic)}")
+            f"{C.status(e, d.monotonic, d.resolution)}")
 
 
 def _last_call(folder: Folder, g: Group, rank: int) -> str:
@@ -171,7 +174,7 @@ def _last_call(folder: Folder, g: Group, rank: int) -> str:
     if e["op"] in _TEARDOWN:
         return (f"rank {rank} {_TEARDOWN[e['op']]} the communicator {_at({rank: e})} (seq {e['seq']})"
                 + _where_now(folder, rank, g.id))
-    text = f"rank {rank}'s last call on it: {C.call(e, g.job_rank)} {_at({rank: e})} (seq {e['seq']}), {C.status(e, now)}"
+    text = f"rank {rank}'s last call on it: {C.call(e, g.job_rank)} {_at({rank: e})} (seq {e['seq']}), {C.status(e, now, g.tick[rank])}"
     if C.returned(e):
         text += (f"; {C.seconds(now - e['m_return'])} before its dump, so since then it has been outside "
                  f"nccl4py on this communicator")
@@ -262,7 +265,7 @@ def _last_call_short(g: Group, rank: int) -> str:
     if not ops:
         return ""
     e = ops[-1]
-    return f"Rank {rank}'s last call there: {C.call(e, g.job_rank)} {_at({rank: e})} (seq {e['seq']}), {C.status(e, g.now[rank])}"
+    return f"Rank {rank}'s last call there: {C.call(e, g.job_rank)} {_at({rank: e})} (seq {e['seq']}), {C.status(e, g.now[rank], g.tick[rank])}"
 
 
 def check_hang(g: Group) -> list[Finding]:
