@@ -692,13 +692,30 @@ fail:
 /* Control messages after READY                                                                 */
 /* ------------------------------------------------------------------------------------------ */
 
+/* How long a failed send waits for the monitor's verdict on the peer (it reads the same socket's
+ * end of file a moment later, after delivering the mail the peer sent before going). */
+#define MONITOR_VERDICT_NS 1000000000ll
+
+/* A send that met a peer's closed socket before the monitor saw it go: wait, bounded, for the
+ * monitor, so the error names how the peer went and its first cause, as every other wait does
+ * (docs/host-backend.md, "peer death and abort"), instead of a bare "closed its connection". */
+static void await_monitor_verdict(host_comm *c, int peer)
+{
+    int64_t until = host_now_ns() + MONITOR_VERDICT_NS;
+    pthread_mutex_lock(&c->lock);
+    while (!host_peer_is_gone(c, peer) && !atomic_load_explicit(&c->aborted, memory_order_seq_cst) &&
+           host_cond_wait(&c->cv, &c->lock, until) != ETIMEDOUT)
+        ;
+    pthread_mutex_unlock(&c->lock);
+}
+
 ncclResult_t host_ctl_send(host_comm *c, int peer, uint32_t type, uint64_t tag, const void *payload, uint32_t len,
-                           int64_t deadline)
+                           int64_t deadline, const char *fn)
 {
     host_peer *pp = &c->peers[peer];
     host_msg_hdr h;
     host_io io = HOST_IO_OK;
-    int notice = type == HOST_MSG_LEAVE || type == HOST_MSG_ABORT;
+    int notice = type == HOST_MSG_LEAVE || type == HOST_MSG_ABORT, err;
     memset(&h, 0, sizeof h);
     h.type = type;
     h.len = len;
@@ -713,9 +730,14 @@ ncclResult_t host_ctl_send(host_comm *c, int peer, uint32_t type, uint64_t tag, 
     if (io == HOST_IO_OK && len > 0)
         io = host_sock_send(pp->fd, payload, len, notice ? host_now_ns() : deadline, notice ? -1 : c->wake_fd);
     pthread_mutex_unlock(&pp->send_lock);
-    if (io != HOST_IO_OK)
-        return io_fail(c, io, "sending a control message", peer);
-    return ncclSuccess;
+    if (io == HOST_IO_OK)
+        return ncclSuccess;
+    err = errno;
+    if (!notice && c->monitored &&
+        (io == HOST_IO_EOF || (io == HOST_IO_ERROR && (err == ECONNRESET || err == EPIPE))))
+        await_monitor_verdict(c, peer);
+    errno = err; /* io_fail reads the send's errno */
+    return io_fail(c, io, fn, peer);
 }
 
 ncclResult_t host_mgmt_allgather(host_comm *c, const int *members, int nmembers, const void *mine, uint32_t len,
@@ -730,7 +752,7 @@ ncclResult_t host_mgmt_allgather(host_comm *c, const int *members, int nmembers,
             memcpy((char *)out + (size_t)i * len, mine, len);
             continue;
         }
-        if (HOST_FAILED(rc = host_ctl_send(c, members[i], HOST_MSG_MGMT, tag, mine, len, deadline)))
+        if (HOST_FAILED(rc = host_ctl_send(c, members[i], HOST_MSG_MGMT, tag, mine, len, deadline, fn)))
             return rc;
     }
     pthread_mutex_lock(&c->lock);

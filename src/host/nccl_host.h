@@ -725,9 +725,9 @@ ncclResult_t host_run_grow(host_comm *parent, host_task *t);
 /* bootstrap.c */
 ncclResult_t host_bootstrap(host_comm *c);     /* phase 1 via the root, then host_mesh_build */
 ncclResult_t host_mesh_build(host_comm *c, const host_peer_addr *peers);
-/* Control-mesh sends (any thread; per-peer send lock). */
+/* Control-mesh sends (any thread; per-peer send lock); fn names the operation in an error. */
 ncclResult_t host_ctl_send(host_comm *c, int peer, uint32_t type, uint64_t tag, const void *payload, uint32_t len,
-                           int64_t deadline);
+                           int64_t deadline, const char *fn);
 /* Allgather of a fixed-size record among `members` (parent ranks, ascending, including me) over
  * the control mesh, tagged with the comm's next mgmt sequence. out has nmembers*len bytes. */
 ncclResult_t host_mgmt_allgather(host_comm *c, const int *members, int nmembers, const void *mine, uint32_t len,
