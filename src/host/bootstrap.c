@@ -52,14 +52,19 @@ typedef struct {
 /* Messages                                                                                      */
 /* ------------------------------------------------------------------------------------------ */
 
+/* Whether a socket result means the peer's end is gone (closed, reset, refused). */
+static int peer_closed(host_io io, int err)
+{
+    return io == HOST_IO_EOF || (io == HOST_IO_ERROR && (err == ECONNREFUSED || err == ECONNRESET || err == EPIPE));
+}
+
 static ncclResult_t io_fail(host_comm *c, host_io io, const char *what, int peer)
 {
     ncclResult_t rc = host_io_result(io);
     int err = errno;
     if (io == HOST_IO_ABORT)
         return host_fail(rc, "%s rank %d: communicator aborted during %s", c->name, c->rank, what);
-    if (peer >= 0 && c->seg.base != NULL && host_peer_is_gone(c, peer) &&
-        (io == HOST_IO_EOF || (io == HOST_IO_ERROR && (err == ECONNREFUSED || err == ECONNRESET || err == EPIPE))))
+    if (peer >= 0 && c->seg.base != NULL && host_peer_is_gone(c, peer) && peer_closed(io, err))
         return host_fail_peer_gone(c, what, peer); /* it left or aborted: name why (peer-death-and-abort) */
     if (peer >= 0 && (io == HOST_IO_EOF || (io == HOST_IO_ERROR && (err == ECONNREFUSED || err == ECONNRESET))))
         /* "peer rank N" as every other peer-loss text words it (handle.c, monitor.c); `what`
@@ -698,7 +703,7 @@ fail:
 
 /* A send that met a peer's closed socket before the monitor saw it go: wait, bounded, for the
  * monitor, so the error names how the peer went and its first cause, as every other wait does
- * (docs/host-backend.md, "peer death and abort"), instead of a bare "closed its connection". */
+ * (docs/host-backend.md#peer-death-and-abort), instead of a bare "closed its connection". */
 static void await_monitor_verdict(host_comm *c, int peer)
 {
     int64_t until = host_now_ns() + MONITOR_VERDICT_NS;
@@ -733,8 +738,7 @@ ncclResult_t host_ctl_send(host_comm *c, int peer, uint32_t type, uint64_t tag, 
     if (io == HOST_IO_OK)
         return ncclSuccess;
     err = errno;
-    if (!notice && c->monitored &&
-        (io == HOST_IO_EOF || (io == HOST_IO_ERROR && (err == ECONNRESET || err == EPIPE))))
+    if (!notice && c->monitored && peer_closed(io, err))
         await_monitor_verdict(c, peer);
     errno = err; /* io_fail reads the send's errno */
     return io_fail(c, io, fn, peer);

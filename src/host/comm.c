@@ -131,7 +131,7 @@ static void announce_departure(host_comm *c, int abort)
     for (int j = 0; j < c->nranks; j++)
         if (j != c->rank && c->peers[j].fd >= 0)
             (void)host_ctl_send(c, j, abort ? HOST_MSG_ABORT : HOST_MSG_LEAVE, 0, NULL, 0, host_now_ns(),
-                                "the departure notice");
+                                "sending the departure notice");
 }
 
 void host_comm_teardown(host_comm *c, int abort)
