@@ -270,7 +270,10 @@ EXIT_WITHIN_S = 30  # a deadline to detect a launcher that waits for the orphans
 
 EXIT_PATHS = {  # name: (the ranks' action, launcher options, signal sent to the launcher, status)
     "success": ("sys.exit(0)", [], None, 0),
-    "failed rank": ("if rank == 1:\n    sys.exit(3)\ntime.sleep(600)", [], None, 3),
+    # rank 1 fails once rank 0 has written its pids: otherwise the launcher may stop rank 0 before
+    # it did (seen on a loaded machine), and there would be no family to check
+    "failed rank": ("if rank == 1:\n    while not os.path.exists(os.path.join(os.path.dirname(out), 'pids0')):\n"
+                    "        time.sleep(0.05)\n    sys.exit(3)\ntime.sleep(600)", [], None, 3),
     "timeout": ("time.sleep(600)", ["--timeout", 15], None, launcher.EXIT_TIMEOUT),
     "SIGINT": ("time.sleep(600)", [], signal.SIGINT, launcher.EXIT_INTERRUPT),
     "SIGTERM": ("time.sleep(600)", [], signal.SIGTERM, 128 + signal.SIGTERM),
