@@ -22,11 +22,13 @@ Steps (docs/developing.md#release):
 4. aarch64 (``--arch``; both by default) is cross-compiled from the same sdist by the same
    interpreter: ``zig cc -target aarch64-linux-gnu.GLIBC_TARGET`` in a meson cross file
    (``machine_file``), the target CPython described to meson by a PEP 739 build-details file
-   (``-Dpython.build_config``, ``cross_target``) made from Debian's arm64 CPython of that series
+   (``-Dpython.build_config``, ``cross_target``) made from the arm64 CPython of that series
    (tools/aarch64_python.py: its headers, its real pyconfig.h, the EXT_SUFFIX of its sysconfig
-   data), and ``_PYTHON_HOST_PLATFORM=linux-aarch64`` for the wheel's platform tag. The same
-   checks follow, against manylinux_2_28_aarch64. A series Debian builds no arm64 CPython of
-   (3.10, 3.12, free-threaded) is skipped with that reason.
+   data; Debian's build, or for 3.10, 3.12 and the free-threaded series one cross-compiled from the
+   upstream source with the interpreter's venv as the build interpreter), and
+   ``_PYTHON_HOST_PLATFORM=linux-aarch64`` for the wheel's platform tag. The same checks follow,
+   against manylinux_2_28_aarch64. A target CPython that cannot be had (no cross compiler, no
+   network) skips that wheel with the reason.
 
 An interpreter or a tool that cannot be had is skipped with the reason; the exit status is non-zero
 only if the host interpreter's wheel (or the sdist it is built from) fails. Runs under CPython >= 3.11
@@ -340,7 +342,7 @@ def build_arches(tools, name, venv, series, arches, sdist, out, scratch, results
         target = None
         if arch != ARCHES[0]:
             try:
-                target = aarch64_python.get(series)
+                target = aarch64_python.get(series, build_python=venv / "bin" / "python")
             except (RuntimeError, OSError) as e:
                 skipped.append(f"{name} {arch}: SKIPPED (no target CPython: {str(e).splitlines()[-1]})")
                 continue
