@@ -2,7 +2,9 @@
 aarch64 wheels are built against (tools/aarch64_python.py): what a wheel must hold
 is derived from the source tree, and a wheel with a file more or less, or with debug info left in a
 library, is refused. .ci/release sets NCCL4PY_RELEASE_WHEEL / NCCL4PY_RELEASE_SDIST to the wheel and
-sdist the release tool built, and the last two tests check those; elsewhere they skip."""
+sdist the release tool built, and two tests check those; elsewhere they skip. The target
+CPython's sysroot, Debian's or cross-compiled (tools/aarch64_cross_python.py), is checked on fakes of
+its layout; .ci/aarch64 runs the real ones."""
 
 import json
 import os
@@ -18,6 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 pytest.importorskip("tomllib", reason="tools/build_wheels.py reads pyproject.toml with tomllib (3.11+)")
+import aarch64_cross_python  # noqa: E402
 import aarch64_python  # noqa: E402
 import build_wheels  # noqa: E402
 
@@ -121,19 +124,24 @@ def test_release_sdist_holds_what_a_build_needs():
 # ---- tools/aarch64_python.py: the target CPython of the aarch64 wheels --------------------------------
 
 
-def fake_arm64_sysroot(root, series="3.13", suffix=".cpython-313-aarch64-linux-gnu.so"):
-    """The files describe() reads, laid out as dpkg-deb -x unpacks Debian's arm64 packages."""
+def fake_arm64_sysroot(root, series="3.13", suffix=".cpython-313-aarch64-linux-gnu.so", upstream=False,
+                       gil_disabled=None):
+    """The files describe() reads, laid out as dpkg-deb -x unpacks Debian's arm64 packages or, with
+    `upstream`, as CPython's own ``make install`` of a cross build lays them out (pyconfig.h beside
+    Python.h; ``t`` in a free-threaded series' names). `gil_disabled`: what the sysconfig data says
+    (default: what the series' name says)."""
     usr = root / "usr"
-    for d in (f"include/python{series}", f"include/aarch64-linux-gnu/python{series}", f"lib/python{series}",
-              "lib/aarch64-linux-gnu", "bin"):
-        (usr / d).mkdir(parents=True)
+    abiflags = "t" if series.endswith("t") else ""
+    pyconfig = Path(f"include/python{series}") if upstream else Path(f"include/aarch64-linux-gnu/python{series}")
+    for d in (f"include/python{series}", pyconfig, f"lib/python{series}", "lib/aarch64-linux-gnu", "bin"):
+        (usr / d).mkdir(parents=True, exist_ok=True)
     (usr / "include" / f"python{series}" / "Python.h").write_text("")
-    (usr / "include" / "aarch64-linux-gnu" / f"python{series}" / "pyconfig.h").write_text("")
+    (usr / pyconfig / "pyconfig.h").write_text("")
     (usr / "lib" / "aarch64-linux-gnu" / "libstdc++.so.6").write_text("")
     (usr / "bin" / f"python{series}").write_text("")
-    (usr / "lib" / f"python{series}" / "_sysconfigdata__linux_aarch64-linux-gnu.py").write_text(
-        f"# system configuration\nbuild_time_vars = {{'VERSION': '{series}', 'EXT_SUFFIX': '{suffix}', "
-        "'Py_GIL_DISABLED': 0}\n")
+    (usr / "lib" / f"python{series}" / f"_sysconfigdata_{abiflags}_linux_aarch64-linux-gnu.py").write_text(
+        f"# system configuration\nbuild_time_vars = {{'VERSION': '{series.rstrip('t')}', 'EXT_SUFFIX': '{suffix}', "
+        f"'Py_GIL_DISABLED': {int(bool(abiflags) if gil_disabled is None else gil_disabled)}}}\n")
     return root
 
 
@@ -161,5 +169,129 @@ def test_aarch64_target_comes_from_a_released_suite_before_sid():
     assert aarch64_python.find_suite(FakeApt(rows[:1]), "3.13") == ("sid", "3.13.18-1")
     with pytest.raises(RuntimeError, match=r"Debian \(bookworm, trixie, sid\) has no arm64 CPython 3.12"):
         aarch64_python.find_suite(FakeApt([]), "3.12")
-    with pytest.raises(RuntimeError, match="Debian builds no free-threaded arm64 CPython"):
-        aarch64_python.get("3.13t", cache=Path("/nonexistent"))
+
+
+def test_aarch64_target_of_an_upstream_cross_build_is_read(tmp_path):
+    info = aarch64_python.describe(fake_arm64_sysroot(tmp_path / "s", "3.13t", ".cpython-313t-aarch64-linux-gnu.so",
+                                                      upstream=True), "3.13t")
+    assert (info["version"], info["ext_suffix"], info["free_threaded"]) == (
+        "3.13", ".cpython-313t-aarch64-linux-gnu.so", True)
+    assert info["pyconfig"].endswith("usr/include/python3.13t/pyconfig.h")
+    assert info["python"].endswith("usr/bin/python3.13t")
+    fake_arm64_sysroot(tmp_path / "g", "3.13t", ".cpython-313t-aarch64-linux-gnu.so", upstream=True, gil_disabled=0)
+    with pytest.raises(OSError, match="its CPython is not free-threaded"):
+        aarch64_python.describe(tmp_path / "g", "3.13t")
+
+
+def test_a_series_debian_lacks_is_cross_compiled_once_and_then_cached(tmp_path, monkeypatch):
+    """get() falls back to the cross build for a series Debian has no arm64 build of (and for a
+    free-threaded one without asking Debian); the result is cached under its own name, a
+    free-threaded sysroot never standing in for the default build of the series or the reverse."""
+    calls = []
+
+    def fake_build(series, cache, build_python):
+        calls.append((series, build_python))
+        dest = cache / f"cpython-3.13.5{'t' if series.endswith('t') else ''}-cross-arm64"
+        suffix = f".cpython-313{'t' if series.endswith('t') else ''}-aarch64-linux-gnu.so"
+        fake_arm64_sysroot(dest, series, suffix, upstream=True)
+        return dest, {"source": "Debian python3.13 3.13.5-2", "seconds": {"total": 1.0}}
+
+    def not_in_debian(series, cache):
+        raise aarch64_python.NotInDebian(f"Debian (bookworm, trixie, sid) has no arm64 CPython {series}")
+
+    monkeypatch.setattr(aarch64_cross_python, "build", fake_build)
+    monkeypatch.setattr(aarch64_python, "fetch_debian", not_in_debian)
+    monkeypatch.setattr(aarch64_python, "check_runs", lambda info: None)
+    ft = aarch64_python.get("3.13t", cache=tmp_path, build_python="/x/python3.13t")
+    assert ft["free_threaded"] and calls == [("3.13t", Path("/x/python3.13t"))]
+    assert json.loads((tmp_path / "cpython-3.13.5t-cross-arm64" / "manifest.json").read_text())["source"] == \
+        "Debian python3.13 3.13.5-2"
+    default = aarch64_python.get("3.13", cache=tmp_path, build_python="/x/python3.13")
+    assert not default["free_threaded"] and calls[-1] == ("3.13", Path("/x/python3.13"))
+    assert aarch64_python.get("3.13t", cache=tmp_path)["sysroot"] == ft["sysroot"]
+    assert aarch64_python.get("3.13", cache=tmp_path)["sysroot"] == default["sysroot"]
+    assert len(calls) == 2
+
+
+SHOWSRC = """Package: python3.12
+Version: 3.12.3-1
+Checksums-Sha256:
+ {old} 3000 python3.12_3.12.3-1.dsc
+ {old} 20625068 python3.12_3.12.3.orig.tar.xz
+Directory: pool/main/p/python3.12
+
+Package: python3.12
+Version: 3.12.3-1ubuntu0.18
+Checksums-Sha256:
+ {dsc} 3715 python3.12_3.12.3-1ubuntu0.18.dsc
+ {orig} 20625068 python3.12_3.12.3.orig.tar.xz
+ {dsc} 298684 python3.12_3.12.3-1ubuntu0.18.debian.tar.xz
+Directory: pool/main/p/python3.12
+"""
+
+
+class FakeSourceApt:
+    """apt-cache showsrc from SHOWSRC; apt-get source writes `served` (name: bytes) and fails, as a
+    mirror that serves the tarball but not the package's other files makes it fail."""
+
+    def __init__(self, orig, served):
+        self.text = SHOWSRC.format(old="0" * 64, dsc="1" * 64, orig=orig)
+        self.served = served
+
+    def update(self):
+        pass
+
+    def madison(self, package):
+        return [("3.12.3-1", "noble", "Sources"), ("3.12.3-1ubuntu0.18", "noble-updates", "Sources")]
+
+    def run(self, tool, *args, cwd=None):
+        if tool == "apt-cache":
+            return subprocess.CompletedProcess(args, 0, self.text, "")
+        for name, data in self.served.items():
+            (Path(cwd) / name).write_bytes(data)
+        raise RuntimeError("apt-get source failed (100):\nE: Failed to fetch some archives.")
+
+
+def test_the_source_tarball_is_taken_only_when_it_matches_the_signed_index(tmp_path, monkeypatch):
+    import hashlib
+    data = b"the upstream tarball"
+    good = FakeSourceApt(hashlib.sha256(data).hexdigest(), {"python3.12_3.12.3.orig.tar.xz": data})
+    assert aarch64_cross_python.orig_checksum(good, "python3.12", "3.12.3-1ubuntu0.18") == (
+        "python3.12_3.12.3.orig.tar.xz", hashlib.sha256(data).hexdigest())
+    with pytest.raises(RuntimeError, match="python3.12 3.11.9-1: no orig tarball in the index"):
+        aarch64_cross_python.orig_checksum(good, "python3.12", "3.11.9-1")
+    monkeypatch.setattr(aarch64_cross_python, "source_archives", lambda work: iter([("Ubuntu", lambda: good)]))
+    archive, version, tarball = aarch64_cross_python.download_source("3.12", tmp_path / "a")
+    assert (archive, version, tarball.read_bytes()) == ("Ubuntu", "3.12.3-1ubuntu0.18", data)
+    # the newest version first; a tarball that does not match the index is never used
+    bad = FakeSourceApt(hashlib.sha256(data).hexdigest(), {"python3.12_3.12.3.orig.tar.xz": b"tampered"})
+    monkeypatch.setattr(aarch64_cross_python, "source_archives", lambda work: iter([("Ubuntu", lambda: bad)]))
+    with pytest.raises(RuntimeError, match=r"no source of CPython 3.12 could be downloaded "
+                                           r"\(Ubuntu 3.12.3-1ubuntu0.18; Ubuntu 3.12.3-1\)"):
+        aarch64_cross_python.download_source("3.12", tmp_path / "b")
+
+
+@pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="needs dpkg-deb")
+def test_unpacked_packages_get_merged_usr_links_and_no_absolute_library_link(tmp_path):
+    """A -dev package's absolute libX.so link would dangle in the sysroot (the linker then takes the
+    static archive); unpack_debs makes it point inside the sysroot."""
+    tree = tmp_path / "pkg"
+    (tree / "DEBIAN").mkdir(parents=True)
+    (tree / "DEBIAN" / "control").write_text("Package: fake\nVersion: 1\nArchitecture: arm64\n"
+                                            "Maintainer: nobody\nDescription: fake\n")
+    lib = tree / "usr" / "lib" / "aarch64-linux-gnu"
+    lib.mkdir(parents=True)
+    (lib / "libz.so.1.2.13").write_text("the library")
+    (lib / "libz.so").symlink_to("/usr/lib/aarch64-linux-gnu/libz.so.1.2.13")
+    (lib / "libffi.so").symlink_to("libz.so.1.2.13")
+    debs = tmp_path / "debs"
+    debs.mkdir()
+    subprocess.run(["dpkg-deb", "--build", "--root-owner-group", str(tree), str(debs / "fake.deb")],
+                   check=True, capture_output=True)
+    root = tmp_path / "sysroot"
+    aarch64_cross_python.unpack_debs(debs, root)
+    unpacked = root / "usr" / "lib" / "aarch64-linux-gnu"
+    assert os.readlink(unpacked / "libz.so") == "libz.so.1.2.13"
+    assert os.readlink(unpacked / "libffi.so") == "libz.so.1.2.13"
+    assert (unpacked / "libz.so").read_text() == "the library"
+    assert os.readlink(root / "lib") == "usr/lib"

@@ -41,9 +41,7 @@ UBUNTU_KEYRING = "usr/share/keyrings/ubuntu-archive-keyring.gpg"
 # which nccl.run and doctor use, zlib; libstdc++ for numpy's wheel).
 SYSROOT_SUITE = "bookworm"
 SYSROOT_PACKAGES = ("libc6-dev", "libffi-dev", "zlib1g-dev", "libstdc++6")
-# Debian's arm64 libtirpc-dev ships no shared library a module can link, so nis goes too.
-MODULES_ENV = {**{k: v for k, v in pythons.FT_ENV.items() if k.startswith("py_cv_module_")},
-               "py_cv_module_nis": "n/a"}
+MODULES_ENV = {k: v for k, v in pythons.FT_ENV.items() if k.startswith("py_cv_module_")}
 # configure's run-time probes, answered for the target (they cannot run while cross-compiling).
 CROSS_ANSWERS = ["ac_cv_file__dev_ptmx=yes", "ac_cv_file__dev_ptc=no", "ac_cv_buggy_getaddrinfo=no"]
 CONFIGURE = ["--build=x86_64-linux-gnu", "--host=aarch64-linux-gnu", "--prefix=/usr",
@@ -108,7 +106,7 @@ def download_source(series, work):
         for version in versions:
             name, digest = orig_checksum(apt, package, version)
             dl = work / f"src-{archive}-{re.sub(r'[^A-Za-z0-9.+_-]', '_', version)}"
-            dl.mkdir()
+            dl.mkdir(parents=True)
             try:
                 apt.run("apt-get", "source", "--download-only", f"{package}={version}", cwd=dl)
             except RuntimeError as e:
@@ -144,6 +142,13 @@ def unpack_debs(debs, sysroot):
     for top in ("lib", "bin", "sbin"):
         if not (sysroot / top).exists() and (sysroot / "usr" / top).is_dir():
             (sysroot / top).symlink_to(f"usr/{top}")
+    # A -dev package's libX.so may be an absolute link (/lib/aarch64-linux-gnu/libz.so.1...): in the
+    # sysroot it would dangle and the linker take the static archive, so it is made relative.
+    for link in sysroot.rglob("*.so"):
+        target = os.readlink(link) if link.is_symlink() else ""
+        if target.startswith("/"):
+            link.unlink()
+            link.symlink_to(os.path.relpath(sysroot / target.lstrip("/"), link.parent))
 
 
 def compile_python(src, sysroot, build_python, free_threaded):

@@ -291,6 +291,9 @@ def build_wheel(tools, venv, arch, target, sdist, out, scratch):
     ext_suffix = target["ext_suffix"] if target else info["ext_suffix"]
     args, env = tools.setup_args(scratch, arch, target)
     pip = [venv / "bin" / "python", "-m", "pip", "--disable-pip-version-check"]
+    # pip before 23.1 keeps only the last of repeated --config-settings keys, so the cross file would
+    # be dropped and a native build named aarch64 (CPython 3.10's ensurepip brings pip 23.0.1).
+    run([*pip, "install", "--quiet", "pip>=23.1"], env=tools.env)
     isolation = []
     if env:
         # pip would resolve an isolated build environment for the platform _PYTHON_HOST_PLATFORM
