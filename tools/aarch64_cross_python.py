@@ -154,13 +154,21 @@ def unpack_debs(debs, sysroot):
 def compile_python(src, sysroot, build_python, free_threaded):
     """configure, make and make install of the source tree `src` into `sysroot`."""
     pkgconfig = f"{sysroot}/usr/lib/aarch64-linux-gnu/pkgconfig:{sysroot}/usr/share/pkgconfig"
+    # The folders --sysroot searches, also named: 3.10's setup.py looks for headers and libraries
+    # (libffi) only in the -I and -L folders of CPPFLAGS and LDFLAGS.
+    libdir, incdir = f"{sysroot}/usr/lib/aarch64-linux-gnu", f"{sysroot}/usr/include"
     env = {**os.environ, **MODULES_ENV, "CC": f"{CROSS_CC} --sysroot={sysroot}", "CXX": "false",
+           "CPPFLAGS": f"-I{incdir} -I{incdir}/aarch64-linux-gnu", "LDFLAGS": f"-L{libdir}",
            "PKG_CONFIG_LIBDIR": pkgconfig, "PKG_CONFIG_SYSROOT_DIR": str(sysroot)}
     configure = [*CONFIGURE, f"OPT={OPT}"]
     if "with-build-python" in (src / "configure").read_text():
         configure.append(f"--with-build-python={build_python}")
-    else:  # 3.10's configure takes the first python3.10 on PATH
+    else:  # 3.10: its configure takes the first python3.10 on PATH, and its setup.py builds modules
         env["PATH"] = f"{Path(build_python).parent}:{env['PATH']}"
+        # setup.py takes libffi's header folder from pkg-config (the sysroot's usr/include, while
+        # Debian's ffi.h is in the multiarch folder below it) and then builds _ctypes without
+        # libffi; with no pkg-config it searches the -I folders and finds the header.
+        env["PKG_CONFIG"] = "false"
     if free_threaded:
         configure.append("--disable-gil")
     jobs = f"-j{os.cpu_count() or 2}"

@@ -44,7 +44,9 @@ MULTIARCH = "aarch64-linux-gnu"
 MANIFEST = "manifest.json"
 # Beside the interpreter: what numpy's aarch64 wheel links (its libs bundle only OpenBLAS).
 RUNTIME = ("libstdc++6",)
-PROBE = "import json, sys, sysconfig; print(json.dumps([sys.version.split()[0], sysconfig.get_config_var('EXT_SUFFIX')]))"
+# ctypes: nccl.run and doctor import it, so an interpreter without a working _ctypes is refused.
+PROBE = ("import ctypes, json, sys, sysconfig; "
+         "print(json.dumps([sys.version.split()[0], sysconfig.get_config_var('EXT_SUFFIX')]))")
 
 
 def log(msg):
