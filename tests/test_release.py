@@ -23,6 +23,7 @@ pytest.importorskip("tomllib", reason="tools/build_wheels.py reads pyproject.tom
 import aarch64_cross_python  # noqa: E402
 import aarch64_python  # noqa: E402
 import build_wheels  # noqa: E402
+import debian_apt  # noqa: E402
 
 EXT = ".cpython-399-x86_64-linux-gnu.so"
 
@@ -243,6 +244,8 @@ class FakeSourceApt:
 
     def madison(self, package):
         return [("3.12.3-1", "noble", "Sources"), ("3.12.3-1ubuntu0.18", "noble-updates", "Sources")]
+
+    versions = debian_apt.PrivateApt.versions
 
     def run(self, tool, *args, cwd=None):
         if tool == "apt-cache":

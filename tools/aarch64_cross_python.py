@@ -18,7 +18,6 @@ build runs it for the generated files), tools/pythons.py's module exclusions and
 install DESTDIR=sysroot`` with prefix /usr. About 2 minutes a series on two CPUs.
 """
 
-import functools
 import hashlib
 import os
 import re
@@ -31,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pythons  # noqa: E402
-from debian_apt import MIRROR, PrivateApt, newer, run  # noqa: E402
+from debian_apt import MIRROR, PrivateApt, run, upstream_version  # noqa: E402
 
 CROSS_CC = "aarch64-linux-gnu-gcc"
 UBUNTU_MIRROR = os.environ.get("NCCL4PY_UBUNTU_MIRROR", "http://archive.ubuntu.com/ubuntu")
@@ -57,7 +56,7 @@ def ubuntu_keyring(work):
     """The Ubuntu archive keyring, from Debian's ubuntu-keyring package (verified by Debian's index)."""
     apt = PrivateApt(work / "apt-keyring", [f"deb {MIRROR} {s} main" for s in pythons.SOURCE_SUITES])
     apt.update()
-    versions = [v for v, _, kind in apt.madison("ubuntu-keyring") if kind == "Packages"]
+    versions = apt.versions("ubuntu-keyring")
     if not versions:
         raise RuntimeError(f"Debian ({', '.join(pythons.SOURCE_SUITES)}) has no ubuntu-keyring package")
     debs = work / "keyring-deb"
@@ -101,8 +100,7 @@ def download_source(series, work):
     for archive, make_apt in source_archives(work):
         apt = make_apt()
         apt.update()
-        versions = sorted({v for v, _, kind in apt.madison(package) if kind == "Sources"}, reverse=True,
-                          key=functools.cmp_to_key(lambda a, b: 1 if newer(a, b) else -1 if newer(b, a) else 0))
+        versions = apt.versions(package, kind="Sources")
         for version in versions:
             name, digest = orig_checksum(apt, package, version)
             dl = work / f"src-{archive}-{re.sub(r'[^A-Za-z0-9.+_-]', '_', version)}"
@@ -195,8 +193,7 @@ def build(series, cache, build_python):
     try:
         archive, version, tarball = download_source(base, work)
         seconds["download"] = round(time.monotonic() - t0, 1)
-        upstream = version.split("-")[0].split("~")[0]
-        dest = cache / f"cpython-{upstream}{'t' if free_threaded else ''}-cross-arm64"
+        dest = cache / f"cpython-{upstream_version(version)}{'t' if free_threaded else ''}-cross-arm64"
         log(f"{series}: cross-compiling {tarball.name} ({archive}'s python{base} {version}) into {dest}")
         sysroot = work / "sysroot"
         sysroot.mkdir()

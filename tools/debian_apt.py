@@ -55,6 +55,11 @@ def newer(a, b):
     return subprocess.run(["dpkg", "--compare-versions", a, "gt", b]).returncode == 0
 
 
+def upstream_version(debver):
+    """The upstream part of Debian version `debver`: "3.10.12" of "3.10.12-1~22.04.18"."""
+    return debver.split(":")[-1].split("-")[0].split("~")[0]
+
+
 class PrivateApt:
     """apt-get/apt-cache rooted at `root`, reading the archive `sources` (lines of a sources.list),
     resolving packages of the Debian architecture `arch` (amd64; arm64 for tools/aarch64_python.py)."""
@@ -106,6 +111,16 @@ class PrivateApt:
     def madison(self, package):
         """[(version, suite, kind)] of `package` in the configured sources (see parse_madison)."""
         return parse_madison(self.run("apt-cache", "madison", package).stdout, package)
+
+    def versions(self, package, kind="Packages"):
+        """The versions of `package` (binary or, with kind="Sources", source), newest first."""
+        ordered = []
+        for v in {version for version, _, k in self.madison(package) if k == kind}:
+            i = 0  # insertion sort with dpkg's version order
+            while i < len(ordered) and newer(ordered[i], v):
+                i += 1
+            ordered.insert(i, v)
+        return ordered
 
     def closure(self, requests, target=None):
         """[(package, version)] apt would install for `requests` (names, or name=version) on an

@@ -49,7 +49,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from debian_apt import LDSO, LIBDIR, MIRROR, MULTIARCH, PrivateApt, cache_folder, newer, run
+from debian_apt import LDSO, LIBDIR, MIRROR, MULTIARCH, PrivateApt, cache_folder, run, upstream_version
 
 SUITE = "sid"
 # Source packages are looked up in these suites too (sid's pool may lack a source it lists).
@@ -105,16 +105,6 @@ class Apt(PrivateApt):
     def __init__(self, root):
         super().__init__(root, [f"deb [arch=amd64] {MIRROR} {SUITE} main",
                                 *(f"deb-src {MIRROR} {suite} main" for suite in SOURCE_SUITES)])
-
-    def versions(self, package, kind="Packages"):
-        """The versions of `package` (binary or, with kind="Sources", source), newest first."""
-        ordered = []
-        for v in {version for version, _, k in self.madison(package) if k == kind}:
-            i = 0  # insertion sort with dpkg's version order
-            while i < len(ordered) and newer(ordered[i], v):
-                i += 1
-            ordered.insert(i, v)
-        return ordered
 
     def version(self, package):
         found = self.versions(package)
@@ -298,7 +288,7 @@ def download_source(apt, tmp):
             except RuntimeError as e:
                 log(f"ft: python{series} {debver}: source not served ({str(e).splitlines()[-1]})")
                 continue
-            upstream = debver.split("-")[0].split("~")[0]
+            upstream = upstream_version(debver)
             tarballs = list(dl.glob(f"python{series}_{upstream}*.orig.tar.*"))
             if len(tarballs) != 1:
                 raise RuntimeError(f"python{series} {debver}: expected one orig tarball, found {tarballs}")
@@ -308,7 +298,7 @@ def download_source(apt, tmp):
 
 def build_ft(cache, apt, steps, tmp):
     series, debver, tarball = steps.run("download source", download_source, apt, tmp)
-    upstream = debver.split("-")[0].split("~")[0]
+    upstream = upstream_version(debver)
     # The build options are part of the key: changing them builds anew.
     options = hashlib.sha256(json.dumps([FT_CONFIGURE, FT_ENV], sort_keys=True).encode()).hexdigest()[:8]
     dest = cache / f"cpython-{upstream}t-{options}"
