@@ -109,7 +109,10 @@ int nx_buffer_layout_error(nx_state *st, const char *name, int nd, const int64_t
 {
     PyObject *s = int_tuple(nd, shape, 1), *t = int_tuple(nd, strides, itemsize);
     if (s != NULL && t != NULL)
-        nx_invalid(st, "%s must be C- or F-contiguous; got shape %R, strides %R (elements)", name, s, t);
+        nx_invalid(st,
+                   "%s must be C- or F-contiguous; got shape %R, strides %R (elements): pass a contiguous copy, "
+                   "numpy.ascontiguousarray(x) or x.contiguous() for a torch tensor",
+                   name, s, t);
     Py_XDECREF(s);
     Py_XDECREF(t);
     return -1;
@@ -259,7 +262,7 @@ static int from_numpy(nx_state *st, PyObject *obj, const char *name, nx_buffer *
     if (NX_UNLIKELY(dt < 0))
         return -1;
     if (NX_UNLIKELY(!(a->flags & (NP_C_CONTIGUOUS | NP_F_CONTIGUOUS))))
-        return numpy_layout_error(st, name, a, (int64_t)nx_dtype_size((ncclDataType_t)dt));
+        return numpy_layout_error(st, name, a, (int64_t)nx_dtype_size(nx_dtype_of(dt)));
     size_t count = 1;
     for (int i = 0; i < a->nd; i++)
         count *= (size_t)a->dimensions[i];
@@ -267,7 +270,7 @@ static int from_numpy(nx_state *st, PyObject *obj, const char *name, nx_buffer *
         return -1;
     out->ptr = a->data;
     out->count = count;
-    out->dtype = (ncclDataType_t)dt;
+    nx_buffer_set_dtype(out, dt);
     out->readonly = !(a->flags & NP_WRITEABLE);
     return 0;
 }
@@ -405,7 +408,7 @@ static int from_torch(nx_state *st, PyObject *obj, const char *name, nx_buffer *
         return torch_device_error(st, obj, name);
     out->ptr = (void *)(uintptr_t)ptr;
     out->count = count;
-    out->dtype = (ncclDataType_t)dt;
+    nx_buffer_set_dtype(out, dt);
     out->readonly = 0;
     return 0;
 }
@@ -448,14 +451,14 @@ static int from_cupy(nx_state *st, PyObject *obj, const char *name, nx_buffer *o
         PyObject *shp = PyObject_GetAttr(obj, st->buffer.str[NX_BSTR_SHAPE]);
         PyObject *str = shp ? PyObject_GetAttrString(obj, "strides") : NULL;
         if (str != NULL && nx_buffer_read_ints(shp, shape, &nd) == 0 && nx_buffer_read_ints(str, strides, &nd2) == 0)
-            nx_buffer_layout_error(st, name, nd, shape, strides, (int64_t)nx_dtype_size((ncclDataType_t)dt));
+            nx_buffer_layout_error(st, name, nd, shape, strides, (int64_t)nx_dtype_size(nx_dtype_of(dt)));
         Py_XDECREF(shp);
         Py_XDECREF(str);
         return -1;
     }
     out->ptr = (void *)(uintptr_t)ptr;
     out->count = count;
-    out->dtype = (ncclDataType_t)dt;
+    nx_buffer_set_dtype(out, dt);
     out->device = (int)dev;
     out->readonly = 0;
     return 0;
@@ -513,7 +516,7 @@ static int from_cc_buffer(nx_state *st, PyObject *obj, const char *name, nx_buff
     }
     out->ptr = (void *)(uintptr_t)ptr;
     out->count = size;
-    out->dtype = ncclInt8;
+    nx_buffer_set_dtype(out, ncclInt8);
     out->readonly = 0;
     return 0;
 }
@@ -566,7 +569,7 @@ static int from_buffer_protocol(nx_state *st, PyObject *obj, const char *name, n
     }
     out->ptr = view.buf;
     out->count = (size_t)(view.len / view.itemsize);
-    out->dtype = (ncclDataType_t)dt;
+    nx_buffer_set_dtype(out, dt);
     out->device = NX_DEVICE_HOST;
     out->readonly = view.readonly;
     rc = 0;
@@ -680,13 +683,30 @@ static PyMethodDef buffer_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-int nx_buffer_writable(nx_state *st, const nx_buffer *b, const char *name)
+/* What a read-only obj is, and the writable thing to pass instead. */
+static NX_COLD int readonly_error(nx_state *st, PyObject *obj, const char *name)
 {
-    if (b->readonly) {
-        nx_invalid(st, "%s is read-only", name);
-        return -1;
-    }
-    return 0;
+    PyObject *np = nx_lazy(st, NX_LAZY_NUMPY); /* borrowed; registered by nccl.core */
+    PyObject *generic = np != NULL ? PyObject_GetAttrString(np, "generic") : NULL;
+    int scalar = generic != NULL && PyType_Check(generic) ? PyObject_TypeCheck(obj, (PyTypeObject *)generic) : 0;
+    Py_XDECREF(generic);
+    PyErr_Clear();
+    PyTypeObject *ndarray = seen_type(st, NX_BTYPE_NDARRAY);
+    if (scalar)
+        nx_invalid(st, "%s is a numpy scalar (%s), which cannot be written: pass an array, e.g. numpy.zeros(1, %s)",
+                   name, Py_TYPE(obj)->tp_name, Py_TYPE(obj)->tp_name);
+    else if (ndarray != NULL && PyObject_TypeCheck(obj, ndarray))
+        nx_invalid(st, "%s is read-only (a numpy array whose flags.writeable is False): pass a writable array, "
+                       "e.g. its copy()", name);
+    else
+        nx_invalid(st, "%s is read-only (%s marks its memory read-only): pass a writable buffer", name,
+                   Py_TYPE(obj)->tp_name);
+    return -1;
+}
+
+int nx_buffer_writable(nx_state *st, const nx_buffer *b, PyObject *obj, const char *name)
+{
+    return NX_UNLIKELY(b->readonly) ? readonly_error(st, obj, name) : 0;
 }
 
 

@@ -25,7 +25,20 @@ typedef struct {
     ncclDataType_t dtype;
     int device;           /* device ordinal, or NX_DEVICE_HOST */
     int readonly;         /* the producer marked the memory read-only */
+    int logical;          /* bool elements (dtype UINT8): reductions are logical (collectives.c) */
 } nx_buffer;
+
+/* The element-type table answers with a datatype code: the NCCL datatype, plus NX_DTYPE_LOGICAL
+ * for bool, which NCCL carries as UINT8 but whose sum must stay a bool (docs/api/collectives.md#bool-buffers). */
+#define NX_DTYPE_LOGICAL 0x100
+
+static inline ncclDataType_t nx_dtype_of(int code) { return (ncclDataType_t)(code & ~NX_DTYPE_LOGICAL); }
+
+static inline void nx_buffer_set_dtype(nx_buffer *b, int code)
+{
+    b->dtype = nx_dtype_of(code);
+    b->logical = (code & NX_DTYPE_LOGICAL) != 0;
+}
 
 /* Resolves an array object to a dense buffer per docs/architecture.md#buffer-resolution: fast paths (numpy, torch and
  * cupy when already imported), cuda.core Buffer, DLPack, __cuda_array_interface__, then (host
@@ -36,8 +49,9 @@ int nx_resolve_buffer(nx_state *st, PyObject *obj, const char *name, nx_buffer *
 
 /* ---- the element-type table (buffer_dtypes.c) ---- */
 
-/* A numpy-style dtype (name, kind, itemsize) as a datatype per docs/compatibility.md#names-and-types: the ml_dtypes
- * names first, then kind and itemsize (bool is UINT8); -1 if it has no NCCL equivalent. */
+/* A numpy-style dtype (name, kind, itemsize) as a datatype code per docs/compatibility.md#names-and-types: the
+ * ml_dtypes names first, then kind and itemsize (bool is UINT8 | NX_DTYPE_LOGICAL); -1 if it has no NCCL
+ * equivalent. These three return datatype codes (nx_dtype_of, nx_buffer_set_dtype). */
 int nx_numpy_kind_dtype(const char *dname, int kind, Py_ssize_t itemsize);
 
 /* A DLPack (type code, bits) as a datatype; -1 if it has no NCCL equivalent. */
@@ -53,8 +67,9 @@ const char *nx_dtype_numpy_name(ncclDataType_t dt, int *ml_dtypes);
 /* Adds nccl._ext._numpy_dtypes, the table's rows for nccl.core._types. 0 or -1. */
 int nx_buffer_dtypes_setup(PyObject *module);
 
-/* NcclInvalid("<name> is read-only") when b is read-only. */
-int nx_buffer_writable(nx_state *st, const nx_buffer *b, const char *name);
+/* NcclInvalid("<name> is read-only ...") when b, the resolution of obj, is read-only; the message
+ * names what obj is (a numpy scalar, a read-only array) and what to pass instead. */
+int nx_buffer_writable(nx_state *st, const nx_buffer *b, PyObject *obj, const char *name);
 
 /* ---- this part of the module state: interned names and caches of the resolver ---- */
 

@@ -75,7 +75,7 @@ int nx_buffer_from_cai(nx_state *st, PyObject *cai, const char *name, nx_buffer 
         return -1;
     out->ptr = (void *)(uintptr_t)ptr;
     out->count = count;
-    out->dtype = (ncclDataType_t)dt;
+    nx_buffer_set_dtype(out, dt);
     out->device = device;
     out->readonly = readonly;
     return 0;

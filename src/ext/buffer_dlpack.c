@@ -142,7 +142,7 @@ static int dl_read(nx_state *st, const dl_tensor *t, const char *name, nx_buffer
     }
     out->ptr = (char *)t->data + t->byte_offset;
     out->count = count;
-    out->dtype = (ncclDataType_t)dt;
+    nx_buffer_set_dtype(out, dt);
     return 0;
 }
 

@@ -16,6 +16,7 @@ static const struct {
     char kind;        /* numpy kind; 0: told apart by name only, a dtype of the ml_dtypes package */
     uint8_t dl_code;  /* DLPack type code (bits: 8 * the datatype's size) */
     ncclDataType_t dt;
+    int logical;      /* bool: the codes carry NX_DTYPE_LOGICAL */
 } rows[] = {
     {"int8", 'i', kDLInt, ncclInt8},
     {"uint8", 'u', kDLUInt, ncclUint8},
@@ -29,27 +30,30 @@ static const struct {
     {"bfloat16", 0, kDLBfloat, ncclBfloat16},
     {"float8_e4m3fn", 0, kDLFloat8_e4m3fn, ncclFloat8e4m3},
     {"float8_e5m2", 0, kDLFloat8_e5m2, ncclFloat8e5m2},
-    {"bool", 'b', kDLBool, ncclUint8},
+    {"bool", 'b', kDLBool, ncclUint8, 1},
 };
 
 #define NROWS ((int)(sizeof rows / sizeof rows[0]))
+
+/* Row i's datatype code (buffer.h). */
+static int code(int i) { return (int)rows[i].dt | (rows[i].logical ? NX_DTYPE_LOGICAL : 0); }
 
 int nx_numpy_kind_dtype(const char *dname, int kind, Py_ssize_t itemsize)
 {
     for (int i = 0; dname != NULL && i < NROWS; i++)
         if (rows[i].kind == 0 && strcmp(dname, rows[i].name) == 0)
-            return rows[i].dt;
+            return code(i);
     for (int i = 0; i < NROWS; i++)
         if (rows[i].kind != 0 && rows[i].kind == kind && (Py_ssize_t)nx_dtype_size(rows[i].dt) == itemsize)
-            return rows[i].dt;
+            return code(i);
     return -1;
 }
 
-int nx_dlpack_dtype(int code, int bits)
+int nx_dlpack_dtype(int dl_code, int bits)
 {
     for (int i = 0; i < NROWS; i++)
-        if (rows[i].dl_code == code && (int)nx_dtype_size(rows[i].dt) * 8 == bits)
-            return rows[i].dt;
+        if (rows[i].dl_code == dl_code && (int)nx_dtype_size(rows[i].dt) * 8 == bits)
+            return code(i);
     return -1;
 }
 
@@ -59,7 +63,7 @@ int nx_torch_dtype(const char *str)
         return -1;
     for (int i = 0; i < NROWS; i++)
         if (strcmp(str + 6, rows[i].name) == 0)
-            return rows[i].dt;
+            return code(i);
     return -1;
 }
 

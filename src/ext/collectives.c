@@ -18,11 +18,13 @@
 
 /* ---- cold error builders ---- */
 
-static NX_COLD PyObject *dtype_mismatch(nx_state *st, const char *an, ncclDataType_t a, const char *bn,
-                                        ncclDataType_t b)
+/* A buffer's dtype for messages: bool buffers say BOOL, not the UINT8 they are carried as. */
+static const char *dtype_name(const nx_buffer *b) { return b->logical ? "BOOL" : nx_dtype_name(b->dtype); }
+
+static NX_COLD PyObject *dtype_mismatch(nx_state *st, const char *an, const nx_buffer *a, const char *bn,
+                                        const nx_buffer *b)
 {
-    return nx_invalid(st, "Dtype mismatch: %s has dtype %s, %s has dtype %s", an, nx_dtype_name(a), bn,
-                      nx_dtype_name(b));
+    return nx_invalid(st, "Dtype mismatch: %s has dtype %s, %s has dtype %s", an, dtype_name(a), bn, dtype_name(b));
 }
 
 static NX_COLD PyObject *overlap_error(nx_state *st, const char *fname)
@@ -79,7 +81,7 @@ static inline int buffer_arg(nx_state *st, nx_Communicator *c, PyObject *o, cons
     /* Inside a group the library uses the memory at the outermost group end, not now. */
     if (NX_UNLIKELY(nx_group_depth() > 0) && nx_group_keep(o) < 0)
         return -1;
-    if (writes && NX_UNLIKELY(nx_buffer_writable(st, out, name) < 0))
+    if (writes && NX_UNLIKELY(nx_buffer_writable(st, out, o, name) < 0))
         return -1;
     return nx_comm_check_device(st, c, out, name);
 }
@@ -90,18 +92,39 @@ static inline int recv_arg(nx_state *st, nx_Communicator *c, PyObject *o, PyObje
 {
     if (o == sendo && s != NULL) {
         *out = *s;
-        return nx_buffer_writable(st, out, "recvbuf");
+        return nx_buffer_writable(st, out, o, "recvbuf");
     }
     return buffer_arg(st, c, o, "recvbuf", 1, out);
 }
 
-/* op: an int (NcclRedOp members are ints) or a CustomRedOp checked against comm and dtype. */
-static inline int op_arg(nx_state *st, nx_Communicator *c, PyObject *o, ncclDataType_t dt, const char *fname,
+/* A reduction of bool buffers, which NCCL carries as UINT8: SUM and PROD become their logical
+ * forms, as torch does (SUM is OR: MAX; PROD is AND: MIN), so 1 + 1 never stores the byte 2 in a
+ * bool; AVG and custom ops have no bool result and are refused (docs/api/collectives.md#bool-buffers). */
+static NX_COLD int logical_op(nx_state *st, const char *fname, ncclRedOp_t *op)
+{
+    switch (*op) {
+    case ncclSum: *op = ncclMax; return 0;
+    case ncclProd: *op = ncclMin; return 0;
+    case ncclMax: case ncclMin: return 0;
+    default:
+        nx_invalid(st, "%s: %s of bool buffers has no bool result; SUM (logical or), PROD (logical and), MAX and "
+                       "MIN work on bools, or convert the buffers to a number type first", fname,
+                   *op == ncclAvg ? "AVG" : "a custom reduction op");
+        return -1;
+    }
+}
+
+/* op: an int (NcclRedOp members are ints) or a CustomRedOp checked against comm and dtype; for
+ * bool buffers (b->logical), its logical form. */
+static inline int op_arg(nx_state *st, nx_Communicator *c, PyObject *o, const nx_buffer *b, const char *fname,
                          ncclRedOp_t *out)
 {
+    int rc;
     if (NX_LIKELY(PyLong_Check(o)) || !PyObject_TypeCheck(o, st->core_types[NX_TYPE_CUSTOM_RED_OP]))
-        return nx_redop(o, fname, "op", out);
-    return nx_comm_redop(st, c, o, dt, out);
+        rc = nx_redop(o, fname, "op", out);
+    else
+        rc = nx_comm_redop(st, c, o, b->dtype, out);
+    return NX_UNLIKELY(b->logical) && rc == 0 ? logical_op(st, fname, out) : rc;
 }
 
 /* config: an omitted keyword or None is no config (the plain entry point). */
@@ -206,8 +229,8 @@ static inline int pair_intake(const coll_in *in, PyObject *sendo, PyObject *recv
         return -1;
     if (recv_here && NX_UNLIKELY(recv_arg(in->st, in->c, recvo, sendo, send_here ? s : NULL, r) < 0))
         return -1;
-    if (send_here && recv_here && NX_UNLIKELY(r->dtype != s->dtype)) {
-        dtype_mismatch(in->st, "sendbuf", s->dtype, "recvbuf", r->dtype);
+    if (send_here && recv_here && NX_UNLIKELY(r->dtype != s->dtype || r->logical != s->logical)) {
+        dtype_mismatch(in->st, "sendbuf", s, "recvbuf", r);
         return -1;
     }
     return 0;
@@ -226,7 +249,7 @@ static PyObject *reduce_impl(PyObject *self, PyTypeObject *cls, const char *fnam
     int root = -1, is_root = 1, rooted = rooto != NULL && rooto != Py_None;
     if (rooted && root_arg(st, in.c, rooto, fname, &root, &is_root) < 0)
         return NULL;
-    nx_buffer s, r = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0};
+    nx_buffer s, r = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0, 0};
     if (NX_UNLIKELY(pair_intake(&in, sendo, recvo, 1, is_root, &s, &r) < 0))
         return NULL;
     if (is_root) {
@@ -238,7 +261,7 @@ static PyObject *reduce_impl(PyObject *self, PyTypeObject *cls, const char *fnam
     }
     ncclRedOp_t op;
     cudaStream_t stream;
-    if (NX_UNLIKELY(op_arg(st, in.c, opo, s.dtype, fname, &op) < 0) ||
+    if (NX_UNLIKELY(op_arg(st, in.c, opo, &s, fname, &op) < 0) ||
         NX_UNLIKELY(stream_arg(st, streamo, &stream) < 0))
         return NULL;
     ncclComm_t comm = in.comm;
@@ -331,7 +354,7 @@ static PyObject *Communicator_reduce_scatter(NX_COMM_METHOD_ARGS)
         return overlap_error(st, fname);
     ncclRedOp_t op;
     cudaStream_t stream;
-    if (op_arg(st, in.c, a[2], s.dtype, fname, &op) < 0 || stream_arg(st, a[3], &stream) < 0)
+    if (op_arg(st, in.c, a[2], &s, fname, &op) < 0 || stream_arg(st, a[3], &stream) < 0)
         return NULL;
     if (has_config(a[4])) {
         nx_coll_call call = {NX_COLL_REDUCE_SCATTER, s.ptr, r.ptr, count, s.dtype, op, -1, comm, stream};
@@ -363,7 +386,7 @@ static PyObject *Communicator_broadcast(NX_COMM_METHOD_ARGS)
     coll_in in;
     const char *fname = "broadcast";
     int root, is_root;
-    nx_buffer s = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0}, r;
+    nx_buffer s = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0, 0}, r;
     if (comm_intake(&in, self, cls, fname, a[4]) < 0 || root_arg(in.st, in.c, a[2], fname, &root, &is_root) < 0 ||
         pair_intake(&in, a[0], a[1], is_root, 1, &s, &r) < 0)
         return NULL;
@@ -399,7 +422,7 @@ static PyObject *gather_impl(PyObject *self, PyTypeObject *cls, const char *fnam
 {
     coll_in in;
     int nranks, rank, root = -1, is_root = 1, rooted = rooto != NULL && rooto != Py_None;
-    nx_buffer s, r = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0};
+    nx_buffer s, r = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0, 0};
     if (comm_intake(&in, self, cls, fname, configo) < 0 || nx_comm_nranks(in.st, in.c, fname, &nranks) < 0 ||
         nx_comm_rank(in.st, in.c, fname, &rank) < 0 ||
         (rooted && root_arg(in.st, in.c, rooto, fname, &root, &is_root) < 0) ||
@@ -482,7 +505,7 @@ static PyObject *Communicator_scatter(NX_COMM_METHOD_ARGS)
     coll_in in;
     const char *fname = "scatter";
     int nranks, root, is_root;
-    nx_buffer s = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0}, r;
+    nx_buffer s = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0, 0}, r;
     if (comm_intake(&in, self, cls, fname, a[4]) < 0 || nx_comm_nranks(in.st, in.c, fname, &nranks) < 0 ||
         root_arg(in.st, in.c, a[2], fname, &root, &is_root) < 0 || pair_intake(&in, a[0], a[1], is_root, 1, &s, &r) < 0)
         return NULL;
@@ -775,8 +798,8 @@ static PyObject *Communicator_allreduce_with_bias(NX_COMM_METHOD_ARGS)
         return NULL;
     nx_state *st = in.st;
     ncclComm_t comm = in.comm;
-    if (bias.dtype != s.dtype)
-        return dtype_mismatch(st, "sendbuf", s.dtype, "bias", bias.dtype);
+    if (bias.dtype != s.dtype || bias.logical != s.logical)
+        return dtype_mismatch(st, "sendbuf", &s, "bias", &bias);
     if (r.count < s.count)
         return at_least(st, "recvbuf", s.count, NULL, r.count);
     if (bias.count < s.count)
@@ -788,7 +811,7 @@ static PyObject *Communicator_allreduce_with_bias(NX_COMM_METHOD_ARGS)
         return nx_invalid(st, "bias and recvbuf overlap");
     ncclRedOp_t op;
     cudaStream_t stream;
-    if (op_arg(st, in.c, a[3], s.dtype, fname, &op) < 0 || stream_arg(st, a[4], &stream) < 0)
+    if (op_arg(st, in.c, a[3], &s, fname, &op) < 0 || stream_arg(st, a[4], &stream) < 0)
         return NULL;
     if (nx_require(st, &nx_api.ncclAllReduceWithBias) < 0)
         return NULL;

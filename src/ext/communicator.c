@@ -181,11 +181,33 @@ int nx_is_communicator(nx_state *st, PyObject *o)
     return PyObject_TypeCheck(o, st->core_types[NX_TYPE_COMMUNICATOR]);
 }
 
+/* upstream's text first (code may match it), then what happened and what to do instead */
+static NX_COLD void null_handle_error(const nx_Communicator *c, const char *op)
+{
+    switch (__atomic_load_n(&c->why_null, __ATOMIC_RELAXED)) {
+    case NX_NULL_DESTROYED:
+        nx_raise_null_handle("Cannot %s: Communicator not initialized: it was destroyed (destroy(), or the end of its "
+                             "with block); create a new communicator to go on", op);
+        break;
+    case NX_NULL_ABORTED:
+        nx_raise_null_handle("Cannot %s: Communicator not initialized: it was aborted (abort(), or an exception in its "
+                             "with block); create a new communicator to go on", op);
+        break;
+    case NX_NULL_NOCOLOR:
+        nx_raise_null_handle("Cannot %s: Communicator not initialized: this rank passed color=None "
+                             "(NCCL_SPLIT_NOCOLOR) to split(), so it is not a member of that communicator; only the "
+                             "ranks that passed a color use it", op);
+        break;
+    default:
+        nx_raise_null_handle("Cannot %s: Communicator not initialized", op);
+    }
+}
+
 ncclComm_t nx_comm_require(nx_Communicator *c, const char *op)
 {
     ncclComm_t h = nx_comm_handle(c);
     if (NX_UNLIKELY(h == NULL))
-        nx_raise_null_handle("Cannot %s: Communicator not initialized", op);
+        null_handle_error(c, op);
     return h;
 }
 
@@ -356,6 +378,7 @@ static PyObject *teardown(nx_state *st, nx_Communicator *c, int abort)
     ncclComm_t comm = __atomic_exchange_n((ncclComm_t *)c->slot, NULL, __ATOMIC_ACQ_REL);
     if (comm == NULL)
         Py_RETURN_NONE; /* another thread tore it down meanwhile */
+    __atomic_store_n(&c->why_null, abort ? NX_NULL_ABORTED : NX_NULL_DESTROYED, __ATOMIC_RELAXED);
     nx_trace_ring *tr = nx_comm_trace(c, comm);
     nx_trace_mark tm = nx_trace_enter(tr, &(nx_trace_call){.op = abort ? NX_T_ABORT : NX_T_DESTROY});
     ncclResult_t rc;

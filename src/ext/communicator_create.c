@@ -198,7 +198,8 @@ done:
 NX_MSIG(initialize, 4, 3, "nranks", "rank", "unique_id", "config", "trace_buffer");
 PyDoc_STRVAR(initialize__doc__, "initialize($self, nranks, rank, unique_id, config=None, *, trace_buffer=None)\n--\n\n"
 "Create the communicator in place: ncclCommInitRankScalable with every id given; for one id on\n"
-"libraries without it, ncclCommInitRankConfig, or ncclCommInitRank when config is None. Collective.\n"
+"libraries without it, ncclCommInitRankConfig, or, on one without that too and with config None,\n"
+"ncclCommInitRank. Collective.\n"
 "trace_buffer: the flight recorder's ring size for it (None: NCCL4PY_TRACE_BUFFER; 0: not recorded).");
 static PyObject *Communicator_initialize(NX_COMM_METHOD_ARGS)
 {
@@ -419,6 +420,8 @@ static PyObject *Communicator_split(NX_COMM_METHOD_ARGS)
         trace_creating(child, color == NCCL_SPLIT_NOCOLOR ? 0 : tsize, id, NX_ORIGIN_SPLIT, pr, color, key);
     ncclResult_t rc;
     NX_RUN(rc, nx_api.ncclCommSplit(comm, color, key, (ncclComm_t *)child->slot, cfg));
+    if (color == NCCL_SPLIT_NOCOLOR)
+        child->why_null = NX_NULL_NOCOLOR;
     nx_trace_leave(tm, rc);
     trace_created(child, init, rc);
     Py_XDECREF(keep);

@@ -34,7 +34,11 @@ struct nx_Communicator {
     PyObject *weakrefs;
     nx_trace_ring *trace; /* the flight recorder's ring (a reference), or NULL */
     int trace_bound;      /* trace is settled for the current handle (nx_comm_trace) */
+    int why_null;         /* why the handle is NULL, for the message: an nx_why_null */
 };
+
+/* Why a communicator has no handle: never created, or what ended it (nx_comm_require's message). */
+typedef enum { NX_NULL_NEVER, NX_NULL_DESTROYED, NX_NULL_ABORTED, NX_NULL_NOCOLOR } nx_why_null;
 
 #define NX_DEVICE_UNKNOWN (-2)
 
@@ -47,7 +51,7 @@ static inline ncclComm_t nx_comm_handle(const nx_Communicator *c)
 }
 
 /* The handle, or NULL with NCCLNullHandleError (an NcclInvalid) "Cannot <op>: Communicator not
- * initialized". */
+ * initialized", followed by why (destroyed, aborted, left out of a split) and what to do. */
 ncclComm_t nx_comm_require(nx_Communicator *c, const char *op);
 /* Cached queries; 0 or -1 with an exception (NcclInvalid naming `op` for a null communicator). */
 int nx_comm_nranks(nx_state *st, nx_Communicator *c, const char *op, int *out);

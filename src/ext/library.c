@@ -11,6 +11,7 @@
 #include "convert.h"
 #include "errors.h"
 #include "module.h"
+#include "trace.h"
 
 const char *nx_flavour_name(nx_flavour f)
 {
@@ -201,16 +202,18 @@ static int emit_notices(nx_state *st, int notices)
 {
     const nx_library_info *li = nx_loader_info();
     if (notices & NX_NOTICE_HOST_AUTO) {
+        /* Attributed to the user's call that loaded the library, not to nccl4py's own frames, and
+         * short; `python -m nccl` names the path. */
         PyObject *cls = nx_exception_class(st, NX_EXC_HOST_BACKEND_WARNING);
         if (cls == NULL ||
-            PyErr_WarnFormat(cls, 1,
-                             "nccl4py: no GPU found; using the bundled host backend (CPU) at %s. "
-                             "Set NCCL_LIBRARY=host to select it explicitly and silence this notice.",
-                             li->path) < 0)
+            PyErr_WarnEx(cls,
+                         "nccl4py: no GPU found; using the bundled host backend (CPU). Set NCCL_LIBRARY=host "
+                         "to choose it and silence this notice.",
+                         nx_stacklevel_outside_package()) < 0)
             return -1;
     }
     if (notices & NX_NOTICE_TWO_COPIES) {
-        if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
+        if (PyErr_WarnFormat(PyExc_RuntimeWarning, nx_stacklevel_outside_package(),
                              "nccl4py: two NCCL/RCCL copies are loaded in this process: using %s, while %s "
                              "is also mapped; communicators from one cannot be used with the other",
                              li->path, li->other_copy) < 0)

@@ -142,7 +142,7 @@ static int from_numpy_dtype(nx_state *st, PyObject *d, ncclDataType_t *out)
         goto done;
     int dt = k[0] != '\0' && k[1] == '\0' ? nx_numpy_kind_dtype(n, k[0], size) : -1;
     if (dt >= 0) {
-        *out = (ncclDataType_t)dt;
+        *out = nx_dtype_of(dt);
         r = 0;
         goto done;
     }

@@ -150,6 +150,9 @@ void nx_trace_site_get(uint32_t site, const char **file, int *line, const char *
 /* The directory of the nccl package, so calls made from nccl4py's own Python code (group(),
  * from_env) are attributed to their caller (set once at the module's first exec). */
 void nx_trace_set_package_dir(PyObject *module);
+/* The stacklevel of PyErr_WarnEx that names the innermost frame outside nccl4py's own Python code
+ * (the user's call), for notices about the user's program (library.c). */
+int nx_stacklevel_outside_package(void);
 
 /* ---- the clock (trace.c) ---- */
 

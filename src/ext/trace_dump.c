@@ -455,9 +455,15 @@ void nx_trace_error(int status, const char *last)
 {
     if (!nx_trace_active())
         return;
+    const char *text = nx_builtin_error_string(status);
+    int has_last = last != NULL && *last != '\0';
+    /* NCCL's "(run with NCCL_DEBUG=... for details)" is left out when the details follow, as in
+     * NCCLError's message (src/nccl/_errors.py). */
+    const char *hint = has_last ? strstr(text, " (run with NCCL_DEBUG=") : NULL;
+    int text_len = hint != NULL ? (int)(hint - text) : (int)strlen(text);
     pthread_mutex_lock(&error_mu);
-    snprintf(last_error, sizeof last_error, "%s (status %d)%s%s", nx_builtin_error_string(status), status,
-             last != NULL && *last != '\0' ? ": " : "", last != NULL ? last : "");
+    snprintf(last_error, sizeof last_error, "%.*s (status %d)%s%s", text_len, text, status, has_last ? ": " : "",
+             has_last ? last : "");
     pthread_mutex_unlock(&error_mu);
     __atomic_store_n(&errors_seen, 1, __ATOMIC_RELEASE);
     __atomic_or_fetch(&wanted, WANT_ERROR, __ATOMIC_RELEASE);

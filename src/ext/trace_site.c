@@ -251,6 +251,26 @@ static NX_COLD uint32_t caller_outside(void)
     return site;
 }
 
+int nx_stacklevel_outside_package(void)
+{
+    int level = 1;
+    PyFrameObject *f = PyThreadState_GetFrame(PyThreadState_Get());
+    while (f != NULL) {
+        PyCodeObject *co = PyFrame_GetCode(f);
+        const char *file = PyUnicode_AsUTF8(co->co_filename);
+        int internal = file != NULL ? is_internal(file) : (PyErr_Clear(), 0);
+        Py_DECREF(co);
+        if (!internal)
+            break;
+        level++;
+        PyFrameObject *back = PyFrame_GetBack(f);
+        Py_DECREF(f);
+        f = back;
+    }
+    Py_XDECREF(f);
+    return level;
+}
+
 uint32_t nx_trace_site(nx_trace_site_slot *cache)
 {
     PyCodeObject *co;

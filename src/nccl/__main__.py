@@ -5,6 +5,7 @@ in this process.
 python -m nccl doctor: the full report (nccl._doctor.report): also the NCCL_* environment,
 missing ABI symbols with their minimum version, GPU visibility and the cuda.core shim.
 python -m nccl doctor --json: the facts behind the report (nccl._doctor.collect()) as JSON.
+python -m nccl.doctor [--json] is the same as python -m nccl doctor [--json] (nccl/doctor.py).
 
 Exit status 0, 1 when no library loads, 2 for bad arguments (a one-line error)."""
 
@@ -19,8 +20,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def cli(argv):
-    p = _Parser(prog="python -m nccl", description=__doc__.split("\n\n")[0], allow_abbrev=False)
+def cli(argv, prog="python -m nccl"):
+    p = _Parser(prog=prog, description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("command", nargs="?", choices=["doctor"], help="the full report instead of the summary")
     p.add_argument("--json", action="store_true", help="with doctor: the report's facts as JSON")
     args = p.parse_args(argv)

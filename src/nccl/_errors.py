@@ -10,6 +10,7 @@ The C core raises these classes: this module hands them to ``nccl._ext`` at its 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -38,12 +39,18 @@ def _error_text(status: int) -> str:
     return text
 
 
+# NCCL's text for some statuses ends with this hint; it is left out when the details it points to,
+# the library's last error, follow in the same message.
+_DEBUG_HINT = re.compile(r" \(run with NCCL_DEBUG=\w+ for details\)$")
+
+
 class NCCLError(Exception):
     """A library call returned a status other than Success (0) or InProgress (7).
 
     The message is "<Name> (<status>): <the library's text for the status>", worded for the loaded
     library (HIP, not cuda, on RCCL), then "library's last error: <ncclGetLastError text>" when
-    the library had one; ``last_error`` holds that text alone."""
+    the library had one, in which case the text's "(run with NCCL_DEBUG=... for details)" is left
+    out; ``last_error`` holds that text alone."""
 
     def __new__(cls, status: int, last_error: str = "", *args: Any, **kwargs: Any) -> NCCLError:
         if cls is NCCLError:
@@ -62,6 +69,7 @@ class NCCLError(Exception):
             name = "Unknown"
         text = f"{name} ({self.status}): {_error_text(self.status)}"
         if self.last_error:
+            text = _DEBUG_HINT.sub("", text)
             # ncclGetLastError keeps the library's latest message, which may predate this call (RCCL
             # leaves its start-up warnings there): labelled as the library's, not as the cause.
             text += "\n  library's last error: " + self.last_error

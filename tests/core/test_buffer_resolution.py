@@ -19,6 +19,9 @@ pytest.importorskip("ml_dtypes")
 
 PROBE = Path(__file__).with_name("_buffer_probe.py")
 
+# what a layout error says to do
+FIX = ": pass a contiguous copy, numpy.ascontiguousarray(x) or x.contiguous() for a torch tensor"
+
 
 def run_probe(library, **env):
     child = children.environment(NCCL_LIBRARY=library, **env)
@@ -86,8 +89,8 @@ def test_numpy_byteswapped_rejected(host):
 def test_numpy_layouts(host):
     f = ok(host, "np:fortran")
     assert (f["ptr"], f["count"], f["dtype"]) == (f["expect_ptr"], 12, "FLOAT32")
-    assert err(host, "np:noncontig") == "buffer must be C- or F-contiguous; got shape (4, 3), strides (6, 2) (elements)"
-    assert err(host, "np:slice1d") == "buffer must be C- or F-contiguous; got shape (4,), strides (3,) (elements)"
+    assert err(host, "np:noncontig") == "buffer must be C- or F-contiguous; got shape (4, 3), strides (6, 2) (elements)" + FIX
+    assert err(host, "np:slice1d") == "buffer must be C- or F-contiguous; got shape (4,), strides (3,) (elements)" + FIX
     z = ok(host, "np:0d")
     assert (z["ptr"], z["count"], z["nbytes"]) == (z["expect_ptr"], 1, 4)
     e = ok(host, "np:empty")
@@ -105,7 +108,7 @@ def test_buffer_protocol(host):
     d = ok(host, "memoryview:d")
     assert (d["count"], d["dtype"], d["nbytes"]) == (2, "FLOAT64", 16)
     assert err(host, "memoryview:noncontig") == ("buffer must be C- or F-contiguous; got shape (8,), strides (2,) "
-                                                 "(elements)")
+                                                 "(elements)" + FIX)
     assert err(host, "memoryview:h") == ("buffer: Unsupported data type: buffer format 'h' (itemsize=2) has no "
                                          "NCCL equivalent")
 
@@ -137,7 +140,7 @@ DL_ERR = {
     "dl:int16": "buffer: Unsupported data type: DLPack dtype (code=0, bits=16) has no NCCL equivalent",
     "dl:complex": "buffer: Unsupported data type: DLPack dtype (code=5, bits=64) has no NCCL equivalent",
     "dl:e4m3fnuz": "buffer: Unsupported data type: DLPack dtype (code=11, bits=8) has no NCCL equivalent",
-    "dl:noncontig": "buffer must be C- or F-contiguous; got shape (2, 3), strides (6, 2) (elements)",
+    "dl:noncontig": "buffer must be C- or F-contiguous; got shape (2, 3), strides (6, 2) (elements)" + FIX,
     "dl:major2": "buffer: DLPack version 2.0 is not supported (need 1.x)",
 }
 
@@ -176,7 +179,7 @@ def test_cuda_array_interface_host_flavour(host):
     assert err(host, "cai:v2") == "buffer: __cuda_array_interface__ version 2 is not supported (need 3 or later)"
     assert err(host, "cai:mask") == "buffer: a __cuda_array_interface__ with a mask is not supported"
     assert err(host, "cai:strided") == ("buffer must be C- or F-contiguous; got shape (4, 2), strides (4, 1) "
-                                        "(elements)")
+                                        "(elements)" + FIX)
     assert err(host, "cai:c16") == ("buffer: Unsupported data type: numpy dtype <c16 (kind=c, itemsize=16, "
                                     "name=<c16) has no NCCL equivalent")
 
@@ -207,7 +210,7 @@ def test_torch_cpu(host):
     f = ok(host, "torch:fortran")
     assert (f["ptr"], f["count"]) == (f["expect_ptr"], 12)
     assert err(host, "torch:noncontig") == ("buffer must be C- or F-contiguous; got shape (4, 2), strides (4, 2) "
-                                            "(elements)")
+                                            "(elements)" + FIX)
     assert err(host, "torch:meta") == "buffer: torch tensor on device meta is not supported"
     assert host["ref:torch"] == 0
 

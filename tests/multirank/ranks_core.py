@@ -157,6 +157,48 @@ def reductions(ctx):
     return k.result()
 
 
+def bool_reductions(ctx):
+    """Bool buffers (numpy and torch) reduce logically, as torch does: SUM is or, PROD is and, MAX
+    and MIN as they are; every result is a valid bool. AVG and a bool/uint8 pair are refused
+    (docs/api/collectives.md#bool-buffers)."""
+    k = Checker(ctx)
+    c, rank, size = k.comm, k.rank, k.size
+    # rank r holds True where bit r of the element's index is set: index 2**size - 1 is True on all
+    n = 2 ** size
+    mine = np.array([(i >> rank) & 1 for i in range(n)], dtype=bool)
+    every = [np.array([(i >> r) & 1 for i in range(n)], dtype=bool) for r in range(size)]
+    want = {SUM: np.logical_or.reduce(every), MAX: np.logical_or.reduce(every),
+            PROD: np.logical_and.reduce(every), MIN: np.logical_and.reduce(every)}
+    for op, ref in want.items():
+        y = np.zeros(n, bool)
+        c.allreduce(mine, y, op)
+        k.same(f"allreduce bool {op.name}", y.view(np.uint8), ref.view(np.uint8))
+        x = mine.copy()
+        c.reduce(x, x, op, root=size - 1)
+        if rank == size - 1:
+            k.same(f"reduce bool {op.name} in place", x.view(np.uint8), ref.view(np.uint8))
+        blocks = np.tile(mine, size)
+        out = np.zeros(n, bool)
+        c.reduce_scatter(blocks, out, op)
+        k.same(f"reduce_scatter bool {op.name}", out.view(np.uint8), ref.view(np.uint8))
+        k.ncalls += 3
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None:
+        t = torch.from_numpy(mine.copy())
+        c.allreduce(t, t, SUM)
+        k.same("allreduce torch.bool SUM", t.numpy().view(np.uint8), want[SUM].view(np.uint8))
+        k.ncalls += 1
+    text = ("allreduce: AVG of bool buffers has no bool result; SUM (logical or), PROD (logical and), MAX and MIN "
+            "work on bools, or convert the buffers to a number type first")
+    k.raises("bool AVG", NcclInvalid, text, c.allreduce, mine, np.zeros(n, bool), AVG)
+    k.raises("bool uint8 pair", NcclInvalid, "Dtype mismatch: sendbuf has dtype BOOL, recvbuf has dtype UINT8",
+             c.allreduce, mine, np.zeros(n, np.uint8), SUM)
+    return k.result()
+
+
 def data_movement(ctx):
     """broadcast, allgather, gather, scatter, alltoall (in and out of place), send/recv rings."""
     k = Checker(ctx)
@@ -492,7 +534,11 @@ def bad_input(ctx):
         ("reduce_scatter", c.reduce_scatter, (z(n), ro[:1], SUM)), ("alltoall", c.alltoall, (z(n), ro[:n])),
         ("scatter", c.scatter, (z(n), ro[:1], rank)), ("recv", c.recv, (ro, rank)),
     ]:
-        R(f"read-only {what}", NcclInvalid, "recvbuf is read-only", fn, *args)
+        R(f"read-only {what}", NcclInvalid, "recvbuf is read-only (a numpy array whose flags.writeable is False): "
+          "pass a writable array, e.g. its copy()", fn, *args)
+    # a numpy scalar exports read-only memory: named, with what to pass instead
+    R("numpy scalar recvbuf", NcclInvalid, "recvbuf is a numpy scalar (numpy.float32), which cannot be written: "
+      "pass an array, e.g. numpy.zeros(1, numpy.float32)", c.allreduce, z(1), f32(0), SUM)
     # read-only sendbuf is fine: allreduce into a writable recvbuf works (checked with a 1-rank-safe call below)
     # overlap rule
     x = z(8 * n)
@@ -634,7 +680,8 @@ def lifecycle(ctx):
         c.allreduce(x, x, SUM)
         failures.append("use after destroy did not raise")
     except NcclInvalid as e:
-        if str(e) != "Cannot allreduce: Communicator not initialized":
+        if str(e) != ("Cannot allreduce: Communicator not initialized: it was destroyed (destroy(), or the end of "
+                      "its with block); create a new communicator to go on"):
             failures.append(f"use after destroy: {e}")
     c.destroy()  # a no-op now
     try:
@@ -644,6 +691,13 @@ def lifecycle(ctx):
         pass
     if c2.is_valid or op2.is_valid:
         failures.append("abort on exception left the communicator or its op valid")
+    try:
+        c2.allreduce(x, x, SUM)
+        failures.append("use after abort did not raise")
+    except NcclInvalid as e:
+        if str(e) != ("Cannot allreduce: Communicator not initialized: it was aborted (abort(), or an exception in "
+                      "its with block); create a new communicator to go on"):
+            failures.append(f"use after abort: {e}")
     return {"failures": failures, "ncalls": 1}
 
 

@@ -39,11 +39,14 @@ def init_and_queries(ctx):
     comm.destroy()  # a no-op now
     comm.abort()
     comm.finalize()
+    # upstream's text, then what happened and what to do (abort() after destroy() changed nothing)
+    destroyed = (": it was destroyed (destroy(), or the end of its with block); create a new communicator "
+                 "to go on")
     for name in ("nranks", "rank", "device", "cuda_dev", "gin_type"):
         op = {"cuda_dev": "get cuda_dev", "gin_type": "get gin_type"}.get(name, f"get {name}")
-        f.raises(NcclInvalid, f"Cannot {op}: Communicator not initialized", getattr, comm, name)
-    f.raises(NcclInvalid, "Cannot split: Communicator not initialized", comm.split, 0)
-    f.raises(NcclInvalid, "Cannot get async error: Communicator not initialized", comm.get_async_error)
+        f.raises(NcclInvalid, f"Cannot {op}: Communicator not initialized{destroyed}", getattr, comm, name)
+    f.raises(NcclInvalid, f"Cannot split: Communicator not initialized{destroyed}", comm.split, 0)
+    f.raises(NcclInvalid, f"Cannot get async error: Communicator not initialized{destroyed}", comm.get_async_error)
     return f.result()
 
 
@@ -85,7 +88,9 @@ def split_and_shrink(ctx):
         none_child = comm.split(None if r == 0 else 1)
         f.check(none_child.is_valid == (r != 0), f"NOCOLOR child valid={none_child.is_valid}")
         if r == 0:
-            f.raises(NcclInvalid, "Cannot get nranks: Communicator not initialized", getattr, none_child, "nranks")
+            f.raises(NcclInvalid, "Cannot get nranks: Communicator not initialized: this rank passed color=None "
+                     "(NCCL_SPLIT_NOCOLOR) to split(), so it is not a member of that communicator; only the ranks "
+                     "that passed a color use it", getattr, none_child, "nranks")
         else:
             f.check(none_child.nranks == n - 1, "colour 1 child size")
         none_child.destroy()

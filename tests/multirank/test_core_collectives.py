@@ -20,6 +20,14 @@ def test_reductions(run_ranks, nranks):
     _check(run_ranks(nranks, "ranks_core:reductions", timeout=150))
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("nranks", [1, 2, 3])
+def test_bool_reductions(run_ranks, nranks):
+    """Bool buffers reduce as logical or/and (SUM, PROD) and keep valid bools; AVG and a bool/uint8
+    pair are refused."""
+    _check(run_ranks(nranks, "ranks_core:bool_reductions", timeout=90))
+
+
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("nranks", RANKS)
 def test_data_movement(run_ranks, nranks):

@@ -9,6 +9,7 @@ environment.
 import errno
 import functools
 import importlib
+import importlib.util
 import ipaddress
 import os
 import re
@@ -374,10 +375,44 @@ def test_from_env_nccl_run(stand_in):
     assert stand_in.calls[-1]["config"] == "cfg"
 
 
-def test_from_env_single_process(stand_in):
+def test_from_env_single_process(stand_in, monkeypatch, capsys):
+    monkeypatch.setattr(_env, "_said_one_rank", False)
+    monkeypatch.setattr(sys, "argv", ["train.py"])
     _env.from_env(stand_in, environ={})
     (kw,) = stand_in.calls
     assert (kw["nranks"], kw["rank"], bytes(kw["unique_id"])) == (1, 0, UID)
+    # one line, once per process: what happened and how to start N ranks instead
+    _env.from_env(stand_in, environ={})
+    assert capsys.readouterr().err == (
+        "nccl4py: no launcher found, so this is rank 0 of a 1-rank world; for N ranks run python -m nccl.run -n N "
+        "train.py (or torchrun --nproc-per-node N, or mpirun -n N python)\n")
+
+
+def test_from_env_under_a_launcher_says_nothing(stand_in, monkeypatch, capsys):
+    monkeypatch.setattr(_env, "_said_one_rank", False)
+    _env.from_env(stand_in, environ={"RANK": "0", "WORLD_SIZE": "1", "NCCL4PY_UNIQUE_ID": UID.hex()})
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mpi4py") is None, reason="needs mpi4py")
+def test_open_mpi_variables_under_another_mpis_mpi4py_refuse(tmp_path):
+    """Open MPI's mpirun with an mpi4py built for MPICH: MPI sees a 1-process world in each rank,
+    which must be refused, not run as 1-rank jobs."""
+    code = ("import nccl.core as nccl\n"
+            "try:\n"
+            "    nccl.Communicator.from_env()\n"
+            "except RuntimeError as e:\n"
+            "    print(e)\n")
+    env = _env_for_children(OMPI_COMM_WORLD_RANK="1", OMPI_COMM_WORLD_SIZE="2", OMPI_COMM_WORLD_LOCAL_RANK="1")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    from mpi4py import MPI
+
+    library = MPI.Get_library_version().strip().splitlines()[0]
+    assert r.stdout == (f"this process was started by Open MPI as rank 1 of 2 (OMPI_COMM_WORLD_RANK), but mpi4py's "
+                        f"MPI ({library}) sees rank 0 of 1: mpi4py is built for another MPI than the launcher. Start "
+                        "the job with the mpirun of mpi4py's MPI, or install an mpi4py built for the launcher's MPI, "
+                        "or launch with python -m nccl.run\n")
 
 
 def _torchrun_threads(stand_in, base, nranks=3):
@@ -782,6 +817,10 @@ def test_from_env_single_rank(tmp_path):
     ({"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALRANKID": "1"}, 1),
     ({"PMIX_RANK": "5", "SLURM_LOCALID": "2"}, 2),
     ({"MV2_COMM_WORLD_RANK": "9", "MV2_COMM_WORLD_SIZE": "16", "MV2_COMM_WORLD_LOCAL_RANK": "3"}, 3),
+    # the launcher's own variable before another launcher's (an srun allocation around mpirun)
+    ({"MV2_COMM_WORLD_RANK": "1", "MV2_COMM_WORLD_SIZE": "2", "MV2_COMM_WORLD_LOCAL_RANK": "1", "SLURM_LOCALID": "3"},
+     1),
+    ({"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALRANKID": "0", "OMPI_COMM_WORLD_LOCAL_RANK": "5"}, 0),
     ({"PMI_RANK": "1", "PMI_SIZE": "2", "LOCAL_RANK": "1"}, 1),
     ({"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALRANKID": "x"}, 0),
 ])

@@ -17,7 +17,8 @@ finds the rank, the number of ranks and the unique id, then returns
    exchange on MASTER_ADDR, port MASTER_PORT + 1 or NCCL4PY_ID_PORT.
 4. ``srun`` without PMI (SLURM_PROCID and SLURM_NTASKS / SLURM_STEP_NUM_TASKS of a step with
    several tasks): served like 3 when MASTER_ADDR and MASTER_PORT are set.
-5. No launcher at all: a 1-rank communicator, so a script also runs as plain ``python script.py``.
+5. No launcher at all: a 1-rank communicator, so a script also runs as plain ``python script.py``;
+   one line on stderr says so and how to start N ranks (once per process).
 
 Every other sign of a launch with several tasks that gives no channel for the id is an error,
 never a silent 1-rank job: RANK/WORLD_SIZE without an id channel, srun without PMI and without
@@ -29,6 +30,7 @@ The communicator's device is not chosen here: on GPUs, make ``local_rank()``'s d
 """
 
 import os
+import sys
 
 from nccl.core._id_exchange import (ID_BYTES, SECRET_VARIABLE, exchange_over_store, exchange_over_tcp,
                                     torch_store_class, uses_agent_store)
@@ -37,14 +39,16 @@ __all__ = ["from_env", "detect", "local_rank", "exchange_over_tcp", "LaunchInfo"
 
 DEFAULT_TIMEOUT_S = 300.0
 
-# (rank variable, size variable or None) of the MPI launchers we recognise
+# (rank variable, size variable or None, its own machine-local rank variable or None) of the MPI
+# launchers we recognise
 _MPI_VARIABLES = (
-    ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
-    ("PMI_RANK", "PMI_SIZE"),
-    ("PMIX_RANK", None),
-    ("MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"),
+    ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"),
+    ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"),
+    ("PMIX_RANK", None, None),
+    ("MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_RANK"),
 )
-# the rank within the machine under MPI: the launcher's own variable first, then LOCAL_RANK
+# the rank within the machine under MPI: the launcher's own variable first, then these, LOCAL_RANK
+# last (docs/api/several-machines.md#the-variables-read)
 _MPI_LOCAL_RANK_VARIABLES = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
                              "MV2_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK")
 
@@ -126,13 +130,13 @@ def detect(environ=None):
             raise ValueError(f"NCCL4PY_UNIQUE_ID must be {2 * ID_BYTES} hex digits (a {ID_BYTES}-byte id)")
         local = _first_count(env, ("LOCAL_RANK",))
         return LaunchInfo("nccl.run", rank, nranks, rank if local is None else local, uid_hex, "NCCL4PY_UNIQUE_ID")
-    for rank_var, size_var in _MPI_VARIABLES:
+    for rank_var, size_var, local_var in _MPI_VARIABLES:
         if rank_var in env and (size_var is None or size_var in env):
             if size_var is None:
                 rank, nranks = _int(env, rank_var), None
             else:
                 rank, nranks = _rank_and_size(env, rank_var, size_var)
-            local = _first_count(env, _MPI_LOCAL_RANK_VARIABLES)
+            local = _first_count(env, ((local_var,) if local_var else ()) + _MPI_LOCAL_RANK_VARIABLES)
             return LaunchInfo("mpi", rank, nranks, local, source=rank_var, master=_master(env))
     if "WORLD_SIZE" in env or "RANK" in env:
         rank, nranks = _rank_and_size(env, "RANK", "WORLD_SIZE")
@@ -200,6 +204,21 @@ def _refuse_other_launches(env):
                              "RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT")
 
 
+_said_one_rank = False
+
+
+def _say_one_rank():
+    """One line on stderr, once per process: no launcher was found, so this is a 1-rank world,
+    and how to start several ranks instead (docs/api/communicators.md#from-a-launcher)."""
+    global _said_one_rank
+    if _said_one_rank:
+        return
+    _said_one_rank = True
+    script = sys.argv[0] if sys.argv and sys.argv[0].endswith(".py") else "script.py"
+    print(f"nccl4py: no launcher found, so this is rank 0 of a 1-rank world; for N ranks run python -m nccl.run -n N "
+          f"{script} (or torchrun --nproc-per-node N, or mpirun -n N python)", file=sys.stderr, flush=True)
+
+
 def local_rank(environ=None):
     """This process's rank among the ranks on its machine, as its launcher says: LOCAL_RANK under
     nccl.run and torchrun, the MPI launcher's own variable under mpirun/srun (see ``detect``); 0
@@ -229,6 +248,28 @@ def _exchange(rank, nranks, master, env, timeout):
                              port_origin=_id_port_origin(env))
 
 
+# The MPI each launcher's rank variable comes from, for the message when mpi4py belongs to another.
+_MPI_OF_VARIABLE = {"OMPI_COMM_WORLD_RANK": "Open MPI", "PMI_RANK": "MPICH, Intel MPI or Slurm (PMI)",
+                    "PMIX_RANK": "a PMIx launcher", "MV2_COMM_WORLD_RANK": "MVAPICH"}
+
+
+def _check_mpi_agrees(info, MPI, rank, nranks):
+    """Raises when mpi4py's MPI does not see the launch the variables describe: mpi4py built for
+    another MPI than the mpirun that started this process initialises a 1-process world, and each
+    rank would run a 1-rank job of its own."""
+    if (info.nranks is None or info.nranks == nranks) and info.rank == rank:
+        return
+    try:
+        library = MPI.Get_library_version().strip().splitlines()[0]
+    except Exception:  # noqa: BLE001 - only for the message
+        library = "unknown"
+    described = f"rank {info.rank}" + ("" if info.nranks is None else f" of {info.nranks}")
+    raise RuntimeError(f"this process was started by {_MPI_OF_VARIABLE[info.source]} as {described} "
+                       f"({info.source}), but mpi4py's MPI ({library}) sees rank {rank} of {nranks}: mpi4py is built "
+                       "for another MPI than the launcher. Start the job with the mpirun of mpi4py's MPI, or "
+                       "install an mpi4py built for the launcher's MPI, or launch with python -m nccl.run")
+
+
 def _mpi_exchange(info, env, timeout):
     """(rank, nranks, id bytes) through mpi4py, or through TCP when mpi4py is absent but
     MASTER_ADDR/MASTER_PORT are set."""
@@ -243,6 +284,7 @@ def _mpi_exchange(info, env, timeout):
                            "id cannot be broadcast: pip install mpi4py, or launch with python -m nccl.run")
     world = MPI.COMM_WORLD
     rank, nranks = world.Get_rank(), world.Get_size()
+    _check_mpi_agrees(info, MPI, rank, nranks)
     uid = None
     error = None
     if rank == 0:
@@ -271,6 +313,7 @@ def from_env(cls, *, config=None, timeout=None, environ=None, trace_buffer=None)
         rank, nranks = info.rank, info.nranks
         uid = _exchange(rank, nranks, info.master, env, timeout)
     else:
+        _say_one_rank()
         rank, nranks, uid = 0, 1, _new_id_bytes()
     from nccl.core._unique_id import UniqueId
 

@@ -47,7 +47,8 @@ class Communicator:
     def initialize(self, nranks: int, rank: int, unique_id: UniqueId | Sequence[UniqueId],
                    config: NCCLConfig | None = None, *, trace_buffer: int | None = None) -> None:
         """Create the communicator in place: ncclCommInitRankScalable with every id given; for one id on
-        libraries without it, ncclCommInitRankConfig, or ncclCommInitRank when config is None. Collective.
+        libraries without it, ncclCommInitRankConfig, or, on one without that too and with config None,
+        ncclCommInitRank. Collective.
         trace_buffer: the flight recorder's ring size for it (None: NCCL4PY_TRACE_BUFFER; 0: not recorded).
         """
     @classmethod
