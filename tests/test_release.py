@@ -43,7 +43,10 @@ def test_wheel_needs_every_package_file_and_the_license():
                if p.suffix in (".py", ".pyi") or p.name == "py.typed"}
     assert on_disk <= {p.removeprefix("src/") for p in tracked}
     assert on_disk | build_wheels.installed_libraries(EXT) <= needs
-    assert "nccl4py-0.6.0.dist-info/licenses/LICENSE" in needs
+    # the version is meson.build's, label and all; _version.py is made from its template
+    assert build_wheels.version() == "0.6.0+host"
+    assert "nccl4py-0.6.0+host.dist-info/licenses/LICENSE" in needs
+    assert "nccl/_version.py" in needs and "nccl/_version.py.in" not in needs
     assert not [n for n in needs if n.startswith(("tests/", "build", "benchmarks/", "src/"))]
 
 

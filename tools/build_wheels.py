@@ -146,13 +146,38 @@ def installed_libraries(ext_suffix):
     return found
 
 
+def version():
+    """The package version: meson.build's project version (pyproject.toml takes it from there)."""
+    m = re.search(r"project\([^)]*?\bversion\s*:\s*'([^']+)'", (ROOT / "meson.build").read_text())
+    if not m:
+        raise ValueError("meson.build: no project version")
+    return m.group(1)
+
+
+def configured_files():
+    """(template, installed name) of the files the top meson.build makes with configure_file and
+    installs into the package: configure_file(input : 'src/nccl/X.in', output : 'X', ...,
+    install_dir : py.get_install_dir() / 'nccl')."""
+    found = set()
+    for m in re.finditer(r"configure_file\((.*?)\)\n", (ROOT / "meson.build").read_text(), re.S):
+        args = m.group(1)
+        src = re.search(r"input\s*:\s*'([^']+)'", args)
+        out = re.search(r"output\s*:\s*'([^']+)'", args)
+        where = re.search(r"install_dir\s*:\s*py\.get_install_dir\(\)((?:\s*/\s*'[^']+')+)", args)
+        if src and out and where:
+            found.add((src.group(1), "/".join(re.findall(r"'([^']+)'", where.group(1)) + [out.group(1)])))
+    return found
+
+
 def wheel_needs(ext_suffix):
     """Every file a wheel must hold (and nothing else): the package's files under src/ as git tracks
-    them (.py, .pyi, py.typed), the compiled libraries, the license files and the dist-info."""
+    them (.py, .pyi, py.typed) with the configured ones in place of their templates, the compiled
+    libraries, the license files and the dist-info."""
     meta = project()
-    dist_info = f"{meta['name']}-{meta['version']}.dist-info"
-    package = {p.removeprefix("src/") for p in tracked("src/nccl")}
-    return (package | installed_libraries(ext_suffix)
+    dist_info = f"{meta['name']}-{version()}.dist-info"
+    configured = configured_files()
+    package = {p.removeprefix("src/") for p in tracked("src/nccl") - {src for src, _ in configured}}
+    return (package | {out for _, out in configured} | installed_libraries(ext_suffix)
             | {f"{dist_info}/{n}" for n in ("METADATA", "WHEEL", "RECORD")}
             | {f"{dist_info}/licenses/{f}" for f in meta["license-files"]})
 

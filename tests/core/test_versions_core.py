@@ -44,10 +44,10 @@ def test_host_backend(fresh_python):
     r = fresh_python(SNIPPET, env={"NCCL_LIBRARY": "host"})
     assert r["warnings"] == []  # nccl4py 0.6.0's get_version is not deprecated
     assert r["fields"] == ["nccl4py", "nccl_bindings", "libnccl"] and r["lib_info_type"] == "LibraryInfo"
-    assert r["triple"] == ["0.6.0", "2.32.3", "2.32.3"] and r["eq"] is True
-    assert r["old"] == ["2.32.3", "0.6.0"]  # 0.3.1's Version attributes on the same object
+    assert r["triple"] == ["0.6.0+host", "2.32.3", "2.32.3"] and r["eq"] is True
+    assert r["old"] == ["2.32.3", "0.6.0+host"]  # 0.3.1's Version attributes on the same object
     assert r["top"] == "VersionInfo" and r["top_fields"] == ["nccl4py", "nccl", "nccl_ep"]  # the RCCL fork's shape
-    assert r["dunder"] == "0.6.0"
+    assert r["dunder"] == "0.6.0+host"
     assert r["nccl"] == r["lib"] == "2.32.3" and r["lib_type"] == "Version"
     assert r["path_type"] == "PosixPath" and r["path"] == r["bpath"] and r["path"].endswith("libnccl-host.so")
     assert r["err"] == r["err_enum"] == r["berr"] and r["err"]

@@ -1,16 +1,37 @@
 """nccl.get_version(), nccl.show_versions(), the top-level module, and the one-time notice when
 the host backend is chosen because the machine has no GPU."""
 
+import importlib.metadata
+import subprocess
+import sys
+
 import pytest
+
+import children
 
 
 def test_top_level_surface():
     import nccl
 
     assert nccl.__all__ == ["__version__", "LibraryInfo", "VersionInfo", "get_version", "show_versions"]
-    assert nccl.__version__ == "0.6.0"
+    # upstream's release number, with the local label that tells this package from NVIDIA's
+    # (docs/install.md#which-package-is-installed), the same string pip and importlib.metadata see
+    assert nccl.__version__ == "0.6.0+host" == importlib.metadata.version("nccl4py")
     with pytest.raises(AttributeError, match=r"^module 'nccl' has no attribute 'nope'$"):
         nccl.nope  # noqa: B018
+
+
+@pytest.mark.parametrize("requirement, met", [
+    ("nccl4py>=0.6,<0.7", True),   # what packages written for NVIDIA's 0.6 (vLLM's pin) ask for
+    ("nccl4py==0.6.0", True),      # a local label is ignored by a specifier without one (PEP 440)
+    ("nccl4py==0.6.0+host", True),  # the pin docs/install.md gives: this package, never NVIDIA's
+    ("nccl4py>=0.7", False),
+])
+def test_version_meets_upstream_requirements(requirement, met):
+    from packaging.requirements import Requirement
+
+    version = importlib.metadata.version("nccl4py")
+    assert Requirement(requirement).specifier.contains(version) is met
 
 
 def test_library_info_str_and_positional_construction():
@@ -32,7 +53,7 @@ def test_get_version_when_nothing_loads(tmp_path, run_py):
         v = nccl.get_version()
         print(json.dumps([str(v.nccl4py), v.nccl, v.nccl_ep]))
     """, {"NCCL_LIBRARY": tmp_path / "missing.so"})
-    assert out == ["0.6.0", None, None]
+    assert out == ["0.6.0+host", None, None]
 
 
 def test_show_versions_rows(mini_libs, run_py):
@@ -44,7 +65,7 @@ def test_show_versions_rows(mini_libs, run_py):
         print(json.dumps(buf.getvalue()))
     """, {"NCCL_LIBRARY": mini_libs["rccl"]})
     assert out == ("\nNCCL versions\n-------------\n"
-                   "nccl4py     : 0.6.0\n"
+                   "nccl4py     : 0.6.0+host\n"
                    f"libnccl     : 2.28.3 @ {mini_libs['rccl']} (rccl)\n"
                    "libnccl_ep  : not available\n")
 
@@ -57,14 +78,33 @@ def test_host_backend_chosen_without_gpu_warns_once(no_gpu_dev, run_py):
             warnings.simplefilter("always")
             n.get_version(); n.get_version()
         v = nccl.get_version().nccl
-        print(json.dumps({"w": [(x.category.__name__, str(x.message)) for x in w], "flavour": n.get_library_flavour(),
+        print(json.dumps({"w": [(x.category.__name__, str(x.message), x.filename) for x in w],
+                          "flavour": n.get_library_flavour(),
                           "version": str(v.version), "cuda": v.cuda_variant, "lib": v.flavour}))
     """, {"NCCL4PY_DEV_DIR": no_gpu_dev})
     assert len(out["w"]) == 1
-    category, message = out["w"][0]
-    assert category == "HostBackendWarning"
-    assert message.startswith("nccl4py: no GPU found; using the bundled host backend (CPU)")
+    category, message, filename = out["w"][0]
+    assert category == "HostBackendWarning" and filename == "<string>"  # the user's code, python -c here
+    assert message == ("nccl4py: no GPU found; using the bundled host backend (CPU). Set NCCL_LIBRARY=host to "
+                       "choose it and silence this notice.")
     assert (out["flavour"], out["version"], out["cuda"], out["lib"]) == ("host", "2.32.3", None, "host")
+
+
+def test_host_backend_warning_names_the_users_line(no_gpu_dev, tmp_path):
+    """Loaded deep inside nccl4py's Python code (from_env -> UniqueId -> get_unique_id), the notice
+    still names the user's file and line, as one warning line and that line's source."""
+    script = tmp_path / "user_script.py"
+    script.write_text("import nccl.core as nccl\n\ncomm = nccl.Communicator.from_env()\ncomm.destroy()\n")
+    env = children.environment(NCCL4PY_DEV_DIR=no_gpu_dev)
+    for var in children.LAUNCH_VARIABLES:
+        env.pop(var, None)
+    r = subprocess.run([sys.executable, "-W", "always::Warning", str(script)], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    warning = [line for line in r.stderr.splitlines() if "HostBackendWarning" in line]
+    assert warning == [f"{script}:3: HostBackendWarning: nccl4py: no GPU found; using the bundled host backend "
+                       "(CPU). Set NCCL_LIBRARY=host to choose it and silence this notice."]
+    assert "site-packages" not in r.stderr and "_env.py" not in r.stderr
 
 
 def test_naming_the_host_backend_is_silent(run_py):
