@@ -6,6 +6,7 @@ merges with ``nccl.*`` portions on other path entries, as upstream's namespace p
 (docs/compatibility.md#the-module-tree)."""
 
 import importlib
+import json
 import os
 import sys
 
@@ -79,6 +80,9 @@ def test_refused_module_says_why(module):
     assert str(ei.value).startswith(f"{refused} is not provided by this nccl4py: ")
     assert REFUSED[refused] in str(ei.value)
     assert refused not in sys.modules
+    # the way to NVIDIA's package says it is another package, and which one this is
+    if refused == "nccl.core.device.cute":
+        assert f"this environment has nccl4py {nccl.__version__}, installed from its own wheels" in str(ei.value)
 
 
 def test_device_package_is_empty_as_upstream():
@@ -117,3 +121,16 @@ def test_namespace_portion_on_pythonpath_merges(tmp_path):
 def test_without_the_portion_the_name_is_missing(tmp_path):
     r = _run("import nccl._extensions", [str(tmp_path)])
     assert r.returncode == 1 and "ModuleNotFoundError: No module named 'nccl._extensions'" in r.stderr
+
+
+def test_core_submodules_are_attributes_after_import():
+    """Upstream 0.6.0's nccl.core has buffer, communicator, constants, cuda, memory, resources, team,
+    typing and utils as attributes once imported (cupy and torch on first access): code written for
+    it reads nccl.core.constants.X without importing the submodule."""
+    r = children.run_python("""
+        import json
+        import nccl.core
+        names = ["buffer", "communicator", "constants", "cuda", "memory", "resources", "team", "typing", "utils"]
+        print(json.dumps({n: type(getattr(nccl.core, n, None)).__name__ for n in names}))
+    """, env=children.environment(), check_exit=True)
+    assert set(json.loads(r.stdout.splitlines()[-1]).values()) == {"module"}

@@ -21,6 +21,9 @@ echo "== nccl.core on the GPU"
 timeout 200 "$python" tests/gpu/gpu_checks.py || status=1
 echo "== growing a communicator (ncclCommGrow)"
 timeout 120 "$python" tests/gpu/grow_check.py || status=1
+echo "== the docs' GPU examples (tests/test_docs_examples.py)"
+NCCL4PY_DOCS_GPU=1 timeout 120 "$python" -m pytest -q -p no:cacheprovider tests/test_docs_examples.py -k gpu_example \
+    || status=1
 echo "== per-call overhead (null library, same process)"
 timeout 90 "$python" benchmarks/overhead.py --repeat 5 --number 100000 || status=1
 exit $status

@@ -35,6 +35,9 @@ from nccl.core.params import dump_params, params
 from nccl.core.memory import mem_alloc, mem_free
 from nccl.core._recorder import dump_trace
 from nccl._version import __version__
+# Upstream's nccl.core has these submodules as attributes once it is imported (its __init__ imports
+# from them); code written for it may reach them so (nccl.core.constants.X) without importing them.
+from nccl.core import buffer, constants, cuda, team  # noqa: F401
 
 
 def _register():
