@@ -1,19 +1,29 @@
 """python -m nccl.run and the flight recorder (docs/api/trace.md#the-launcher): every rank writes
-its dumps to one folder of the launch; when a rank fails, ``--timeout`` expires or Ctrl-C stops the
-job, the launcher asks the ranks still running for a dump (SIGUSR1), waits a bounded time, records
-how each rank ended (``launcher.json``) and prints the verdict of ``nccl.trace`` under the failure
-line."""
+its dumps to one folder of the launch; when a rank fails or ``--timeout`` expires, the launcher
+asks the ranks still running for a dump (SIGUSR1), waits a bounded time, records how each rank
+ended (``launcher.json``) and prints the verdict of ``nccl.trace`` under the failure line.
+
+The folder (unless NCCL4PY_TRACE_DIR names one) is a new one under the user's own trace folder,
+``$TMPDIR/nccl4py-trace-uid<uid>`` (the one the recorder itself uses without a job id: mode 0700,
+refused if another user owns it). A run that ends well removes its folder; a run stopped by a
+signal too. The folders of failed runs are kept, the newest NCCL4PY_TRACE_KEEP (default 10): each
+launch removes the older ones, except those whose launcher still runs."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import stat
 import tempfile
 import time
 
 from nccl.trace._files import LAUNCH_FILE, LAUNCH_FORMAT, VERSION
 
+KEEP_VARIABLE = "NCCL4PY_TRACE_KEEP"
+DEFAULT_KEEP = 10
+PID_FILE = ".launcher"  # in a launch's folder: the launcher's pid and start time (the retention's key)
 DUMP_WAIT_S = 5.0  # how long the ranks asked for a dump get to write it
 POLL_S = 0.05
 
@@ -28,24 +38,122 @@ def _describe(code: int) -> dict:
     return {"state": "exited", "code": code, "signal": None}
 
 
+def user_folder(env: dict) -> str:
+    """This user's trace folder: where the recorder writes without a job id, and where the
+    launcher makes one folder per run."""
+    return os.path.join(env.get("TMPDIR") or "/tmp", f"nccl4py-trace-uid{os.geteuid()}")
+
+
+def _private(path: str) -> str | None:
+    """Makes path a folder of this user's alone (mode 0700) if it is missing; None when it is one,
+    else what is wrong with it."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        return f"cannot be created ({exc.strerror or exc})"
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a folder"
+    if st.st_uid != os.geteuid():
+        return f"belongs to uid {st.st_uid}"
+    if st.st_mode & 0o077:
+        return f"is open to other users (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def _keep(env: dict, say) -> int:
+    text = env.get(KEEP_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_KEEP
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    say(f"nccl.run: warning: {KEEP_VARIABLE}={text} is not a count of 1 or more; keeping {DEFAULT_KEEP}")
+    return DEFAULT_KEEP
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def prune(base: str, keep: int) -> list[str]:
+    """Removes the launch folders in base beyond the newest `keep` (by their launcher's start
+    time), except those whose launcher still runs; returns the removed paths. A folder without
+    the launcher's PID_FILE is not a launch's and stays."""
+    runs = []
+    with os.scandir(base) as entries:
+        for entry in entries:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            try:
+                with open(os.path.join(entry.path, PID_FILE)) as f:
+                    pid, started = f.read().split()
+                runs.append((float(started), entry.path, int(pid)))
+            except (OSError, ValueError):
+                continue
+    removed = []
+    for _, path, pid in sorted(runs, reverse=True)[keep:]:
+        if not _running(pid):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _job_folder(base: str, job: str) -> str:
+    """A new folder for this run in base, named after the job (characters other than letters,
+    digits, '-', '_' and '.' become '_'), with the launcher's PID_FILE in it."""
+    name = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-_.") else "_" for ch in job)
+    folder = tempfile.mkdtemp(prefix=f"{name}-", dir=base) if os.path.lexists(os.path.join(base, name)) else \
+        os.path.join(base, name)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    with open(os.path.join(folder, PID_FILE), "w") as f:
+        f.write(f"{os.getpid()} {time.time():.6f}\n")
+    return folder
+
+
 class LaunchTrace:
     """The launch's trace folder and job id, set in the ranks' environment by ``setup``."""
 
-    def __init__(self, folder: str, job: str, created: bool, signal_ok: bool):
+    def __init__(self, folder: str, job: str, created: bool, signal_ok: bool, base: str | None = None,
+                 keep: int = DEFAULT_KEEP):
         self.folder, self.job, self.created, self.signal_ok = folder, job, created, signal_ok
+        self.base, self.keep = base, keep
 
     @classmethod
-    def setup(cls, env: dict, token: str) -> "LaunchTrace | None":
+    def setup(cls, env: dict, token: str, say) -> "LaunchTrace | None":
         """Chooses the folder and the job id (the user's NCCL4PY_TRACE_DIR / NCCL4PY_TRACE_JOB when
-        set) and puts them in `env`; None when recording is off (NCCL4PY_TRACE_BUFFER=0)."""
+        set) and puts them in `env`; None when recording is off (NCCL4PY_TRACE_BUFFER=0). `say`
+        prints a line of the launcher's."""
         if env.get("NCCL4PY_TRACE_BUFFER", "").strip() == "0":
             return None
         job = env.get("NCCL4PY_TRACE_JOB") or f"nccl.run-{token[:12]}"
-        folder, created = env.get("NCCL4PY_TRACE_DIR"), False
-        if not folder:
-            folder, created = tempfile.mkdtemp(prefix=f"nccl4py-trace-{job}-"), True
+        signal_ok = env.get("NCCL4PY_TRACE_SIGNAL", "").strip() != "0"
+        folder = env.get("NCCL4PY_TRACE_DIR")
+        base, keep = None, DEFAULT_KEEP
+        if folder:
+            trace = cls(folder, job, False, signal_ok)
+        else:
+            base, keep = user_folder(env), _keep(env, say)
+            problem = _private(base)
+            if problem is None:
+                prune(base, keep - 1)
+                folder = _job_folder(base, job)
+            else:
+                say(f"nccl.run: warning: the trace folder {base} {problem}; this run's goes to a new temporary folder")
+                folder, base = tempfile.mkdtemp(prefix=f"nccl4py-trace-{job}-"), None
+            trace = cls(folder, job, True, signal_ok, base, keep)
         env["NCCL4PY_TRACE_JOB"], env["NCCL4PY_TRACE_DIR"] = job, folder
-        return cls(folder, job, created, env.get("NCCL4PY_TRACE_SIGNAL", "").strip() != "0")
+        return trace
 
     def _file(self, rank: int) -> str:
         return os.path.join(self.folder, f"rank{rank}.jsonl")
@@ -101,21 +209,28 @@ class LaunchTrace:
         try:
             report = analyze(self.folder, self.job)
         except TraceInputError:
-            if self.created:  # nothing to read there: the folder the launcher made goes
-                try:
-                    os.unlink(os.path.join(self.folder, LAUNCH_FILE))
-                    os.rmdir(self.folder)
-                except OSError:
-                    pass
+            self.discard()  # nothing to read there: the folder the launcher made goes
             return ["flight recorder: no rank wrote a dump (no communicator was created, or recording is off)"]
         except Exception as exc:  # the verdict is advice: a bug in it must not hide the failure
             return [f"{head}: the verdict failed ({type(exc).__name__}: {exc})"]
-        return [f"{head}", f"  verdict: {report.verdict}"] + [f"  also: {f.text}" for f in report.findings[1:4]]
+        lines = [head, f"  verdict: {report.verdict}"] + [f"  also: {f.text}" for f in report.findings[1:4]]
+        if self.base is not None:
+            lines.append(f"  (the folders of the newest {self.keep} failed runs are kept in {self.base}; "
+                         f"{KEEP_VARIABLE})")
+        return lines
 
     def finish(self) -> None:
-        """After a run that needed no verdict: the folder the launcher made goes if it is empty."""
+        """After a run that needed no verdict: the folder the launcher made goes if no rank wrote
+        a file there (dump_trace)."""
+        if not self.created:
+            return
+        try:
+            if set(os.listdir(self.folder)) <= {PID_FILE}:
+                shutil.rmtree(self.folder, ignore_errors=True)
+        except OSError:
+            pass
+
+    def discard(self) -> None:
+        """The folder the launcher made goes, whatever is in it (a run stopped by a signal)."""
         if self.created:
-            try:
-                os.rmdir(self.folder)
-            except OSError:
-                pass  # a rank wrote a dump (dump_trace): it stays
+            shutil.rmtree(self.folder, ignore_errors=True)

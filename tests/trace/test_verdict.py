@@ -111,4 +111,7 @@ def test_a_clean_run_leaves_no_folder_behind(tmp_path):
                           text=True, timeout=100)
     assert proc.returncode == 0, proc.stderr
     assert "flight recorder" not in proc.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["clean.py"]
+    # the user's trace folder is made (mode 0700), and this run's folder in it is gone again
+    base = tmp_path / f"nccl4py-trace-uid{os.geteuid()}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clean.py", base.name]
+    assert list(base.iterdir()) == [] and (base.stat().st_mode & 0o777) == 0o700
