@@ -7,7 +7,12 @@ The folder (unless NCCL4PY_TRACE_DIR names one) is a new one under the user's ow
 ``$TMPDIR/nccl4py-trace-uid<uid>`` (the one the recorder itself uses without a job id: mode 0700,
 refused if another user owns it). A run that ends well removes its folder; a run stopped by a
 signal too. The folders of failed runs are kept, the newest NCCL4PY_TRACE_KEEP (default 10): each
-launch removes the older ones, except those whose launcher still runs."""
+launch removes the older ones, except those whose launcher still runs.
+
+While the ranks run, a call that has waited NCCL4PY_WAIT_WARNING seconds makes its rank write a
+dump with reason "wait" (src/ext/trace_dump.c); the launcher's watch sees it, asks every rank for
+a dump and its Python stacks, and prints one line per such call: who waits, in which call, for
+which ranks, and where those are (nccl.trace._waits)."""
 
 from __future__ import annotations
 
@@ -17,15 +22,28 @@ import shutil
 import signal
 import stat
 import tempfile
+import threading
 import time
 
 from nccl.trace._files import LAUNCH_FILE, LAUNCH_FORMAT, VERSION
+from nccl.trace._stacks import path_of as stacks_path_of
 
+# Seconds a rank may wait in one call before the launcher says for whom (docs/api/launcher.md).
+WAIT_VARIABLE = "NCCL4PY_WAIT_WARNING"
+WATCH_EVERY_S = 0.5  # how often the launcher looks for a rank's "wait" dump
 KEEP_VARIABLE = "NCCL4PY_TRACE_KEEP"
 DEFAULT_KEEP = 10
 PID_FILE = ".launcher"  # in a launch's folder: the launcher's pid and start time (the retention's key)
 DUMP_WAIT_S = 5.0  # how long the ranks asked for a dump get to write it
 POLL_S = 0.05
+
+
+def _newer(path: str, start: float) -> bool:
+    """Whether path was written since start (a wall time)."""
+    try:
+        return os.stat(path).st_mtime >= start - 0.01
+    except OSError:
+        return False
 
 
 def _describe(code: int) -> dict:
@@ -158,14 +176,15 @@ class LaunchTrace:
     def _file(self, rank: int) -> str:
         return os.path.join(self.folder, f"rank{rank}.jsonl")
 
-    def collect(self, procs: list, ended: dict, reason: str) -> None:
-        """Asks every rank still running to dump, waits for their files (at most DUMP_WAIT_S), and
-        writes launcher.json: how each rank had ended before the launcher stepped in."""
-        before = dict(ended)  # rank -> (returncode, wall time)
+    def ask(self, procs: list, ranks) -> None:
+        """Sends SIGUSR1 to each of `ranks` still running and waits until each has rewritten its
+        dump and the Python stacks beside it (docs/api/trace.md#python-stacks), or exited; at most
+        DUMP_WAIT_S."""
         asked = {}
         start = time.time()
-        for rank, p in enumerate(procs):
-            if rank in before or p.poll() is not None or not self.signal_ok:
+        for rank in ranks:
+            p = procs[rank]
+            if p.poll() is not None or not self.signal_ok:
                 continue
             try:
                 os.kill(p.pid, signal.SIGUSR1)
@@ -175,13 +194,16 @@ class LaunchTrace:
         deadline = time.monotonic() + DUMP_WAIT_S
         while asked and time.monotonic() < deadline:
             for rank, p in list(asked.items()):
-                try:
-                    fresh = os.stat(self._file(rank)).st_mtime >= start - 0.01
-                except OSError:
-                    fresh = False
-                if fresh or p.poll() is not None:
+                files = (self._file(rank), stacks_path_of(self._file(rank)))
+                if p.poll() is not None or all(_newer(f, start) for f in files):
                     del asked[rank]
             time.sleep(POLL_S)
+
+    def collect(self, procs: list, ended: dict, reason: str) -> None:
+        """Asks every rank still running to dump (ask), and writes launcher.json: how each rank
+        had ended before the launcher stepped in."""
+        before = dict(ended)  # rank -> (returncode, wall time)
+        self.ask(procs, [rank for rank in range(len(procs)) if rank not in before])
         ranks = []
         for rank, p in enumerate(procs):
             info = {"rank": rank, "pid": p.pid}
@@ -234,3 +256,76 @@ class LaunchTrace:
         """The folder the launcher made goes, whatever is in it (a run stopped by a signal)."""
         if self.created:
             shutil.rmtree(self.folder, ignore_errors=True)
+
+    def watch(self, procs: list, seconds: float, say) -> "_Watch | None":
+        """Starts the watch for calls that wait `seconds` or more (None for 0: never)."""
+        return _Watch(self, procs, seconds, say) if seconds > 0 else None
+
+
+def _reason(path: str) -> str | None:
+    """The "reason" in a dump's header line."""
+    try:
+        with open(path, "rb") as f:
+            return json.loads(f.readline()).get("reason")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+class _Watch:
+    """A thread that reports the calls that wait too long, one line each (docs/api/launcher.md)."""
+
+    def __init__(self, trace: LaunchTrace, procs: list, seconds: float, say):
+        self.trace, self.procs, self.seconds, self.say = trace, procs, seconds, say
+        self.seen: dict[int, int] = {}  # rank -> the mtime of its dump last looked at
+        self.reported: set = set()  # the Wait keys said
+        self.stopped = threading.Event()
+        self.failed = False
+        self.thread = threading.Thread(target=self._run, name="nccl.run-wait-watch", daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.thread.join(DUMP_WAIT_S + 5.0)
+
+    def _run(self) -> None:
+        while not self.stopped.wait(WATCH_EVERY_S):
+            waiting = False
+            for rank in range(len(self.procs)):
+                path = self.trace._file(rank)
+                try:
+                    mtime = os.stat(path).st_mtime_ns
+                except OSError:
+                    continue
+                if self.seen.get(rank) != mtime:
+                    self.seen[rank] = mtime
+                    waiting = waiting or _reason(path) == "wait"
+            if waiting:
+                self._report()
+
+    def _waits(self) -> list:
+        from nccl.trace import TraceInputError
+        from nccl.trace._files import load
+        from nccl.trace._waits import waits
+
+        try:
+            return [w for w in waits(load(self.trace.folder, self.trace.job), self.seconds)
+                    if w.key not in self.reported]
+        except TraceInputError:
+            return []
+
+    def _report(self) -> None:
+        """A rank wrote a "wait" dump: if its call is not said yet, every rank is asked for a
+        fresh dump and its stacks, and each new wait is said."""
+        try:
+            if not self._waits():
+                return
+            self.trace.ask(self.procs, range(len(self.procs)))
+            for w in self._waits():
+                if self.stopped.is_set():
+                    return
+                self.reported.add(w.key)
+                self.say(f"nccl.run: {w.text}")
+        except Exception as exc:  # advice: a bug here must not end the launch
+            if not self.failed:
+                self.failed = True
+                self.say(f"nccl.run: the report of a waiting call failed ({type(exc).__name__}: {exc})")

@@ -4,7 +4,7 @@
     python -m nccl.run -n N [options] -m module [args...]
 
 ``--help`` lists the options; docs/api/launcher.md says what the launcher does and how: the
-ranks' environment, their output, what it prints when a rank fails, the
+ranks' environment, their output, what it prints when a rank fails or waits too long, the
 flight recorder's verdict, and how nothing a rank starts outlives the launcher (a child
 subreaper, and a guard process for a launcher that is itself killed: nccl/_run_guard.py).
 """
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from nccl._launch import LAUNCHER_NAME, LAUNCHER_VARIABLE
 from nccl._run_guard import GRACE_S, TOKEN_VARIABLE, descendants, living, marked, process_table, stop
 from nccl._run_output import WRITE_LOCK, Output
-from nccl._run_trace import LaunchTrace
+from nccl._run_trace import WAIT_VARIABLE, LaunchTrace
 
 __all__ = ["main", "parse_args", "UNIQUE_ID_VARIABLE", "PLAIN_FD_VARIABLE"]
 
@@ -36,6 +36,9 @@ PLAIN_FD_VARIABLE = "NCCL4PY_RUN_PLAIN_FD"
 PROG = LAUNCHER_NAME
 REAP_EVERY_S = 1.0  # how often orphans that ended under the launcher are reaped while ranks run
 PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+DEFAULT_WAIT_WARNING_S = 30.0
+# A rank that fails with one of these waited for another: its failure is not where the fault is.
+WAITING = frozenset({"NCCLTimeout"})
 
 EXIT_USAGE = 2
 EXIT_TIMEOUT = 124
@@ -113,6 +116,9 @@ def _parser():
         _option(p, alias, dest="nranks", type=_positive_int, help=argparse.SUPPRESS)
     _option(p, "-m", "--module", action="store_true", help="run the program as a module (python -m)")
     _option(p, "--timeout", metavar="S", type=_seconds, help="stop every rank after S seconds (exit status 124)")
+    _option(p, "--wait-warning", metavar="S", type=lambda t: _seconds(t, zero=True),
+            help="once a call has waited S seconds, say for which rank(s) "
+                 f"(default ${WAIT_VARIABLE}, else {DEFAULT_WAIT_WARNING_S:g}; 0: never)")
     out = p.add_argument_group("output")
     _option(out, "--no-prefix", dest="prefix", action="store_false",
             help='copy the ranks\' lines without the "[rank] " prefix')
@@ -133,6 +139,7 @@ class Options:
     prefix: bool = True
     log_dir: str = None
     shown: set = None  # ranks whose output reaches the console; None: every rank
+    wait_warning: float = DEFAULT_WAIT_WARNING_S
 
 
 def _split(argv):
@@ -149,8 +156,9 @@ def _split(argv):
     return argv, []
 
 
-def parse_args(argv):
+def parse_args(argv, environ=None):
     """The Options of a command line; UsageError for anything wrong (checked before any rank starts)."""
+    env = os.environ if environ is None else environ
     parser = _parser()
     ours, program = _split(list(argv))
     ns = parser.parse_args(ours + (["--"] if program[:1] and program[0].startswith("-") else []) + program[:1])
@@ -167,8 +175,15 @@ def parse_args(argv):
             os.makedirs(ns.log_dir, exist_ok=True)
         except OSError as exc:
             raise UsageError(f"--log-dir {ns.log_dir}: {exc.strerror or exc}") from None
+    wait = ns.wait_warning
+    if wait is None:
+        text = env.get(WAIT_VARIABLE, "").strip()
+        try:
+            wait = _seconds(text, zero=True) if text else DEFAULT_WAIT_WARNING_S
+        except argparse.ArgumentTypeError as exc:
+            raise UsageError(f"{WAIT_VARIABLE} {exc}") from None
     command = (["-m", ns.script] if ns.module else [ns.script]) + program[1:]
-    return Options(ns.nranks, command, ns.timeout, ns.prefix, ns.log_dir, shown)
+    return Options(ns.nranks, command, ns.timeout, ns.prefix, ns.log_dir, shown, wait)
 
 
 def create_unique_id():
@@ -327,7 +342,10 @@ class _Launch:
         own = {guard.proc.pid}  # the children our Popen objects reap
         try:
             self._start_ranks(guard, own)
+            watch = self.trace.watch(self.procs, self.opts.wait_warning, _say) if self.trace else None
             status = self._wait(own)
+            if watch is not None:
+                watch.stop()
             if self.stop_signal:
                 status = self._interrupted()
             elif status != 0 and self.trace is not None:
@@ -443,15 +461,16 @@ class _Launch:
 
 def root_cause(failures, errors, log_dir=None):
     """The summary under a failed launch (docs/api/launcher.md#when-a-rank-fails): the first rank
-    whose failure is not a consequence of another's (its exception line and where it was raised),
-    then the others, one line per kind."""
+    whose failure is not a consequence of another's (NCCLRemoteError) nor a wait for another
+    (NCCLTimeout), else the first rank: its exception line and where it was raised; then the
+    others, one line per kind."""
     from nccl.trace._verdict import ranks_text
 
     if not failures:
         return []
 
     def consequence(rank):
-        return rank in errors and errors[rank].consequential
+        return rank in errors and (errors[rank].consequential or errors[rank].type_name in WAITING)
 
     root = next((f for f in failures if not consequence(f[1])), failures[0])
     _, rank, code = root
@@ -462,6 +481,9 @@ def root_cause(failures, errors, log_dir=None):
         lines = [head]
     else:
         lines = [f"{head}: {error.exception}"] + ([f"  raised at {error.site}"] if error.site else [])
+        if error.consequential or error.type_name in WAITING:
+            why = "a wait for another rank" if error.type_name in WAITING else "a consequence of another rank's failure"
+            lines.append(f"  ({why}: the flight recorder's verdict above says which rank, and where it was)")
     if log_dir is not None:
         lines.append(f"  its whole output: {os.path.join(log_dir, f'rank{rank}.err')}")
     others = {}
@@ -490,6 +512,7 @@ def launch(opts, env=None):
         UNIQUE_ID_VARIABLE: uid.hex(),
         LAUNCHER_VARIABLE: PROG,
         TOKEN_VARIABLE: token,
+        WAIT_VARIABLE: f"{opts.wait_warning:g}",
         "PYTHONUNBUFFERED": "1",
     })
     trace = LaunchTrace.setup(base, token, _say)

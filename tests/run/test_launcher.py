@@ -529,6 +529,7 @@ def test_killed_launcher_takes_its_ranks_along(tmp_path):
     (["-n", "2", "missing_script.py"], "script not found: missing_script.py"),
     (["-n", "2", "--timeout", "-1", "x.py"], "argument --timeout: must be a positive number of seconds, got '-1'"),
     (["-n", "2", "--timeout", "soon", "x.py"], "argument --timeout: must be a positive number of seconds"),
+    (["-n", "2", "--wait-warning", "x", "x.py"], "argument --wait-warning: must be a number of seconds, 0 or more"),
     (["-n", "2", "--bogus", "x.py"], "unrecognized arguments: --bogus"),
     (["-n", "2", "--time", "5", "x.py"], "unrecognized arguments: --time"),  # no abbreviations
     (["-n", "2", "-m"], "the following arguments are required: script"),
@@ -548,8 +549,8 @@ def test_bad_arguments(tmp_path, args, message):
 
 
 def test_parse_args_forms():
-    def p(argv):
-        o = launcher.parse_args(argv)
+    def p(argv, **env):
+        o = launcher.parse_args(argv, environ=env)
         return o.nranks, o.timeout, o.command
 
     assert p(["-n", "2", "--", __file__, "-n", "9"]) == (2, None, [__file__, "-n", "9"])
@@ -561,9 +562,14 @@ def test_parse_args_forms():
     assert p(["-n", "1", "--module", "pkg.mod", "--", "-m"]) == (1, None, ["-m", "pkg.mod", "--", "-m"])
     # the program's own arguments are its own, even ones that look like the launcher's or "--"
     assert p(["-n", "2", __file__, "--", "-n", "3", "--help"]) == (2, None, [__file__, "--", "-n", "3", "--help"])
-    o = launcher.parse_args(["-n", "3", "--no-prefix", "--local-ranks-filter", "0,2", __file__])
-    assert (o.prefix, o.shown, o.log_dir) == (False, {0, 2}, None)
-    assert launcher.parse_args(["-n", "2", __file__]).prefix is True
+    o = launcher.parse_args(["-n", "3", "--no-prefix", "--local-ranks-filter", "0,2", __file__], environ={})
+    assert (o.prefix, o.shown, o.log_dir, o.wait_warning) == (False, {0, 2}, None, 30.0)
+    assert launcher.parse_args(["-n", "2", __file__], environ={}).prefix is True
+    assert launcher.parse_args(["-n", "2", __file__], environ={"NCCL4PY_WAIT_WARNING": "4.5"}).wait_warning == 4.5
+    assert launcher.parse_args(["-n", "2", "--wait-warning", "0", __file__],
+                               environ={"NCCL4PY_WAIT_WARNING": "4.5"}).wait_warning == 0
+    with pytest.raises(launcher.UsageError, match="NCCL4PY_WAIT_WARNING must be a number of seconds, 0 or more"):
+        launcher.parse_args(["-n", "2", __file__], environ={"NCCL4PY_WAIT_WARNING": "soon"})
 
 
 def test_help():
@@ -571,7 +577,7 @@ def test_help():
                        timeout=60)
     assert r.returncode == 0 and r.stderr == ""
     assert r.stdout.startswith("usage: python -m nccl.run -n N [options] (script.py | -m module) [args ...]\n")
-    for option in ("-n N, --nranks N", "-m, --module", "--timeout S", "--no-prefix",
+    for option in ("-n N, --nranks N", "-m, --module", "--timeout S", "--wait-warning S", "--no-prefix",
                    "--log-dir DIR", "--local-ranks-filter RANKS"):
         assert f"\n  {option}" in r.stdout, option
     # the options, not the design: that is in docs/api/launcher.md

@@ -26,7 +26,8 @@ LOADER_VARIABLES = children.LOADER_VARIABLES + children.LAUNCH_VARIABLES
 
 
 def env(**overrides):
-    return children.environment(drop=LOADER_VARIABLES, NCCL_LIBRARY="host", NCCL_HOST_TIMEOUT="60", **overrides)
+    return children.environment(drop=LOADER_VARIABLES, **{"NCCL_LIBRARY": "host", "NCCL_HOST_TIMEOUT": "60",
+                                                          **overrides})
 
 
 def script(tmp_path, text, name="rank.py"):
@@ -311,6 +312,43 @@ def test_ctrl_c_stops_quietly(tmp_path):
     assert list(base.iterdir()) == []
 
 
+STUCK = """
+import time
+import numpy as np
+import nccl.core as nccl
+
+
+def stuck():
+    time.sleep(600)  # rank 1 is here
+
+
+comm = nccl.Communicator.from_env()
+x = np.ones(64, np.float32)
+comm.allreduce(x, x, nccl.SUM)
+if comm.rank == 1:
+    stuck()
+comm.allreduce(x, x, nccl.SUM)  # the others wait here
+"""
+
+
+@pytest.mark.timeout(180)
+def test_a_call_that_waits_too_long_names_the_missing_rank_and_where_it_is(tmp_path):
+    script(tmp_path, STUCK, name="stuck.py")
+    lines = STUCK.splitlines()
+    r = run(["-n", 3, "--wait-warning", 2, "--timeout", 20, "stuck.py"], cwd=tmp_path, NCCL_HOST_TIMEOUT=300)
+    assert r.returncode == launcher.EXIT_TIMEOUT, r.stderr
+    said = [ln for ln in r.stderr.splitlines() if "still waiting" in ln]
+    want = (r"nccl\.run: ranks 0,2 still waiting in AllReduce\(count=64, float32, sum\) \(seq 3\) at "
+            rf"stuck\.py:{lines.index('comm.allreduce(x, x, nccl.SUM)  # the others wait here') + 1} for [0-9.]+ s, "
+            rf"for rank 1; rank 1 is at stuck\.py:{lines.index('    time.sleep(600)  # rank 1 is here') + 1} in stuck "
+            rf"\(time\.sleep\(600\)  # rank 1 is here\), called from stuck\.py:{lines.index('    stuck()') + 1} in "
+            r"<module>")
+    assert len(said) == 1 and re.fullmatch(want, said[0]), said
+    assert float(re.search(r" for ([0-9.]+) s, for", said[0]).group(1)) >= 2
+    # and the verdict at the timeout says the same of rank 1
+    assert "its main thread was at stuck.py:" in r.stderr
+
+
 KEEPS = """
 import os, sys, time
 import numpy as np
@@ -340,8 +378,9 @@ def test_the_folders_of_the_newest_failed_runs_are_kept(tmp_path):
     assert sorted(str(p) for p in base.iterdir()) == sorted(printed[1:])  # the oldest went
     for folder in printed[1:]:
         names = sorted(p.name for p in os.scandir(folder))
-        # rank 1 exited without a library error, so only rank 0 (asked with SIGUSR1) wrote a dump
-        assert names == [".launcher", "launcher.json", "rank0.jsonl"], names
+        # rank 1 exited without a library error, so only rank 0 (asked with SIGUSR1) wrote a dump,
+        # and its Python stacks
+        assert names == [".launcher", "launcher.json", "rank0.jsonl", "rank0.stack.json"], names
 
 
 def test_prune_keeps_the_newest_and_the_running(tmp_path):
