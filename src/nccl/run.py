@@ -22,7 +22,7 @@ import time
 import warnings
 from dataclasses import dataclass
 
-from nccl._launch import LAUNCHER_NAME, LAUNCHER_VARIABLE
+from nccl._launch import LAUNCHER_NAME, LAUNCHER_VARIABLE, PLAIN_FD_VARIABLE
 from nccl._run_guard import GRACE_S, TOKEN_VARIABLE, descendants, living, marked, process_table, stop
 from nccl._run_output import WRITE_LOCK, Output
 from nccl._run_trace import WAIT_VARIABLE, LaunchTrace
@@ -30,9 +30,6 @@ from nccl._run_trace import WAIT_VARIABLE, LaunchTrace
 __all__ = ["main", "parse_args", "UNIQUE_ID_VARIABLE", "PLAIN_FD_VARIABLE"]
 
 UNIQUE_ID_VARIABLE = "NCCL4PY_UNIQUE_ID"
-# The descriptor of a rank's plain channel: lines written to it reach the launcher's stdout
-# without the rank prefix (nccl.bench's table; docs/api/launcher.md#output).
-PLAIN_FD_VARIABLE = "NCCL4PY_RUN_PLAIN_FD"
 PROG = LAUNCHER_NAME
 REAP_EVERY_S = 1.0  # how often orphans that ended under the launcher are reaped while ranks run
 PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
