@@ -30,7 +30,7 @@ CHAIN = (b"During handling of the above exception, another exception occurred:",
 # Exceptions that say another rank failed: their tracebacks are folded, and the root cause is
 # looked for elsewhere (docs/api/errors.md names what each one means).
 CONSEQUENTIAL = frozenset({"NCCLRemoteError"})
-HOLD_S = 0.5  # a traceback with its exception line, then this long without a line, is complete
+HOLD_S = 0.5  # a traceback, then this long without a line, is complete
 MAX_HELD_LINES = 5000  # a longer "traceback" is copied as it is
 DRAIN_JOIN_S = 5.0  # how long the last output may take to reach our own stdout/stderr
 
@@ -83,7 +83,7 @@ class _Traceback:
 
     def __init__(self, first):
         self.lines, self.exception, self.site = [first], None, None
-        self.deadline = None
+        self.deadline = time.monotonic() + HOLD_S
 
     def takes(self, line):
         """Whether line belongs to this traceback (False: it is complete and line is the next)."""
@@ -176,14 +176,14 @@ class Output:
 
     def _next_deadline(self):
         due = [s.held.deadline for k in self.selector.get_map().values() if k.fd != self.wake_r
-               for s in (k.data,) if s.held is not None and s.held.deadline is not None]
+               for s in (k.data,) if s.held is not None]
         return None if not due else max(0.0, min(due) - time.monotonic())
 
     def _release_due(self):
         now = time.monotonic()
         for key in list(self.selector.get_map().values()):
             s = key.data
-            if key.fd != self.wake_r and s.held is not None and s.held.deadline is not None and s.held.deadline <= now:
+            if key.fd != self.wake_r and s.held is not None and s.held.deadline <= now:
                 self._release(s)
 
     def _read(self, s, chunk=65536):
@@ -245,7 +245,7 @@ class Output:
                 plain = []
                 self._release(s)
             if s.held is not None:
-                s.held.deadline = time.monotonic() + HOLD_S if s.held.exception is not None else None
+                s.held.deadline = time.monotonic() + HOLD_S
                 if len(s.held.lines) > MAX_HELD_LINES:
                     self._show(s, s.held.lines)
                     s.held = None
