@@ -337,6 +337,7 @@ class _Launch:
                  f"its session is stopped only while it carries {TOKEN_VARIABLE}")
         guard = _Guard(self.token)
         own = {guard.proc.pid}  # the children our Popen objects reap
+        watch = None  # the report of calls that wait too long (nccl/_run_trace.py)
         try:
             self._start_ranks(guard, own)
             watch = self.trace.watch(self.procs, self.opts.wait_warning, _say) if self.trace else None
@@ -349,6 +350,8 @@ class _Launch:
                 verdict = True
                 self.trace.collect(self.procs, self.ended, "timeout" if status == EXIT_TIMEOUT else "failed")
         finally:
+            if watch is not None:
+                watch.stop()  # (again, if an error skipped the first: it says nothing once stopped)
             # Everything the ranks started is stopped, on success too: nothing a rank started
             # outlives the launcher.
             self.stopping = time.time()
@@ -384,9 +387,9 @@ class _Launch:
             own.add(p.pid)
             guard.started(p.pid)
             self.output.add_rank(rank, p.stdout, p.stderr, os.fdopen(plain_r, "rb", buffering=0))
-            threading.Thread(target=self._watch, args=(rank, p), daemon=True, name=f"{PROG}-rank{rank}-wait").start()
+            threading.Thread(target=self._waiter, args=(rank, p), daemon=True, name=f"{PROG}-rank{rank}-wait").start()
 
-    def _watch(self, rank, proc):
+    def _waiter(self, rank, proc):
         """A rank's waiter: its exit status and when it came, to the launch's queue."""
         code = proc.wait()
         self.ended[rank] = (code, time.time())
