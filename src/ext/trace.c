@@ -47,6 +47,7 @@ struct nx_trace_ring {
     uint32_t group;     /* the group whose GroupStart this ring has recorded */
     uint32_t children;  /* splits and shrinks made on this communicator */
     uint32_t grows;
+    uint64_t stalled;   /* the last seq nx_trace_stalled returned (list_mu) */
     int refs;           /* atomic */
     int closed;         /* under list_mu */
     int origin, color, key, rank, nranks;
@@ -562,6 +563,30 @@ void nx_trace_snapshot_free(nx_trace_snapshot *s)
         free(s->rings[i].e);
     free(s->rings);
     free(s);
+}
+
+int nx_trace_stalled(double seconds, nx_trace_stall *out, int max)
+{
+    if (!nx_trace_active())
+        return 0;
+    uint64_t now = nx_trace_ticks();
+    nx_trace_snapshot cal = {.tick0 = tick0, .mono0 = mono0, .tick1 = now, .mono1 = clock_seconds(CLOCK_MONOTONIC)};
+    double now_s = nx_trace_ticks_to_mono(&cal, now);
+    int n = 0;
+    pthread_mutex_lock(&list_mu);
+    for (nx_trace_ring *r = list_head; r != NULL && n < max; r = r->next) {
+        uint64_t seq = __atomic_load_n(&r->recorded, __ATOMIC_ACQUIRE);
+        nx_trace_entry e;
+        if (r->closed || seq == 0 || seq <= r->stalled || !copy_entry(r, seq, &e) || e.t_return != 0)
+            continue;
+        double waited = now_s - nx_trace_ticks_to_mono(&cal, e.t_enter);
+        if (waited < seconds)
+            continue;
+        r->stalled = seq;
+        out[n++] = (nx_trace_stall){r->id, seq, e.call.op, r->rank, e.site, waited};
+    }
+    pthread_mutex_unlock(&list_mu);
+    return n;
 }
 
 void nx_trace_fork_prepare(void) { pthread_mutex_lock(&list_mu); }

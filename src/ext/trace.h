@@ -174,6 +174,30 @@ void nx_trace_start_service(void);
 /* nccl._ext's functions: _dump_trace and the test helpers. */
 int nx_trace_setup(PyObject *module, nx_state *st);
 
+/* ---- Python stacks at a signal dump (trace_stack.c) ---- */
+
+/* The writer thread wrote the signal dump at `dump`: the stack thread (started on the first
+ * request) takes the GIL and writes every Python thread's stack beside it. Never waits. */
+void nx_trace_stack_request(const char *dump);
+/* fork(), from trace_dump.c's handlers: the stack thread's lock is held across the fork. */
+enum { NX_FORK_PREPARE, NX_FORK_PARENT, NX_FORK_CHILD };
+void nx_trace_stack_fork(int phase);
+/* _trace_python_exiting, registered with atexit: no Python is called once finalizing begins. */
+int nx_trace_stack_setup(PyObject *module);
+
+/* ---- calls that wait too long (trace.c), for NCCL4PY_WAIT_WARNING (trace_dump.c) ---- */
+
+/* A call still inside the library after the warning's time. */
+typedef struct {
+    uint64_t comm, seq;
+    int op, rank;
+    uint32_t site;
+    double waited; /* seconds */
+} nx_trace_stall;
+/* The last call of each open communicator that has been inside the library for `seconds` or more
+ * and was not returned here before; at most `max`, into out. */
+int nx_trace_stalled(double seconds, nx_trace_stall *out, int max);
+
 /* ---- the snapshot, for trace_dump.c (trace.c) ---- */
 
 /* One entry of a ring. A seqlock per entry lets a reader on another thread copy it while the

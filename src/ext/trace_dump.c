@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "errors.h"
@@ -360,18 +361,80 @@ static void on_sigusr1(int sig)
     errno = saved;
 }
 
+/* NCCL4PY_WAIT_WARNING (docs/api/trace.md#calls-that-wait): seconds after which a call still inside
+ * the library is reported, 0 (unset) for never. Under python -m nccl.run the launcher reports it
+ * (it reads the "wait" dump and asks the other ranks for theirs); elsewhere the rank says it on
+ * stderr. Read once, when the writer thread starts. */
+static double wait_warning;
+static int wait_said_by_launcher;
+
+static void read_wait_warning(void)
+{
+    const char *v = getenv("NCCL4PY_WAIT_WARNING");
+    char *end;
+    wait_warning = 0;
+    if (v != NULL && *v != '\0') {
+        errno = 0;
+        double s = strtod(v, &end);
+        if (errno == 0 && *end == '\0' && s >= 0 && s < 1e9)
+            wait_warning = s;
+        else
+            fprintf(stderr, "nccl4py: NCCL4PY_WAIT_WARNING=%s is not a number of seconds; calls that wait are "
+                    "not reported\n", v);
+    }
+    const char *launcher = getenv("NCCL4PY_LAUNCHER");
+    wait_said_by_launcher = launcher != NULL && strcmp(launcher, "nccl.run") == 0;
+}
+
+/* A dump with reason "wait" when a call has waited wait_warning seconds, and a line for each. */
+static void report_stalls(void)
+{
+    nx_trace_stall st[8];
+    char path[PATH_MAX + 32];
+    int n = nx_trace_stalled(wait_warning, st, 8);
+    if (n == 0 || write_dump("wait", path, sizeof path) != 0 || wait_said_by_launcher)
+        return;
+    for (int i = 0; i < n; i++) {
+        const char *file, *func;
+        int line;
+        nx_trace_site_get(st[i].site, &file, &line, &func);
+        fprintf(stderr, "nccl4py: rank %d of comm %016llx still waiting in %s (seq %llu) at %s:%d after %.0f s; its "
+                "dump: %s\n", st[i].rank, (unsigned long long)st[i].comm, nx_trace_op_name(st[i].op),
+                (unsigned long long)st[i].seq, file != NULL ? file : "(no Python caller)", line, st[i].waited, path);
+    }
+}
+
+/* Waits for the semaphore; with a wait warning, at most a quarter of it (0.05 to 1 s). */
+static void wait_for_work(void)
+{
+    if (wait_warning <= 0) {
+        while (sem_wait(&wake) != 0 && errno == EINTR)
+            ;
+        return;
+    }
+    double step = wait_warning / 4 < 0.05 ? 0.05 : wait_warning / 4 > 1.0 ? 1.0 : wait_warning / 4;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    long ns = until.tv_nsec + (long)(step * 1e9);
+    until.tv_sec += ns / 1000000000L;
+    until.tv_nsec = ns % 1000000000L;
+    while (sem_timedwait(&wake, &until) != 0 && errno == EINTR)
+        ;
+}
+
 static void *service_main(void *arg)
 {
     (void)arg;
     char path[PATH_MAX + 32];
     for (;;) {
-        while (sem_wait(&wake) != 0 && errno == EINTR)
-            ;
+        wait_for_work();
         int w = __atomic_exchange_n(&wanted, 0, __ATOMIC_ACQ_REL);
-        if (w & WANT_SIGNAL)
-            write_dump("signal", path, sizeof path);
+        if ((w & WANT_SIGNAL) && write_dump("signal", path, sizeof path) == 0)
+            nx_trace_stack_request(path);
         if (w & WANT_ERROR)
             write_dump("error", path, sizeof path);
+        if (wait_warning > 0)
+            report_stalls();
     }
     return NULL;
 }
@@ -388,10 +451,12 @@ static void fork_prepare(void)
     pthread_mutex_lock(&service_mu);
     pthread_mutex_lock(&dump_mu);
     nx_trace_fork_prepare();
+    nx_trace_stack_fork(NX_FORK_PREPARE);
 }
 
 static void fork_parent(void)
 {
+    nx_trace_stack_fork(NX_FORK_PARENT);
     nx_trace_fork_done();
     pthread_mutex_unlock(&dump_mu);
     pthread_mutex_unlock(&service_mu);
@@ -399,6 +464,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+    nx_trace_stack_fork(NX_FORK_CHILD);
     nx_trace_fork_done();
     pthread_mutex_unlock(&dump_mu);
     service_running = 0; /* the writer thread stayed in the parent; the next ring starts one */
@@ -430,6 +496,7 @@ void nx_trace_start_service(void)
             return;
         }
         service_once = 1;
+        read_wait_warning();
         atexit(at_exit);
         pthread_atfork(fork_prepare, fork_parent, fork_child);
         install_handler();
@@ -523,5 +590,7 @@ int nx_trace_setup(PyObject *module, nx_state *st)
 {
     (void)st;
     nx_trace_set_package_dir(module);
+    if (nx_trace_stack_setup(module) < 0)
+        return -1;
     return PyModule_AddFunctions(module, trace_methods);
 }

@@ -1,5 +1,6 @@
-"""What ``python -m nccl.run`` tells its ranks about the launch, and the check that keeps a rank
-from running a job of its own.
+"""What ``python -m nccl.run`` tells its ranks about the launch (its name, and the plain channel
+that nccl.bench writes its table to), and the check that keeps a rank from running a job of its
+own.
 
 The launcher (nccl/run.py) sets LAUNCHER_VARIABLE=LAUNCHER_NAME and WORLD_SIZE in every rank's
 environment. A program that takes its rank and size from somewhere else sees the wrong size: one
@@ -23,10 +24,13 @@ import shlex
 import sys
 import warnings
 
-__all__ = ["LAUNCHER_VARIABLE", "LAUNCHER_NAME", "check_one_rank"]
+__all__ = ["LAUNCHER_VARIABLE", "LAUNCHER_NAME", "PLAIN_FD_VARIABLE", "check_one_rank"]
 
 LAUNCHER_VARIABLE = "NCCL4PY_LAUNCHER"
 LAUNCHER_NAME = "nccl.run"
+# The descriptor of a rank's plain channel: lines written to it reach the launcher's stdout
+# without the rank prefix (nccl.bench's table; docs/api/launcher.md#output).
+PLAIN_FD_VARIABLE = "NCCL4PY_RUN_PLAIN_FD"
 
 
 def _launch_size():

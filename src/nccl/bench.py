@@ -7,21 +7,27 @@ Options (python -m nccl.bench --help lists them): -c collectives, -b/-e smallest
 -f step factor, -d datatypes, -o reduction ops, -r root, -n iterations, -w warmup iterations,
 --json PATH, --plot PATH.
 
-"size" is the bytes of the whole operation as nccl-tests counts them: the buffer of allreduce,
-reduce, broadcast and sendrecv; the gathered (or scattered, or exchanged) total of the others, so
-each rank's block is size / nranks. time is the slowest rank's mean per iteration. busbw scales
-algbw (size / time) by the collective's factor (allreduce 2(n-1)/n; allgather, reduce_scatter,
-alltoall, gather, scatter (n-1)/n; others 1). #wrong counts, over all ranks, the elements that
-differ from a reference computed on every rank from every rank's inputs.
+Rank 0 prints nccl-tests' table: size, count, type, redop, root, then time, algbw, busbw and
+#wrong out-of-place and again in-place, then "# Out of bounds values" and "# Avg bus bandwidth"
+(the mean busbw of every row, both groups). Under python -m nccl.run the table comes without the
+rank prefix. "size" is the bytes of the whole operation as nccl-tests counts them: the buffer of
+allreduce, reduce, broadcast and sendrecv; the gathered (or scattered, or exchanged) total of the
+others, so each rank's block is size / nranks. time is the slowest rank's mean per iteration.
+busbw scales algbw (size / time) by the collective's factor (allreduce 2(n-1)/n; allgather,
+reduce_scatter, alltoall, gather, scatter (n-1)/n; others 1). In-place uses one buffer as NCCL
+defines it (the receive buffer, or this rank's block of it, is the send buffer); alltoall and
+sendrecv have none (N/A). #wrong counts, over all ranks, the elements that differ from a
+reference computed on every rank from every rank's inputs, after one more call from fresh inputs.
 
-Bad sizes, unknown names and combinations the bench cannot check (fp8 with prod or avg; bfloat16
-and fp8 without ml_dtypes) are a one-line error with exit status 2. Exit status 1 when any
-#wrong is not 0.
+Without a launcher the bench runs on 1 rank and says so. Bad sizes, unknown names and
+combinations the bench cannot check (fp8 with prod or avg; bfloat16 and fp8 without ml_dtypes)
+are a one-line error with exit status 2. Exit status 1 when any #wrong is not 0.
 """
 
 import argparse
 import importlib.util
 import json
+import os
 import sys
 import time
 
@@ -267,50 +273,89 @@ def count_wrong(got, want, dt, nranks, op):
     return int(np.count_nonzero(np.abs(g - w) > tol * np.maximum(1.0, np.abs(w))))
 
 
-def run_case(comm, nccl, lib, coll, dt, op, size, root, iters, warmup):
-    """One row: (count, time_us or None when skipped, wrong on this rank)."""
-    n, r = comm.nranks, comm.rank
-    elems = size // dt.itemsize
-    block = elems // n if coll in BLOCKED else elems
-    if block == 0:
-        return None
-    total = block * n if coll in BLOCKED else block
+def reference(coll, dt, op, block, total, n, r, root):
+    """What rank r's result must hold (None: the collective leaves it nothing to check)."""
+    if coll == "allreduce" or (coll == "reduce" and r == root):
+        return reduce_ref(dt, block, n, op)
+    if coll == "broadcast":
+        return make_input(dt, block, root, op)
+    if coll == "allgather" or (coll == "gather" and r == root):
+        return np.concatenate([make_input(dt, block, j, op) for j in range(n)])
+    if coll == "reduce_scatter":
+        return reduce_ref(dt, total, n, op)[r * block:(r + 1) * block]
+    if coll == "alltoall":
+        return np.concatenate([make_input(dt, total, j, op)[r * block:(r + 1) * block] for j in range(n)])
+    if coll == "scatter":
+        return make_input(dt, total, root, op)[r * block:(r + 1) * block]
+    if coll == "sendrecv":
+        return make_input(dt, block, (r - 1) % n, op)
+    return None  # reduce and gather off the root
+
+
+def out_of_place(comm, nccl, lib, coll, dt, op, block, total, root):
+    """(call, reset, result): call() runs the collective once on separate send and receive
+    buffers, reset() restores its input (nothing: the input is not written), result is the
+    receive buffer."""
+    r, n, stream = comm.rank, comm.nranks, lib.stream
     ncop = getattr(nccl, op.upper()) if op else None
-    stream = lib.stream
+    send = lib.put(make_input(dt, total if coll in ("reduce_scatter", "alltoall", "scatter") else block, r, op))
+    recv = lib.zeros(total if coll in ("allgather", "alltoall", "gather") else block, dt)
+    calls = {
+        "allreduce": lambda: comm.allreduce(send, recv, ncop, stream=stream),
+        "reduce": lambda: comm.reduce(send, recv, ncop, root=root, stream=stream),
+        "broadcast": lambda: comm.broadcast(send, recv, root=root, stream=stream),
+        "allgather": lambda: comm.allgather(send, recv, stream=stream),
+        "reduce_scatter": lambda: comm.reduce_scatter(send, recv, ncop, stream=stream),
+        "alltoall": lambda: comm.alltoall(send, recv, stream=stream),
+        "gather": lambda: comm.gather(send, recv, root=root, stream=stream),
+        "scatter": lambda: comm.scatter(send, recv, root=root, stream=stream),
+    }
 
-    if coll == "allreduce":
-        send, recv = lib.put(make_input(dt, block, r, op)), lib.zeros(block, dt)
-        call = lambda: comm.allreduce(send, recv, ncop, stream=stream)  # noqa: E731
-    elif coll == "reduce":
-        send, recv = lib.put(make_input(dt, block, r, op)), lib.zeros(block, dt)
-        call = lambda: comm.reduce(send, recv, ncop, root=root, stream=stream)  # noqa: E731
-    elif coll == "broadcast":
-        send, recv = lib.put(make_input(dt, block, r, op)), lib.zeros(block, dt)
-        call = lambda: comm.broadcast(send, recv, root=root, stream=stream)  # noqa: E731
-    elif coll == "allgather":
-        send, recv = lib.put(make_input(dt, block, r, op)), lib.zeros(total, dt)
-        call = lambda: comm.allgather(send, recv, stream=stream)  # noqa: E731
-    elif coll == "reduce_scatter":
-        send, recv = lib.put(make_input(dt, total, r, op)), lib.zeros(block, dt)
-        call = lambda: comm.reduce_scatter(send, recv, ncop, stream=stream)  # noqa: E731
-    elif coll == "alltoall":
-        send, recv = lib.put(make_input(dt, total, r, op)), lib.zeros(total, dt)
-        call = lambda: comm.alltoall(send, recv, stream=stream)  # noqa: E731
-    elif coll == "gather":
-        send, recv = lib.put(make_input(dt, block, r, op)), lib.zeros(total, dt)
-        call = lambda: comm.gather(send, recv, root=root, stream=stream)  # noqa: E731
-    elif coll == "scatter":
-        send, recv = lib.put(make_input(dt, total, r, op)), lib.zeros(block, dt)
-        call = lambda: comm.scatter(send, recv, root=root, stream=stream)  # noqa: E731
-    else:  # sendrecv: a ring
-        send, recv = lib.put(make_input(dt, block, r, op)), lib.zeros(block, dt)
-        right, left = (r + 1) % n, (r - 1) % n
+    def sendrecv():  # a ring
+        with nccl.group():
+            comm.send(send, (r + 1) % n, stream=stream)
+            comm.recv(recv, (r - 1) % n, stream=stream)
 
-        def call():
-            with nccl.group():
-                comm.send(send, right, stream=stream)
-                comm.recv(recv, left, stream=stream)
+    return calls.get(coll, sendrecv), lambda: None, recv
 
+
+def in_place(comm, nccl, lib, coll, dt, op, block, total, root):
+    """(call, reset, result) on one buffer, as NCCL defines in-place for each collective (the
+    send buffer is the receive buffer, or this rank's block of it); None for alltoall and
+    sendrecv, which have no in-place form."""
+    if coll in ("alltoall", "sendrecv"):
+        return None
+    r, stream = comm.rank, lib.stream
+    ncop = getattr(nccl, op.upper()) if op else None
+    mine = slice(r * block, (r + 1) * block)
+    if coll in ("allreduce", "reduce", "broadcast"):
+        buf, start = lib.zeros(block, dt), make_input(dt, block, r, op)
+        result = buf
+    else:
+        buf = lib.zeros(total, dt)
+        if coll in ("allgather", "gather"):  # this rank's block in place, the rest to be filled
+            start = np.zeros(total, dtype=dt)
+            start[mine] = make_input(dt, block, r, op)
+            result = buf
+        else:  # reduce_scatter, scatter: the whole input, this rank's block is the result
+            start, result = make_input(dt, total, r, op), buf[mine]
+    calls = {
+        "allreduce": lambda: comm.allreduce(buf, buf, ncop, stream=stream),
+        "reduce": lambda: comm.reduce(buf, buf, ncop, root=root, stream=stream),
+        "broadcast": lambda: comm.broadcast(buf, buf, root=root, stream=stream),
+        "allgather": lambda: comm.allgather(buf[mine], buf, stream=stream),
+        "reduce_scatter": lambda: comm.reduce_scatter(buf, buf[mine], ncop, stream=stream),
+        "gather": lambda: comm.gather(buf[mine], buf, root=root, stream=stream),
+        "scatter": lambda: comm.scatter(buf, buf[mine], root=root, stream=stream),
+    }
+    return calls[coll], lambda: lib.fill(buf, start), result
+
+
+def measure(lib, case, iters, warmup, want, dt, n, op):
+    """(mean seconds per call, wrong elements on this rank) of one (call, reset, result); the
+    check runs once more from a fresh input, after the timed calls."""
+    call, reset, result = case
+    reset()
     for _ in range(warmup):
         call()
     lib.sync()
@@ -319,28 +364,29 @@ def run_case(comm, nccl, lib, coll, dt, op, size, root, iters, warmup):
         call()
     lib.sync()
     elapsed = (time.perf_counter() - t0) / iters
+    reset()
+    call()
+    lib.sync()
+    return elapsed, 0 if want is None else count_wrong(lib.get(result), want, dt, n, op)
 
-    got = lib.get(recv)
-    if coll == "allreduce" or (coll == "reduce" and r == root):
-        want = reduce_ref(dt, block, n, op)
-    elif coll == "reduce":
-        want = None
-    elif coll == "broadcast":
-        want = make_input(dt, block, root, op)
-    elif coll == "allgather" or (coll == "gather" and r == root):
-        want = np.concatenate([make_input(dt, block, j, op) for j in range(n)])
-    elif coll == "gather":
-        want = None
-    elif coll == "reduce_scatter":
-        want = reduce_ref(dt, total, n, op)[r * block:(r + 1) * block]
-    elif coll == "alltoall":
-        want = np.concatenate([make_input(dt, total, j, op)[r * block:(r + 1) * block] for j in range(n)])
-    elif coll == "scatter":
-        want = make_input(dt, total, root, op)[r * block:(r + 1) * block]
-    else:
-        want = make_input(dt, block, (r - 1) % n, op)
-    wrong = 0 if want is None else count_wrong(got, want, dt, n, op)
-    return total, elapsed, wrong
+
+def run_case(comm, nccl, lib, coll, dt, op, size, root, iters, warmup):
+    """One row: (count, [out-of-place, in-place] seconds, the same's wrong elements on this rank);
+    None when the size holds no element per rank. In-place entries are None where there is none."""
+    n, r = comm.nranks, comm.rank
+    elems = size // dt.itemsize
+    block = elems // n if coll in BLOCKED else elems
+    if block == 0:
+        return None
+    total = block * n if coll in BLOCKED else block
+    want = reference(coll, dt, op, block, total, n, r, root)
+    times, wrong = [], []
+    for make in (out_of_place, in_place):
+        case = make(comm, nccl, lib, coll, dt, op, block, total, root)
+        t, w = measure(lib, case, iters, warmup, want, dt, n, op) if case is not None else (None, None)
+        times.append(t)
+        wrong.append(w)
+    return total, times, wrong
 
 
 class HostArrays:
@@ -356,6 +402,9 @@ class HostArrays:
 
     def get(self, a):
         return a
+
+    def fill(self, buf, a):
+        buf[...] = a
 
     def sync(self):
         pass
@@ -390,6 +439,9 @@ class TorchArrays:
             return t.float().cpu().numpy()
         return t.cpu().numpy()
 
+    def fill(self, buf, a):
+        buf.copy_(self.put(a))
+
     def sync(self):
         self._stream.synchronize()
 
@@ -410,6 +462,9 @@ class CupyArrays:
 
     def get(self, a):
         return self.cupy.asnumpy(a)
+
+    def fill(self, buf, a):
+        buf[...] = self.cupy.asarray(a)
 
     def sync(self):
         self._stream.synchronize()
@@ -446,16 +501,52 @@ def _select_device(flavour):
     cupy.cuda.Device(local_rank() % cupy.cuda.runtime.getDeviceCount()).use()
 
 
-def _fmt_row(row):
-    return (f"{row['size']:>12} {row['count']:>12} {row['type']:>10} {row['redop']:>6} {row['root']:>5} "
-            f"{row['time_us']:>10.2f} {row['algbw']:>7.2f} {row['busbw']:>7.2f} {row['wrong']:>6}")
+# The table's columns as nccl-tests prints them: (name, unit, width), the shared ones, then one
+# group for out-of-place and one for in-place.
+COLUMNS = (("size", "(B)", 12), ("count", "(elements)", 12), ("type", "", 8), ("redop", "", 6), ("root", "", 6))
+GROUP = (("time", "(us)", 7), ("algbw", "(GB/s)", 6), ("busbw", "(GB/s)", 6), ("#wrong", "", 6))
+GROUPS = ("out-of-place", "in-place")
+GROUP_KEYS = ("time_us", "algbw", "busbw", "wrong")
 
 
-HEADER = ("#        size        count       type  redop  root   time(us)   algbw   busbw #wrong\n"
-          "#         (B)   (elements)                                      (GB/s)  (GB/s)")
+def header():
+    """The three header lines of a collective's table."""
+    shared = sum(w for _, _, w in COLUMNS) + 2 * (len(COLUMNS) - 1)
+    group = sum(w for _, _, w in GROUP) + 2 * len(GROUP)
+    titles = " " * shared + "".join(g.center(group) for g in GROUPS)
+    lines = []
+    for i in (0, 1):
+        cells = [f"{c[i]:>{w}}" for *c, w in COLUMNS] + [f"{c[i]:>{w}}" for *c, w in GROUP] * len(GROUPS)
+        lines.append("  ".join(cells))
+    return ["#" + line[1:].rstrip() for line in (titles, *lines)]
 
 
-def plot(rows, path, nranks):
+def _time_text(us):
+    return f"{us:.2f}" if us < 1e4 else f"{us:.1f}" if us < 1e5 else f"{us:.0f}"
+
+
+def fmt_row(row):
+    cells = [f"{row[k]:>{w}}" for k, (_, _, w) in zip(("size", "count", "type", "redop", "root"), COLUMNS)]
+    for part in (row, row["in_place"]):
+        if part is None:
+            cells += [f"{'N/A':>{w}}" for _, _, w in GROUP]
+            continue
+        values = (_time_text(part["time_us"]), f"{part['algbw']:.2f}", f"{part['busbw']:.2f}", part["wrong"])
+        cells += [f"{v:>{w}}" for v, (_, _, w) in zip(values, GROUP)]
+    return "  ".join(cells)
+
+
+def library_label():
+    """What was measured, for the table's first line and the plot's title: "NCCL 2.28.3
+    (libnccl.so.2)", "RCCL 2.27.7 (librccl.so)", "host backend 2.32.3 (libnccl-host.so)"."""
+    import nccl
+
+    lib = nccl.get_version().nccl
+    name = {"nccl": "NCCL", "rccl": "RCCL", "host": "host backend"}.get(lib.flavour, str(lib.flavour))
+    return f"{name} {lib.version} ({lib.path.name if lib.path is not None else 'no path'})"
+
+
+def plot(rows, path, nranks, library):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -472,13 +563,71 @@ def plot(rows, path, nranks):
         ax.plot(xs, ys, marker="o", label=label)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("size (bytes)")
-    ax.set_ylabel("bus bandwidth (GB/s)")
-    ax.set_title(f"nccl4py bench, {nranks} ranks")
+    ax.set_ylabel("bus bandwidth, out-of-place (GB/s)")
+    ax.set_title(f"nccl.bench: {library}, {nranks} rank(s)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def _table_stream():
+    """Where rank 0's table goes: under python -m nccl.run its plain channel, which the launcher
+    copies without the rank prefix (docs/api/launcher.md#output); else stdout."""
+    from nccl._launch import PLAIN_FD_VARIABLE
+
+    fd = os.environ.get(PLAIN_FD_VARIABLE, "")
+    if fd.isdigit():
+        try:
+            return open(int(fd), "w", buffering=1, closefd=False)
+        except OSError:
+            pass
+    return sys.stdout
+
+
+def _communicator(nccl):
+    """The launcher's communicator; without a launcher a 1-rank one, with a warning."""
+    from nccl.core._env import detect
+
+    try:
+        alone = detect().kind == "single"
+    except ValueError:
+        alone = False  # from_env says what is wrong with the variables
+    if not alone:
+        return nccl.Communicator.from_env()
+    print(f"{PROG}: warning: no launcher found, so this is 1 rank: nothing crosses a process and busbw is 0. "
+          f"Start N ranks with python -m nccl.run -n N -m {PROG}, mpirun -n N python -m {PROG}, or "
+          f"torchrun --nproc-per-node N -m {PROG}", file=sys.stderr, flush=True)
+    return nccl.Communicator.init(nranks=1, rank=0, unique_id=nccl.get_unique_id())
+
+
+def _row(comm, nccl, lib, s, coll, dt, dt_name, op, size):
+    """One row of the table, with every rank's results combined (the slowest rank's times, the
+    wrong elements of all); None when the size holds no element per rank."""
+    res = run_case(comm, nccl, lib, coll, dt, op, size, s["root"], s["iters"], s["warmup"])
+    if res is None:
+        return None
+    count, times, wrong = res
+    f64 = np.dtype(np.float64)
+    t_mine = lib.put(np.array([t if t is not None else 0.0 for t in times]))
+    w_mine = lib.put(np.array([float(w) if w is not None else 0.0 for w in wrong]))
+    t_all, w_all = lib.zeros(2, f64), lib.zeros(2, f64)
+    comm.allreduce(t_mine, t_all, nccl.MAX, stream=lib.stream)
+    comm.allreduce(w_mine, w_all, nccl.SUM, stream=lib.stream)
+    lib.sync()
+    t_all, w_all = lib.get(t_all), lib.get(w_all)
+    nbytes, n = count * dt.itemsize, comm.nranks
+    parts = []
+    for i in (0, 1):
+        if times[i] is None:
+            parts.append(None)
+            continue
+        algbw = nbytes / t_all[i] / 1e9 if t_all[i] > 0 else 0.0
+        parts.append({"time_us": float(t_all[i]) * 1e6, "algbw": algbw, "busbw": algbw * bus_factor(coll, n),
+                      "wrong": int(w_all[i])})
+    return {"collective": coll, "size": nbytes, "count": count, "type": dt_name, "redop": op or "none",
+            "root": s["root"] if coll in ROOTED else -1, **parts[0], "in_place": parts[1]}
 
 
 def run(s):
@@ -488,7 +637,7 @@ def run(s):
 
     flavour = bindings.get_library_flavour()
     _select_device(flavour)
-    comm = nccl.Communicator.from_env()
+    comm = _communicator(nccl)
     try:
         n, rank = comm.nranks, comm.rank
         if s["root"] >= n and any(c in ROOTED for c in s["collectives"]):
@@ -496,51 +645,42 @@ def run(s):
                 print(f"{PROG}: error: -r {s['root']} is not a rank of {n}", file=sys.stderr)
             return EXIT_USAGE
         lib = _arrays(flavour)
-        to_stdout = s["json"] != "-"
-        say = (lambda *a: print(*a, flush=True)) if rank == 0 and to_stdout else (lambda *a: None)
-        say(f"# nccl4py {__version__}: {bindings.get_library_path()} ({flavour}), {n} rank(s)")
-        say(f"# iters {s['iters']}, warmup {s['warmup']}, root {s['root']}")
-        rows = []
-        last = None
+        out = _table_stream() if rank == 0 else None
+        say = (lambda line: print(line, file=out, flush=True)) if out is not None and s["json"] != "-" else \
+            (lambda line: None)
+        library = library_label()
+        say(f"# {PROG} (nccl4py {__version__}): {library}, {n} rank(s)")
+        say(f"# minBytes {s['minbytes']} maxBytes {s['maxbytes']} step: {s['stepfactor']}(factor) "
+            f"warmup iters: {s['warmup']} iters: {s['iters']} root: {s['root']} validation: 1")
+        rows, last = [], None
         for coll, dt_name, op in combos(s):
             if coll != last:
                 say(f"#\n# {coll}")
-                say(HEADER)
+                for line in header():
+                    say(line)
                 last = coll
-            dt = np_dtype(dt_name)
             for size in sizes(s):
-                res = run_case(comm, nccl, lib, coll, dt, op, size, s["root"], s["iters"], s["warmup"])
-                if res is None:
-                    continue
-                count, elapsed, wrong = res
-                # the slowest rank's time, and the wrong elements of every rank
-                f64 = np.dtype(np.float64)
-                t_mine, w_mine = lib.put(np.array([elapsed])), lib.put(np.array([float(wrong)]))
-                t_all, w_all = lib.zeros(1, f64), lib.zeros(1, f64)
-                comm.allreduce(t_mine, t_all, nccl.MAX, stream=lib.stream)
-                comm.allreduce(w_mine, w_all, nccl.SUM, stream=lib.stream)
-                lib.sync()
-                t = float(lib.get(t_all)[0])
-                wrong_all = int(lib.get(w_all)[0])
-                bytes_ = count * dt.itemsize
-                algbw = bytes_ / t / 1e9 if t > 0 else 0.0
-                row = {"collective": coll, "size": bytes_, "count": count, "type": dt_name, "redop": op or "none",
-                       "root": s["root"] if coll in ROOTED else -1, "time_us": t * 1e6, "algbw": algbw,
-                       "busbw": algbw * bus_factor(coll, n), "wrong": wrong_all}
-                rows.append(row)
-                say(_fmt_row(row))
-        total_wrong = sum(r["wrong"] for r in rows)
+                row = _row(comm, nccl, lib, s, coll, np_dtype(dt_name), dt_name, op, size)
+                if row is not None:
+                    rows.append(row)
+                    say(fmt_row(row))
+        parts = [p for r in rows for p in (r, r["in_place"]) if p is not None]
+        total_wrong = sum(p["wrong"] for p in parts)
+        avg = sum(p["busbw"] for p in parts) / len(parts) if parts else 0.0
         say(f"# Out of bounds values : {total_wrong} {'OK' if total_wrong == 0 else 'FAILED'}")
+        say(f"# Avg bus bandwidth    : {avg:g}")
+        say("#")
         if rank == 0:
-            doc = {"nccl4py": __version__, "library": bindings.get_library_path(), "flavour": flavour, "nranks": n,
-                   "iters": s["iters"], "warmup": s["warmup"], "results": rows, "wrong": total_wrong}
+            doc = {"nccl4py": __version__, "library": bindings.get_library_path(), "flavour": flavour,
+                   "measured": library, "nranks": n, "iters": s["iters"], "warmup": s["warmup"], "results": rows,
+                   "wrong": total_wrong, "avg_busbw": avg}
             if s["json"] == "-":
-                print(json.dumps(doc, indent=1), flush=True)
+                print(json.dumps(doc, indent=1), file=out, flush=True)
             elif s["json"]:
                 with open(s["json"], "w") as f:
                     json.dump(doc, f, indent=1)
             if s["plot"]:
-                plot(rows, s["plot"], n)
+                plot(rows, s["plot"], n, library)
         return 0 if total_wrong == 0 else 1
     finally:
         comm.destroy()

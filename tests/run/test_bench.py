@@ -1,7 +1,10 @@
-"""python -m nccl.bench: argument errors (no library needed), and every collective at 2 ranks on
-the host backend with #wrong == 0 read from the JSON, the table, and the plot (matplotlib)."""
+"""python -m nccl.bench: argument errors (no library needed), and every collective on the host
+backend with #wrong == 0 out-of-place and in-place read from the JSON; the table as nccl-tests
+prints it (no rank prefix under nccl.run, both column groups, the average bus bandwidth); the
+warning of a run without a launcher; and the plot (matplotlib), whose title names the library."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -63,7 +66,7 @@ def test_help():
     assert r.stdout.startswith("usage: nccl.bench [-h] [-c LIST] [-b SIZE] [-e SIZE] [-f N]")
     for option in ("-c LIST, --collective LIST", "-n N, --iters N", "-w N, --warmup N", "--json PATH", "--plot PATH"):
         assert option in r.stdout
-    assert "Exit status 1 when any\n#wrong is not 0." in r.stdout
+    assert "Exit status 1 when any #wrong is not 0." in r.stdout.replace("\n", " ")
 
 
 def test_defaults_and_long_forms():
@@ -104,31 +107,80 @@ def test_bus_factors():
     assert bench.bus_factor("broadcast", 4) == 1.0
 
 
-def test_every_collective_two_ranks_json(tmp_path):
+HEADER = ("#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   "
+          "busbw  #wrong")
+
+
+def table_rows(stdout):
+    """The table's rows: every line that is not a comment, split into its 13 fields."""
+    return [ln.split() for ln in stdout.splitlines() if ln and not ln.startswith("#")]
+
+
+@pytest.mark.timeout(300)
+def test_every_collective_out_of_place_and_in_place(tmp_path):
     out = tmp_path / "bench.json"
-    r = bench_cli("-c", "all", "-b", "8", "-e", "64K", "-f", "8", "-n", "2", "-w", "1", "--json", str(out), nranks=2)
+    r = bench_cli("-c", "all", "-b", "8", "-e", "64K", "-f", "8", "-n", "2", "-w", "1", "-r", "1", "--json", str(out),
+                  nranks=3)
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads(out.read_text())
-    assert doc["nranks"] == 2 and doc["flavour"] == "host" and doc["wrong"] == 0
+    assert doc["nranks"] == 3 and doc["flavour"] == "host" and doc["wrong"] == 0
+    assert re.fullmatch(r"host backend \d+\.\d+\.\d+ \(libnccl-host\.so\)", doc["measured"]), doc["measured"]
     seen = {row["collective"] for row in doc["results"]}
     assert seen == set(bench.COLLECTIVES)
     for row in doc["results"]:
-        assert row["wrong"] == 0, row
-        assert row["time_us"] > 0 and row["size"] == row["count"] * 4
-    # the table: one header per collective, rows with #wrong last
-    assert r.stdout.count("[0] #        size        count") == len(bench.COLLECTIVES)
-    assert "[0] # Out of bounds values : 0 OK" in r.stdout
+        assert row["wrong"] == 0 and row["time_us"] > 0 and row["size"] == row["count"] * 4, row
+        if row["collective"] in ("alltoall", "sendrecv"):  # no in-place form
+            assert row["in_place"] is None
+        else:
+            assert row["in_place"]["wrong"] == 0 and row["in_place"]["time_us"] > 0, row
+    # rank 0's table, as nccl-tests prints it: no rank prefix, both column groups
+    lines = r.stdout.splitlines()
+    assert not [ln for ln in lines if ln.startswith("[")], r.stdout
+    assert lines.count(HEADER) == len(bench.COLLECTIVES)
+    rows = table_rows(r.stdout)
+    assert len(rows) == len(doc["results"]) and all(len(f) == 13 for f in rows)
+    for fields, row in zip(rows, doc["results"]):
+        assert fields[:5] == [str(row["size"]), str(row["count"]), row["type"], row["redop"], str(row["root"])]
+        assert fields[8] == "0" and (fields[9:] == ["N/A"] * 4 if row["in_place"] is None else fields[12] == "0")
+    parts = [p for row in doc["results"] for p in (row, row["in_place"]) if p is not None]
+    assert doc["avg_busbw"] == pytest.approx(sum(p["busbw"] for p in parts) / len(parts))
+    assert lines[-3:] == ["# Out of bounds values : 0 OK", f"# Avg bus bandwidth    : {doc['avg_busbw']:g}", "#"]
 
 
 def test_types_and_ops_json_to_stdout():
     r = bench_cli("-c", "allreduce,reduce_scatter", "-d", "int8,uint64,float16,float64", "-o", "all",
                   "-b", "64", "-e", "1K", "-f", "4", "-n", "1", "-w", "0", "--json", "-", nranks=2)
     assert r.returncode == 0, r.stdout + r.stderr
-    text = "\n".join(line[4:] for line in r.stdout.splitlines() if line.startswith("[0] "))
-    doc = json.loads(text)
+    doc = json.loads(r.stdout)  # the JSON alone, unprefixed
     assert doc["wrong"] == 0
     assert {(row["type"], row["redop"]) for row in doc["results"]} == {
         (t, o) for t in ("int8", "uint64", "float16", "float64") for o in bench.OPS}
+
+
+def test_one_rank_without_a_launcher_says_so():
+    r = bench_cli("-b", "8", "-e", "16", "-n", "1", "-w", "0")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.splitlines() == [
+        "nccl.bench: warning: no launcher found, so this is 1 rank: nothing crosses a process and busbw is 0. "
+        "Start N ranks with python -m nccl.run -n N -m nccl.bench, mpirun -n N python -m nccl.bench, or "
+        "torchrun --nproc-per-node N -m nccl.bench"]
+    assert r.stdout.startswith("# nccl.bench (nccl4py ") and ", 1 rank(s)\n" in r.stdout
+    assert len(table_rows(r.stdout)) == 2
+    r = bench_cli("-b", "8", "-e", "16", "-n", "1", "-w", "0", nranks=1)  # one rank asked for: no warning
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+
+
+def test_the_plot_title_names_the_library(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    import matplotlib.axes
+
+    titles = []
+    real = matplotlib.axes.Axes.set_title
+    monkeypatch.setattr(matplotlib.axes.Axes, "set_title", lambda ax, t, *a, **k: (titles.append(t),
+                                                                                   real(ax, t, *a, **k))[1])
+    row = {"collective": "allreduce", "type": "float32", "redop": "sum", "size": 8, "busbw": 1.0}
+    bench.plot([row], tmp_path / "p.png", 4, "NCCL 2.28.3 (libnccl.so.2)")
+    assert titles == ["nccl.bench: NCCL 2.28.3 (libnccl.so.2), 4 rank(s)"]
 
 
 def test_plot_file(tmp_path):

@@ -398,7 +398,8 @@ def test_interrupt_stops_every_rank(tmp_path, sig, code):
             p.kill()
             p.wait()
     assert p.returncode == code, err
-    assert f"{signal.Signals(sig).name} received; stopping all ranks" in err
+    said = "interrupted" if sig == signal.SIGINT else f"{signal.Signals(sig).name} received"
+    assert err == f"nccl.run: {said}; stopping all ranks\n"
     assert_all_gone(pids(tmp_path, 2))
     assert _shm_names() <= shm_before
 
@@ -518,17 +519,23 @@ def test_killed_launcher_takes_its_ranks_along(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    ([], "-n N (the number of ranks) is required"),
-    (["-n"], "-n needs a value"),
-    (["-n", "0", "x.py"], "-n must be a positive integer, got '0'"),
-    (["-n", "two", "x.py"], "-n must be a positive integer, got 'two'"),
-    (["-n", "-3", "x.py"], "-n must be a positive integer, got '-3'"),
-    (["-n", "2"], "no script given"),
+    ([], "the following arguments are required: script"),
+    (["x.py"], "-n N (the number of ranks) is required"),
+    (["-n"], "argument -n/--nranks: expected one argument"),
+    (["-n", "0", "x.py"], "argument -n/--nranks: must be a positive integer, got '0'"),
+    (["-n", "two", "x.py"], "argument -n/--nranks: must be a positive integer, got 'two'"),
+    (["-np", "-3", "x.py"], "argument -np: must be a positive integer, got '-3'"),
+    (["-n", "2"], "the following arguments are required: script"),
     (["-n", "2", "missing_script.py"], "script not found: missing_script.py"),
-    (["-n", "2", "--timeout", "-1", "x.py"], "--timeout must be a positive number of seconds, got '-1'"),
-    (["-n", "2", "--timeout", "soon", "x.py"], "--timeout must be a positive number of seconds"),
-    (["-n", "2", "--bogus", "x.py"], "unknown option '--bogus'"),
-    (["-n", "2", "-m"], "-m needs a module name"),
+    (["-n", "2", "--timeout", "-1", "x.py"], "argument --timeout: must be a positive number of seconds, got '-1'"),
+    (["-n", "2", "--timeout", "soon", "x.py"], "argument --timeout: must be a positive number of seconds"),
+    (["-n", "2", "--wait-warning", "x", "x.py"], "argument --wait-warning: must be a number of seconds, 0 or more"),
+    (["-n", "2", "--bogus", "x.py"], "unrecognized arguments: --bogus"),
+    (["-n", "2", "--time", "5", "x.py"], "unrecognized arguments: --time"),  # no abbreviations
+    (["-n", "2", "-m"], "the following arguments are required: script"),
+    (["-n", "2", "--local-ranks-filter", "0,x", "x.py"], "must be ranks such as 0 or 0,2-3, got '0,x'"),
+    (["-n", "2", "--local-ranks-filter", "1-2", "x.py"], "--local-ranks-filter names rank 2, but the ranks are 0 to 1"),
+    (["-n", "2", "--log-dir", "x.py/sub", "x.py"], "--log-dir x.py/sub: Not a directory"),
 ])
 def test_bad_arguments(tmp_path, args, message):
     (tmp_path / "x.py").write_text("pass\n")
@@ -538,20 +545,44 @@ def test_bad_arguments(tmp_path, args, message):
     assert r.stdout == ""
     lines = r.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("nccl.run: error: ") and message in lines[0], r.stderr
+    assert lines[0].endswith("(python -m nccl.run --help lists the options)")
 
 
 def test_parse_args_forms():
-    p = launcher.parse_args
+    def p(argv, **env):
+        o = launcher.parse_args(argv, environ=env)
+        return o.nranks, o.timeout, o.command
+
     assert p(["-n", "2", "--", __file__, "-n", "9"]) == (2, None, [__file__, "-n", "9"])
     assert p(["-n4", "--timeout=2.5", __file__]) == (4, 2.5, [__file__])
     assert p(["--nranks=3", "-np", "5", __file__]) == (5, None, [__file__])
+    assert p(["--nproc-per-node", "3", __file__]) == (3, None, [__file__])
+    assert p(["--nproc_per_node=6", __file__]) == (6, None, [__file__])
     assert p(["-n", "1", "-m", "pkg.mod", "-x"]) == (1, None, ["-m", "pkg.mod", "-x"])
+    assert p(["-n", "1", "--module", "pkg.mod", "--", "-m"]) == (1, None, ["-m", "pkg.mod", "--", "-m"])
+    # the program's own arguments are its own, even ones that look like the launcher's or "--"
+    assert p(["-n", "2", __file__, "--", "-n", "3", "--help"]) == (2, None, [__file__, "--", "-n", "3", "--help"])
+    o = launcher.parse_args(["-n", "3", "--no-prefix", "--local-ranks-filter", "0,2", __file__], environ={})
+    assert (o.prefix, o.shown, o.log_dir, o.wait_warning) == (False, {0, 2}, None, 30.0)
+    assert launcher.parse_args(["-n", "2", __file__], environ={}).prefix is True
+    assert launcher.parse_args(["-n", "2", __file__], environ={"NCCL4PY_WAIT_WARNING": "4.5"}).wait_warning == 4.5
+    assert launcher.parse_args(["-n", "2", "--wait-warning", "0", __file__],
+                               environ={"NCCL4PY_WAIT_WARNING": "4.5"}).wait_warning == 0
+    with pytest.raises(launcher.UsageError, match="NCCL4PY_WAIT_WARNING must be a number of seconds, 0 or more"):
+        launcher.parse_args(["-n", "2", __file__], environ={"NCCL4PY_WAIT_WARNING": "soon"})
 
 
 def test_help():
     r = subprocess.run([sys.executable, "-m", "nccl.run", "--help"], env=env(), capture_output=True, text=True,
                        timeout=60)
-    assert r.returncode == 0 and r.stdout.startswith("usage: python -m nccl.run")
+    assert r.returncode == 0 and r.stderr == ""
+    assert r.stdout.startswith("usage: python -m nccl.run -n N [options] (script.py | -m module) [args ...]\n")
+    for option in ("-n N, --nranks N", "-m, --module", "--timeout S", "--wait-warning S", "--no-prefix",
+                   "--log-dir DIR", "--local-ranks-filter RANKS"):
+        assert f"\n  {option}" in r.stdout, option
+    # the options, not the design: that is in docs/api/launcher.md
+    assert "subreaper" not in r.stdout and "prctl" not in r.stdout
+    assert len(r.stdout.splitlines()) < 40
 
 
 # NVIDIA's nccl4py examples take the rank from MPI: rank 0 makes the id, MPI broadcasts it.

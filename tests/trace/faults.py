@@ -41,7 +41,8 @@ def step(i, c):
     if fault == "kill" and bad and me == 3:
         os.kill(os.getpid(), signal.SIGKILL)
     if fault == "sleep" and bad and me == 1:
-        time.sleep(600)  # stuck in Python: the launcher's SIGUSR1 still gets a dump
+        # stuck in Python: the launcher's SIGUSR1 still gets a dump, and the Python stack
+        time.sleep(600)  # site: sleep
     if fault == "group" and bad:
         with nc.group():
             c.allreduce(grads[: 128 if me == 2 else 64], grads[:64] if me != 2 else grads[:128], nc.SUM)  # site: group
@@ -62,5 +63,5 @@ if fault == "split":
     sub.destroy()
 else:
     for i in range(ITERS):
-        step(i, comm)
+        step(i, comm)  # site: loop
 comm.destroy()

@@ -60,7 +60,10 @@ CASES = {
                                          "AllReduce(count=256, float32, sum) at faults.py:{allreduce}",
                                          "entered by ranks 0,2,3", "returned ncclTimeout (8)",
                                          "Rank 1's last call on it: Broadcast(root=0, count=256, float32) at "
-                                         "faults.py:{broadcast} (seq 13), returned"]),
+                                         "faults.py:{broadcast} (seq 13), returned",
+                                         # where it is: its Python stack when the launcher asked for its dump
+                                         "its main thread was at faults.py:{sleep} in step (time.sleep(600)  # site: "
+                                         "sleep), called from faults.py:{loop} in <module>"]),
     # where each survivor was when it learnt of the death: in step 6's allreduce, or still in step
     # 5's broadcast (test_a_kill_places_every_survivor)
     "kill": (4, "died", [3], None, ["rank 3 died (the launcher saw SIGKILL; no dump); "]),
@@ -111,4 +114,7 @@ def test_a_clean_run_leaves_no_folder_behind(tmp_path):
                           text=True, timeout=100)
     assert proc.returncode == 0, proc.stderr
     assert "flight recorder" not in proc.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["clean.py"]
+    # the user's trace folder is made (mode 0700), and this run's folder in it is gone again
+    base = tmp_path / f"nccl4py-trace-uid{os.geteuid()}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clean.py", base.name]
+    assert list(base.iterdir()) == [] and (base.stat().st_mode & 0o777) == 0o700

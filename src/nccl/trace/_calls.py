@@ -65,6 +65,27 @@ def where(entry: dict) -> str:
     return f"{path}:{line}" if line is not None else path
 
 
+def frame(f: dict, code: bool = True) -> str:
+    """One frame of a stack file: "train.py:12 in step", with its source line when asked."""
+    text = f"{where(f)} in {f['func']}"
+    return f"{text} ({f['code']})" if code and f.get("code") else text
+
+
+def main_stack(threads: list[dict], depth: int = 3) -> str:
+    """Where the main thread (else the first) was: its innermost frame with its source line, then
+    the callers, up to `depth` frames."""
+    if not threads:
+        return "no Python thread"
+    t = next((t for t in threads if t.get("main")), threads[0])
+    frames = t["frames"][::-1][:depth]
+    if not frames:
+        return "no Python frame"
+    text = frame(frames[0])
+    if len(frames) > 1:
+        text += ", called from " + ", from ".join(frame(f, code=False) for f in frames[1:])
+    return text
+
+
 def returned(entry: dict) -> bool:
     return entry.get("m_return") is not None
 

@@ -12,6 +12,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nccl.trace._stacks import FORMAT as STACKS_FORMAT
+from nccl.trace._stacks import VERSION as STACKS_VERSION
+from nccl.trace._stacks import path_of as stacks_path_of
+
 FORMAT = "nccl4py-trace"
 VERSION = 1
 # The file python -m nccl.run writes beside the dumps: how each rank ended (docs/api/trace.md#the-launcher).
@@ -54,6 +58,10 @@ class Dump:
     monotonic: float
     comms: dict[str, Comm]
     resolution: float = 0.0  # of the clock of its m_* fields, in seconds (header "resolution")
+    # Every Python thread's stack when the process was asked for a dump (rank<R>.stack.json,
+    # docs/api/trace.md#python-stacks), main thread first, frames oldest first; and when.
+    stacks: list[dict] | None = None
+    stacks_wall: float | None = None
 
     @property
     def who(self) -> str:
@@ -175,6 +183,32 @@ def read_dump(path: Path) -> tuple[Dump | None, list[str]]:
     return dump, notes
 
 
+def _frames_ok(threads) -> bool:
+    return isinstance(threads, list) and all(
+        isinstance(t, dict) and isinstance(t.get("frames"), list) and all(
+            isinstance(f, dict) and isinstance(f.get("file"), str) and _is_int(f.get("line"))
+            and isinstance(f.get("func"), str) for f in t["frames"]) for t in threads)
+
+
+def read_stacks(dump: Dump) -> str | None:
+    """Attaches the stacks written beside `dump` by the same process, if any; a note when the file
+    is there but cannot be used."""
+    path = Path(stacks_path_of(dump.path))
+    if not path.exists():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return f"{path.name} cannot be read as JSON; {dump.who}'s Python stacks are left out"
+    if not isinstance(doc, dict) or doc.get("format") != STACKS_FORMAT or doc.get("version") != STACKS_VERSION \
+            or not _frames_ok(doc.get("threads")) or not _is_num(doc.get("wall")):
+        return f"{path.name} is not a stack file of version {STACKS_VERSION}; it is left out"
+    if doc.get("pid") != dump.pid:
+        return None  # another process's (an earlier run's rank R): nothing to say of this one
+    dump.stacks, dump.stacks_wall = doc["threads"], float(doc["wall"])
+    return None
+
+
 def _read_launch(folder: Path, notes: list[str]) -> dict | None:
     path = folder / LAUNCH_FILE
     if not path.exists():
@@ -225,6 +259,9 @@ def load(path: str | os.PathLike, job: str | None = None) -> Folder:
         notes.extend(more)
         if dump is not None:
             dumps.append(dump)
+            note = read_stacks(dump)
+            if note:
+                notes.append(note)
     if not dumps:
         why = "; ".join(notes) if notes else "no rank<R>.jsonl or pid<P>.jsonl file in it"
         raise TraceInputError(f"no flight-recorder dump to analyse in {path}: {why}")

@@ -45,6 +45,7 @@ class Report:
             "notes": f.notes, "verdict": self.verdict, "findings": [x.to_json() for x in self.findings],
             "errors": {str(d.rank): d.error for d in f.dumps if d.error},
             "last": {str(r): [dict(e, comm=g.id) for g, e in es] for r, es in self.last_calls(last).items()},
+            "stacks": {str(d.rank): d.stacks for d in f.dumps if d.rank is not None and d.stacks is not None},
         }
 
     def text(self, last: int = 5) -> str:
@@ -71,4 +72,10 @@ class Report:
                 for g, e in es:
                     lines.append(f"  rank {r:<3} comm {g.id[:8]}  {e['seq']:>6} / {e['coll']:<6} "
                                  f"{C.call(e, g.job_rank):<44} {C.where(e):<28} {C.status(e, now, tick)}")
+        stacks = [(d.rank, d.stacks) for d in f.dumps if d.rank is not None and d.stacks]
+        if stacks:
+            lines += ["", "main threads' Python stacks when asked for a dump (innermost last; --json has every thread):"]
+            for r, threads in stacks:
+                main = next((t for t in threads if t.get("main")), threads[0])
+                lines += [f"  rank {r}:"] + [f"    {C.frame(fr)}" for fr in main["frames"]]
         return "\n".join(lines)

@@ -175,10 +175,23 @@ def _last_call(folder: Folder, g: Group, rank: int) -> str:
         return (f"rank {rank} {_TEARDOWN[e['op']]} the communicator {_at({rank: e})} (seq {e['seq']})"
                 + _where_now(folder, rank, g.id))
     text = f"rank {rank}'s last call on it: {C.call(e, g.job_rank)} {_at({rank: e})} (seq {e['seq']}), {C.status(e, now, g.tick[rank])}"
+    inside = _where_now(folder, rank, g.id)
     if C.returned(e):
-        text += (f"; {C.seconds(now - e['m_return'])} before its dump, so since then it has been outside "
-                 f"nccl4py on this communicator")
-    return text + _where_now(folder, rank, g.id)
+        text += f"; {C.seconds(now - e['m_return'])} before its dump"
+        if not inside:
+            text += _outside(folder.dump_of(rank))
+    return text + inside
+
+
+def _outside(d) -> str:
+    """Where a rank outside nccl4py's calls was: its main thread's Python stack when it was asked
+    for its dump (docs/api/trace.md#python-stacks)."""
+    if d is None or d.stacks is None:
+        return (", so since then it has been outside nccl4py on this communicator (its Python stack was "
+                "not recorded: no SIGUSR1 dump, or its GIL was never released)")
+    gap = d.wall - d.stacks_wall
+    when = "at its dump" if abs(gap) < 1 else f"{C.seconds(abs(gap))} {'before' if gap > 0 else 'after'} its dump"
+    return f"; {when} its main thread was at {C.main_stack(d.stacks)}"
 
 
 def _capital(text: str) -> str:
