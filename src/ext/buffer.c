@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "convert.h"
 #include "library.h"
 #include "lazy.h"
 #include "module.h"
@@ -301,17 +302,18 @@ static inline int torch_dtype(nx_state *st, PyObject *dtobj, const char *name)
 /* Reads a tuple-like of ints (at most 64) into v. -1 with an exception. */
 int nx_buffer_read_ints(PyObject *seq, int64_t *v, int *n)
 {
-    PyObject *fast = PySequence_Fast(seq, "expected a sequence of ints");
+    /* owned: an entry's __index__ may change the caller's list (docs/architecture.md) */
+    PyObject *fast = nx_seq_snapshot(seq);
     if (fast == NULL)
         return -1;
-    Py_ssize_t len = PySequence_Fast_GET_SIZE(fast);
+    Py_ssize_t len = PyTuple_GET_SIZE(fast);
     int rc = 0;
     if (len > 64) {
         PyErr_SetString(PyExc_ValueError, "more than 64 dimensions");
         rc = -1;
     }
     for (Py_ssize_t i = 0; rc == 0 && i < len; i++) {
-        v[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, i));
+        v[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(fast, i));
         if (v[i] == -1 && PyErr_Occurred())
             rc = -1;
     }

@@ -176,18 +176,26 @@ static int event_field(nx_state *st, PyObject *v, const char *fname, cudaEvent_t
  * not empty. */
 static int vendor_field(nx_state *st, PyObject *v, const char *fname, coll_config *out, int *set)
 {
-    PyObject *seq = PySequence_Fast(v, "config.vendor_options must be a sequence of VendorOption");
+    /* owned: an option's properties run Python code that may change the caller's list */
+    PyObject *seq = nx_seq_snapshot(v);
     Py_ssize_t n;
     int r = -1;
-    if (seq == NULL || PyList_Append(out->keep, seq) < 0)
+    if (seq == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_TypeError, "config.vendor_options must be a sequence of VendorOption");
+        }
         goto done;
-    n = PySequence_Fast_GET_SIZE(seq);
+    }
+    if (PyList_Append(out->keep, seq) < 0)
+        goto done;
+    n = PyTuple_GET_SIZE(seq);
     if (n > SMALL_EXT && (out->ext = PyMem_Calloc((size_t)n, sizeof *out->ext)) == NULL) {
         PyErr_NoMemory();
         goto done;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (vendor_option(st, PySequence_Fast_GET_ITEM(seq, i), fname, i, &out->ext[i], out->keep) < 0)
+        if (vendor_option(st, PyTuple_GET_ITEM(seq, i), fname, i, &out->ext[i], out->keep) < 0)
             goto done;
         out->ext[i].next = i + 1 < n ? &out->ext[i + 1] : NULL;
     }
@@ -246,17 +254,28 @@ static void built_free(built_config *b)
 
 static void capsule_free(PyObject *cap) { built_free(PyCapsule_GetPointer(cap, capsule_name)); }
 
-/* The capsule of the struct built from dict's current field values (borrowed), or NULL: none, a
- * field assigned since, or an error (set). */
+/* The capsule of the struct built from dict's current field values (a new reference), or NULL:
+ * none, a field assigned since, or an error (set). Every item is owned while it is compared: a
+ * lookup may run a key's __eq__, which may change the dict (docs/architecture.md). */
 static PyObject *cached(nx_state *st, PyObject *dict)
 {
-    PyObject *cap = PyDict_GetItemWithError(dict, st->coll_config.cache_key);
-    if (cap == NULL || !PyCapsule_IsValid(cap, capsule_name))
+    PyObject *cap;
+    if (PyDict_GetItemRef(dict, st->coll_config.cache_key, &cap) <= 0)
         return NULL;
+    if (!PyCapsule_IsValid(cap, capsule_name)) {
+        Py_DECREF(cap);
+        return NULL;
+    }
     const built_config *b = PyCapsule_GetPointer(cap, capsule_name);
-    for (int i = 0; i < NFIELDS; i++)
-        if (PyDict_GetItemWithError(dict, b->seen[i].name) != b->seen[i].value)
+    for (int i = 0; i < NFIELDS; i++) {
+        PyObject *v;
+        int found = PyDict_GetItemRef(dict, b->seen[i].name, &v);
+        Py_XDECREF(v); /* compared by identity: the capsule holds the value it was built from */
+        if (found <= 0 || v != b->seen[i].value) {
+            Py_DECREF(cap);
             return NULL;
+        }
+    }
     return cap;
 }
 
@@ -274,18 +293,20 @@ static int immutable_value(coll_field_kind kind, PyObject *v)
  * immutable value held in dict. 0, or -1 with an exception. */
 static int store(nx_state *st, PyObject *dict, const coll_config *out)
 {
-    PyObject *values[NFIELDS];
+    PyObject *values[NFIELDS] = {NULL};
+    int r = -1;
     for (int i = 0; i < NFIELDS; i++) {
-        if ((values[i] = PyDict_GetItemWithError(dict, field_name(st, i))) == NULL)
-            return PyErr_Occurred() ? -1 : 0;
-        if (!immutable_value(coll_fields[i].kind, values[i]))
-            return 0;
+        int found = PyDict_GetItemRef(dict, field_name(st, i), &values[i]); /* owned, as in cached() */
+        if (found <= 0 || !immutable_value(coll_fields[i].kind, values[i])) {
+            r = found < 0 ? -1 : 0;
+            goto done;
+        }
     }
     Py_ssize_t n = out->n_ext;
     built_config *b = PyMem_Calloc(1, sizeof *b + (size_t)n * sizeof(ncclConfigExt_t));
     if (b == NULL) {
         PyErr_NoMemory();
-        return -1;
+        goto done;
     }
     b->cfg = out->cfg;
     b->is_default = out->is_default;
@@ -303,10 +324,13 @@ static int store(nx_state *st, PyObject *dict, const coll_config *out)
     PyObject *cap = PyCapsule_New(b, capsule_name, capsule_free);
     if (cap == NULL) {
         built_free(b);
-        return -1;
+        goto done;
     }
-    int r = PyDict_SetItem(dict, st->coll_config.cache_key, cap);
+    r = PyDict_SetItem(dict, st->coll_config.cache_key, cap);
     Py_DECREF(cap);
+done:
+    for (int i = 0; i < NFIELDS; i++)
+        Py_XDECREF(values[i]);
     return r;
 }
 
@@ -347,7 +371,7 @@ static int config_arg(nx_state *st, PyObject *o, const char *fname, coll_config 
         const built_config *b = PyCapsule_GetPointer(cap, capsule_name);
         out->use = &b->cfg;
         out->is_default = b->is_default;
-        out->keep = Py_NewRef(cap);
+        out->keep = cap;
         r = 0;
     } else if (!PyErr_Occurred() && (out->keep = PyList_New(0)) != NULL &&
                from_dataclass(st, o, fname, out) == 0) {

@@ -673,8 +673,11 @@ static PyObject *Communicator_wait_signal(NX_COMM_METHOD_ARGS)
         return NULL;
     nx_state *st = in.st;
     ncclComm_t comm = in.comm;
-    int seq = PyList_Check(a[0]) || PyTuple_Check(a[0]);
-    Py_ssize_t n = seq ? PySequence_Fast_GET_SIZE(a[0]) : 1;
+    /* a snapshot of a list: a descriptor's property may change the caller's list (docs/architecture.md) */
+    PyObject *items = PyList_Check(a[0]) || PyTuple_Check(a[0]) ? nx_seq_snapshot(a[0]) : PyTuple_Pack(1, a[0]);
+    if (items == NULL)
+        goto done;
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
     if (n > INT_MAX) {
         nx_invalid(st, "descs is too long");
         goto done;
@@ -684,7 +687,7 @@ static PyObject *Communicator_wait_signal(NX_COMM_METHOD_ARGS)
         goto done;
     }
     for (Py_ssize_t i = 0; i < n; i++)
-        if (wait_desc(st, seq ? PySequence_Fast_GET_ITEM(a[0], i) : a[0], &descs[i]) < 0)
+        if (wait_desc(st, PyTuple_GET_ITEM(items, i), &descs[i]) < 0)
             goto done;
     if (stream_arg(st, a[1], &stream) < 0)
         goto done;
@@ -697,6 +700,7 @@ static PyObject *Communicator_wait_signal(NX_COMM_METHOD_ARGS)
     nx_trace_leave(tm, rc);
     result = nx_none_or_error(st, rc, comm);
 done:
+    Py_XDECREF(items);
     PyMem_Free(descs);
     return result;
 }
@@ -803,20 +807,20 @@ static PyObject *Communicator_allreduce_with_bias(NX_COMM_METHOD_ARGS)
 /* One per-peer sequence of alltoallv into out[nranks]: a list/tuple (or other sequence) of ints. */
 static int peer_sizes(nx_state *st, PyObject *o, const char *name, int nranks, size_t *out)
 {
-    PyObject *seq = PySequence_Fast(o, "");
+    PyObject *seq = nx_seq_snapshot(o); /* owned: an entry's __index__ may change the caller's list */
     if (seq == NULL) {
         PyErr_Clear();
         nx_invalid(st, "%s must be a sequence of %d ints (one per rank), got %s", name, nranks, Py_TYPE(o)->tp_name);
         return -1;
     }
     int r = 0;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t n = PyTuple_GET_SIZE(seq);
     if (n != nranks) {
         nx_invalid(st, "%s must have nranks (%d) entries, got %zd", name, nranks, n);
         r = -1;
     }
     for (Py_ssize_t i = 0; r == 0 && i < n; i++)
-        r = nx_size(PySequence_Fast_GET_ITEM(seq, i), "alltoallv", name, &out[i]);
+        r = nx_size(PyTuple_GET_ITEM(seq, i), "alltoallv", name, &out[i]);
     Py_DECREF(seq);
     return r;
 }

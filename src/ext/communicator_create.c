@@ -68,32 +68,39 @@ static int read_unique_id(nx_state *st, PyObject *o, ncclUniqueId *out)
 static int unique_ids_arg(nx_state *st, PyObject *o, ncclUniqueId **ids, int *nid)
 {
     *ids = NULL;
-    Py_ssize_t n = 1;
-    int seq = PyList_Check(o) || PyTuple_Check(o);
-    if (seq && (n = PySequence_Fast_GET_SIZE(o)) == 0) {
-        nx_invalid(st, "unique_id sequence must not be empty");
+    /* owned items: isinstance() and the _internal attribute run Python code (docs/architecture.md) */
+    PyObject *items = PyList_Check(o) || PyTuple_Check(o) ? nx_seq_snapshot(o) : PyTuple_Pack(1, o);
+    if (items == NULL)
         return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    int rc = -1;
+    if (n == 0) {
+        nx_invalid(st, "unique_id sequence must not be empty");
+        goto done;
     }
     if (n > INT_MAX) {
         nx_invalid(st, "unique_id sequence is too long");
-        return -1;
+        goto done;
     }
     if ((*ids = PyMem_Calloc((size_t)n, sizeof(ncclUniqueId))) == NULL) {
         PyErr_NoMemory();
-        return -1;
+        goto done;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        int r = read_unique_id(st, seq ? PySequence_Fast_GET_ITEM(o, i) : o, &(*ids)[i]);
+        int r = read_unique_id(st, PyTuple_GET_ITEM(items, i), &(*ids)[i]);
         if (r != 0) {
             if (r > 0)
                 nx_invalid(st, "unique_id must be a UniqueId or a sequence of UniqueIds");
             PyMem_Free(*ids);
             *ids = NULL;
-            return -1;
+            goto done;
         }
     }
     *nid = (int)n;
-    return 0;
+    rc = 0;
+done:
+    Py_DECREF(items);
+    return rc;
 }
 
 /* A core UniqueId holding the given bytes. */
@@ -259,9 +266,9 @@ static int devices_arg(nx_state *st, PyObject *o, int **devs, Py_ssize_t *n)
             return -1;
         *n = k < 0 ? 0 : k;
     } else if (PyList_Check(o) || PyTuple_Check(o) || PyRange_Check(o)) {
-        if ((seq = PySequence_Fast(o, "devices")) == NULL)
+        if ((seq = nx_seq_snapshot(o)) == NULL) /* owned: another thread may change the list */
             return -1;
-        *n = PySequence_Fast_GET_SIZE(seq);
+        *n = PyTuple_GET_SIZE(seq);
     } else {
         PyErr_Format(PyExc_TypeError, "devices must be an integer, sequence of integers, or None, got %.200s",
                      Py_TYPE(o)->tp_name);
@@ -282,7 +289,7 @@ static int devices_arg(nx_state *st, PyObject *o, int **devs, Py_ssize_t *n)
             (*devs)[i] = (int)i;
             continue;
         }
-        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *item = PyTuple_GET_ITEM(seq, i);
         if (!PyLong_Check(item) || PyBool_Check(item)) {
             PyErr_Format(PyExc_TypeError, "devices must be an integer, sequence of integers, or None, got %.200s "
                          "in the sequence", Py_TYPE(item)->tp_name);
@@ -432,17 +439,22 @@ static int ranks_arg(PyObject *o, int **out, int *n)
     *n = 0;
     if (o == NULL || o == Py_None)
         return 0;
-    PyObject *seq = PySequence_Fast(o, "shrink() argument 'exclude_ranks' must be a sequence of ints or None");
-    if (seq == NULL)
+    PyObject *seq = nx_seq_snapshot(o); /* owned: an entry's __index__ may change the caller's list */
+    if (seq == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_TypeError, "shrink() argument 'exclude_ranks' must be a sequence of ints or None");
+        }
         return -1;
-    Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
+    }
+    Py_ssize_t k = PyTuple_GET_SIZE(seq);
     if (k > INT_MAX || (*out = PyMem_Calloc(k > 0 ? (size_t)k : 1, sizeof(int))) == NULL) {
         Py_DECREF(seq);
         PyErr_NoMemory();
         return -1;
     }
     for (Py_ssize_t i = 0; i < k; i++)
-        if (nx_int(PySequence_Fast_GET_ITEM(seq, i), "shrink", "exclude_ranks", &(*out)[i]) < 0) {
+        if (nx_int(PyTuple_GET_ITEM(seq, i), "shrink", "exclude_ranks", &(*out)[i]) < 0) {
             Py_DECREF(seq);
             PyMem_Free(*out);
             *out = NULL;

@@ -87,15 +87,20 @@ static PyObject *DevComm_multimem_handle(PyObject *self, PyObject *team)
     nx_state *st = state_of(self);
     if (st == NULL)
         return NULL;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(d->multimem); i++) {
-        PyObject *pair = PyTuple_GET_ITEM(d->multimem, i);
+    /* the tuple owned for the walk: team's __eq__ runs Python code while it goes on */
+    PyObject *pairs = Py_NewRef(d->multimem), *found = NULL;
+    for (Py_ssize_t i = 0; found == NULL && i < PyTuple_GET_SIZE(pairs); i++) {
+        PyObject *pair = PyTuple_GET_ITEM(pairs, i);
         int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(pair, 0), team, Py_EQ);
         if (eq < 0)
-            return NULL;
+            break;
         if (eq)
-            return Py_NewRef(PyTuple_GET_ITEM(pair, 1));
+            found = Py_NewRef(PyTuple_GET_ITEM(pair, 1));
     }
-    return nx_invalid(st, "multimem_handle: %R was not among the requirements' teams", team);
+    Py_DECREF(pairs);
+    if (found == NULL && !PyErr_Occurred())
+        nx_invalid(st, "multimem_handle: %R was not among the requirements' teams", team);
+    return found;
 }
 
 static PyMethodDef DevComm_methods[] = {
