@@ -11,7 +11,6 @@ those cases are not run there.
 """
 
 import gc
-import mmap
 import operator
 import sys
 
@@ -344,4 +343,3 @@ ENTRIES += [
 ]
 
 assert len({e.name for e in ENTRIES}) == len(ENTRIES), "entry names must be unique"
-_ = mmap  # world.mmap makes the mmap objects

@@ -146,7 +146,8 @@ def list_cases(mode, out):
     cases = surface.cases(catalogue.ENTRIES, pair=mode == "pair")
     Path(out).write_text(json.dumps({
         "cases": [c.id for c in cases], "callables": len(surface.callables()),
-        "with_params": len({c.callable.id for c in cases}), "params": len({(c.callable.id, c.param.name) for c in cases}),
+        "with_params": len({c.callable.id for c in cases}),
+        "params": len({(c.callable.id, c.param.name) for c in cases}),
         "entries": len(catalogue.ENTRIES), "unsigned": surface.UNSIGNED}))
 
 

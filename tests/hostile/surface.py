@@ -108,7 +108,8 @@ def callables():
     out = []
     for module, names, prefix in ((b, ext._NCCL_BINDINGS, "bindings"), (rx, ext._RCCL_BINDINGS, "rocm_extensions")):
         for n in names:
-            out.append(Callable(f"{prefix}.{n}", "bindings", "", n, "function", _params(inspect.signature(getattr(module, n)))))
+            params = _params(inspect.signature(getattr(module, n)))
+            out.append(Callable(f"{prefix}.{n}", "bindings", "", n, "function", params))
     for tp in _types():
         layer = "core" if tp.__module__.startswith("nccl.core") else "bindings"
         base = f"{layer}.{tp.__name__}"

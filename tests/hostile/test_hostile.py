@@ -116,7 +116,8 @@ def _report(capsys, title, info, verdicts, seconds):
     unsigned = f"; taken as parameterless (no signature): {', '.join(info['unsigned'])}" if info["unsigned"] else ""
     with capsys.disabled():
         print(f"\n{title}: {info['with_params']} callables with parameters (of {info['callables']}), "
-              f"{info['params']} parameters x {info['entries']} objects = {len(info['cases'])} cases in {seconds:.1f} s: "
+              f"{info['params']} parameters x {info['entries']} objects = {len(info['cases'])} cases "
+              f"in {seconds:.1f} s: "
               f"{counts['ok']} ended well ({ended['returned']} returned, {counts['ok'] - ended['returned']} raised), "
               f"{counts['raw']} bindings calls given a raw handle a callback destroyed (the host backend reported "
               f"them), {counts['skip']} skipped, {counts['fail']} failed{unsigned}")

@@ -40,6 +40,7 @@ class World:
     def __init__(self, nranks, rank, uid_dir=None):
         self.nranks, self.rank, self.uid_dir, self.generation = nranks, rank, uid_dir, 0
         self.core = self.bcomm = None
+        self.bcomm_destroyed = False  # by a callback, through its raw handle (destroy_comm)
         self.begin("core", None)
         self.ensure()
 
@@ -107,7 +108,6 @@ class World:
         None for the bindings, whose communicator is bcomm)."""
         self.layer, self.target = layer, target
         self.lists, self.closables, self.cleanups, self.keep = [], [], [], []
-        self.bcomm_destroyed = getattr(self, "bcomm_destroyed", False)
 
     def end(self, result, made):
         """Releases what the case made and, when the call made it (made: not a constructor, which
@@ -126,8 +126,10 @@ class World:
             except Exception:
                 pass
         for c in self.closables:
+            if isinstance(c, (memoryview, bytearray)):
+                continue  # freed with their last reference
             try:
-                c.close() if not isinstance(c, (memoryview, bytearray)) else None
+                c.close()
             except Exception:
                 pass
         self.lists, self.closables, self.cleanups, self.keep = [], [], [], []
@@ -264,7 +266,8 @@ BASE = {
     },
     "bindings": {
         "size": lambda w: N, "ptr": lambda w: w.mem(), "result": lambda w: 1, "comm": lambda w: w.bcomm,
-        "nranks": lambda w: w.nranks, "comm_id": lambda w: b.UniqueId.from_buffer(bytearray(w.uid())), "rank": lambda w: w.rank,
+        "nranks": lambda w: w.nranks, "comm_id": lambda w: b.UniqueId.from_buffer(bytearray(w.uid())),
+        "rank": lambda w: w.rank,
         "ndev": lambda w: 1, "devlist": lambda w: w.listed([0]), "newcomm": lambda w: w.slot("comm"),
         "myrank": lambda w: w.rank, "n_id": lambda w: 1, "comm_ids": lambda w: w.uid(),
         "exclude_ranks_list": lambda w: w.listed([]), "n_ranks": lambda w: 2, "sendbuff": lambda w: w.addr(),
