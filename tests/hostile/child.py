@@ -42,6 +42,7 @@ def _arguments(world, case, entry, target):
     for q in c.params:
         if q.name == case.param.name:
             base = getattr(target, c.name) if c.kind == "setter" else w.honest(world, c, q.name)
+            world.keep.append(base)  # an int made from a struct's address must not outlive it
             value = entry.make(world, base)
         elif q.required:
             value = w.honest(world, c, q.name)
