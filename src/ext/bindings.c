@@ -109,20 +109,21 @@ int nx_size_array_arg(PyObject *o, const char *fname, const char *argname, Py_ss
         return 0;
     }
     PyErr_Clear();
-    PyObject *seq = PySequence_Fast(o, "");
+    /* a snapshot: an entry's __index__ may change the caller's list (docs/architecture.md) */
+    PyObject *seq = nx_seq_snapshot(o);
     if (seq == NULL) {
         PyErr_Format(PyExc_TypeError, "%s() argument '%s' must be an int address, a sequence of ints or a uint64 buffer, "
                      "not %.200s", fname, argname, Py_TYPE(o)->tp_name);
         goto error;
     }
-    Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t m = PyTuple_GET_SIZE(seq);
     if (m != n) {
         PyErr_Format(PyExc_ValueError, "%s must have nranks=%zd entries, got %zd", argname, n, m);
         Py_DECREF(seq);
         goto error;
     }
     for (Py_ssize_t i = 0; i < n; i++)
-        if (nx_size(PySequence_Fast_GET_ITEM(seq, i), fname, argname, &(*copy)[i]) < 0) {
+        if (nx_size(PyTuple_GET_ITEM(seq, i), fname, argname, &(*copy)[i]) < 0) {
             Py_DECREF(seq);
             goto error;
         }
@@ -150,13 +151,13 @@ int nx_int_array_arg(PyObject *o, const char *fname, const char *argname, Py_ssi
         *out = (int *)p;
         return 0;
     }
-    PyObject *seq = PySequence_Fast(o, "");
+    PyObject *seq = nx_seq_snapshot(o); /* owned: an entry's __index__ may change the caller's list */
     if (seq == NULL) {
         PyErr_Format(PyExc_TypeError, "%s() argument '%s' must be a sequence of ints or an int address, not %.200s",
                      fname, argname, Py_TYPE(o)->tp_name);
         return -1;
     }
-    Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t m = PyTuple_GET_SIZE(seq);
     int rc = -1;
     if (m < count) {
         PyErr_Format(PyExc_ValueError, "%s() argument '%s' has %zd entries, fewer than the count %zd", fname,
@@ -168,7 +169,7 @@ int nx_int_array_arg(PyObject *o, const char *fname, const char *argname, Py_ssi
         goto done;
     }
     for (Py_ssize_t i = 0; i < m; i++)
-        if (nx_int(PySequence_Fast_GET_ITEM(seq, i), fname, argname, &(*copy)[i]) < 0) {
+        if (nx_int(PyTuple_GET_ITEM(seq, i), fname, argname, &(*copy)[i]) < 0) {
             PyMem_Free(*copy);
             *copy = NULL;
             goto done;

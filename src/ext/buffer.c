@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "convert.h"
 #include "library.h"
 #include "lazy.h"
 #include "module.h"
@@ -304,17 +305,18 @@ static inline int torch_dtype(nx_state *st, PyObject *dtobj, const char *name)
 /* Reads a tuple-like of ints (at most 64) into v. -1 with an exception. */
 int nx_buffer_read_ints(PyObject *seq, int64_t *v, int *n)
 {
-    PyObject *fast = PySequence_Fast(seq, "expected a sequence of ints");
+    /* owned: an entry's __index__ may change the caller's list (docs/architecture.md) */
+    PyObject *fast = nx_seq_snapshot(seq);
     if (fast == NULL)
         return -1;
-    Py_ssize_t len = PySequence_Fast_GET_SIZE(fast);
+    Py_ssize_t len = PyTuple_GET_SIZE(fast);
     int rc = 0;
     if (len > 64) {
         PyErr_SetString(PyExc_ValueError, "more than 64 dimensions");
         rc = -1;
     }
     for (Py_ssize_t i = 0; rc == 0 && i < len; i++) {
-        v[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, i));
+        v[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(fast, i));
         if (v[i] == -1 && PyErr_Occurred())
             rc = -1;
     }
@@ -545,38 +547,42 @@ static int format_dtype(const char *fmt, Py_ssize_t itemsize)
     }
 }
 
+/* The export is kept (out->keep, a memoryview holding it) while the caller uses the pointer: a
+ * bytearray cannot be resized, an mmap not closed, a memoryview not released meanwhile, by the
+ * call's callbacks or anything else. */
 static int from_buffer_protocol(nx_state *st, PyObject *obj, const char *name, nx_buffer *out)
 {
-    Py_buffer view;
-    if (PyObject_GetBuffer(obj, &view, PyBUF_RECORDS_RO) < 0)
+    PyObject *mv = PyMemoryView_FromObject(obj);
+    if (mv == NULL)
         return -1;
-    int rc = -1;
-    int dt = format_dtype(view.format, view.itemsize);
+    const Py_buffer *view = PyMemoryView_GET_BUFFER(mv);
+    int dt = format_dtype(view->format, view->itemsize);
     if (dt < 0) {
         nx_invalid(st, "%s: Unsupported data type: buffer format '%s' (itemsize=%zd) has no NCCL equivalent", name,
-                   view.format ? view.format : "B", view.itemsize);
-        goto done;
+                   view->format ? view->format : "B", view->itemsize);
+        goto error;
     }
     int64_t shape[64], strides[64];
-    int nd = view.ndim < 64 ? view.ndim : 64;
+    int nd = view->ndim < 64 ? view->ndim : 64;
     for (int i = 0; i < nd; i++) {
-        shape[i] = view.shape[i];
-        strides[i] = view.strides ? view.strides[i] : 0;
+        shape[i] = view->shape[i];
+        strides[i] = view->strides ? view->strides[i] : 0;
     }
-    if (view.strides != NULL && !nx_buffer_is_dense(nd, shape, strides, view.itemsize)) {
-        nx_buffer_layout_error(st, name, nd, shape, strides, view.itemsize);
-        goto done;
+    if (view->suboffsets != NULL ||
+        (view->strides != NULL && !nx_buffer_is_dense(nd, shape, strides, view->itemsize))) {
+        nx_buffer_layout_error(st, name, nd, shape, strides, view->itemsize);
+        goto error;
     }
-    out->ptr = view.buf;
-    out->count = (size_t)(view.len / view.itemsize);
+    out->ptr = view->buf;
+    out->count = (size_t)(view->len / view->itemsize);
     nx_buffer_set_dtype(out, dt);
     out->device = NX_DEVICE_HOST;
-    out->readonly = view.readonly;
-    rc = 0;
-done:
-    /* The exporter keeps the memory alive for as long as the caller holds obj. */
-    PyBuffer_Release(&view);
-    return rc;
+    out->readonly = view->readonly;
+    out->keep = mv;
+    return 0;
+error:
+    Py_DECREF(mv);
+    return -1;
 }
 
 /* ---- the resolver ---- */
@@ -649,6 +655,7 @@ static NX_COLD int resolve_generic(nx_state *st, PyObject *obj, const char *name
 
 int nx_resolve_buffer(nx_state *st, PyObject *obj, const char *name, nx_buffer *out)
 {
+    out->keep = NULL;
     if (NX_UNLIKELY(!nx_loader_ready()) && nx_load_library(st) < 0)
         return -1;
     /* numpy and torch first: the types are disjoint, so this does not change which rule wins */

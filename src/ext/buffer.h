@@ -26,6 +26,9 @@ typedef struct {
     int device;           /* device ordinal, or NX_DEVICE_HOST */
     int readonly;         /* the producer marked the memory read-only */
     int logical;          /* bool elements (dtype UINT8): reductions are logical (collectives.c) */
+    PyObject *keep;       /* what pins the memory while the caller uses ptr (a new reference the
+                             caller releases), or NULL: a buffer-protocol export (a memoryview) or
+                             an unconsumed DLPack capsule (docs/architecture.md#buffer-lifetime) */
 } nx_buffer;
 
 /* The element-type table answers with a datatype code: the NCCL datatype, plus NX_DTYPE_LOGICAL
@@ -44,7 +47,9 @@ static inline void nx_buffer_set_dtype(nx_buffer *b, int code)
  * cupy when already imported), cuda.core Buffer, DLPack, __cuda_array_interface__, then (host
  * flavour only) the buffer protocol. `name` is the parameter name used in every message
  * ("sendbuf", ...). Checks layout and dtype; not the device (the communicator does that) and not
- * writability (the caller asks for it with nx_buffer_writable). 0, or -1 with NcclInvalid set. */
+ * writability (the caller asks for it with nx_buffer_writable). 0, or -1 with NcclInvalid set
+ * (and out->keep NULL). On success out->keep may hold a reference: the caller releases it once it
+ * no longer uses ptr (nx_call_buffer hands it to the call). */
 int nx_resolve_buffer(nx_state *st, PyObject *obj, const char *name, nx_buffer *out);
 
 /* ---- the element-type table (buffer_dtypes.c) ---- */

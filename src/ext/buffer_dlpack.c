@@ -1,6 +1,7 @@
 /* DLPack consumption for the resolver (buffer.h): __dlpack_device__, then __dlpack__ with
- * max_version=(1, 0) (falling back to the pre-1.0 call), then the capsule read and consumed at
- * once. The structs are the shared declaration of src/include/dlpack_abi.h.
+ * max_version=(1, 0) (falling back to the pre-1.0 call), then the capsule read and kept,
+ * unconsumed, as long as the caller uses the memory. The structs are the shared declaration of
+ * src/include/dlpack_abi.h.
  *
  * The call and the capsule read are also the cuda.core shim's (StridedMemoryView and
  * _dlpack.parse_capsule, src/nccl/_hip_compat/cuda_core_shim/): nccl._ext._dlpack_capsule and
@@ -38,25 +39,6 @@ static int dlpack_open(PyObject *cap, dl_view *v)
         return 0;
     }
     return -1;
-}
-
-/* Consumes the capsule: renamed, its destructor leaves the tensor to us, and we free it at once,
- * since the exporting object keeps the memory alive. Keeps a pending exception. */
-static void dlpack_consume(PyObject *cap, const dl_view *v)
-{
-    PyObject *et, *ev, *tb;
-    PyErr_Fetch(&et, &ev, &tb);
-    PyCapsule_SetName(cap, v->used_name);
-    if (v->versioned) {
-        dl_managed_versioned *m = v->managed;
-        if (m->deleter != NULL)
-            m->deleter(m);
-    } else {
-        dl_managed *m = v->managed;
-        if (m->deleter != NULL)
-            m->deleter(m);
-    }
-    PyErr_Restore(et, ev, tb);
 }
 
 /* obj.__dlpack__(stream=stream, max_version=(1, 0)), or obj.__dlpack__(stream=stream) when that
@@ -177,7 +159,13 @@ int nx_buffer_from_dlpack(nx_state *st, PyObject *obj, const char *name, nx_buff
     }
     rc = dl_read(st, v.t, name, out);
     out->readonly = v.readonly;
-    dlpack_consume(cap, &v);
+    if (rc == 0) {
+        /* The capsule, unconsumed, pins the memory while the caller uses it (out->keep): a
+         * producer may hand out a capsule of a temporary, which only the managed tensor keeps
+         * alive. Released unconsumed, its destructor calls the tensor's deleter (DLPack's rule). */
+        out->keep = cap;
+        cap = NULL;
+    }
 done:
     Py_XDECREF(dev);
     if (cap != NULL) {

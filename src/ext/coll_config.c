@@ -26,19 +26,7 @@
 #include "struct_layouts.h"
 #include "structs.h"
 
-/* Vendor options kept on the stack; longer lists go to the heap. */
-#define SMALL_EXT 4
-
-typedef struct {
-    ncclCollConfig_t cfg;
-    int is_default;                  /* nothing differs from the initializer */
-    ncclConfigExt_t small[SMALL_EXT];
-    ncclConfigExt_t *ext;            /* small, or PyMem memory */
-    Py_ssize_t n_ext;                /* vendor options in ext */
-    PyObject *keep;                  /* a list holding what the pointers in cfg point into, or the
-                                        capsule of a cached struct */
-    const ncclCollConfig_t *use;     /* what the call gets: &cfg, or the cached struct */
-} coll_config;
+typedef nx_coll_config coll_config;
 
 /* How a field of NCCLCollConfig becomes its member of ncclCollConfig_t. */
 typedef enum {
@@ -172,22 +160,53 @@ static int event_field(nx_state *st, PyObject *v, const char *fname, cudaEvent_t
     return r;
 }
 
-/* config.vendor_options: the ext chain in out->ext (the heap past SMALL_EXT); *set when it is
- * not empty. */
+static const char ext_capsule_name[] = "nccl._ext.coll_config.ext";
+
+static void ext_capsule_free(PyObject *cap) { PyMem_Free(PyCapsule_GetPointer(cap, ext_capsule_name)); }
+
+/* out->ext for n vendor options past NX_SMALL_EXT: PyMem memory owned by a capsule in out->keep,
+ * so that releasing keep frees it. 0, or -1 with the exception. */
+static int heap_ext(coll_config *out, Py_ssize_t n)
+{
+    ncclConfigExt_t *ext = PyMem_Calloc((size_t)n, sizeof *ext);
+    if (ext == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    PyObject *cap = PyCapsule_New(ext, ext_capsule_name, ext_capsule_free);
+    if (cap == NULL) {
+        PyMem_Free(ext);
+        return -1;
+    }
+    int r = PyList_Append(out->keep, cap);
+    Py_DECREF(cap);
+    if (r == 0)
+        out->ext = ext;
+    return r;
+}
+
+/* config.vendor_options: the ext chain in out->ext (past NX_SMALL_EXT, memory out->keep owns);
+ * *set when it is not empty. */
 static int vendor_field(nx_state *st, PyObject *v, const char *fname, coll_config *out, int *set)
 {
-    PyObject *seq = PySequence_Fast(v, "config.vendor_options must be a sequence of VendorOption");
+    /* owned: an option's properties run Python code that may change the caller's list */
+    PyObject *seq = nx_seq_snapshot(v);
     Py_ssize_t n;
     int r = -1;
-    if (seq == NULL || PyList_Append(out->keep, seq) < 0)
-        goto done;
-    n = PySequence_Fast_GET_SIZE(seq);
-    if (n > SMALL_EXT && (out->ext = PyMem_Calloc((size_t)n, sizeof *out->ext)) == NULL) {
-        PyErr_NoMemory();
+    if (seq == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_TypeError, "config.vendor_options must be a sequence of VendorOption");
+        }
         goto done;
     }
+    if (PyList_Append(out->keep, seq) < 0)
+        goto done;
+    n = PyTuple_GET_SIZE(seq);
+    if (n > NX_SMALL_EXT && heap_ext(out, n) < 0)
+        goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (vendor_option(st, PySequence_Fast_GET_ITEM(seq, i), fname, i, &out->ext[i], out->keep) < 0)
+        if (vendor_option(st, PyTuple_GET_ITEM(seq, i), fname, i, &out->ext[i], out->keep) < 0)
             goto done;
         out->ext[i].next = i + 1 < n ? &out->ext[i + 1] : NULL;
     }
@@ -246,17 +265,28 @@ static void built_free(built_config *b)
 
 static void capsule_free(PyObject *cap) { built_free(PyCapsule_GetPointer(cap, capsule_name)); }
 
-/* The capsule of the struct built from dict's current field values (borrowed), or NULL: none, a
- * field assigned since, or an error (set). */
+/* The capsule of the struct built from dict's current field values (a new reference), or NULL:
+ * none, a field assigned since, or an error (set). Every item is owned while it is compared: a
+ * lookup may run a key's __eq__, which may change the dict (docs/architecture.md). */
 static PyObject *cached(nx_state *st, PyObject *dict)
 {
-    PyObject *cap = PyDict_GetItemWithError(dict, st->coll_config.cache_key);
-    if (cap == NULL || !PyCapsule_IsValid(cap, capsule_name))
+    PyObject *cap;
+    if (PyDict_GetItemRef(dict, st->coll_config.cache_key, &cap) <= 0)
         return NULL;
+    if (!PyCapsule_IsValid(cap, capsule_name)) {
+        Py_DECREF(cap);
+        return NULL;
+    }
     const built_config *b = PyCapsule_GetPointer(cap, capsule_name);
-    for (int i = 0; i < NFIELDS; i++)
-        if (PyDict_GetItemWithError(dict, b->seen[i].name) != b->seen[i].value)
+    for (int i = 0; i < NFIELDS; i++) {
+        PyObject *v;
+        int found = PyDict_GetItemRef(dict, b->seen[i].name, &v);
+        Py_XDECREF(v); /* compared by identity: the capsule holds the value it was built from */
+        if (found <= 0 || v != b->seen[i].value) {
+            Py_DECREF(cap);
             return NULL;
+        }
+    }
     return cap;
 }
 
@@ -274,18 +304,20 @@ static int immutable_value(coll_field_kind kind, PyObject *v)
  * immutable value held in dict. 0, or -1 with an exception. */
 static int store(nx_state *st, PyObject *dict, const coll_config *out)
 {
-    PyObject *values[NFIELDS];
+    PyObject *values[NFIELDS] = {NULL};
+    int r = -1;
     for (int i = 0; i < NFIELDS; i++) {
-        if ((values[i] = PyDict_GetItemWithError(dict, field_name(st, i))) == NULL)
-            return PyErr_Occurred() ? -1 : 0;
-        if (!immutable_value(coll_fields[i].kind, values[i]))
-            return 0;
+        int found = PyDict_GetItemRef(dict, field_name(st, i), &values[i]); /* owned, as in cached() */
+        if (found <= 0 || !immutable_value(coll_fields[i].kind, values[i])) {
+            r = found < 0 ? -1 : 0;
+            goto done;
+        }
     }
     Py_ssize_t n = out->n_ext;
     built_config *b = PyMem_Calloc(1, sizeof *b + (size_t)n * sizeof(ncclConfigExt_t));
     if (b == NULL) {
         PyErr_NoMemory();
-        return -1;
+        goto done;
     }
     b->cfg = out->cfg;
     b->is_default = out->is_default;
@@ -303,16 +335,20 @@ static int store(nx_state *st, PyObject *dict, const coll_config *out)
     PyObject *cap = PyCapsule_New(b, capsule_name, capsule_free);
     if (cap == NULL) {
         built_free(b);
-        return -1;
+        goto done;
     }
-    int r = PyDict_SetItem(dict, st->coll_config.cache_key, cap);
+    r = PyDict_SetItem(dict, st->coll_config.cache_key, cap);
     Py_DECREF(cap);
+done:
+    for (int i = 0; i < NFIELDS; i++)
+        Py_XDECREF(values[i]);
     return r;
 }
 
 /* Fills out from the config argument o (not None). 0, or -1 with TypeError/NcclInvalid. */
 static int config_arg(nx_state *st, PyObject *o, const char *fname, coll_config *out)
 {
+    out->keep = NULL;
     nx_struct_descs[NX_STRUCT_COLL_CONFIG].init(&out->cfg);
     out->ext = out->small;
     out->is_default = 1;
@@ -347,7 +383,7 @@ static int config_arg(nx_state *st, PyObject *o, const char *fname, coll_config 
         const built_config *b = PyCapsule_GetPointer(cap, capsule_name);
         out->use = &b->cfg;
         out->is_default = b->is_default;
-        out->keep = Py_NewRef(cap);
+        out->keep = cap;
         r = 0;
     } else if (!PyErr_Occurred() && (out->keep = PyList_New(0)) != NULL &&
                from_dataclass(st, o, fname, out) == 0) {
@@ -357,11 +393,12 @@ static int config_arg(nx_state *st, PyObject *o, const char *fname, coll_config 
     return r;
 }
 
-static void config_release(coll_config *c)
+int nx_coll_config_take(nx_state *st, PyObject *config, const char *fname, nx_coll_config *out)
 {
-    if (c->ext != c->small)
-        PyMem_Free(c->ext);
-    Py_CLEAR(c->keep);
+    if (config_arg(st, config, fname, out) == 0)
+        return 0;
+    Py_CLEAR(out->keep);
+    return -1;
 }
 
 /* The ncclXxxConfig entry point of a call, and its plain counterpart's slot. */
@@ -400,21 +437,6 @@ static const char *const config_names[] = {
     [NX_COLL_GATHER] = "ncclGatherConfig",         [NX_COLL_REDUCE_SCATTER] = "ncclReduceScatterConfig",
     [NX_COLL_ALLTOALL] = "ncclAlltoAllConfig",     [NX_COLL_SCATTER] = "ncclScatterConfig",
 };
-
-int nx_coll_config_check(nx_state *st, PyObject *o, const char *fname)
-{
-    if (o == NULL || o == Py_None)
-        return 0;
-    if (nx_struct_storage(st, o, NX_STRUCT_COLL_CONFIG) != NULL)
-        return 0;
-    PyObject *cls = nx_lazy(st, NX_LAZY_COLL_CONFIG);
-    if (cls == NULL)
-        return -1;
-    int ok = PyObject_IsInstance(o, cls);
-    if (ok == 0)
-        wrong_type(st, fname, o);
-    return ok > 0 ? 0 : -1;
-}
 
 /* Runs the call with the GIL released: the Config entry point `fn` when non-NULL, else the plain
  * one (a default config on a library without the Config entry points). */
@@ -490,34 +512,21 @@ static const struct {
     [NX_COLL_SCATTER] = {NX_T_SCATTER, NX_TF_ROOT},
 };
 
-PyObject *nx_coll_with_config(nx_state *st, nx_coll_call *a, PyObject *config, const char *fname)
+PyObject *nx_coll_config_run(nx_state *st, const nx_coll_call *a, const nx_coll_config *c)
 {
-    PyObject *result = NULL;
-    coll_config c = {.keep = NULL, .ext = NULL};
-    c.ext = c.small;
-    if (config_arg(st, config, fname, &c) < 0)
-        goto done;
     if (nx_loaded(st) < 0)
-        goto done;
+        return NULL;
     void *fn = config_entry(a->kind);
-    if (fn == NULL && !c.is_default) {
-        nx_raise_function_not_found(st, config_names[a->kind], NULL);
-        goto done;
-    }
-    if (fn == NULL && nx_require(st, plain_slot(a->kind)) < 0) {
-        goto done;
-    }
+    if (fn == NULL && !c->is_default)
+        return nx_raise_function_not_found(st, config_names[a->kind], NULL);
+    if (fn == NULL && nx_require(st, plain_slot(a->kind)) < 0)
+        return NULL;
     nx_trace_call tc = nx_trace_coll(trace_ops[a->kind].op, trace_ops[a->kind].flags, a->send, a->recv, a->count,
                                      a->dtype, a->op, a->root, a->stream);
     nx_trace_mark tm = nx_trace_enter(a->trace, &tc);
-    ncclResult_t rc = run(a, fn, c.use);
+    ncclResult_t rc = run(a, fn, c->use);
     nx_trace_leave(tm, rc);
-    if (nx_check(st, rc, a->comm) < 0)
-        goto done;
-    result = Py_NewRef(Py_None);
-done:
-    config_release(&c);
-    return result;
+    return nx_none_or_error(st, rc, a->comm);
 }
 
 int nx_coll_config_cache_traverse(nx_coll_config_cache *c, visitproc visit, void *arg)

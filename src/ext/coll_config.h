@@ -42,13 +42,31 @@ typedef struct {
     nx_trace_ring *trace; /* the flight recorder's ring of comm, or NULL (docs/api/trace.md) */
 } nx_coll_call;
 
-/* The type check of a config argument, done with the other arguments (before any library call):
- * NULL/None, an NCCLCollConfig or a bindings CollConfig. 0, or -1 with TypeError naming fname. */
-int nx_coll_config_check(nx_state *st, PyObject *config, const char *fname);
+/* Vendor options held in the struct itself; longer lists go to memory its keep owns. */
+#define NX_SMALL_EXT 4
 
-/* Runs the call with config (not None): ncclXxxConfig when the library has it; the plain call for
- * a default config on a library without it; FunctionNotFoundError for any other config there.
- * None, or NULL with an exception. */
-PyObject *nx_coll_with_config(nx_state *st, nx_coll_call *call, PyObject *config, const char *fname);
+/* A config argument converted to the C struct the call passes. It points into itself (small) and
+ * into what keep holds, so it stays where it was filled until the call is made. */
+typedef struct {
+    ncclCollConfig_t cfg;
+    int is_default;                     /* nothing differs from the initializer */
+    ncclConfigExt_t small[NX_SMALL_EXT];
+    ncclConfigExt_t *ext;               /* small, or memory a capsule in keep owns */
+    Py_ssize_t n_ext;                   /* vendor options in ext */
+    PyObject *keep;                     /* a list holding what the pointers in cfg point into, or the
+                                           capsule of a cached struct (owned) */
+    const ncclCollConfig_t *use;        /* what the call gets: &cfg, or the cached struct */
+} nx_coll_config;
+
+/* Converts config (not None: an NCCLCollConfig or a bindings CollConfig) with the call's other
+ * arguments, before the handle is read (docs/architecture.md#callbacks-into-python): its fields
+ * run Python code. 0 with out->keep a reference the caller releases after the call, or -1 with
+ * TypeError/NcclInvalid naming fname. */
+int nx_coll_config_take(nx_state *st, PyObject *config, const char *fname, nx_coll_config *out);
+
+/* Runs the call with the converted config: ncclXxxConfig when the library has it; the plain call
+ * for a default config on a library without it; FunctionNotFoundError for any other config there.
+ * Runs no Python code before the library call. None, or NULL with an exception. */
+PyObject *nx_coll_config_run(nx_state *st, const nx_coll_call *call, const nx_coll_config *config);
 
 #endif

@@ -1,19 +1,23 @@
 /* Collective and point-to-point methods of Communicator (docs/compatibility.md#collectives), plus the
  * RCCL-only allreduce_with_bias and alltoallv.
  *
- * Every method: the communicator handle first ("Cannot <op>: Communicator not initialized"), then
- * the buffers in parameter order (resolved, device-checked, recvbuf writable), skipping the
- * "only on root" ones elsewhere; then dtypes, counts and the overlap rule; then op and stream;
- * then one library call with the GIL released. Counts always come from the buffers. The eight
- * collectives of nccl4py 0.6.0 also take a keyword-only config= (an NCCLCollConfig): its type is
- * checked with the arguments, and a call that passes one goes through coll_config.c to the
- * library's ncclXxxConfig entry point; calls without it never look at it again. Messages are
+ * Every method is a body run by nx_comm_call (core.h): the communicator must be open ("Cannot
+ * <op>: Communicator not initialized"), then the arguments are converted, which runs Python code
+ * (docs/architecture.md#callbacks-into-python): config= first, then the buffers in parameter
+ * order (resolved, device-checked, recvbuf writable, their memory pinned for the call), skipping
+ * the "only on root" ones elsewhere; then dtypes, counts and the overlap rule; then stream, and op
+ * last (a CustomRedOp's handle is read there). Only then is the communicator's handle read
+ * (coll_ready), and the one library call runs with the GIL released; no Python code runs in
+ * between. Counts always come from the buffers. The eight collectives of nccl4py 0.6.0 also take a
+ * keyword-only config= (an NCCLCollConfig): a call that passes one goes through coll_config.c to
+ * the library's ncclXxxConfig entry point; calls without it never look at it again. Messages are
  * built in cold functions so that allreduce(x, x, SUM), the hot path, stays a straight line. */
 #include "core.h"
 
 #include <string.h>
 
 #include "coll_config.h"
+#include "resources.h"
 #include "structs.h"
 
 /* ---- cold error builders ---- */
@@ -72,29 +76,25 @@ static int per_rank_blocks(nx_state *st, const nx_buffer *s, int nranks, size_t 
 
 /* ---- argument pieces ---- */
 
-/* Resolves one buffer argument and checks its device (and writability when NCCL writes it). */
-static inline int buffer_arg(nx_state *st, nx_Communicator *c, PyObject *o, const char *name, int writes,
-                             nx_buffer *out)
+/* Resolves one buffer argument, pinned for the call (nx_call_buffer), and checks its device (and
+ * writability when NCCL writes it). */
+static inline int buffer_arg(nx_call *k, PyObject *o, const char *name, int writes, nx_buffer *out)
 {
-    if (NX_UNLIKELY(nx_resolve_buffer(st, o, name, out) < 0))
+    if (NX_UNLIKELY(nx_call_buffer(k, o, name, out) < 0))
         return -1;
-    /* Inside a group the library uses the memory at the outermost group end, not now. */
-    if (NX_UNLIKELY(nx_group_depth() > 0) && nx_group_keep(o) < 0)
+    if (writes && NX_UNLIKELY(nx_buffer_writable(k->st, out, o, name) < 0))
         return -1;
-    if (writes && NX_UNLIKELY(nx_buffer_writable(st, out, o, name) < 0))
-        return -1;
-    return nx_comm_check_device(st, c, out, name);
+    return nx_comm_check_device(k->st, k->c, out, name);
 }
 
 /* recvbuf: when it is the sendbuf object itself (the in-place call), the resolution is reused. */
-static inline int recv_arg(nx_state *st, nx_Communicator *c, PyObject *o, PyObject *sendo, const nx_buffer *s,
-                           nx_buffer *out)
+static inline int recv_arg(nx_call *k, PyObject *o, PyObject *sendo, const nx_buffer *s, nx_buffer *out)
 {
     if (o == sendo && s != NULL) {
         *out = *s;
-        return nx_buffer_writable(st, out, o, "recvbuf");
+        return nx_buffer_writable(k->st, out, o, "recvbuf");
     }
-    return buffer_arg(st, c, o, "recvbuf", 1, out);
+    return buffer_arg(k, o, "recvbuf", 1, out);
 }
 
 /* A reduction of bool buffers, which NCCL carries as UINT8: SUM and PROD become their logical
@@ -181,29 +181,48 @@ static int root_arg(nx_state *st, nx_Communicator *c, PyObject *o, const char *f
 
 /* ---- the intake every method shares ---- */
 
-/* What a method has taken in before its own checks: the module state, the communicator, its open
- * handle and the method's name (for messages). */
+/* What a method has taken in: the call (module state, communicator, kept objects), its config=
+ * converted, the method's name (for messages), and the handle once coll_ready read it. */
 typedef struct {
+    nx_call *k;
     nx_state *st;
     nx_Communicator *c;
-    ncclComm_t comm;
+    ncclComm_t comm;       /* NULL until coll_ready */
     const char *fname;
+    nx_coll_config config; /* converted when configured */
+    int configured;
 } coll_in;
 
-/* The first check of every method: the communicator is open ("Cannot <op>: ..."), then config's
- * type where the method takes one (configo NULL: it does not, or it was omitted). 0, or -1 with the
- * exception set; the caller returns its error value. */
-static inline int comm_intake(coll_in *in, PyObject *self, PyTypeObject *cls, const char *fname, PyObject *configo)
+/* The first step of every method: the communicator is open ("Cannot <op>: ..."), the conversion
+ * starts, and config= is converted where the method takes one (configo NULL: it does not, or it
+ * was omitted). 0, or -1 with the exception set; the caller returns its error value. */
+static inline int comm_intake(coll_in *in, nx_call *k, const char *fname, PyObject *configo)
 {
-    in->st = NX_COMM_STATE(cls);
-    in->c = (nx_Communicator *)self;
+    in->k = k;
+    in->st = k->st;
+    in->c = k->c;
     in->fname = fname;
-    in->comm = nx_comm_require(in->c, fname);
-    if (NX_UNLIKELY(in->comm == NULL))
+    in->comm = NULL;
+    in->configured = 0;
+    if (NX_UNLIKELY(nx_call_begin(k, fname) < 0))
         return -1;
-    if (has_config(configo) && nx_coll_config_check(in->st, configo, fname) < 0)
-        return -1;
+    if (has_config(configo)) {
+        if (nx_coll_config_take(in->st, configo, fname, &in->config) < 0)
+            return -1;
+        in->configured = 1;
+        PyObject *keep = in->config.keep;
+        in->config.keep = NULL;
+        return nx_call_keep(k, keep);
+    }
     return 0;
+}
+
+/* Every argument is converted: the handle is read now (docs/architecture.md#callbacks-into-python).
+ * 0, or -1 with the exception set. */
+static inline int coll_ready(coll_in *in)
+{
+    in->comm = nx_call_ready(in->k);
+    return NX_LIKELY(in->comm != NULL) ? 0 : -1;
 }
 
 /* The flight recorder's entry for this method's library call (docs/api/trace.md), and the ring a
@@ -213,10 +232,10 @@ static inline nx_trace_mark trace_enter(const coll_in *in, nx_trace_call tc)
     return nx_trace_enter(nx_comm_trace(in->c, in->comm), &tc);
 }
 
-static inline PyObject *with_config(const coll_in *in, nx_coll_call *call, PyObject *configo)
+static inline PyObject *with_config(const coll_in *in, nx_coll_call *call)
 {
     call->trace = nx_comm_trace(in->c, in->comm);
-    return nx_coll_with_config(in->st, call, configo, in->fname);
+    return nx_coll_config_run(in->st, call, &in->config);
 }
 
 /* sendbuf and recvbuf, in that order, each only where this rank uses it (send_here, recv_here: the
@@ -225,9 +244,9 @@ static inline PyObject *with_config(const coll_in *in, nx_coll_call *call, PyObj
 static inline int pair_intake(const coll_in *in, PyObject *sendo, PyObject *recvo, int send_here, int recv_here,
                               nx_buffer *s, nx_buffer *r)
 {
-    if (send_here && NX_UNLIKELY(buffer_arg(in->st, in->c, sendo, "sendbuf", 0, s) < 0))
+    if (send_here && NX_UNLIKELY(buffer_arg(in->k, sendo, "sendbuf", 0, s) < 0))
         return -1;
-    if (recv_here && NX_UNLIKELY(recv_arg(in->st, in->c, recvo, sendo, send_here ? s : NULL, r) < 0))
+    if (recv_here && NX_UNLIKELY(recv_arg(in->k, recvo, sendo, send_here ? s : NULL, r) < 0))
         return -1;
     if (send_here && recv_here && NX_UNLIKELY(r->dtype != s->dtype || r->logical != s->logical)) {
         dtype_mismatch(in->st, "sendbuf", s, "recvbuf", r);
@@ -239,17 +258,17 @@ static inline int pair_intake(const coll_in *in, PyObject *sendo, PyObject *recv
 /* ---- reductions ---- */
 
 /* allreduce and reduce; rooto NULL/None means allreduce. */
-static PyObject *reduce_impl(PyObject *self, PyTypeObject *cls, const char *fname, PyObject *sendo, PyObject *recvo,
-                             PyObject *opo, PyObject *rooto, PyObject *streamo, PyObject *configo)
+static PyObject *reduce_impl(nx_call *k, const char *fname, PyObject *sendo, PyObject *recvo, PyObject *opo,
+                             PyObject *rooto, PyObject *streamo, PyObject *configo)
 {
     coll_in in;
-    if (NX_UNLIKELY(comm_intake(&in, self, cls, fname, configo) < 0))
+    if (NX_UNLIKELY(comm_intake(&in, k, fname, configo) < 0))
         return NULL;
     nx_state *st = in.st;
     int root = -1, is_root = 1, rooted = rooto != NULL && rooto != Py_None;
     if (rooted && root_arg(st, in.c, rooto, fname, &root, &is_root) < 0)
         return NULL;
-    nx_buffer s, r = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0, 0};
+    nx_buffer s, r = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0, 0, NULL};
     if (NX_UNLIKELY(pair_intake(&in, sendo, recvo, 1, is_root, &s, &r) < 0))
         return NULL;
     if (is_root) {
@@ -261,14 +280,14 @@ static PyObject *reduce_impl(PyObject *self, PyTypeObject *cls, const char *fnam
     }
     ncclRedOp_t op;
     cudaStream_t stream;
-    if (NX_UNLIKELY(op_arg(st, in.c, opo, &s, fname, &op) < 0) ||
-        NX_UNLIKELY(stream_arg(st, streamo, &stream) < 0))
+    if (NX_UNLIKELY(stream_arg(st, streamo, &stream) < 0) ||
+        NX_UNLIKELY(op_arg(st, in.c, opo, &s, fname, &op) < 0) || NX_UNLIKELY(coll_ready(&in) < 0))
         return NULL;
     ncclComm_t comm = in.comm;
-    if (has_config(configo)) {
+    if (in.configured) {
         nx_coll_call call = {rooted ? NX_COLL_REDUCE : NX_COLL_ALLREDUCE, s.ptr, r.ptr, s.count, s.dtype, op, root,
                              comm, stream};
-        return with_config(&in, &call, configo);
+        return with_config(&in, &call);
     }
     ncclResult_t rc;
     nx_trace_mark tm;
@@ -296,7 +315,7 @@ PyDoc_STRVAR(allreduce__doc__, "allreduce($self, sendbuf, recvbuf, op, *, stream
 "op: an NcclRedOp, an int, or a CustomRedOp of this communicator with the buffers' dtype.\n"
 "config: an NCCLCollConfig, passed to ncclAllReduceConfig (every collective takes one).\n"
 "Raises NcclInvalid for bad buffers, NCCLError when the library fails.");
-static PyObject *Communicator_allreduce(NX_COMM_METHOD_ARGS)
+static PyObject *allreduce_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *a[5];
     if (NX_LIKELY(nargs == 3 && kwnames == NULL)) {
@@ -308,7 +327,7 @@ static PyObject *Communicator_allreduce(NX_COMM_METHOD_ARGS)
     } else if (nx_margs(&M_allreduce, args, nargs, kwnames, a) < 0) {
         return NULL;
     }
-    return reduce_impl(self, cls, "allreduce", a[0], a[1], a[2], NULL, a[3], a[4]);
+    return reduce_impl(k, "allreduce", a[0], a[1], a[2], NULL, a[3], a[4]);
 }
 
 NX_MSIG(reduce, 4, 3, "sendbuf", "recvbuf", "op", "root", "stream", "config");
@@ -317,12 +336,12 @@ PyDoc_STRVAR(reduce__doc__, "reduce($self, sendbuf, recvbuf, op, root=None, *, s
 "Collective; enqueued on stream. count = sendbuf's element count. recvbuf is used (and resolved)\n"
 "only on root, where it needs at least count elements of sendbuf's dtype; elsewhere it may be\n"
 "anything (None). In place when recvbuf is sendbuf.");
-static PyObject *Communicator_reduce(NX_COMM_METHOD_ARGS)
+static PyObject *reduce_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *a[6];
     if (nx_margs(&M_reduce, args, nargs, kwnames, a) < 0)
         return NULL;
-    return reduce_impl(self, cls, "reduce", a[0], a[1], a[2], a[3], a[4], a[5]);
+    return reduce_impl(k, "reduce", a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 NX_MSIG(reduce_scatter, 3, 3, "sendbuf", "recvbuf", "op", "stream", "config");
@@ -330,7 +349,7 @@ PyDoc_STRVAR(reduce_scatter__doc__, "reduce_scatter($self, sendbuf, recvbuf, op,
 "Reduce sendbuf over all ranks with op; rank i receives block i (ncclReduceScatter). Collective;\n"
 "enqueued on stream. count = sendbuf's element count / nranks (a whole multiple, at least 1);\n"
 "recvbuf needs at least count elements. In place when recvbuf is at sendbuf + rank * count.");
-static PyObject *Communicator_reduce_scatter(NX_COMM_METHOD_ARGS)
+static PyObject *reduce_scatter_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *a[5];
     if (nx_margs(&M_reduce_scatter, args, nargs, kwnames, a) < 0)
@@ -339,11 +358,10 @@ static PyObject *Communicator_reduce_scatter(NX_COMM_METHOD_ARGS)
     const char *fname = "reduce_scatter";
     int nranks, rank;
     nx_buffer s, r;
-    if (comm_intake(&in, self, cls, fname, a[4]) < 0 || nx_comm_nranks(in.st, in.c, fname, &nranks) < 0 ||
+    if (comm_intake(&in, k, fname, a[4]) < 0 || nx_comm_nranks(in.st, in.c, fname, &nranks) < 0 ||
         nx_comm_rank(in.st, in.c, fname, &rank) < 0 || pair_intake(&in, a[0], a[1], 1, 1, &s, &r) < 0)
         return NULL;
     nx_state *st = in.st;
-    ncclComm_t comm = in.comm;
     size_t count, sz = nx_dtype_size(s.dtype);
     if (per_rank_blocks(st, &s, nranks, &count) < 0)
         return NULL;
@@ -354,11 +372,12 @@ static PyObject *Communicator_reduce_scatter(NX_COMM_METHOD_ARGS)
         return overlap_error(st, fname);
     ncclRedOp_t op;
     cudaStream_t stream;
-    if (op_arg(st, in.c, a[2], &s, fname, &op) < 0 || stream_arg(st, a[3], &stream) < 0)
+    if (stream_arg(st, a[3], &stream) < 0 || op_arg(st, in.c, a[2], &s, fname, &op) < 0 || coll_ready(&in) < 0)
         return NULL;
-    if (has_config(a[4])) {
+    ncclComm_t comm = in.comm;
+    if (in.configured) {
         nx_coll_call call = {NX_COLL_REDUCE_SCATTER, s.ptr, r.ptr, count, s.dtype, op, -1, comm, stream};
-        return with_config(&in, &call, a[4]);
+        return with_config(&in, &call);
     }
     if (nx_require(st, &nx_api.ncclReduceScatter) < 0)
         return NULL;
@@ -378,7 +397,7 @@ PyDoc_STRVAR(broadcast__doc__, "broadcast($self, sendbuf, recvbuf, root, *, stre
 "count = recvbuf's element count. sendbuf is used (and resolved) only on root, where it must have\n"
 "exactly count elements of recvbuf's dtype; elsewhere it may be anything (None). In place when\n"
 "recvbuf is sendbuf.");
-static PyObject *Communicator_broadcast(NX_COMM_METHOD_ARGS)
+static PyObject *broadcast_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *a[5];
     if (nx_margs(&M_broadcast, args, nargs, kwnames, a) < 0)
@@ -386,12 +405,11 @@ static PyObject *Communicator_broadcast(NX_COMM_METHOD_ARGS)
     coll_in in;
     const char *fname = "broadcast";
     int root, is_root;
-    nx_buffer s = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0, 0}, r;
-    if (comm_intake(&in, self, cls, fname, a[4]) < 0 || root_arg(in.st, in.c, a[2], fname, &root, &is_root) < 0 ||
+    nx_buffer s = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0, 0, NULL}, r;
+    if (comm_intake(&in, k, fname, a[4]) < 0 || root_arg(in.st, in.c, a[2], fname, &root, &is_root) < 0 ||
         pair_intake(&in, a[0], a[1], is_root, 1, &s, &r) < 0)
         return NULL;
     nx_state *st = in.st;
-    ncclComm_t comm = in.comm;
     if (is_root) {
         if (r.count != s.count)
             return exactly(st, "recvbuf", s.count, NULL, r.count);
@@ -400,11 +418,12 @@ static PyObject *Communicator_broadcast(NX_COMM_METHOD_ARGS)
             return overlap_error(st, fname);
     }
     cudaStream_t stream;
-    if (stream_arg(st, a[3], &stream) < 0)
+    if (stream_arg(st, a[3], &stream) < 0 || coll_ready(&in) < 0)
         return NULL;
-    if (has_config(a[4])) {
+    ncclComm_t comm = in.comm;
+    if (in.configured) {
         nx_coll_call call = {NX_COLL_BROADCAST, s.ptr, r.ptr, r.count, r.dtype, 0, root, comm, stream};
-        return with_config(&in, &call, a[4]);
+        return with_config(&in, &call);
     }
     if (nx_require(st, &nx_api.ncclBroadcast) < 0)
         return NULL;
@@ -417,19 +436,18 @@ static PyObject *Communicator_broadcast(NX_COMM_METHOD_ARGS)
 }
 
 /* allgather and gather; rooto NULL/None means allgather. */
-static PyObject *gather_impl(PyObject *self, PyTypeObject *cls, const char *fname, PyObject *sendo, PyObject *recvo,
-                             PyObject *rooto, PyObject *streamo, PyObject *configo)
+static PyObject *gather_impl(nx_call *k, const char *fname, PyObject *sendo, PyObject *recvo, PyObject *rooto,
+                             PyObject *streamo, PyObject *configo)
 {
     coll_in in;
     int nranks, rank, root = -1, is_root = 1, rooted = rooto != NULL && rooto != Py_None;
-    nx_buffer s, r = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0, 0};
-    if (comm_intake(&in, self, cls, fname, configo) < 0 || nx_comm_nranks(in.st, in.c, fname, &nranks) < 0 ||
+    nx_buffer s, r = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0, 0, NULL};
+    if (comm_intake(&in, k, fname, configo) < 0 || nx_comm_nranks(in.st, in.c, fname, &nranks) < 0 ||
         nx_comm_rank(in.st, in.c, fname, &rank) < 0 ||
         (rooted && root_arg(in.st, in.c, rooto, fname, &root, &is_root) < 0) ||
         pair_intake(&in, sendo, recvo, 1, is_root, &s, &r) < 0)
         return NULL;
     nx_state *st = in.st;
-    ncclComm_t comm = in.comm;
     size_t count = s.count;
     if (is_root) {
         size_t total = mul_sat((size_t)nranks, count), sz = nx_dtype_size(s.dtype);
@@ -440,12 +458,13 @@ static PyObject *gather_impl(PyObject *self, PyTypeObject *cls, const char *fnam
             return overlap_error(st, fname);
     }
     cudaStream_t stream;
-    if (stream_arg(st, streamo, &stream) < 0)
+    if (stream_arg(st, streamo, &stream) < 0 || coll_ready(&in) < 0)
         return NULL;
-    if (has_config(configo)) {
+    ncclComm_t comm = in.comm;
+    if (in.configured) {
         nx_coll_call call = {rooted ? NX_COLL_GATHER : NX_COLL_ALLGATHER, s.ptr, r.ptr, count, s.dtype, 0, root, comm,
                              stream};
-        return with_config(&in, &call, configo);
+        return with_config(&in, &call);
     }
     ncclResult_t rc;
     nx_trace_mark tm;
@@ -469,12 +488,12 @@ PyDoc_STRVAR(allgather__doc__, "allgather($self, sendbuf, recvbuf, *, stream=Non
 "Concatenate every rank's sendbuf, in rank order, into recvbuf on every rank (ncclAllGather).\n"
 "Collective; enqueued on stream. count = sendbuf's element count; recvbuf needs at least\n"
 "nranks * count elements of the same dtype. In place when sendbuf is at recvbuf + rank * count.");
-static PyObject *Communicator_allgather(NX_COMM_METHOD_ARGS)
+static PyObject *allgather_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *a[4];
     if (nx_margs(&M_allgather, args, nargs, kwnames, a) < 0)
         return NULL;
-    return gather_impl(self, cls, "allgather", a[0], a[1], NULL, a[2], a[3]);
+    return gather_impl(k, "allgather", a[0], a[1], NULL, a[2], a[3]);
 }
 
 NX_MSIG(gather, 3, 2, "sendbuf", "recvbuf", "root", "stream", "config");
@@ -483,12 +502,12 @@ PyDoc_STRVAR(gather__doc__, "gather($self, sendbuf, recvbuf, root=None, *, strea
 "allgather. Collective; enqueued on stream. count = sendbuf's element count. recvbuf is used (and\n"
 "resolved) only on root, where it needs at least nranks * count elements. In place when sendbuf\n"
 "is at recvbuf + root * count.");
-static PyObject *Communicator_gather(NX_COMM_METHOD_ARGS)
+static PyObject *gather_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *a[5];
     if (nx_margs(&M_gather, args, nargs, kwnames, a) < 0)
         return NULL;
-    return gather_impl(self, cls, "gather", a[0], a[1], a[2], a[3], a[4]);
+    return gather_impl(k, "gather", a[0], a[1], a[2], a[3], a[4]);
 }
 
 NX_MSIG(scatter, 3, 3, "sendbuf", "recvbuf", "root", "stream", "config");
@@ -497,7 +516,7 @@ PyDoc_STRVAR(scatter__doc__, "scatter($self, sendbuf, recvbuf, root, *, stream=N
 "stream. count = recvbuf's element count. sendbuf is used (and resolved) only on root, where its\n"
 "element count must be a whole multiple of nranks with recvbuf holding exactly one block.\n"
 "In place when recvbuf is at sendbuf + root * count.");
-static PyObject *Communicator_scatter(NX_COMM_METHOD_ARGS)
+static PyObject *scatter_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *a[5];
     if (nx_margs(&M_scatter, args, nargs, kwnames, a) < 0)
@@ -505,12 +524,11 @@ static PyObject *Communicator_scatter(NX_COMM_METHOD_ARGS)
     coll_in in;
     const char *fname = "scatter";
     int nranks, root, is_root;
-    nx_buffer s = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0, 0}, r;
-    if (comm_intake(&in, self, cls, fname, a[4]) < 0 || nx_comm_nranks(in.st, in.c, fname, &nranks) < 0 ||
+    nx_buffer s = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0, 0, NULL}, r;
+    if (comm_intake(&in, k, fname, a[4]) < 0 || nx_comm_nranks(in.st, in.c, fname, &nranks) < 0 ||
         root_arg(in.st, in.c, a[2], fname, &root, &is_root) < 0 || pair_intake(&in, a[0], a[1], is_root, 1, &s, &r) < 0)
         return NULL;
     nx_state *st = in.st;
-    ncclComm_t comm = in.comm;
     if (is_root) {
         size_t block, sz = nx_dtype_size(s.dtype);
         if (per_rank_blocks(st, &s, nranks, &block) < 0)
@@ -522,11 +540,12 @@ static PyObject *Communicator_scatter(NX_COMM_METHOD_ARGS)
             return overlap_error(st, fname);
     }
     cudaStream_t stream;
-    if (stream_arg(st, a[3], &stream) < 0)
+    if (stream_arg(st, a[3], &stream) < 0 || coll_ready(&in) < 0)
         return NULL;
-    if (has_config(a[4])) {
+    ncclComm_t comm = in.comm;
+    if (in.configured) {
         nx_coll_call call = {NX_COLL_SCATTER, s.ptr, r.ptr, r.count, r.dtype, 0, root, comm, stream};
-        return with_config(&in, &call, a[4]);
+        return with_config(&in, &call);
     }
     if (nx_require(st, &nx_api.ncclScatter) < 0)
         return NULL;
@@ -544,7 +563,7 @@ PyDoc_STRVAR(alltoall__doc__, "alltoall($self, sendbuf, recvbuf, *, stream=None,
 "(ncclAlltoAll; RCCL's ncclAllToAll where only that exists). Collective; enqueued on stream.\n"
 "count = sendbuf's element count / nranks per peer (a whole multiple, at least 1); recvbuf needs\n"
 "at least nranks * count elements. Identical pointers are passed through unchanged.");
-static PyObject *Communicator_alltoall(NX_COMM_METHOD_ARGS)
+static PyObject *alltoall_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *a[4];
     if (nx_margs(&M_alltoall, args, nargs, kwnames, a) < 0)
@@ -553,11 +572,10 @@ static PyObject *Communicator_alltoall(NX_COMM_METHOD_ARGS)
     const char *fname = "alltoall";
     int nranks;
     nx_buffer s, r;
-    if (comm_intake(&in, self, cls, fname, a[3]) < 0 || nx_comm_nranks(in.st, in.c, fname, &nranks) < 0 ||
+    if (comm_intake(&in, k, fname, a[3]) < 0 || nx_comm_nranks(in.st, in.c, fname, &nranks) < 0 ||
         pair_intake(&in, a[0], a[1], 1, 1, &s, &r) < 0)
         return NULL;
     nx_state *st = in.st;
-    ncclComm_t comm = in.comm;
     size_t count, sz = nx_dtype_size(s.dtype);
     if (per_rank_blocks(st, &s, nranks, &count) < 0)
         return NULL;
@@ -566,11 +584,12 @@ static PyObject *Communicator_alltoall(NX_COMM_METHOD_ARGS)
     if (s.ptr != r.ptr && overlaps(s.ptr, s.count * sz, r.ptr, s.count * sz))
         return overlap_error(st, fname);
     cudaStream_t stream;
-    if (stream_arg(st, a[2], &stream) < 0)
+    if (stream_arg(st, a[2], &stream) < 0 || coll_ready(&in) < 0)
         return NULL;
-    if (has_config(a[3])) {
+    ncclComm_t comm = in.comm;
+    if (in.configured) {
         nx_coll_call call = {NX_COLL_ALLTOALL, s.ptr, r.ptr, count, s.dtype, 0, -1, comm, stream};
-        return with_config(&in, &call, a[3]);
+        return with_config(&in, &call);
     }
     if (nx_require(st, &nx_api.ncclAlltoAll) < 0)
         return NULL;
@@ -583,8 +602,8 @@ static PyObject *Communicator_alltoall(NX_COMM_METHOD_ARGS)
 
 /* ---- point-to-point and one-sided ---- */
 
-static PyObject *p2p(PyObject *self, PyTypeObject *cls, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
-                     const nx_msig *sig, int is_recv)
+static PyObject *p2p(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, const nx_msig *sig,
+                     int is_recv)
 {
     PyObject *a[3];
     if (nx_margs(sig, args, nargs, kwnames, a) < 0)
@@ -593,9 +612,9 @@ static PyObject *p2p(PyObject *self, PyTypeObject *cls, PyObject *const *args, P
     int peer;
     nx_buffer b;
     cudaStream_t stream;
-    if (comm_intake(&in, self, cls, sig->fname, NULL) < 0 ||
-        buffer_arg(in.st, in.c, a[0], sig->names[0], is_recv, &b) < 0 ||
-        rank_arg(in.st, in.c, a[1], sig->fname, "peer", &peer) < 0 || stream_arg(in.st, a[2], &stream) < 0)
+    if (comm_intake(&in, k, sig->fname, NULL) < 0 || buffer_arg(k, a[0], sig->names[0], is_recv, &b) < 0 ||
+        rank_arg(in.st, in.c, a[1], sig->fname, "peer", &peer) < 0 || stream_arg(in.st, a[2], &stream) < 0 ||
+        coll_ready(&in) < 0)
         return NULL;
     nx_state *st = in.st;
     ncclComm_t comm = in.comm;
@@ -616,18 +635,24 @@ NX_MSIG(send, 2, 2, "sendbuf", "peer", "stream");
 PyDoc_STRVAR(send__doc__, "send($self, sendbuf, peer, *, stream=None)\n--\n\n"
 "Send all of sendbuf (count and dtype from the buffer) to peer (ncclSend). Pair it with peer's\n"
 "recv, inside a group when ranks exchange both ways. Enqueued on stream.");
-static PyObject *Communicator_send(NX_COMM_METHOD_ARGS) { return p2p(self, cls, args, nargs, kwnames, &M_send, 0); }
+static PyObject *send_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return p2p(k, args, nargs, kwnames, &M_send, 0);
+}
 
 NX_MSIG(recv, 2, 2, "recvbuf", "peer", "stream");
 PyDoc_STRVAR(recv__doc__, "recv($self, recvbuf, peer, *, stream=None)\n--\n\n"
 "Receive from peer into all of recvbuf (ncclRecv); recvbuf must be writable. Enqueued on stream.");
-static PyObject *Communicator_recv(NX_COMM_METHOD_ARGS) { return p2p(self, cls, args, nargs, kwnames, &M_recv, 1); }
+static PyObject *recv_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return p2p(k, args, nargs, kwnames, &M_recv, 1);
+}
 
 NX_MSIG(signal, 4, 1, "peer", "signal_index", "context", "flags", "stream");
 PyDoc_STRVAR(signal__doc__, "signal($self, peer, signal_index=0, context=0, flags=0, *, stream=None)\n--\n\n"
 "Raise signal signal_index on peer (ncclSignal). NCCL requires index, context and flags to be 0\n"
 "for now and checks it. Enqueued on stream.");
-static PyObject *Communicator_signal(NX_COMM_METHOD_ARGS)
+static PyObject *signal_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *a[5];
     if (nx_margs(&M_signal, args, nargs, kwnames, a) < 0)
@@ -636,10 +661,11 @@ static PyObject *Communicator_signal(NX_COMM_METHOD_ARGS)
     int peer, idx = 0, ctx = 0;
     unsigned int flags = 0;
     cudaStream_t stream;
-    if (comm_intake(&in, self, cls, "signal", NULL) < 0 || nx_int(a[0], "signal", "peer", &peer) < 0 ||
+    if (comm_intake(&in, k, "signal", NULL) < 0 || nx_int(a[0], "signal", "peer", &peer) < 0 ||
         (a[1] && nx_int(a[1], "signal", "signal_index", &idx) < 0) ||
         (a[2] && nx_int(a[2], "signal", "context", &ctx) < 0) ||
-        (a[3] && nx_uint(a[3], "signal", "flags", &flags) < 0) || stream_arg(in.st, a[4], &stream) < 0)
+        (a[3] && nx_uint(a[3], "signal", "flags", &flags) < 0) || stream_arg(in.st, a[4], &stream) < 0 ||
+        coll_ready(&in) < 0)
         return NULL;
     if (nx_require(in.st, &nx_api.ncclSignal) < 0)
         return NULL;
@@ -683,7 +709,7 @@ NX_MSIG(wait_signal, 1, 1, "descs", "stream");
 PyDoc_STRVAR(wait_signal__doc__, "wait_signal($self, descs, *, stream=None)\n--\n\n"
 "Wait for the signals described by descs, a WaitSignalDesc or a list/tuple of them, packed into\n"
 "one contiguous ncclWaitSignalDesc_t array (ncclWaitSignal). Enqueued on stream.");
-static PyObject *Communicator_wait_signal(NX_COMM_METHOD_ARGS)
+static PyObject *wait_signal_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *a[2];
     if (nx_margs(&M_wait_signal, args, nargs, kwnames, a) < 0)
@@ -692,12 +718,14 @@ static PyObject *Communicator_wait_signal(NX_COMM_METHOD_ARGS)
     PyObject *result = NULL;
     ncclWaitSignalDesc_t *descs = NULL;
     cudaStream_t stream;
-    if (comm_intake(&in, self, cls, "wait_signal", NULL) < 0)
+    if (comm_intake(&in, k, "wait_signal", NULL) < 0)
         return NULL;
     nx_state *st = in.st;
-    ncclComm_t comm = in.comm;
-    int seq = PyList_Check(a[0]) || PyTuple_Check(a[0]);
-    Py_ssize_t n = seq ? PySequence_Fast_GET_SIZE(a[0]) : 1;
+    /* a snapshot of a list: a descriptor's property may change the caller's list (docs/architecture.md) */
+    PyObject *items = PyList_Check(a[0]) || PyTuple_Check(a[0]) ? nx_seq_snapshot(a[0]) : PyTuple_Pack(1, a[0]);
+    if (items == NULL)
+        goto done;
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
     if (n > INT_MAX) {
         nx_invalid(st, "descs is too long");
         goto done;
@@ -707,12 +735,13 @@ static PyObject *Communicator_wait_signal(NX_COMM_METHOD_ARGS)
         goto done;
     }
     for (Py_ssize_t i = 0; i < n; i++)
-        if (wait_desc(st, seq ? PySequence_Fast_GET_ITEM(a[0], i) : a[0], &descs[i]) < 0)
+        if (wait_desc(st, PyTuple_GET_ITEM(items, i), &descs[i]) < 0)
             goto done;
-    if (stream_arg(st, a[1], &stream) < 0)
+    if (stream_arg(st, a[1], &stream) < 0 || coll_ready(&in) < 0)
         goto done;
     if (nx_require(st, &nx_api.ncclWaitSignal) < 0)
         goto done;
+    ncclComm_t comm = in.comm;
     ncclResult_t rc;
     nx_trace_mark tm = trace_enter(&in, (nx_trace_call){.op = NX_T_WAIT_SIGNAL, .flags = NX_TF_COUNT | NX_TF_STREAM,
                                                         .count = (uint64_t)n, .stream = (uintptr_t)stream});
@@ -720,6 +749,7 @@ static PyObject *Communicator_wait_signal(NX_COMM_METHOD_ARGS)
     nx_trace_leave(tm, rc);
     result = nx_none_or_error(st, rc, comm);
 done:
+    Py_XDECREF(items);
     PyMem_Free(descs);
     return result;
 }
@@ -732,7 +762,7 @@ PyDoc_STRVAR(put_signal__doc__,
 "Write local_buffer into peer's registered window at peer_window_offset (in elements of\n"
 "local_buffer's dtype, converted to bytes) and raise a signal there (ncclPutSignal).\n"
 "peer_window is a RegisteredWindowHandle; its handle is passed as peerWin. Enqueued on stream.");
-static PyObject *Communicator_put_signal(NX_COMM_METHOD_ARGS)
+static PyObject *put_signal_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *a[8];
     if (nx_margs(&M_put_signal, args, nargs, kwnames, a) < 0)
@@ -744,35 +774,32 @@ static PyObject *Communicator_put_signal(NX_COMM_METHOD_ARGS)
     size_t offset = 0;
     nx_buffer b;
     cudaStream_t stream;
-    if (comm_intake(&in, self, cls, fname, NULL) < 0 || buffer_arg(in.st, in.c, a[0], "local_buffer", 0, &b) < 0 ||
+    if (comm_intake(&in, k, fname, NULL) < 0 || buffer_arg(k, a[0], "local_buffer", 0, &b) < 0 ||
         nx_int(a[1], fname, "peer", &peer) < 0)
         return NULL;
     nx_state *st = in.st;
-    ncclComm_t comm = in.comm;
     if (!PyObject_TypeCheck(a[2], st->core_types[NX_TYPE_REGISTERED_WINDOW]))
         return nx_invalid(st, "peer_window must be a RegisteredWindowHandle, got %s", Py_TYPE(a[2])->tp_name);
-    PyObject *h = PyObject_GetAttrString(a[2], "handle"); /* 0 once closed or while pending */
-    if (h == NULL)
-        return NULL;
-    intptr_t win;
-    int bad = nx_intptr(h, fname, "peer_window", &win);
-    Py_DECREF(h);
-    if (bad == 0 && win == 0)
-        return nx_raise_null_handle("peer_window has no window handle (it is closed, or its registration is pending)");
-    if (bad < 0 || (a[3] && nx_size(a[3], fname, "peer_window_offset", &offset) < 0) ||
+    if ((a[3] && nx_size(a[3], fname, "peer_window_offset", &offset) < 0) ||
         (a[4] && nx_int(a[4], fname, "signal_index", &idx) < 0) || (a[5] && nx_int(a[5], fname, "context", &ctx) < 0) ||
         (a[6] && nx_uint(a[6], fname, "flags", &flags) < 0) || stream_arg(st, a[7], &stream) < 0)
         return NULL;
     size_t bytes = mul_sat(offset, nx_dtype_size(b.dtype));
     if (bytes == SIZE_MAX)
         return nx_invalid(st, "peer_window_offset %zu elements overflows a byte offset", offset);
+    if (coll_ready(&in) < 0)
+        return NULL;
+    /* read with the communicator's handle, after every callback: one of them may have closed it */
+    ncclWindow_t win = nx_window_handle(a[2]);
+    if (win == NULL)
+        return nx_raise_null_handle("peer_window has no window handle (it is closed, or its registration is pending)");
     if (nx_require(st, &nx_api.ncclPutSignal) < 0)
         return NULL;
+    ncclComm_t comm = in.comm;
     ncclResult_t rc;
     nx_trace_mark tm =
         trace_enter(&in, nx_trace_coll(NX_T_PUT_SIGNAL, NX_TF_PEER, b.ptr, NULL, b.count, b.dtype, 0, peer, stream));
-    NX_RUN(rc, nx_api.ncclPutSignal(b.ptr, b.count, b.dtype, peer, (ncclWindow_t)win, bytes, idx, ctx, flags,
-                                           comm, stream));
+    NX_RUN(rc, nx_api.ncclPutSignal(b.ptr, b.count, b.dtype, peer, win, bytes, idx, ctx, flags, comm, stream));
     nx_trace_leave(tm, rc);
     return nx_none_or_error(st, rc, comm);
 }
@@ -785,7 +812,7 @@ PyDoc_STRVAR(allreduce_with_bias__doc__, "allreduce_with_bias($self, sendbuf, re
 "dtype) added into the result (ncclAllReduceWithBias). Collective; enqueued on stream. count =\n"
 "sendbuf's element count; recvbuf and bias need at least count elements. In place when recvbuf\n"
 "is sendbuf. FunctionNotFoundError on libraries without it.");
-static PyObject *Communicator_allreduce_with_bias(NX_COMM_METHOD_ARGS)
+static PyObject *allreduce_with_bias_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *a[5];
     if (nx_margs(&M_allreduce_with_bias, args, nargs, kwnames, a) < 0)
@@ -793,11 +820,10 @@ static PyObject *Communicator_allreduce_with_bias(NX_COMM_METHOD_ARGS)
     coll_in in;
     const char *fname = "allreduce_with_bias";
     nx_buffer s, r, bias;
-    if (comm_intake(&in, self, cls, fname, NULL) < 0 || pair_intake(&in, a[0], a[1], 1, 1, &s, &r) < 0 ||
-        buffer_arg(in.st, in.c, a[2], "bias", 0, &bias) < 0)
+    if (comm_intake(&in, k, fname, NULL) < 0 || pair_intake(&in, a[0], a[1], 1, 1, &s, &r) < 0 ||
+        buffer_arg(k, a[2], "bias", 0, &bias) < 0)
         return NULL;
     nx_state *st = in.st;
-    ncclComm_t comm = in.comm;
     if (bias.dtype != s.dtype || bias.logical != s.logical)
         return dtype_mismatch(st, "sendbuf", &s, "bias", &bias);
     if (r.count < s.count)
@@ -811,10 +837,11 @@ static PyObject *Communicator_allreduce_with_bias(NX_COMM_METHOD_ARGS)
         return nx_invalid(st, "bias and recvbuf overlap");
     ncclRedOp_t op;
     cudaStream_t stream;
-    if (op_arg(st, in.c, a[3], &s, fname, &op) < 0 || stream_arg(st, a[4], &stream) < 0)
+    if (stream_arg(st, a[4], &stream) < 0 || op_arg(st, in.c, a[3], &s, fname, &op) < 0 || coll_ready(&in) < 0)
         return NULL;
     if (nx_require(st, &nx_api.ncclAllReduceWithBias) < 0)
         return NULL;
+    ncclComm_t comm = in.comm;
     ncclResult_t rc;
     nx_trace_mark tm = trace_enter(
         &in, nx_trace_coll(NX_T_ALLREDUCE_BIAS, NX_TF_REDOP, s.ptr, r.ptr, s.count, s.dtype, op, -1, stream));
@@ -826,20 +853,20 @@ static PyObject *Communicator_allreduce_with_bias(NX_COMM_METHOD_ARGS)
 /* One per-peer sequence of alltoallv into out[nranks]: a list/tuple (or other sequence) of ints. */
 static int peer_sizes(nx_state *st, PyObject *o, const char *name, int nranks, size_t *out)
 {
-    PyObject *seq = PySequence_Fast(o, "");
+    PyObject *seq = nx_seq_snapshot(o); /* owned: an entry's __index__ may change the caller's list */
     if (seq == NULL) {
         PyErr_Clear();
         nx_invalid(st, "%s must be a sequence of %d ints (one per rank), got %s", name, nranks, Py_TYPE(o)->tp_name);
         return -1;
     }
     int r = 0;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t n = PyTuple_GET_SIZE(seq);
     if (n != nranks) {
         nx_invalid(st, "%s must have nranks (%d) entries, got %zd", name, nranks, n);
         r = -1;
     }
     for (Py_ssize_t i = 0; r == 0 && i < n; i++)
-        r = nx_size(PySequence_Fast_GET_ITEM(seq, i), "alltoallv", name, &out[i]);
+        r = nx_size(PyTuple_GET_ITEM(seq, i), "alltoallv", name, &out[i]);
     Py_DECREF(seq);
     return r;
 }
@@ -867,7 +894,7 @@ PyDoc_STRVAR(alltoallv__doc__,
 "at recvbuf + rdispls[i], recvcounts[i] elements (ncclAlltoAllv, or the older ncclAllToAllv).\n"
 "The four arguments are sequences of nranks ints, in elements (not bytes). Collective; enqueued\n"
 "on stream. Both buffers must cover every range they address; they must not overlap.");
-static PyObject *Communicator_alltoallv(NX_COMM_METHOD_ARGS)
+static PyObject *alltoallv_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *a[7];
     if (nx_margs(&M_alltoallv, args, nargs, kwnames, a) < 0)
@@ -878,11 +905,10 @@ static PyObject *Communicator_alltoallv(NX_COMM_METHOD_ARGS)
     size_t *arr = NULL;
     int nranks;
     nx_buffer s, r;
-    if (comm_intake(&in, self, cls, fname, NULL) < 0 || nx_comm_nranks(in.st, in.c, fname, &nranks) < 0 ||
+    if (comm_intake(&in, k, fname, NULL) < 0 || nx_comm_nranks(in.st, in.c, fname, &nranks) < 0 ||
         pair_intake(&in, a[0], a[1], 1, 1, &s, &r) < 0)
         return NULL;
     nx_state *st = in.st;
-    ncclComm_t comm = in.comm;
     if ((arr = PyMem_Calloc(4 * (size_t)nranks, sizeof *arr)) == NULL)
         return PyErr_NoMemory();
     size_t *sc = arr, *sd = arr + nranks, *rc_ = arr + 2 * (size_t)nranks, *rd = arr + 3 * (size_t)nranks;
@@ -903,10 +929,11 @@ static PyObject *Communicator_alltoallv(NX_COMM_METHOD_ARGS)
         goto done;
     }
     cudaStream_t stream;
-    if (stream_arg(st, a[6], &stream) < 0)
+    if (stream_arg(st, a[6], &stream) < 0 || coll_ready(&in) < 0)
         goto done;
     if (nx_require(st, &nx_api.ncclAlltoAllv) < 0)
         goto done;
+    ncclComm_t comm = in.comm;
     ncclResult_t rc;
     nx_trace_mark tm =
         trace_enter(&in, nx_trace_coll(NX_T_ALLTOALLV, 0, s.ptr, r.ptr, s.count, s.dtype, 0, -1, stream));
@@ -916,6 +943,47 @@ static PyObject *Communicator_alltoallv(NX_COMM_METHOD_ARGS)
 done:
     PyMem_Free(arr);
     return result;
+}
+
+/* The methods: each runs its body as one call (nx_comm_call, core.h). */
+static PyObject *Communicator_allreduce(NX_COMM_METHOD_ARGS)
+{
+    return nx_comm_call(allreduce_body, NX_COMM_METHOD_PASS);
+}
+static PyObject *Communicator_reduce(NX_COMM_METHOD_ARGS) { return nx_comm_call(reduce_body, NX_COMM_METHOD_PASS); }
+static PyObject *Communicator_broadcast(NX_COMM_METHOD_ARGS)
+{
+    return nx_comm_call(broadcast_body, NX_COMM_METHOD_PASS);
+}
+static PyObject *Communicator_allgather(NX_COMM_METHOD_ARGS)
+{
+    return nx_comm_call(allgather_body, NX_COMM_METHOD_PASS);
+}
+static PyObject *Communicator_gather(NX_COMM_METHOD_ARGS) { return nx_comm_call(gather_body, NX_COMM_METHOD_PASS); }
+static PyObject *Communicator_reduce_scatter(NX_COMM_METHOD_ARGS)
+{
+    return nx_comm_call(reduce_scatter_body, NX_COMM_METHOD_PASS);
+}
+static PyObject *Communicator_alltoall(NX_COMM_METHOD_ARGS) { return nx_comm_call(alltoall_body, NX_COMM_METHOD_PASS); }
+static PyObject *Communicator_scatter(NX_COMM_METHOD_ARGS) { return nx_comm_call(scatter_body, NX_COMM_METHOD_PASS); }
+static PyObject *Communicator_send(NX_COMM_METHOD_ARGS) { return nx_comm_call(send_body, NX_COMM_METHOD_PASS); }
+static PyObject *Communicator_recv(NX_COMM_METHOD_ARGS) { return nx_comm_call(recv_body, NX_COMM_METHOD_PASS); }
+static PyObject *Communicator_signal(NX_COMM_METHOD_ARGS) { return nx_comm_call(signal_body, NX_COMM_METHOD_PASS); }
+static PyObject *Communicator_wait_signal(NX_COMM_METHOD_ARGS)
+{
+    return nx_comm_call(wait_signal_body, NX_COMM_METHOD_PASS);
+}
+static PyObject *Communicator_put_signal(NX_COMM_METHOD_ARGS)
+{
+    return nx_comm_call(put_signal_body, NX_COMM_METHOD_PASS);
+}
+static PyObject *Communicator_allreduce_with_bias(NX_COMM_METHOD_ARGS)
+{
+    return nx_comm_call(allreduce_with_bias_body, NX_COMM_METHOD_PASS);
+}
+static PyObject *Communicator_alltoallv(NX_COMM_METHOD_ARGS)
+{
+    return nx_comm_call(alltoallv_body, NX_COMM_METHOD_PASS);
 }
 
 #define METHOD(name) NX_COMM_METHOD_DEF(#name, Communicator_##name, name##__doc__)

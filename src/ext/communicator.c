@@ -334,6 +334,112 @@ int nx_comm_keep_child(nx_Communicator *c, PyObject *child)
     return rc;
 }
 
+/* ---- one call (core.h; docs/architecture.md#callbacks-into-python) ---- */
+
+/* Calls converting their arguments on this thread: a cuda.core shim Buffer refuses close() while
+ * it is not 0 (the call may have resolved that Buffer's memory already). */
+static _Thread_local int thread_converting;
+
+static void conversion_ends(nx_call *k)
+{
+    if (!k->converting)
+        return;
+    k->converting = 0;
+    thread_converting--;
+    __atomic_sub_fetch(&k->c->converting, 1, __ATOMIC_ACQ_REL);
+}
+
+int nx_call_begin(nx_call *k, const char *op)
+{
+    k->op = op;
+    if (nx_comm_require(k->c, op) == NULL)
+        return -1;
+    __atomic_store_n(&k->c->converting_op, op, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&k->c->converting, 1, __ATOMIC_ACQ_REL);
+    thread_converting++;
+    k->converting = 1;
+    return 0;
+}
+
+ncclComm_t nx_call_ready(nx_call *k)
+{
+    conversion_ends(k);
+    return nx_comm_require(k->c, k->op);
+}
+
+int nx_call_keep(nx_call *k, PyObject *o)
+{
+    if (o == NULL)
+        return 0;
+    if (k->nkeep == NX_CALL_KEEP) {
+        Py_DECREF(o);
+        PyErr_Format(PyExc_SystemError, "%s(): more than %d objects to keep", k->op, NX_CALL_KEEP);
+        return -1;
+    }
+    k->keep[k->nkeep++] = o;
+    return 0;
+}
+
+int nx_call_buffer(nx_call *k, PyObject *o, const char *name, nx_buffer *out)
+{
+    if (NX_UNLIKELY(nx_resolve_buffer(k->st, o, name, out) < 0))
+        return -1;
+    PyObject *pin = out->keep;
+    out->keep = NULL;
+    /* Inside a group the library uses the memory at the outermost group end, not now. */
+    if (NX_UNLIKELY(nx_group_depth() > 0) &&
+        (nx_group_keep(o) < 0 || (pin != NULL && nx_group_keep(pin) < 0))) {
+        Py_XDECREF(pin);
+        return -1;
+    }
+    return nx_call_keep(k, pin);
+}
+
+PyObject *nx_comm_call(nx_call_body body, PyObject *self, PyTypeObject *cls, PyObject *const *args, Py_ssize_t nargs,
+                       PyObject *kwnames)
+{
+    nx_call k = {.st = NX_COMM_STATE(cls), .c = (nx_Communicator *)self, .op = "call"};
+    PyObject *r = body(&k, args, nargs, kwnames);
+    conversion_ends(&k);
+    if (k.nkeep > 0) {
+        /* releasing an export or a capsule may run the producer's code: not with our error pending */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        for (int i = k.nkeep; i-- > 0;)
+            Py_DECREF(k.keep[i]);
+        PyErr_Restore(et, ev, tb);
+    }
+    return r;
+}
+
+/* destroy()/abort() of a communicator whose call is converting its arguments (from one of that
+ * call's callbacks, or from another thread meanwhile): refused, since that call reads the handle
+ * next. -1 with NcclInvalid, or 0. */
+static int refuse_while_converting(nx_state *st, nx_Communicator *c, const char *what)
+{
+    if (NX_LIKELY(__atomic_load_n(&c->converting, __ATOMIC_ACQUIRE) == 0))
+        return 0;
+    const char *op = __atomic_load_n(&c->converting_op, __ATOMIC_RELAXED);
+    nx_invalid(st, "Cannot %s: the communicator is in use by %s(), which is still converting its arguments; "
+               "%s it after that call returns", what, op ? op : "a call", what);
+    return -1;
+}
+
+PyDoc_STRVAR(converting_arguments__doc__, "_converting_arguments()\n--\n\n"
+"True while a Communicator call on this thread is converting its arguments (its callbacks are\n"
+"running): the cuda.core shim's Buffer.close() refuses then (docs/architecture.md).");
+static PyObject *converting_arguments(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    return PyBool_FromLong(thread_converting > 0);
+}
+
+static PyMethodDef communicator_functions[] = {
+    {"_converting_arguments", converting_arguments, METH_NOARGS, converting_arguments__doc__},
+    {NULL, NULL, 0, NULL},
+};
+
 /* ---- teardown ---- */
 
 PyDoc_STRVAR(close_all_resources__doc__, "close_all_resources($self)\n--\n\n"
@@ -369,6 +475,8 @@ static PyObject *teardown(nx_state *st, nx_Communicator *c, int abort)
 {
     if (nx_comm_handle(c) == NULL)
         Py_RETURN_NONE;
+    if (refuse_while_converting(st, c, abort ? "abort" : "destroy") < 0)
+        return NULL;
     if (nx_require(st, abort ? (const void *)&nx_api.ncclCommAbort : (const void *)&nx_api.ncclCommDestroy) < 0)
         return NULL;
     PyObject *r = Communicator_close_all_resources((PyObject *)c, NULL);
@@ -432,40 +540,45 @@ static PyObject *Communicator_finalize_method(NX_COMM_METHOD_ARGS)
     return nx_none_or_error(st, rc, comm);
 }
 
-/* (comm, int flags) calls with a default flag value: revoke and suspend. */
-static PyObject *flag_call(NX_COMM_METHOD_ARGS, const nx_msig *sig, int dflt,
-                           ncclResult_t (*const *fnslot)(ncclComm_t, int))
+/* (comm, int flags) calls with a default flag value: revoke and suspend. The flags are converted
+ * (Python code) before the handle is read (nx_call, core.h). */
+static PyObject *flag_call(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, const nx_msig *sig,
+                           int dflt, ncclResult_t (*const *fnslot)(ncclComm_t, int))
 {
     PyObject *a[1];
     if (nx_margs(sig, args, nargs, kwnames, a) < 0)
         return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    ncclComm_t comm = nx_comm_require((nx_Communicator *)self, sig->fname);
     int flags = dflt;
-    if (comm == NULL || (a[0] != NULL && nx_int(a[0], sig->fname, sig->names[0], &flags) < 0))
+    ncclComm_t comm;
+    if (nx_call_begin(k, sig->fname) < 0 || (a[0] != NULL && nx_int(a[0], sig->fname, sig->names[0], &flags) < 0) ||
+        (comm = nx_call_ready(k)) == NULL)
         return NULL;
-    if (nx_require(st, fnslot) < 0)
+    if (nx_require(k->st, fnslot) < 0)
         return NULL;
     ncclResult_t rc;
     NX_RUN(rc, (*fnslot)(comm, flags));
-    return nx_none_or_error(st, rc, comm);
+    return nx_none_or_error(k->st, rc, comm);
 }
 
 NX_MSIG(revoke, 1, 0, "flags");
 PyDoc_STRVAR(revoke__doc__, "revoke($self, flags=0)\n--\n\n"
 "ncclCommRevoke: stop in-flight operations; get_async_error() reports InProgress until quiescent.");
-static PyObject *Communicator_revoke(NX_COMM_METHOD_ARGS)
+static PyObject *revoke_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    return flag_call(self, cls, args, nargs, kwnames, &M_revoke, NCCL_REVOKE_DEFAULT, &nx_api.ncclCommRevoke);
+    return flag_call(k, args, nargs, kwnames, &M_revoke, NCCL_REVOKE_DEFAULT, &nx_api.ncclCommRevoke);
 }
+
+static PyObject *Communicator_revoke(NX_COMM_METHOD_ARGS) { return nx_comm_call(revoke_body, NX_COMM_METHOD_PASS); }
 
 NX_MSIG(suspend, 1, 0, "flags");
 PyDoc_STRVAR(suspend__doc__, "suspend($self, flags=nccl.core.CommSuspendFlag.MEM)\n--\n\n"
 "ncclCommSuspend: release dynamic GPU memory; unusable until resume().");
-static PyObject *Communicator_suspend(NX_COMM_METHOD_ARGS)
+static PyObject *suspend_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    return flag_call(self, cls, args, nargs, kwnames, &M_suspend, NCCL_SUSPEND_MEM, &nx_api.ncclCommSuspend);
+    return flag_call(k, args, nargs, kwnames, &M_suspend, NCCL_SUSPEND_MEM, &nx_api.ncclCommSuspend);
 }
+
+static PyObject *Communicator_suspend(NX_COMM_METHOD_ARGS) { return nx_comm_call(suspend_body, NX_COMM_METHOD_PASS); }
 
 PyDoc_STRVAR(resume__doc__, "resume($self)\n--\n\nncclCommResume: undo suspend().");
 static PyObject *Communicator_resume(NX_COMM_METHOD_ARGS)
@@ -533,15 +646,17 @@ static PyObject *Communicator_get_async_error(NX_COMM_METHOD_ARGS)
 NX_MSIG(get_mem_stat, 1, 1, "stat");
 PyDoc_STRVAR(get_mem_stat__doc__, "get_mem_stat($self, stat)\n--\n\n"
 "ncclCommMemStats: bytes for the NcclCommMemStat kind (0/1 for GPU_MEM_SUSPENDED).");
-static PyObject *Communicator_get_mem_stat(NX_COMM_METHOD_ARGS)
+static PyObject *get_mem_stat_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *a[1];
     if (nx_margs(&M_get_mem_stat, args, nargs, kwnames, a) < 0)
         return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    ncclComm_t comm = nx_comm_require((nx_Communicator *)self, "get mem stat");
+    nx_state *st = k->st;
+    ncclComm_t comm;
     int stat;
-    if (comm == NULL || nx_enum(a[0], "get_mem_stat", "stat", 0, 3, "an NcclCommMemStat", &stat) < 0)
+    if (nx_call_begin(k, "get mem stat") < 0 ||
+        nx_enum(a[0], "get_mem_stat", "stat", 0, 3, "an NcclCommMemStat", &stat) < 0 ||
+        (comm = nx_call_ready(k)) == NULL)
         return NULL;
     if (nx_require(st, &nx_api.ncclCommMemStats) < 0)
         return NULL;
@@ -551,6 +666,11 @@ static PyObject *Communicator_get_mem_stat(NX_COMM_METHOD_ARGS)
     if (nx_check(st, rc, comm) < 0)
         return NULL;
     return PyLong_FromUnsignedLongLong(value);
+}
+
+static PyObject *Communicator_get_mem_stat(NX_COMM_METHOD_ARGS)
+{
+    return nx_comm_call(get_mem_stat_body, NX_COMM_METHOD_PASS);
 }
 
 /* ---- context manager ---- */
@@ -854,6 +974,8 @@ int nx_communicator_setup(PyObject *module, nx_state *st)
         PyErr_NoMemory();
         return -1;
     }
+    if (PyModule_AddFunctions(module, communicator_functions) < 0)
+        return -1;
     PyType_Slot slots[] = {
         {Py_tp_doc, (void *)Communicator__doc__},
         {Py_tp_new, Communicator_new},

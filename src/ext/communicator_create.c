@@ -68,32 +68,39 @@ static int read_unique_id(nx_state *st, PyObject *o, ncclUniqueId *out)
 static int unique_ids_arg(nx_state *st, PyObject *o, ncclUniqueId **ids, int *nid)
 {
     *ids = NULL;
-    Py_ssize_t n = 1;
-    int seq = PyList_Check(o) || PyTuple_Check(o);
-    if (seq && (n = PySequence_Fast_GET_SIZE(o)) == 0) {
-        nx_invalid(st, "unique_id sequence must not be empty");
+    /* owned items: isinstance() and the _internal attribute run Python code (docs/architecture.md) */
+    PyObject *items = PyList_Check(o) || PyTuple_Check(o) ? nx_seq_snapshot(o) : PyTuple_Pack(1, o);
+    if (items == NULL)
         return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    int rc = -1;
+    if (n == 0) {
+        nx_invalid(st, "unique_id sequence must not be empty");
+        goto done;
     }
     if (n > INT_MAX) {
         nx_invalid(st, "unique_id sequence is too long");
-        return -1;
+        goto done;
     }
     if ((*ids = PyMem_Calloc((size_t)n, sizeof(ncclUniqueId))) == NULL) {
         PyErr_NoMemory();
-        return -1;
+        goto done;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        int r = read_unique_id(st, seq ? PySequence_Fast_GET_ITEM(o, i) : o, &(*ids)[i]);
+        int r = read_unique_id(st, PyTuple_GET_ITEM(items, i), &(*ids)[i]);
         if (r != 0) {
             if (r > 0)
                 nx_invalid(st, "unique_id must be a UniqueId or a sequence of UniqueIds");
             PyMem_Free(*ids);
             *ids = NULL;
-            return -1;
+            goto done;
         }
     }
     *nid = (int)n;
-    return 0;
+    rc = 0;
+done:
+    Py_DECREF(items);
+    return rc;
 }
 
 /* A core UniqueId holding the given bytes. */
@@ -157,6 +164,11 @@ static PyObject *comm_initialize(nx_state *st, nx_Communicator *c, PyObject *con
         unique_ids_arg(st, a[2], &ids, &nid) < 0 || config_arg(st, a[3], "initialize", &cfg, &keep) < 0 ||
         (tsize = nx_trace_size_arg(a[4], "initialize")) < 0 || nx_check_one_rank(st, nranks) < 0)
         goto done;
+    /* again: converting the arguments ran Python code, which may have initialized c meanwhile */
+    if (nx_comm_handle(c) != NULL) {
+        nx_invalid(st, "Communicator is already initialized");
+        goto done;
+    }
     if (nx_loaded(st) < 0)
         goto done;
     /* Its identity: the unique ids every rank passed (docs/api/trace.md#the-file-format). */
@@ -260,9 +272,9 @@ static int devices_arg(nx_state *st, PyObject *o, int **devs, Py_ssize_t *n)
             return -1;
         *n = k < 0 ? 0 : k;
     } else if (PyList_Check(o) || PyTuple_Check(o) || PyRange_Check(o)) {
-        if ((seq = PySequence_Fast(o, "devices")) == NULL)
+        if ((seq = nx_seq_snapshot(o)) == NULL) /* owned: another thread may change the list */
             return -1;
-        *n = PySequence_Fast_GET_SIZE(seq);
+        *n = PyTuple_GET_SIZE(seq);
     } else {
         PyErr_Format(PyExc_TypeError, "devices must be an integer, sequence of integers, or None, got %.200s",
                      Py_TYPE(o)->tp_name);
@@ -283,7 +295,7 @@ static int devices_arg(nx_state *st, PyObject *o, int **devs, Py_ssize_t *n)
             (*devs)[i] = (int)i;
             continue;
         }
-        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *item = PyTuple_GET_ITEM(seq, i);
         if (!PyLong_Check(item) || PyBool_Check(item)) {
             PyErr_Format(PyExc_TypeError, "devices must be an integer, sequence of integers, or None, got %.200s "
                          "in the sequence", Py_TYPE(item)->tp_name);
@@ -386,30 +398,31 @@ PyDoc_STRVAR(split__doc__, "split($self, color=None, key=0, config=None, *, trac
 "ncclCommSplit. Collective. color=None (NCCL_SPLIT_NOCOLOR) gives this rank a null communicator;\n"
 "config=None inherits the parent's. trace_buffer: the child's flight-recorder ring size (None:\n"
 "NCCL4PY_TRACE_BUFFER; 0: not recorded).");
-static PyObject *Communicator_split(NX_COMM_METHOD_ARGS)
+/* split, shrink and grow convert their arguments before the parent's handle is read (nx_call,
+ * core.h); the config's struct wrapper goes to the call's kept objects. */
+static PyObject *split_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *a[4];
     if (nx_margs(&M_split, args, nargs, kwnames, a) < 0)
         return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    nx_Communicator *c = (nx_Communicator *)self;
-    ncclComm_t comm = nx_comm_require(c, "split");
-    if (comm == NULL)
-        return NULL;
+    nx_state *st = k->st;
+    nx_Communicator *c = k->c;
     int color = NCCL_SPLIT_NOCOLOR, key = 0;
     long tsize;
     ncclConfig_t *cfg;
     PyObject *keep;
-    if ((a[0] != NULL && a[0] != Py_None && nx_int(a[0], "split", "color", &color) < 0) ||
+    if (nx_call_begin(k, "split") < 0 ||
+        (a[0] != NULL && a[0] != Py_None && nx_int(a[0], "split", "color", &color) < 0) ||
         (a[1] != NULL && nx_int(a[1], "split", "key", &key) < 0) || (tsize = nx_trace_size_arg(a[3], "split")) < 0)
         return NULL;
     if (nx_require(st, &nx_api.ncclCommSplit) < 0)
         return NULL;
-    if (config_arg(st, a[2], "split", &cfg, &keep) < 0)
+    if (config_arg(st, a[2], "split", &cfg, &keep) < 0 || nx_call_keep(k, keep) < 0)
         return NULL;
-    nx_Communicator *child = nx_comm_new(st, Py_TYPE(self));
-    if (child == NULL) {
-        Py_XDECREF(keep);
+    nx_Communicator *child = nx_comm_new(st, Py_TYPE(c));
+    ncclComm_t comm;
+    if (child == NULL || (comm = nx_call_ready(k)) == NULL) {
+        Py_XDECREF(child);
         return NULL;
     }
     uint64_t id;
@@ -424,9 +437,10 @@ static PyObject *Communicator_split(NX_COMM_METHOD_ARGS)
         child->why_null = NX_NULL_NOCOLOR;
     nx_trace_leave(tm, rc);
     trace_created(child, init, rc);
-    Py_XDECREF(keep);
     return child_result(st, c, child, rc, comm);
 }
+
+static PyObject *Communicator_split(NX_COMM_METHOD_ARGS) { return nx_comm_call(split_body, NX_COMM_METHOD_PASS); }
 
 /* exclude_ranks: None or a sequence of ints, into a PyMem array. */
 static int ranks_arg(PyObject *o, int **out, int *n)
@@ -435,17 +449,22 @@ static int ranks_arg(PyObject *o, int **out, int *n)
     *n = 0;
     if (o == NULL || o == Py_None)
         return 0;
-    PyObject *seq = PySequence_Fast(o, "shrink() argument 'exclude_ranks' must be a sequence of ints or None");
-    if (seq == NULL)
+    PyObject *seq = nx_seq_snapshot(o); /* owned: an entry's __index__ may change the caller's list */
+    if (seq == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_TypeError, "shrink() argument 'exclude_ranks' must be a sequence of ints or None");
+        }
         return -1;
-    Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
+    }
+    Py_ssize_t k = PyTuple_GET_SIZE(seq);
     if (k > INT_MAX || (*out = PyMem_Calloc(k > 0 ? (size_t)k : 1, sizeof(int))) == NULL) {
         Py_DECREF(seq);
         PyErr_NoMemory();
         return -1;
     }
     for (Py_ssize_t i = 0; i < k; i++)
-        if (nx_int(PySequence_Fast_GET_ITEM(seq, i), "shrink", "exclude_ranks", &(*out)[i]) < 0) {
+        if (nx_int(PyTuple_GET_ITEM(seq, i), "shrink", "exclude_ranks", &(*out)[i]) < 0) {
             Py_DECREF(seq);
             PyMem_Free(*out);
             *out = NULL;
@@ -461,19 +480,17 @@ PyDoc_STRVAR(shrink__doc__, "shrink($self, exclude_ranks=None, config=None, flag
 "trace_buffer=None)\n--\n\n"
 "ncclCommShrink: a communicator without the excluded ranks, called by the surviving ranks only.\n"
 "flag=ABORT aborts outstanding operations first. trace_buffer: as for split().");
-static PyObject *Communicator_shrink(NX_COMM_METHOD_ARGS)
+static PyObject *shrink_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *a[4];
     if (nx_margs(&M_shrink, args, nargs, kwnames, a) < 0)
         return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    nx_Communicator *c = (nx_Communicator *)self;
-    ncclComm_t comm = nx_comm_require(c, "shrink");
-    if (comm == NULL)
-        return NULL;
+    nx_state *st = k->st;
+    nx_Communicator *c = k->c;
     int flag = NCCL_SHRINK_DEFAULT, nex;
     long tsize;
-    if ((a[2] != NULL && nx_int(a[2], "shrink", "flag", &flag) < 0) || (tsize = nx_trace_size_arg(a[3], "shrink")) < 0)
+    if (nx_call_begin(k, "shrink") < 0 || (a[2] != NULL && nx_int(a[2], "shrink", "flag", &flag) < 0) ||
+        (tsize = nx_trace_size_arg(a[3], "shrink")) < 0)
         return NULL;
     if (nx_require(st, &nx_api.ncclCommShrink) < 0)
         return NULL;
@@ -482,13 +499,16 @@ static PyObject *Communicator_shrink(NX_COMM_METHOD_ARGS)
     PyObject *keep;
     if (ranks_arg(a[0], &ex, &nex) < 0)
         return NULL;
-    if (config_arg(st, a[1], "shrink", &cfg, &keep) < 0) {
+    if (config_arg(st, a[1], "shrink", &cfg, &keep) < 0 || nx_call_keep(k, keep) < 0) {
         PyMem_Free(ex);
         return NULL;
     }
-    nx_Communicator *child = nx_comm_new(st, Py_TYPE(self));
+    nx_Communicator *child = nx_comm_new(st, Py_TYPE(c));
+    ncclComm_t comm = child != NULL ? nx_call_ready(k) : NULL;
     PyObject *r = NULL;
-    if (child != NULL) {
+    if (comm == NULL)
+        Py_XDECREF(child);
+    else {
         uint64_t id;
         nx_trace_ring *pr;
         nx_trace_mark tm = trace_parent(c, comm, NX_T_SHRINK, NX_ORIGIN_SHRINK, -1, &pr, &id);
@@ -500,27 +520,31 @@ static PyObject *Communicator_shrink(NX_COMM_METHOD_ARGS)
         r = child_result(st, c, child, rc, comm);
     }
     PyMem_Free(ex);
-    Py_XDECREF(keep);
     return r;
 }
+
+static PyObject *Communicator_shrink(NX_COMM_METHOD_ARGS) { return nx_comm_call(shrink_body, NX_COMM_METHOD_PASS); }
 
 NX_MSIG(grow, 4, 1, "nranks", "unique_id", "rank", "config", "trace_buffer");
 PyDoc_STRVAR(grow__doc__, "grow($self, nranks, unique_id=None, rank=None, config=None, *, trace_buffer=None)\n--\n\n"
 "ncclCommGrow. Existing root: comm.grow(n, uid); existing non-root: comm.grow(n); a new rank:\n"
 "Communicator().grow(n, uid, rank=r). trace_buffer: as for split().");
-static PyObject *Communicator_grow(NX_COMM_METHOD_ARGS)
+static PyObject *grow_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *a[5];
     if (nx_margs(&M_grow, args, nargs, kwnames, a) < 0)
         return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    nx_Communicator *c = (nx_Communicator *)self;
+    nx_state *st = k->st;
+    nx_Communicator *c = k->c;
     int nranks, rank = -1, is_new = a[2] != NULL && a[2] != Py_None;
     ncclComm_t comm = nx_comm_handle(c);
     if (is_new && comm != NULL)
         return nx_invalid(st, "New ranks must use a null communicator (Communicator())");
     if (!is_new && comm == NULL)
         return nx_invalid(st, "Existing ranks must use an initialized communicator");
+    /* an existing rank's communicator is taking part: its conversion starts (nx_call, core.h) */
+    if (!is_new && nx_call_begin(k, "grow") < 0)
+        return NULL;
     long tsize;
     if (nx_int(a[0], "grow", "nranks", &nranks) < 0 || (is_new && nx_int(a[2], "grow", "rank", &rank) < 0) ||
         (tsize = nx_trace_size_arg(a[4], "grow")) < 0)
@@ -536,9 +560,16 @@ static PyObject *Communicator_grow(NX_COMM_METHOD_ARGS)
         return NULL;
     ncclConfig_t *cfg;
     PyObject *keep;
-    if (config_arg(st, a[3], "grow", &cfg, &keep) < 0)
+    if (config_arg(st, a[3], "grow", &cfg, &keep) < 0 || nx_call_keep(k, keep) < 0)
         return NULL;
-    nx_Communicator *child = nx_comm_new(st, Py_TYPE(self));
+    /* the child is made first (an allocation may run finalizers), then the handle is read again */
+    nx_Communicator *child = nx_comm_new(st, Py_TYPE(c));
+    if (child != NULL && is_new && nx_comm_handle(c) != NULL) {
+        Py_CLEAR(child);
+        nx_invalid(st, "New ranks must use a null communicator (Communicator())");
+    }
+    if (child != NULL && !is_new && (comm = nx_call_ready(k)) == NULL)
+        Py_CLEAR(child);
     PyObject *r = NULL;
     if (child != NULL) {
         uint64_t tid;
@@ -553,9 +584,10 @@ static PyObject *Communicator_grow(NX_COMM_METHOD_ARGS)
         trace_created(child, init, rc);
         r = child_result(st, c, child, rc, comm);
     }
-    Py_XDECREF(keep);
     return r;
 }
+
+static PyObject *Communicator_grow(NX_COMM_METHOD_ARGS) { return nx_comm_call(grow_body, NX_COMM_METHOD_PASS); }
 
 PyDoc_STRVAR(get_unique_id__doc__, "get_unique_id($self)\n--\n\n"
 "ncclCommGetUniqueId: a single-use id for grow(), called by the grow root only.");

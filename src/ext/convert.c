@@ -268,6 +268,34 @@ int nx_window_arg(PyObject *o, const char *fname, const char *argname, ncclWindo
     return 0;
 }
 
+/* A list's items as a new tuple. The length is read again after the allocation: on interpreters
+ * whose allocator may run the collector (3.10, 3.11), a finalizer can resize the list meanwhile. */
+static PyObject *list_snapshot(PyObject *list)
+{
+    PyObject *t = NULL;
+    Py_BEGIN_CRITICAL_SECTION(list);
+    for (;;) {
+        Py_ssize_t n = PyList_GET_SIZE(list);
+        if ((t = PyTuple_New(n)) == NULL || PyList_GET_SIZE(list) == n) {
+            for (Py_ssize_t i = 0; t != NULL && i < n; i++)
+                PyTuple_SET_ITEM(t, i, Py_NewRef(PyList_GET_ITEM(list, i)));
+            break;
+        }
+        Py_DECREF(t);
+    }
+    Py_END_CRITICAL_SECTION();
+    return t;
+}
+
+PyObject *nx_seq_snapshot(PyObject *o)
+{
+    if (PyTuple_Check(o))
+        return Py_NewRef(o);
+    if (PyList_Check(o))
+        return list_snapshot(o);
+    return PySequence_Tuple(o);
+}
+
 int nx_margs(const nx_msig *sig, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **out)
 {
     Py_ssize_t nnames = 0;

@@ -72,6 +72,14 @@ int nx_comm_arg(PyObject *o, const char *fname, const char *argname, nx_null_rul
 int nx_window_arg(PyObject *o, const char *fname, const char *argname, ncclWindow_t *out);
 
 
+/* The items of a caller's sequence, owned (docs/architecture.md#callbacks-into-python): a tuple
+ * is taken by reference (immutable), a list is copied under its critical section (free-threaded
+ * builds: another thread may be mutating it), anything else goes through PySequence_Tuple. A walk
+ * then reads the snapshot, which holds every item, so a callback of an item (__index__, a
+ * property) that mutates or empties the caller's container changes nothing the walk reads. New
+ * reference, or NULL with the exception (TypeError for a non-iterable, which callers reword). */
+PyObject *nx_seq_snapshot(PyObject *o);
+
 /* Methods (nccl.core) take optional and keyword-only parameters, unlike the bindings. */
 /* A method signature: `npos` parameters may be passed positionally; the rest are keyword-only.
  * The first `nrequired` are required. */

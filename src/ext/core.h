@@ -35,6 +35,8 @@ struct nx_Communicator {
     nx_trace_ring *trace; /* the flight recorder's ring (a reference), or NULL */
     int trace_bound;      /* trace is settled for the current handle (nx_comm_trace) */
     int why_null;         /* why the handle is NULL, for the message: an nx_why_null */
+    int converting;       /* calls converting their arguments now (nx_call_begin); atomic */
+    const char *converting_op; /* the latest of them, for the refusal's message */
 };
 
 /* Why a communicator has no handle: never created, or what ended it (nx_comm_require's message). */
@@ -89,9 +91,48 @@ static inline nx_trace_ring *nx_comm_trace(nx_Communicator *c, ncclComm_t h)
  * the one it had. */
 void nx_comm_set_trace(nx_Communicator *c, nx_trace_ring *r);
 
+/* ---- one call on a communicator (communicator.c; docs/architecture.md#callbacks-into-python) ----
+ * A method converts its arguments before its library call, and converting runs Python code
+ * (__index__, properties, __cuda_stream__, __dlpack__, buffer exports, finalizers of objects
+ * collected meanwhile). While a call converts, its communicator refuses destroy() and abort()
+ * (NcclInvalid naming the call), and so does this thread's close() of a cuda.core shim Buffer
+ * (nccl._ext._converting_arguments). The handle is read by nx_call_ready, once every argument is
+ * converted; no Python code runs from there to the library call. What pins the memory of the
+ * buffers the call resolved (buffer-protocol exports, DLPack capsules) is kept until the call
+ * returns (nx_call_keep). */
+#define NX_CALL_KEEP 4
+typedef struct {
+    nx_state *st;
+    nx_Communicator *c;
+    const char *op;   /* "allreduce", "get mem stat": the verb of "Cannot <op>: ..." */
+    int converting;   /* holds c->converting and this thread's count, until nx_call_ready */
+    int nkeep;
+    PyObject *keep[NX_CALL_KEEP];
+} nx_call;
+
+/* The communicator must be open ("Cannot <op>: Communicator not initialized"); then the
+ * conversion starts. 0, or -1 with the exception. */
+int nx_call_begin(nx_call *k, const char *op);
+/* The conversion ends: the handle, read now, or NULL with NCCLNullHandleError (another thread
+ * tore the communicator down meanwhile). */
+ncclComm_t nx_call_ready(nx_call *k);
+/* Keeps o (a reference the call takes over; NULL is nothing) until the call returns. 0 or -1. */
+int nx_call_keep(nx_call *k, PyObject *o);
+/* Resolves a buffer argument (nx_resolve_buffer) and keeps what pins its memory, for this call
+ * and, inside a group, until the group ends. 0, or -1 with the exception. */
+int nx_call_buffer(nx_call *k, PyObject *o, const char *name, nx_buffer *out);
+
+/* A method body: what it returns is the method's result, once nx_comm_call ended the call
+ * (the conversion, if still open, and the kept objects). */
+typedef PyObject *(*nx_call_body)(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *nx_comm_call(nx_call_body body, PyObject *self, PyTypeObject *cls, PyObject *const *args, Py_ssize_t nargs,
+                       PyObject *kwnames);
+
 /* Methods of Communicator defined in other files. All are METH_METHOD | METH_FASTCALL |
  * METH_KEYWORDS, so the module state comes from the defining class without a lookup. */
 #define NX_COMM_METHOD_ARGS PyObject *self, PyTypeObject *cls, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames
+/* The arguments of a method, passed on as they came (to nx_comm_call). */
+#define NX_COMM_METHOD_PASS self, cls, args, nargs, kwnames
 #define NX_COMM_STATE(cls) ((nx_state *)PyType_GetModuleState(cls))
 #define NX_COMM_METHOD_DEF(pyname, fn, doc) \
     {pyname, (PyCFunction)(void (*)(void))fn, METH_METHOD | METH_FASTCALL | METH_KEYWORDS, doc}

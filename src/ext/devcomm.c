@@ -87,15 +87,20 @@ static PyObject *DevComm_multimem_handle(PyObject *self, PyObject *team)
     nx_state *st = state_of(self);
     if (st == NULL)
         return NULL;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(d->multimem); i++) {
-        PyObject *pair = PyTuple_GET_ITEM(d->multimem, i);
+    /* the tuple owned for the walk: team's __eq__ runs Python code while it goes on */
+    PyObject *pairs = Py_NewRef(d->multimem), *found = NULL;
+    for (Py_ssize_t i = 0; found == NULL && i < PyTuple_GET_SIZE(pairs); i++) {
+        PyObject *pair = PyTuple_GET_ITEM(pairs, i);
         int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(pair, 0), team, Py_EQ);
         if (eq < 0)
-            return NULL;
+            break;
         if (eq)
-            return Py_NewRef(PyTuple_GET_ITEM(pair, 1));
+            found = Py_NewRef(PyTuple_GET_ITEM(pair, 1));
     }
-    return nx_invalid(st, "multimem_handle: %R was not among the requirements' teams", team);
+    Py_DECREF(pairs);
+    if (found == NULL && !PyErr_Occurred())
+        nx_invalid(st, "multimem_handle: %R was not among the requirements' teams", team);
+    return found;
 }
 
 static PyMethodDef DevComm_methods[] = {
@@ -131,15 +136,14 @@ PyDoc_STRVAR(create_dev_comm__doc__, "_create_dev_comm($self, reqs, multimem, ha
 "version fitted to the loaded library); the tracked DevCommResource holding multimem (a tuple of\n"
 "(NCCLTeam, MultimemHandle) pairs whose storage the call fills) and handles (the resource handle\n"
 "views).");
-static PyObject *Communicator_create_dev_comm(NX_COMM_METHOD_ARGS)
+static PyObject *create_dev_comm_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *a[3];
     if (nx_margs(&M__create_dev_comm, args, nargs, kwnames, a) < 0)
         return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    nx_Communicator *c = (nx_Communicator *)self;
-    ncclComm_t comm = nx_comm_require(c, "create_dev_comm");
-    if (comm == NULL)
+    nx_state *st = k->st;
+    nx_Communicator *c = k->c;
+    if (nx_call_begin(k, "create_dev_comm") < 0)
         return NULL;
     const ncclDevCommRequirements_t *given = nx_struct_storage(st, a[0], NX_STRUCT_DEV_COMM_REQUIREMENTS);
     if (given == NULL || !is_pair_tuple(a[1]) || !PyTuple_Check(a[2])) {
@@ -152,7 +156,10 @@ static PyObject *Communicator_create_dev_comm(NX_COMM_METHOD_ARGS)
     if (obj == NULL)
         return NULL;
     nx_DevComm *d = (nx_DevComm *)obj;
-    if ((d->devobj = nx_struct_new(st, NX_STRUCT_DEV_COMM)) == NULL || nx_require(st, &nx_api.ncclDevCommCreate) < 0)
+    /* the handle is read once every object is made (nx_call, core.h) */
+    ncclComm_t comm;
+    if ((d->devobj = nx_struct_new(st, NX_STRUCT_DEV_COMM)) == NULL || nx_require(st, &nx_api.ncclDevCommCreate) < 0 ||
+        (comm = nx_call_ready(k)) == NULL)
         goto fail;
     ncclDevComm_t *dev = dev_of(st, d);
     ncclResult_t rc;
@@ -168,6 +175,11 @@ static PyObject *Communicator_create_dev_comm(NX_COMM_METHOD_ARGS)
 fail:
     Py_DECREF(obj);
     return NULL;
+}
+
+static PyObject *Communicator_create_dev_comm(NX_COMM_METHOD_ARGS)
+{
+    return nx_comm_call(create_dev_comm_body, NX_COMM_METHOD_PASS);
 }
 
 PyMethodDef nx_devcomm_methods[] = {

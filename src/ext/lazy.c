@@ -61,12 +61,18 @@ static int register_type_attributes(PyTypeObject *tp, PyObject *key, PyObject *a
                      Py_TYPE(attrs)->tp_name);
         return -1;
     }
-    PyObject *name, *value;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(attrs, &pos, &name, &value)) {
-        if (PyDict_SetDefault(tp->tp_dict, name, value) == NULL)
+    /* a list of (name, value) pairs, owned: setting one may run a name's __eq__ */
+    PyObject *items = PyDict_Items(attrs);
+    if (items == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+        PyObject *pair = PyList_GET_ITEM(items, i);
+        if (PyDict_SetDefault(tp->tp_dict, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1)) == NULL) {
+            Py_DECREF(items);
             return -1;
+        }
     }
+    Py_DECREF(items);
     PyType_Modified(tp);
     return 0;
 }

@@ -99,11 +99,11 @@ static int add_find_library(strlist *l)
 
 static int add_dirs_from(strlist *l, PyObject *seq, const char *suffix)
 {
-    PyObject *fast = PySequence_Fast(seq, "expected a sequence of directories");
+    PyObject *fast = nx_seq_snapshot(seq); /* sys.path: another thread may change it meanwhile */
     if (fast == NULL)
         return -1;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast); i++) {
-        PyObject *item = PySequence_Fast_GET_ITEM(fast, i);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fast); i++) {
+        PyObject *item = PyTuple_GET_ITEM(fast, i);
         const char *dir = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
         if (dir == NULL || *dir == '\0') {
             PyErr_Clear();

@@ -20,6 +20,8 @@ static PyObject *NcclBuffer_new(PyTypeObject *type, PyObject *args, PyObject *kw
     /* the stream is validated like every stream= argument; resolution does not synchronise */
     if (nx_resolve_stream(st, stream, &s) < 0 || nx_resolve_buffer(st, obj, "buffer", &b) < 0)
         return NULL;
+    /* a view of the values only: what pins the memory is the caller's to keep (the object) */
+    Py_CLEAR(b.keep);
     nx_NcclBuffer *self = (nx_NcclBuffer *)type->tp_alloc(type, 0);
     if (self != NULL)
         self->b = b;

@@ -60,6 +60,11 @@ static PyObject *PointerBox_repr(PyObject *op)
 
 static PyObject *PointerBox_format(PyObject *op, PyObject *spec)
 {
+    /* PyObject_Format takes only a str (anything else is its SystemError) */
+    if (!PyUnicode_Check(spec)) {
+        PyErr_Format(PyExc_TypeError, "__format__() argument must be str, not %.200s", Py_TYPE(spec)->tp_name);
+        return NULL;
+    }
     PyObject *v = PointerBox_int(op);
     if (v == NULL)
         return NULL;

@@ -213,15 +213,16 @@ PyDoc_STRVAR(create_pre_mul_sum__doc__, "create_pre_mul_sum($self, scalar, datat
 "1-element numpy.ndarray (HostImmediate), or a 1-element device buffer (Device; its dtype must\n"
 "match datatype when given). The host array is kept alive on the returned, tracked CustomRedOp,\n"
 "which collectives accept as op for buffers of its dtype.");
-static PyObject *Communicator_create_pre_mul_sum(NX_COMM_METHOD_ARGS)
+/* The scalar is converted (numpy calls, the resolver: Python code) before the handle is read
+ * (nx_call, core.h). */
+static PyObject *create_pre_mul_sum_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *a[2];
     if (nx_margs(&M_create_pre_mul_sum, args, nargs, kwnames, a) < 0)
         return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    nx_Communicator *c = (nx_Communicator *)self;
-    ncclComm_t comm = nx_comm_require(c, "create_pre_mul_sum");
-    if (comm == NULL)
+    nx_state *st = k->st;
+    nx_Communicator *c = k->c;
+    if (nx_call_begin(k, "create_pre_mul_sum") < 0)
         return NULL;
     int have_dt = a[1] != NULL && a[1] != Py_None;
     ncclDataType_t dt = ncclFloat32, want = ncclFloat32;
@@ -267,22 +268,33 @@ static PyObject *Communicator_create_pre_mul_sum(NX_COMM_METHOD_ARGS)
             Py_DECREF(text);
             return NULL;
         }
+        /* the operator reads the scalar at every use: it keeps what pins its memory, else the object */
+        keep = b.keep != NULL ? b.keep : Py_NewRef(a[0]);
         if (nx_comm_check_device(st, c, &b, "scalar") < 0)
-            return NULL;
-        if (b.count != 1)
-            return nx_invalid(st, "Device buffer must contain exactly 1 element for scalar, got %zu elements", b.count);
-        if (have_dt && b.dtype != want)
-            return nx_invalid(st, "Device buffer datatype %s doesn't match requested datatype %s", nx_dtype_name(b.dtype),
-                              nx_dtype_name(want));
+            goto done;
+        if (b.count != 1) {
+            nx_invalid(st, "Device buffer must contain exactly 1 element for scalar, got %zu elements", b.count);
+            goto done;
+        }
+        if (have_dt && b.dtype != want) {
+            nx_invalid(st, "Device buffer datatype %s doesn't match requested datatype %s", nx_dtype_name(b.dtype),
+                       nx_dtype_name(want));
+            goto done;
+        }
         dt = b.dtype;
         ptr = b.ptr;
         residence = ncclScalarDevice;
-        keep = Py_NewRef(a[0]);
     }
     if (nx_require(st, &nx_api.ncclRedOpCreatePreMulSum) < 0)
         goto done;
+    /* allocated before the handle is read: an allocation may run the collector (and finalizers) */
     if ((obj = nx_resource_alloc(st, NX_TYPE_CUSTOM_RED_OP, c, CustomRedOp_release)) == NULL)
         goto done;
+    ncclComm_t comm = nx_call_ready(k);
+    if (comm == NULL) {
+        Py_CLEAR(obj);
+        goto done;
+    }
     nx_CustomRedOp *o = (nx_CustomRedOp *)obj;
     ncclRedOp_t op = ncclSum;
     ncclResult_t rc;
@@ -302,6 +314,11 @@ static PyObject *Communicator_create_pre_mul_sum(NX_COMM_METHOD_ARGS)
 done:
     Py_XDECREF(keep);
     return obj;
+}
+
+static PyObject *Communicator_create_pre_mul_sum(NX_COMM_METHOD_ARGS)
+{
+    return nx_comm_call(create_pre_mul_sum_body, NX_COMM_METHOD_PASS);
 }
 
 PyMethodDef nx_redop_methods[] = {

@@ -351,6 +351,12 @@ static PyObject *RegisteredWindow_repr(PyObject *self)
     return PyUnicode_FromString(text);
 }
 
+ncclWindow_t nx_window_handle(PyObject *self)
+{
+    nx_RegisteredWindow *w = (nx_RegisteredWindow *)self;
+    return w->base.open ? window_of(w) : NULL;
+}
+
 /* The window of an open handle, or NULL with RuntimeError (resources.h). */
 ncclWindow_t nx_window_open(PyObject *self)
 {
@@ -467,22 +473,44 @@ PyDoc_STRVAR(register_buffer__doc__, "register_buffer($self, buffer)\n--\n\n"
 "Register buffer (count * itemsize bytes) with the communicator for zero-copy transfers\n"
 "(ncclCommRegister). Local, not collective. Returns a tracked RegisteredBufferHandle, which keeps\n"
 "buffer alive until it is closed.");
-static PyObject *Communicator_register_buffer(NX_COMM_METHOD_ARGS)
+/* What a registration keeps while it is open: what pins the buffer's memory (a buffer-protocol
+ * export, a DLPack capsule: the resolver's keep), else the buffer object itself. */
+static PyObject *registration_pin(nx_buffer *b, PyObject *o)
+{
+    PyObject *pin = b->keep != NULL ? b->keep : Py_NewRef(o);
+    b->keep = NULL;
+    return pin;
+}
+
+/* register_buffer and register_window resolve the buffer before the handle is read (nx_call,
+ * core.h); the resolver's pin is the resource's to keep. */
+static PyObject *register_buffer_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *a[1];
     if (nx_margs(&M_register_buffer, args, nargs, kwnames, a) < 0)
         return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    nx_Communicator *c = (nx_Communicator *)self;
-    ncclComm_t comm = nx_comm_require(c, "register_buffer");
+    nx_state *st = k->st;
+    nx_Communicator *c = k->c;
     nx_buffer b;
-    if (comm == NULL || nx_resolve_buffer(st, a[0], "buffer", &b) < 0 || nx_comm_check_device(st, c, &b, "buffer") < 0)
+    if (nx_call_begin(k, "register_buffer") < 0 || nx_resolve_buffer(st, a[0], "buffer", &b) < 0)
         return NULL;
-    if (nx_require(st, &nx_api.ncclCommRegister) < 0)
+    PyObject *pin = registration_pin(&b, a[0]);
+    if (nx_comm_check_device(st, c, &b, "buffer") < 0 || nx_require(st, &nx_api.ncclCommRegister) < 0) {
+        Py_DECREF(pin);
         return NULL;
+    }
+    /* allocated before the handle is read: an allocation may run the collector (and finalizers) */
     PyObject *obj = nx_resource_alloc(st, NX_TYPE_REGISTERED_BUFFER, c, RegisteredBuffer_release);
-    if (obj == NULL)
+    if (obj == NULL) {
+        Py_DECREF(pin);
         return NULL;
+    }
+    ((nx_RegisteredBuffer *)obj)->buffer = pin;
+    ncclComm_t comm = nx_call_ready(k);
+    if (comm == NULL) {
+        Py_DECREF(obj);
+        return NULL;
+    }
     nx_RegisteredBuffer *rb = (nx_RegisteredBuffer *)obj;
     size_t size = b.count * nx_dtype_size(b.dtype);
     void *handle = NULL, *ptr = b.ptr;
@@ -495,10 +523,14 @@ static PyObject *Communicator_register_buffer(NX_COMM_METHOD_ARGS)
     rb->base.open = 1;
     rb->handle = handle;
     rb->size = size;
-    rb->buffer = Py_NewRef(a[0]);
     if (nx_resource_track(c, obj) < 0)
         Py_CLEAR(obj);
     return obj;
+}
+
+static PyObject *Communicator_register_buffer(NX_COMM_METHOD_ARGS)
+{
+    return nx_comm_call(register_buffer_body, NX_COMM_METHOD_PASS);
 }
 
 NX_MSIG(register_window, 2, 1, "buffer", "flags");
@@ -506,26 +538,34 @@ PyDoc_STRVAR(register_window__doc__, "register_window($self, buffer, flags=None)
 "Register buffer as a window for one-sided and symmetric operations (ncclCommWindowRegister).\n"
 "Collective. Always returns the RegisteredWindowHandle (nccl4py 0.6.0); its handle may stay 0\n"
 "until the group ends (inside group()) or until the state is Success (nonblocking).");
-static PyObject *Communicator_register_window(NX_COMM_METHOD_ARGS)
+static PyObject *register_window_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *a[2];
     if (nx_margs(&M_register_window, args, nargs, kwnames, a) < 0)
         return NULL;
-    nx_state *st = NX_COMM_STATE(cls);
-    nx_Communicator *c = (nx_Communicator *)self;
-    ncclComm_t comm = nx_comm_require(c, "register_window");
+    nx_state *st = k->st;
+    nx_Communicator *c = k->c;
     int flags = 0;
     nx_buffer b;
-    if (comm == NULL || (a[1] != NULL && a[1] != Py_None && nx_int(a[1], "register_window", "flags", &flags) < 0) ||
-        nx_resolve_buffer(st, a[0], "buffer", &b) < 0 || nx_comm_check_device(st, c, &b, "buffer") < 0)
+    if (nx_call_begin(k, "register_window") < 0 ||
+        (a[1] != NULL && a[1] != Py_None && nx_int(a[1], "register_window", "flags", &flags) < 0) ||
+        nx_resolve_buffer(st, a[0], "buffer", &b) < 0)
         return NULL;
-    if (nx_require(st, &nx_api.ncclCommWindowRegister) < 0)
+    PyObject *pin = registration_pin(&b, a[0]);
+    if (nx_comm_check_device(st, c, &b, "buffer") < 0 || nx_require(st, &nx_api.ncclCommWindowRegister) < 0) {
+        Py_DECREF(pin);
         return NULL;
+    }
     PyObject *obj = nx_resource_alloc(st, NX_TYPE_REGISTERED_WINDOW, c, RegisteredWindow_release);
-    if (obj == NULL)
+    if (obj == NULL) {
+        Py_DECREF(pin);
         return NULL;
+    }
     nx_RegisteredWindow *w = (nx_RegisteredWindow *)obj;
-    if ((w->box = PyObject_CallNoArgs((PyObject *)st->pointer_box_type)) == NULL) {
+    w->buffer = pin;
+    ncclComm_t comm;
+    /* the box is made (Python code: PointerBox()) before the handle is read */
+    if ((w->box = PyObject_CallNoArgs((PyObject *)st->pointer_box_type)) == NULL || (comm = nx_call_ready(k)) == NULL) {
         Py_DECREF(obj);
         return NULL;
     }
@@ -546,7 +586,6 @@ static PyObject *Communicator_register_window(NX_COMM_METHOD_ARGS)
     w->user_ptr = ptr;
     w->size = size;
     w->flags = flags;
-    w->buffer = Py_NewRef(a[0]);
     if (nx_resource_track(c, obj) < 0)
         goto fail;
     /* nccl4py 0.5.0 and later: the handle object is always returned; its handle may read 0 until
@@ -562,6 +601,11 @@ fail: {
     Py_DECREF(obj);
     return NULL;
 }
+}
+
+static PyObject *Communicator_register_window(NX_COMM_METHOD_ARGS)
+{
+    return nx_comm_call(register_window_body, NX_COMM_METHOD_PASS);
 }
 
 #define METHOD(name) NX_COMM_METHOD_DEF(#name, Communicator_##name, name##__doc__)

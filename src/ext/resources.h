@@ -51,5 +51,7 @@ int nx_resource_add_type(PyObject *module, nx_state *st, nx_core_type idx, PyTyp
 
 /* The window of an open RegisteredWindowHandle, or NULL with RuntimeError (closed, or pending). */
 ncclWindow_t nx_window_open(PyObject *self);
+/* The same read without an exception: NULL when closed or pending. No Python code runs. */
+ncclWindow_t nx_window_handle(PyObject *self);
 
 #endif

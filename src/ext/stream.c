@@ -97,19 +97,20 @@ static NX_COLD int from_protocol(nx_state *st, PyObject *obj, PyObject *attr, cu
         info = Py_NewRef(attr);
     if (info == NULL)
         goto done;
-    fast = PySequence_Check(info) ? PySequence_Fast(info, "") : NULL;
-    if (fast == NULL || PySequence_Fast_GET_SIZE(fast) != 2) {
+    /* owned items: the handle's __index__ may change a list the producer also holds */
+    fast = PySequence_Check(info) ? nx_seq_snapshot(info) : NULL;
+    if (fast == NULL || PyTuple_GET_SIZE(fast) != 2) {
         PyErr_Clear();
         nx_invalid(st, "%s.__cuda_stream__ must give a (version, handle) pair, got %R", Py_TYPE(obj)->tp_name, info);
         goto done;
     }
-    PyObject *ver = PySequence_Fast_GET_ITEM(fast, 0);
+    PyObject *ver = PyTuple_GET_ITEM(fast, 0);
     if (!PyLong_Check(ver) || PyLong_AsLong(ver) != 0) {
         PyErr_Clear();
         nx_invalid(st, "%s.__cuda_stream__ protocol version must be 0, got %R", Py_TYPE(obj)->tp_name, ver);
         goto done;
     }
-    PyObject *h = PySequence_Fast_GET_ITEM(fast, 1);
+    PyObject *h = PyTuple_GET_ITEM(fast, 1);
     rc = handle_value(st, PyIndex_Check(h) ? PyNumber_Index(h) : Py_NewRef(h), "the __cuda_stream__ handle", out);
 done:
     Py_XDECREF(info);

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "convert.h"
 #include "loader.h"
 #include "module.h"
 #include "struct_layouts.h"
@@ -186,8 +187,8 @@ static int array_set(const nx_Struct *self, const nx_field *f, PyObject *value, 
     size_t size = nx_field_elem_size(elem);
     if (PyObject_CheckBuffer(value))
         return set_from_buffer(self, f->name, value, p, f->len * size);
-    PyObject *seq = PySequence_Fast(value, "");
-    if (seq == NULL || PySequence_Fast_GET_SIZE(seq) != (Py_ssize_t)f->len) {
+    PyObject *seq = nx_seq_snapshot(value); /* owned: an entry's __index__ may change the caller's list */
+    if (seq == NULL || PyTuple_GET_SIZE(seq) != (Py_ssize_t)f->len) {
         PyErr_Clear();
         Py_XDECREF(seq);
         PyErr_Format(PyExc_ValueError, "%s.%s must be a sequence of %zu ints", self->desc->name, f->name, f->len);
@@ -196,7 +197,7 @@ static int array_set(const nx_Struct *self, const nx_field *f, PyObject *value, 
     char tmp[NCCL_GIN_SUPPORT_SLOTS * 8];
     int rc = f->len * size <= sizeof tmp ? 0 : -1;
     for (size_t i = 0; rc == 0 && i < f->len; i++)
-        rc = set_int(self, f->name, elem, PySequence_Fast_GET_ITEM(seq, (Py_ssize_t)i), tmp + i * size);
+        rc = set_int(self, f->name, elem, PyTuple_GET_ITEM(seq, (Py_ssize_t)i), tmp + i * size);
     if (rc == 0)
         memcpy(p, tmp, f->len * size); /* all or nothing */
     Py_DECREF(seq);

@@ -37,7 +37,7 @@ def no_shm_leftovers():
 # one of the two per communicator. test_transport.py sets the variable itself, test by test, and
 # runs once. Single-rank cases run once (see below), and .ci/interpreters, which repeats the suite
 # on other CPythons for the extension's sake, runs only the "segment" half.
-ONE_TRANSPORT = {"test_transport", "test_rma", "test_faults"}
+ONE_TRANSPORT = {"test_transport", "test_rma", "test_faults", "test_callbacks"}
 
 
 def pytest_generate_tests(metafunc):

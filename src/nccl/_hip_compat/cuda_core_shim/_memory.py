@@ -6,6 +6,8 @@ import threading
 import warnings
 import weakref
 
+from nccl import _ext
+
 from . import _dlpack, _runtime
 from ._args import index_arg, non_negative_arg
 from .typing import DevicePointerT, DevicePointerType  # noqa: F401  (served from cuda.core._memory)
@@ -56,6 +58,12 @@ class _BufferState:
     def close(self, stream, owner):
         if self.closed:
             return
+        if _ext._converting_arguments():
+            # A callback of a Communicator call on this thread (a property, __index__, ...): that
+            # call may hold this memory's address already (docs/architecture.md#buffer-lifetime).
+            raise BufferError("Buffer.close() was called while a Communicator call on this thread is converting its "
+                              "arguments (from one of its callbacks); the call may use this memory: close the Buffer "
+                              "after the call returns")
         ptr, size, finalizer = self.ptr, self.size, self.finalizer
         if finalizer is not None and finalizer.detach() is not None:
             try:
