@@ -13,6 +13,7 @@ Rules, each with a test proving that a planted violation is caught:
 * Python.h is included before any system header (CPython's rule; its feature macros must win).
 * Each part builds with -Werror (and -Wshadow, -Wstrict-prototypes) under the flags meson uses.
 * The meson list of nccl._ext's sources is the directory; no C file is longer than 1,000 lines.
+* Each header of src/ext includes what it uses: it compiles alone, as the first line of a file.
 * Memory order is written out (docs/host-backend.md#memory-order): every C11 atomic operation names
   its order (no atomic_load(), atomic_store(), ... without _explicit), no _Atomic object is read or
   written as a plain value (clang's -Watomic-implicit-seq-cst, as an error), and no word of the shared
@@ -50,7 +51,8 @@ STRICT = ["-O2", "-Werror", "-Wshadow", "-Wstrict-prototypes"]
 
 
 def c_files(*parts, suffixes=(".c",)):
-    return sorted(p for part in parts for p in part.iterdir() if p.suffix in suffixes)
+    """The C files of each part, its folders included (src/ext keeps its files in folders by concern)."""
+    return sorted(p for part in parts for p in part.rglob("*") if p.suffix in suffixes)
 
 
 def blank_comments_and_strings(text):
@@ -230,12 +232,12 @@ def test_no_macro_hides_a_return_or_goto(path):
 @needs_gcc
 @pytest.mark.parametrize("path", c_files(EXT, HIP), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_python_h_comes_first(path):
-    assert headers_before_python(path, [INCLUDE, PYTHON_INCLUDE]) == []
+    assert headers_before_python(path, [INCLUDE, EXT, PYTHON_INCLUDE]) == []
 
 
 @needs_gcc
 def test_ext_builds_without_warnings(tmp_path):
-    assert build_with_werror(c_files(EXT, COMMON), EXT_FLAGS, [INCLUDE, PYTHON_INCLUDE], tmp_path) == ""
+    assert build_with_werror(c_files(EXT, COMMON), EXT_FLAGS, [INCLUDE, EXT, PYTHON_INCLUDE], tmp_path) == ""
 
 
 @needs_gcc
@@ -257,9 +259,24 @@ def test_no_atomic_is_used_as_a_plain_value(tmp_path):
     assert plain_atomic_accesses(c_files(HOST, COMMON), [HOST, INCLUDE], tmp_path) == ""
 
 
+def header_alone_problems(header, include_dirs, workdir):
+    """gcc's diagnostics for a file whose only line includes `header` ('' when it compiles)."""
+    unit = workdir / "alone.c"
+    unit.write_text(f'#include "{header}"\n')
+    cmd = ["gcc", *EXT_FLAGS, "-Werror", "-fsyntax-only", *[f"-I{d}" for d in include_dirs], str(unit)]
+    result = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir)
+    return "" if result.returncode == 0 else result.stderr
+
+
+@needs_gcc
+@pytest.mark.parametrize("path", c_files(EXT, suffixes=(".h",)), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_each_ext_header_includes_what_it_uses(path, tmp_path):
+    assert header_alone_problems(path.relative_to(EXT).as_posix(), [INCLUDE, EXT, PYTHON_INCLUDE], tmp_path) == ""
+
+
 def test_ext_meson_lists_every_source():
-    listed = re.findall(r"'(\w+\.c)'", (EXT / "meson.build").read_text())
-    assert sorted(listed) == [p.name for p in c_files(EXT)]
+    listed = re.findall(r"'([\w/]+\.c)'", (EXT / "meson.build").read_text())
+    assert sorted(listed) == [p.relative_to(EXT).as_posix() for p in c_files(EXT)]
 
 
 @pytest.mark.parametrize("path", c_files(*ALL_PARTS, suffixes=(".c", ".h")), ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -353,6 +370,14 @@ def test_planted_warning_fails_the_build(tmp_path):
     src = tmp_path / "warn.c"
     src.write_text("int f(int x);\nint f(int x) { int unused; return x; }\n")
     assert "unused variable" in build_with_werror([src], EXT_FLAGS, [], tmp_path)
+
+
+@needs_gcc
+def test_planted_header_that_leans_on_its_includer_is_caught(tmp_path):
+    (tmp_path / "leans.h").write_text("static inline size_t f(void) { return 0; }\n")
+    assert "size_t" in header_alone_problems("leans.h", [tmp_path], tmp_path)
+    (tmp_path / "stands.h").write_text("#include <stddef.h>\nstatic inline size_t f(void) { return 0; }\n")
+    assert header_alone_problems("stands.h", [tmp_path], tmp_path) == ""
 
 
 def test_planted_long_file_is_caught():

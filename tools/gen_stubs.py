@@ -274,7 +274,7 @@ def _nccl_body(module, head):
         "# The numpy structured dtype of each struct wrapper\n" +
         "\n".join(f"{layouts[s][0]}: numpy.dtype[numpy.void]" for s in sorted(layouts, key=lambda s: layouts[s][0])),
         "# Struct wrappers: attribute access to one C struct, in memory of their own or at an address\n"
-        "# (fields from the layout tables, src/ext/struct_layouts.c).",
+        "# (fields from the layout tables, src/ext/structs/struct_layouts.c).",
         *(_struct_class(module, s) for s in structs),
         "# Any struct wrapper, passed where an address is expected (it converts with __index__).\n" +
         _union("_Struct", structs),

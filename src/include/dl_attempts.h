@@ -1,5 +1,5 @@
 /* What both library loaders share: the log of a search (each candidate tried and what came of it)
- * and the reading of a dlopen failure. The NCCL/RCCL loader (src/ext/loader.c) and the GPU
+ * and the reading of a dlopen failure. The NCCL/RCCL loader (src/ext/loader/loader.c) and the GPU
  * runtime loader (src/common/gpu_loader.c) search for different libraries in different orders
  * (docs/architecture.md#loading-the-library); what they record and how they tell "not there" from
  * "there but broken" is this one code (src/common/dl_attempts.c). Plain C, no Python objects;

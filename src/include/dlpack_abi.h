@@ -1,6 +1,6 @@
 /* The DLPack C ABI (versions 0.x and 1.x), declared by us from the DLPack specification so the
  * build needs no dlpack.h. The one declaration shared by nccl._ext (consuming capsules in
- * src/ext/buffer_dlpack.c) and the cuda.core shim (producing and consuming them in
+ * src/ext/buffer/buffer_dlpack.c) and the cuda.core shim (producing and consuming them in
  * src/hip/hip_dlpack.c).
  *
  * Capsule protocol: a producer's capsule is named "dltensor" (dl_managed) or "dltensor_versioned"
@@ -20,7 +20,7 @@
 
 /* DLDeviceType values, X(name after "kDL", value, memory) with the memory a tensor there is in:
  * host memory, device memory, device-accessible host memory (pinned or managed), or none nccl4py
- * accepts. The enum below, the resolver's device rule (src/ext/buffer_dlpack.c), and the cuda.core
+ * accepts. The enum below, the resolver's device rule (src/ext/buffer/buffer_dlpack.c), and the cuda.core
  * shim's DLDeviceType and device-accessible set (nccl._ext._dlpack_codes). */
 enum { DL_MEM_NONE, DL_MEM_HOST, DL_MEM_DEVICE, DL_MEM_PINNED };
 #define DL_DEVICE_TYPES(X)                                                                              \

@@ -10,7 +10,7 @@ signal too. The folders of failed runs are kept, the newest NCCL4PY_TRACE_KEEP (
 launch removes the older ones, except those whose launcher still runs.
 
 While the ranks run, a call that has waited NCCL4PY_WAIT_WARNING seconds makes its rank write a
-dump with reason "wait" (src/ext/trace_dump.c); the launcher's watch sees it, asks every rank for
+dump with reason "wait" (src/ext/trace/trace_dump.c); the launcher's watch sees it, asks every rank for
 a dump and its Python stacks, and prints one line per such call: who waits, in which call, for
 which ranks, and where those are (nccl.trace._waits)."""
 

@@ -253,7 +253,7 @@ result = out, calls
 
 def test_changes_after_use_are_honoured(stub_python):
     """The struct built from a config is reused only while its fields are unchanged (see
-    src/ext/coll_config.c): on NCCL 2.29 a default config runs the plain call and any other is
+    src/ext/core/coll_config.c): on NCCL 2.29 a default config runs the plain call and any other is
     refused, so every assignment after a use shows in which of the two happens."""
     r = stub_python("nccl_2_29").run(CALLS + """
 import copy, pickle

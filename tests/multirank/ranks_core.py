@@ -1,5 +1,5 @@
 """Rank-side checks of the C Communicator's collective, point-to-point and resource methods
-(src/ext/collectives.c, src/ext/resources.c) on the host backend, against numpy references.
+(src/ext/core/collectives.c, src/ext/core/resources.c) on the host backend, against numpy references.
 
 Each rank derives every rank's input from (dtype, count, rank), so it computes the expected
 result of any collective locally. A check returns {"failures": [...], "ncalls": n}.

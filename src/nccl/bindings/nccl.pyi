@@ -183,7 +183,7 @@ unique_id_dtype: numpy.dtype[numpy.void]
 wait_signal_desc_dtype: numpy.dtype[numpy.void]
 
 # Struct wrappers: attribute access to one C struct, in memory of their own or at an address
-# (fields from the layout tables, src/ext/struct_layouts.c).
+# (fields from the layout tables, src/ext/structs/struct_layouts.c).
 
 @final
 class CftBarrierHandle(_StructWrapper):

@@ -3,11 +3,11 @@
 nccl4py 0.6.0's fields).
 
 The C core reads ``NCCLConfig`` (through ``_lowpp``), ``NCCLCollConfig`` (its fields, in
-src/ext/coll_config.c) and ``WaitSignalDesc`` from here (src/ext/lazy.c), so the module path and
+src/ext/core/coll_config.c) and ``WaitSignalDesc`` from here (src/ext/module/lazy.c), so the module path and
 those names are a contract. The C structs are rebuilt
 from the current field values every time, so mutating a config after construction takes effect
 (an NCCLCollConfig's struct is reused only while every field holds the same object as when it
-was built: src/ext/coll_config.c).
+was built: src/ext/core/coll_config.c).
 """
 
 from __future__ import annotations
@@ -279,7 +279,7 @@ class NCCLCollConfig:
     vendor_options: "tuple[VendorOption, ...]" = ()
 
     def __getstate__(self) -> dict[str, Any]:
-        # The C core keeps the struct it built from this config in __dict__ (src/ext/coll_config.c,
+        # The C core keeps the struct it built from this config in __dict__ (src/ext/core/coll_config.c,
         # checked against the current field values at each use); a copy or a pickle leaves it out.
         state = dict(self.__dict__)
         state.pop("_nx_coll_config", None)
@@ -294,5 +294,5 @@ class NCCLCollConfig:
 
 
 # The fields checked in __post_init__; launch_completion_event and vendor_options are checked where
-# they are used (src/ext/coll_config.c, whose field table maps every field to ncclCollConfig_t).
+# they are used (src/ext/core/coll_config.c, whose field table maps every field to ncclCollConfig_t).
 _COLL_FIELDS = _checked_fields(NCCLCollConfig)

@@ -1,5 +1,5 @@
 """The flight recorder's Python face (docs/api/trace.md): ``dump_trace``. Recording and writing
-are C (``src/ext/trace*.c``); this module only names the call."""
+are C (``src/ext/trace/trace*.c``); this module only names the call."""
 
 from __future__ import annotations
 

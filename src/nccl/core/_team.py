@@ -4,7 +4,7 @@
 ``GinBarrierHandle``, ``LLA2AHandle``, ``CftLeInfo`` and ``NCCLCommProperties``.
 
 Communicator's teams and ``properties`` build them in nccl.core._methods; the C core builds the
-handle views (src/ext/lazy.c). A team made by a Communicator remembers which one (its
+handle views (src/ext/module/lazy.c). A team made by a Communicator remembers which one (its
 ``_origin``, the communicator handle, not a dataclass field), so that passing it to another
 communicator is refused before any library call.
 """

@@ -1,6 +1,6 @@
 """The enums and constants of nccl.core (docs/compatibility.md#names-and-types). Loads no library.
 
-The C core reads ``NcclDataType`` from here (src/ext/lazy.c), so its module path is a contract.
+The C core reads ``NcclDataType`` from here (src/ext/module/lazy.c), so its module path is a contract.
 
 The values come from nccl._enums, the one table of the C enums and constants that nccl.bindings
 exports; the member names here are nccl.core's own spellings (upper case, with nccl4py 0.3.1's
@@ -27,7 +27,7 @@ __all__ = [
     "SUM", "PROD", "MAX", "MIN", "AVG",
 ]
 
-# The C table of element types (src/ext/buffer_dtypes.c): (value, numpy name, numpy kind, itemsize)
+# The C table of element types (src/ext/buffer/buffer_dtypes.c): (value, numpy name, numpy kind, itemsize)
 # rows, the first of each value naming its numpy dtype. Names with no kind ("") are told apart by
 # name alone; they come from ml_dtypes.
 _BY_NAME = {name: value for value, name, kind, _ in _ext._numpy_dtypes if not kind}

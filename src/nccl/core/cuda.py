@@ -5,7 +5,7 @@ that name (docs/architecture.md#the-cudacore-shim). With the shim, the runtime b
 flavour: the host backend's virtual devices for ``host``, the HIP runtime for ``rccl``, and "no
 CUDA backing" for ``nccl`` (a real cuda.core is needed there). ``NCCL_LIBRARY=host`` is acted on
 by the shim itself, at its first call; otherwise the choice is made by the first device call here,
-which loads the library to learn its flavour. The C core calls ``get_cuda_device`` and ``get_num_devices`` from here (src/ext/lazy.c).
+which loads the library to learn its flavour. The C core calls ``get_cuda_device`` and ``get_num_devices`` from here (src/ext/module/lazy.c).
 """
 
 import operator

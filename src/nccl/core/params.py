@@ -4,7 +4,7 @@ ncclParamGetParameter / ncclParamGetAllParameterKeys (NCCL 2.30.4; FunctionNotFo
 libraries). The library is loaded on first use, not at import.
 
 The reads are nccl.bindings.nccl's ``param_get_parameter``, ``param_get_all_keys`` and
-``param_dump_all`` (src/ext/bindings_params.c), the package's one reader of the registry; this
+``param_dump_all`` (src/ext/bindings/bindings_params.c), the package's one reader of the registry; this
 module only gives them a mapping's shape."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Every Python thread's stack at a SIGUSR1 dump (docs/api/trace.md#python-stacks): written beside
-the dump by the recorder's stack thread (src/ext/trace_stack.c, with the GIL), read back by the
+the dump by the recorder's stack thread (src/ext/trace/trace_stack.c, with the GIL), read back by the
 verdict to say where a rank that is not inside a call is.
 
 ``rank<R>.stack.json`` (``pid<P>.stack.json`` beside ``pid<P>.jsonl``), one JSON object:

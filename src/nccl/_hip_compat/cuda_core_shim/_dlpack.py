@@ -1,7 +1,7 @@
 """Reading a DLPack capsule (consumer side), through nccl._ext.
 
 The DLPack ABI is declared once, in C (src/include/dlpack_abi.h): ``nccl._ext._dlpack_read`` reads
-a capsule's tensor there, with the code the buffer resolver uses (src/ext/buffer_dlpack.c), and
+a capsule's tensor there, with the code the buffer resolver uses (src/ext/buffer/buffer_dlpack.c), and
 the enums below are built from its values (``nccl._ext._dlpack_codes``). ``parse_capsule`` never
 loads the HIP runtime (nor does nccl._ext load a library).
 """

@@ -70,7 +70,7 @@ class StridedMemoryView:
         self.exporting_obj = None
         if obj is None:
             return
-        protocol = _ext._array_protocol(obj)  # the buffer resolver's choice (src/ext/buffer.c)
+        protocol = _ext._array_protocol(obj)  # the buffer resolver's choice (src/ext/buffer/buffer.c)
         if protocol == "dlpack":
             self._from_dlpack(obj, stream_ptr)
         elif protocol == "__cuda_array_interface__":
