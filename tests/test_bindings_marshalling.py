@@ -5,16 +5,25 @@ conventions (0.3.1: the status, 0 or 7; 0.2.0 forms, chosen by argument count: t
 
 The expected values come from docs/compatibility.md#functions-and-minimum-versions (names, parameter names,
 argument counts, minimum versions)
-and from the stub's documented behaviour, never from the code under test. The calls run in child
-interpreters (the stub_python fixture); this process loads no library.
+and from the stub's documented behaviour, never from the code under test. The rows of the generated
+wrappers with int-only parameters are made from the description the wrappers are generated from
+(tools/nccl_surface.py: abi.h's argument order, a converter kind each) by the marshalling rules
+alone. The calls run in child interpreters (the stub_python fixture); this process loads no
+library.
 """
 
 import struct
+import sys
+from pathlib import Path
 
 import pytest
 from api_tables import ALIASES, API_MIN_VERSION, C_TO_PY, DUAL_FORMS, LOADER_FUNCTIONS, NOT_WRAPPED, version_code
 
 from nccl import _ext
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import nccl_surface  # noqa: E402
+import surface_headers  # noqa: E402
 
 MASK = (1 << 64) - 1
 
@@ -55,108 +64,58 @@ VERSION = 22905
 LAST_ERROR = "stub last error text"
 
 # (module, function, [(upstream parameter name, value)], C symbol, recorded arguments, return)
-PLAIN = [
-    ("b", "mem_alloc", [("size", SIZE)], "ncclMemAlloc", [ANY, SIZE], OUTS["ncclMemAlloc"]),
-    ("b", "mem_free", [("ptr", HIGH)], "ncclMemFree", [HIGH], None),
+# The generated wrappers whose parameters are all ints (every kind but structs and the hand-written
+# ones): rows made from the description (tools/nccl_surface.py) by the marshalling rules alone, a
+# value per parameter distinct within its call (generated_rows below).
+PLAIN_KINDS = {"comm", "comm_or_null", "window", "addr", "size", "int", "uint", "dtype", "redop", "stream", "enum",
+               "out"}
+
+
+def sample_values(enums):
+    """For each kind, a function of the parameter's position j in its call giving a value that no other
+    parameter of the call has, and that shows a truncation or a swap."""
+    ints = [3, -3, 7, 2, 5, -1, 9]
+    return {
+        "addr": lambda j, k: (HIGH, *P)[j % 13], "comm": lambda j, k: P[j % 12], "comm_or_null": lambda j, k: P[j % 12],
+        "window": lambda j, k: P[(j + 6) % 12], "stream": lambda j, k: (NEG, *P)[(j + 3) % 13],
+        "size": lambda j, k: (SIZE, SIZE2)[j % 2], "int": lambda j, k: ints[j % 7], "uint": lambda j, k: 0xFFFF_FFFF,
+        "dtype": lambda j, k: 11 - j % 5, "redop": lambda j, k: 4,
+        "enum": lambda j, k: max(v for _, v in enums[k.ctypes[0]]),
+    }
+
+
+def generated_rows():
+    """(module, function, [(parameter, value)], C symbol, recorded arguments, return) of every generated
+    wrapper with int-only parameters and a result the stub scripts (None, or an OUTS value)."""
+    rows = surface_headers.read_abi()
+    enums, _ = surface_headers.read_enums()
+    sample = sample_values(enums)
+    out = []
+    for b in nccl_surface.BINDINGS:
+        if b.hand or not all(k.name in PLAIN_KINDS for k in b.params) or b.result.name not in ("none", "out"):
+            continue
+        if b.result.name == "out" and b.entry not in OUTS:
+            continue
+        params, recorded = [], []
+        for j, (p, k) in enumerate(zip(rows[b.entry].params, b.params)):
+            value = ANY if k.name == "out" else sample[k.name](j, k)
+            recorded.append(value)
+            if value is not ANY:
+                params.append((p.snake, value))
+        out.append(("rx" if b.module == "rccl" else "b", b.name, params, b.entry, recorded,
+                    OUTS[b.entry] if b.result.name == "out" else None))
+    return out
+
+
+# The others, written out: results from the stub's own behaviour (version, texts, pairs), no argument.
+PLAIN = generated_rows() + [
     ("b", "get_version", [], "ncclGetVersion", [ANY], VERSION),
-    ("b", "comm_finalize", [("comm", P[0])], "ncclCommFinalize", [P[0]], None),
-    ("b", "comm_destroy", [("comm", P[1])], "ncclCommDestroy", [P[1]], None),
-    ("b", "comm_abort", [("comm", HIGH)], "ncclCommAbort", [HIGH], None),
-    ("b", "comm_revoke", [("comm", P[2]), ("revoke_flags", -3)], "ncclCommRevoke", [P[2], u(-3)], None),
     ("b", "get_error_string", [("result", 5)], "ncclGetErrorString", [5], "stub: error string for result 5"),
     ("b", "get_last_error", [("comm", P[3])], "ncclGetLastError", [P[3]], LAST_ERROR),
-    ("b", "comm_get_async_error", [("comm", P[4])], "ncclCommGetAsyncError", [P[4], ANY], 4),
-    ("b", "comm_count", [("comm", P[5])], "ncclCommCount", [P[5], ANY], 6),
-    ("b", "comm_cu_device", [("comm", P[6])], "ncclCommCuDevice", [P[6], ANY], 2),
-    ("b", "comm_user_rank", [("comm", P[7])], "ncclCommUserRank", [P[7], ANY], 5),
-    ("b", "comm_register", [("comm", P[8]), ("buff", P[9]), ("size", SIZE)], "ncclCommRegister",
-     [P[8], P[9], SIZE, ANY], 0x4E6_0000),
-    ("b", "comm_deregister", [("comm", P[8]), ("handle", P[10])], "ncclCommDeregister", [P[8], P[10]], None),
-    ("b", "comm_suspend", [("comm", P[11]), ("flags", 1)], "ncclCommSuspend", [P[11], 1], None),
-    ("b", "comm_resume", [("comm", P[0])], "ncclCommResume", [P[0]], None),
-    ("b", "comm_mem_stats", [("comm", P[1]), ("stat", 3)], "ncclCommMemStats", [P[1], 3, ANY],
-     0xFFFF_FFFF_FFFF_FFF0),
-    ("b", "comm_window_deregister", [("comm", P[2]), ("win", P[3])], "ncclCommWindowDeregister",
-     [P[2], P[3]], None),
-    ("b", "win_get_user_ptr", [("comm", P[4]), ("win", P[5])], "ncclWinGetUserPtr", [P[4], P[5], ANY],
-     0x5E5_0000),
-    ("b", "red_op_create_pre_mul_sum", [("scalar", P[6]), ("datatype", 9), ("residence", 1), ("comm", P[7])],
-     "ncclRedOpCreatePreMulSum", [ANY, P[6], 9, 1, P[7]], 23),
-    ("b", "red_op_destroy", [("op", 23), ("comm", P[7])], "ncclRedOpDestroy", [23, P[7]], None),
-    ("b", "reduce", [("sendbuff", P[0]), ("recvbuff", P[1]), ("count", SIZE), ("datatype", 7), ("op", 2),
-                     ("root", 3), ("comm", P[2]), ("stream", P[3])],
-     "ncclReduce", [P[0], P[1], SIZE, 7, 2, 3, P[2], P[3]], None),
-    ("b", "bcast", [("buff", P[4]), ("count", SIZE2), ("datatype", 8), ("root", 1), ("comm", P[5]),
-                    ("stream", NEG)],
-     "ncclBcast", [P[4], SIZE2, 8, 1, P[5], u(NEG)], None),
-    ("b", "broadcast", [("sendbuff", P[6]), ("recvbuff", P[7]), ("count", SIZE), ("datatype", 11), ("root", 2),
-                        ("comm", P[8]), ("stream", P[9])],
-     "ncclBroadcast", [P[6], P[7], SIZE, 11, 2, P[8], P[9]], None),
-    ("b", "all_reduce", [("sendbuff", HIGH), ("recvbuff", P[1]), ("count", SIZE2), ("datatype", 6), ("op", 4),
-                         ("comm", P[2]), ("stream", P[3])],
-     "ncclAllReduce", [HIGH, P[1], SIZE2, 6, 4, P[2], P[3]], None),
-    ("b", "reduce_scatter", [("sendbuff", P[4]), ("recvbuff", P[5]), ("recvcount", SIZE), ("datatype", 5),
-                             ("op", 5), ("comm", P[6]), ("stream", P[7])],
-     "ncclReduceScatter", [P[4], P[5], SIZE, 5, 5, P[6], P[7]], None),
-    ("b", "all_gather", [("sendbuff", P[8]), ("recvbuff", P[9]), ("sendcount", SIZE2), ("datatype", 4),
-                         ("comm", P[10]), ("stream", P[11])],
-     "ncclAllGather", [P[8], P[9], SIZE2, 4, P[10], P[11]], None),
-    ("b", "allto_all", [("sendbuff", P[0]), ("recvbuff", P[2]), ("count", SIZE), ("datatype", 3),
-                        ("comm", P[4]), ("stream", P[6])],
-     "ncclAlltoAll", [P[0], P[2], SIZE, 3, P[4], P[6]], None),
-    ("b", "gather", [("sendbuff", P[1]), ("recvbuff", P[3]), ("count", SIZE2), ("datatype", 2), ("root", 7),
-                     ("comm", P[5]), ("stream", P[7])],
-     "ncclGather", [P[1], P[3], SIZE2, 2, 7, P[5], P[7]], None),
-    ("b", "scatter", [("sendbuff", P[9]), ("recvbuff", P[11]), ("count", SIZE), ("datatype", 1), ("root", 0),
-                      ("comm", P[0]), ("stream", P[1])],
-     "ncclScatter", [P[9], P[11], SIZE, 1, 0, P[0], P[1]], None),
-    ("b", "send", [("sendbuff", P[2]), ("count", SIZE2), ("datatype", 0), ("peer", 6), ("comm", P[3]),
-                   ("stream", P[4])],
-     "ncclSend", [P[2], SIZE2, 0, 6, P[3], P[4]], None),
-    ("b", "recv", [("recvbuff", P[5]), ("count", SIZE), ("datatype", 10), ("peer", 5), ("comm", P[6]),
-                   ("stream", P[7])],
-     "ncclRecv", [P[5], SIZE, 10, 5, P[6], P[7]], None),
-    ("b", "put_signal", [("localbuff", P[0]), ("count", SIZE), ("datatype", 1), ("peer", 2), ("peer_win", P[1]),
-                         ("peer_win_offset", SIZE2), ("sig_idx", 3), ("ctx", 4), ("flags", 0xFFFF_FFFF),
-                         ("comm", P[2]), ("stream", P[3])],
-     "ncclPutSignal", [P[0], SIZE, 1, 2, P[1], SIZE2, 3, 4, 0xFFFF_FFFF, P[2], P[3]], None),
-    ("b", "signal", [("peer", 1), ("sig_idx", 2), ("ctx", 3), ("flags", 7), ("comm", P[4]), ("stream", P[5])],
-     "ncclSignal", [1, 2, 3, 7, P[4], P[5]], None),
     ("b", "wait_signal", [("n_desc", 0), ("signal_descs", 0), ("comm", P[6]), ("stream", P[7])],
      "ncclWaitSignal", [0, 0, P[6], P[7]], None),
     ("b", "group_start", [], "ncclGroupStart", [], None),
     ("b", "group_end", [], "ncclGroupEnd", [], None),
-    ("b", "dev_comm_destroy", [("comm", P[8]), ("dev_comm", P[10])], "ncclDevCommDestroy", [P[8], P[10]], None),
-    ("b", "get_lsa_multimem_device_pointer", [("window", P[11]), ("offset", SIZE)],
-     "ncclGetLsaMultimemDevicePointer", [P[11], SIZE, ANY], 0xAAAA_0000),
-    ("b", "get_lsa_device_pointer", [("window", P[0]), ("offset", SIZE2), ("lsa_rank", 2)],
-     "ncclGetLsaDevicePointer", [P[0], SIZE2, 2, ANY], 0xBBBB_0000),
-    ("b", "get_peer_device_pointer", [("window", P[1]), ("offset", 17), ("peer", 3)],
-     "ncclGetPeerDevicePointer", [P[1], 17, 3, ANY], 0xCCCC_0000),
-    ("b", "all_reduce_config", [("sendbuff", HIGH), ("recvbuff", P[1]), ("count", SIZE2), ("datatype", 6),
-                                ("op", 4), ("comm", P[2]), ("stream", P[3]), ("config", P[4])],
-     "ncclAllReduceConfig", [HIGH, P[1], SIZE2, 6, 4, P[2], P[3], P[4]], None),
-    ("b", "reduce_config", [("sendbuff", P[0]), ("recvbuff", P[1]), ("count", SIZE), ("datatype", 7), ("op", 2),
-                            ("root", 3), ("comm", P[2]), ("stream", P[3]), ("config", 0)],
-     "ncclReduceConfig", [P[0], P[1], SIZE, 7, 2, 3, P[2], P[3], 0], None),
-    ("b", "reduce_scatter_config", [("sendbuff", P[4]), ("recvbuff", P[5]), ("recvcount", SIZE), ("datatype", 5),
-                                    ("op", 23), ("comm", P[6]), ("stream", NEG), ("config", P[8])],
-     "ncclReduceScatterConfig", [P[4], P[5], SIZE, 5, 23, P[6], u(NEG), P[8]], None),
-    ("b", "all_gather_config", [("sendbuff", P[8]), ("recvbuff", P[9]), ("sendcount", SIZE2), ("datatype", 4),
-                                ("comm", P[10]), ("stream", P[11]), ("config", HIGH)],
-     "ncclAllGatherConfig", [P[8], P[9], SIZE2, 4, P[10], P[11], HIGH], None),
-    ("b", "allto_all_config", [("sendbuff", P[0]), ("recvbuff", P[2]), ("count", SIZE), ("datatype", 3),
-                               ("comm", P[4]), ("stream", P[6]), ("config", P[7])],
-     "ncclAlltoAllConfig", [P[0], P[2], SIZE, 3, P[4], P[6], P[7]], None),
-    ("b", "broadcast_config", [("sendbuff", P[6]), ("recvbuff", P[7]), ("count", SIZE), ("datatype", 11),
-                               ("root", 2), ("comm", P[8]), ("stream", P[9]), ("config", P[10])],
-     "ncclBroadcastConfig", [P[6], P[7], SIZE, 11, 2, P[8], P[9], P[10]], None),
-    ("b", "gather_config", [("sendbuff", P[1]), ("recvbuff", P[3]), ("count", SIZE2), ("datatype", 2),
-                            ("root", 7), ("comm", P[5]), ("stream", P[7]), ("config", P[9])],
-     "ncclGatherConfig", [P[1], P[3], SIZE2, 2, 7, P[5], P[7], P[9]], None),
-    ("b", "scatter_config", [("sendbuff", P[9]), ("recvbuff", P[11]), ("count", SIZE), ("datatype", 1),
-                             ("root", 0), ("comm", P[0]), ("stream", P[1]), ("config", P[2])],
-     "ncclScatterConfig", [P[9], P[11], SIZE, 1, 0, P[0], P[1], P[2]], None),
     ("b", "ll_a2a_calc_slots", [("max_elts", 1 << 20), ("max_elt_size", -8)], "ncclLLA2ACalcSlots",
      [1 << 20, u(-8)], 77),
     ("b", "get_multimem_device_le_info", [("window", P[3]), ("offset", SIZE)], "ncclGetMultimemDeviceLeInfo",
@@ -166,9 +125,6 @@ PLAIN = [
     ("b", "param_get_parameter", [("key", "NCCL_PROTO")], "ncclParamGetParameter", [ANY, ANY, ANY],
      "stub-NCCL_PROTO"),
     ("b", "param_dump_all", [], "ncclParamDumpAll", [], None),
-    ("rx", "all_reduce_with_bias", [("sendbuff", P[0]), ("recvbuff", P[1]), ("count", SIZE), ("datatype", 7),
-                                    ("op", 0), ("comm", P[2]), ("stream", P[3]), ("acc", HIGH)],
-     "ncclAllReduceWithBias", [P[0], P[1], SIZE, 7, 0, P[2], P[3], HIGH], None),
 ]
 
 COVERED = {case[3] for case in PLAIN}

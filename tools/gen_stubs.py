@@ -1,18 +1,18 @@
 """Writes the shipped .pyi stubs from the runtime (the installed package), where editors and type checkers read them.
 
-The C types and functions carry their names, parameters (the ``__text_signature__`` that
-NX_BINDING spells in src/ext/bindings*.c and rocm_extensions.c) and docstrings in the C tables,
-and the struct wrappers' fields come from the layout tables (``_ext._struct_layouts()``); a
-stub beside them would otherwise repeat all of it by hand. This tool writes it from the runtime:
+The C types and functions carry their names, parameters (text signatures) and docstrings in the
+C tables, and the struct wrappers' fields come from the layout tables (``_ext._struct_layouts()``);
+a stub beside them would otherwise repeat all of it by hand. This tool writes it from the runtime
+and, for the bindings' parameter and return types, from the description of the NCCL surface
+(tools/nccl_surface.py), which the bindings themselves are generated from:
 
 * nccl.bindings.nccl and nccl.bindings.rocm_extensions: everything below the ``GENERATED`` marker
   line of their stub (every binding function's ``def``, the creation functions' ``@overload``
   pairs, the struct wrapper classes with their fields, the numpy dtypes, the re-exported enums
   and errors, the 0.3.1 aliases). Above the marker is the stub's hand-written head: the handle
-  classes, the type aliases and the struct wrappers' common base. The typing facts the runtime
-  does not have are the tables below: a parameter's type by its name (``PARAM_TYPES``, with
-  per-function ``PARAM_OVERRIDES``), each function's return type (``RETURNS``) and the
-  short-form/long-form overloads (``OVERLOADS``).
+  classes, the type aliases and the struct wrappers' common base. Each parameter's type follows its
+  converter kind in the description, each return type its result kind, and the @overload pairs
+  its second argument-count form.
 * every stub of ``STUBS``: each module-level class and function, and every method and property
   of its classes, gets the docstring of the runtime object of that name; dunder methods and names
   the runtime lacks keep none.
@@ -44,101 +44,11 @@ GENERATED = "# ---- Generated below by tools/gen_stubs.py from the runtime: do n
 
 COMMAND = "python tools/gen_stubs.py"
 
-# ---- The typing facts the runtime does not have (the only hand-written ones of the bindings) ----
-
-# A binding parameter's type, by its name (the C text signature's).
-PARAM_TYPES = {
-    # handles: the object or its address (0.3.1)
-    "comm": "_CommArg", "window": "_WindowArg", "win": "_WindowArg", "peer_win": "_WindowArg",
-    # the address of a creation call's slot to fill (0.3.1 form)
-    "newcomm": "int",
-    # addresses (an int or an object with __index__)
-    "sendbuff": "_Address", "recvbuff": "_Address", "buff": "_Address", "localbuff": "_Address",
-    "acc": "_Address", "ptr": "_Address", "handle": "_Address", "scalar": "_Address",
-    "config": "_Address", "props": "_Address", "sim_info": "_Address", "reqs": "_Address",
-    "out_dev_comm": "_Address", "dev_comm": "_Address", "team": "_Address", "cft_team": "_Address",
-    "multimem": "_Address", "out_handle": "_Address", "out_req": "_Address", "unique_id": "_Address",
-    # unique ids: an address or a buffer
-    "comm_id": "_Ids", "comm_ids": "_Ids",
-    "signal_descs": "_Address | Buffer",
-    "devlist": "Sequence[int] | int | None",
-    "exclude_ranks_list": "Sequence[int] | int",
-    # host size_t[nranks] arrays (rocm_extensions)
-    "sendcounts": "_SizeArray", "sdispls": "_SizeArray", "recvcounts": "_SizeArray", "rdispls": "_SizeArray",
-    # plain ints: counts, ranks, enums, flags, streams
-    **dict.fromkeys((
-        "count", "sendcount", "recvcount", "datatype", "op", "root", "peer", "stream", "size", "rank",
-        "nranks", "n_ranks", "myrank", "n_id", "ndev", "color", "key", "exclude_ranks_count", "shrink_flags",
-        "win_flags", "flags", "revoke_flags", "stat", "result", "status", "residence", "offset", "lsa_rank",
-        "peer_cft", "peer_world", "mode", "n_barriers", "n_blocks", "n_slots", "max_elts", "max_elt_size",
-        "n_desc", "peer_win_offset", "sig_idx", "ctx",
-    ), "int"),
-}
-# (function, parameter) -> type, where a name means something else in one function.
-PARAM_OVERRIDES = {
-    ("comm_init_rank", "comm"): "int",          # the slot to fill, not a communicator
-    ("comm_init_rank_config", "comm"): "int",
-    ("comm_window_register", "win"): "int",
-    ("param_get_parameter", "key"): "str",
-}
-# Each function's return type (of its text-signature form, where it has two: see OVERLOADS).
-RETURNS = {
-    **dict.fromkeys((
-        "comm_count", "comm_cu_device", "comm_get_async_error", "comm_mem_stats", "comm_register",
-        "comm_user_rank", "get_lsa_device_pointer", "get_lsa_multimem_device_pointer",
-        "get_multimem_device_pointer", "get_peer_device_pointer", "get_version", "ll_a2a_calc_slots",
-        "mem_alloc", "red_op_create_pre_mul_sum", "team_rank_to_lsa", "team_rank_to_world", "win_get_user_ptr",
-        # creation functions, 0.3.1 form: the status
-        "comm_init_rank", "comm_init_rank_config", "comm_init_rank_scalable", "comm_split", "comm_shrink",
-        "comm_grow", "comm_window_register",
-    ), "int"),
-    **dict.fromkeys(("get_error_string", "get_last_error", "get_library_flavour", "get_library_path",
-                     "param_get_parameter"), "str"),
-    **dict.fromkeys(("get_cft_device_le_info", "get_multimem_device_le_info", "get_peer_device_le_info"),
-                    "tuple[int, int]"),
-    **dict.fromkeys(("team_cft", "team_cft_multimem", "team_lsa", "team_rail", "team_world"), "Team"),
-    **dict.fromkeys(("comm_get_unique_id", "get_unique_id"), "UniqueId"),
-    "comm_query_properties": "CommProperties",
-    "dev_comm_create": "DevComm",
-    "group_simulate_end": "SimInfo",
-    "comm_init_all": "list[Comm]",
-    "get_load_attempts": "list[tuple[str, str | None]]",
-    "param_get_all_keys": "list[str]",
-    **dict.fromkeys((
-        "all_gather", "all_gather_config", "all_reduce", "all_reduce_config", "allto_all", "allto_all_config",
-        "bcast", "broadcast", "broadcast_config", "check_status", "comm_abort", "comm_deregister",
-        "comm_destroy", "comm_finalize", "comm_resume",
-        "comm_revoke", "comm_suspend", "comm_window_deregister", "dev_comm_destroy", "gather",
-        "gather_config", "gin_barrier_create_requirement", "group_end",
-        "group_start", "ll_a2a_create_requirement", "lsa_barrier_create_requirement", "mem_free",
-        "param_dump_all", "put_signal", "recv", "red_op_destroy", "reduce", "reduce_config", "reduce_scatter",
-        "reduce_scatter_config", "scatter", "scatter_config", "send", "set_encryption", "signal",
-        "wait_signal", "all_reduce_with_bias", "all_to_all_v",
-    ), "None"),
-}
-# Functions with two calling conventions, chosen by argument count, written as @overload pairs
-# (the short form first). Where the C text signature has `parameter`, it is the long form and the
-# short form leaves `parameter` out; where it lacks it, it is the short form and the long form
-# adds `parameter` last. RETURNS has the text signature's return type, this table the other's.
-#   creation (the signature is the 0.3.1 form): the short form (0.2.0 / 0.5+ argument counts)
-#     returns the handle; the 0.3.1 form takes the address of the slot to fill (PointerBox().address,
-#     Comm().handle_ptr) and returns the status (0, or 7 while a nonblocking creation is in progress).
-#   queries (the signature is the short form): the 0.2.0 form with one more argument writes to the
-#     address given and returns None.
-OVERLOADS = {  # function: (parameter, the other form's return type)
-    "comm_init_rank": ("comm", "Comm"),
-    "comm_init_rank_config": ("comm", "Comm"),
-    "comm_init_rank_scalable": ("newcomm", "Comm"),
-    "comm_split": ("newcomm", "Comm"),
-    "comm_shrink": ("newcomm", "Comm"),
-    "comm_grow": ("newcomm", "Comm"),
-    "comm_window_register": ("win", "Window"),
-    "comm_get_unique_id": ("unique_id", "None"),
-    "comm_query_properties": ("props", "None"),
-    "dev_comm_create": ("out_dev_comm", "None"),
-    "get_unique_id": ("unique_id", "None"),
-    "group_simulate_end": ("sim_info", "None"),
-}
+# The bindings' parameter and return types come from the description of the NCCL surface
+# (tools/nccl_surface.py: a converter kind per parameter, a result kind per function).
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import nccl_surface  # noqa: E402
+import surface_headers  # noqa: E402
 
 WIDTH = 120  # the repository's line length
 
@@ -179,46 +89,38 @@ def _union(name, members):
     return f"{name} = (\n" + "\n".join(lines) + "\n)"
 
 
-def _param_type(func, name):
-    key = (func, name)
-    if key in PARAM_OVERRIDES:
-        return PARAM_OVERRIDES[key]
-    if name not in PARAM_TYPES:
-        raise StubError(f"{func}({name}): no type for parameter {name!r}; add it to PARAM_TYPES (or "
-                        f"PARAM_OVERRIDES) in tools/gen_stubs.py")
-    return PARAM_TYPES[name]
-
-
 def _def(func, params, returns):
-    """The ``def`` line(s) of ``func`` with ``params`` (inspect.Parameter: the text signature's names,
-    defaults and a ``/``) and a ``...`` body."""
-    items = []
-    for i, p in enumerate(params):
-        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            raise StubError(f"{func}({p.name}): a {p.kind.description} parameter, which no text signature "
-                            f"has had yet; teach tools/gen_stubs.py to write one")
-        default = "" if p.default is p.empty else f" = {p.default!r}"
-        items.append(f"{p.name}: {_param_type(func, p.name)}{default}")
-        if p.kind is p.POSITIONAL_ONLY and (i == len(params) - 1 or params[i + 1].kind is not p.POSITIONAL_ONLY):
-            items.append("/")
-    return _wrap(f"def {func}(", items, f") -> {returns}: ...")
+    """The ``def`` line(s) of ``func`` with ``params`` ((name, type) pairs) and a ``...`` body."""
+    return _wrap(f"def {func}(", [f"{name}: {kind}" for name, kind in params], f") -> {returns}: ...")
+
+
+def _typing(name, rows):
+    """(params, return type, overload or None) of a function of nccl.bindings from the description:
+    params are (name, type) pairs of its text-signature form; the overload is (params, return type)
+    of its other argument-count form."""
+    if name in nccl_surface.MODULE_FUNCTIONS:
+        params, returns = nccl_surface.MODULE_FUNCTIONS[name]
+        return list(params), returns, None
+    b = next((b for b in nccl_surface.BINDINGS if b.name == name), None)
+    if b is None:
+        raise StubError(f"{name}: not in tools/nccl_surface.py's BINDINGS or MODULE_FUNCTIONS")
+    row = rows[b.entry]
+    params = [(p.snake, k.pytype) for p, k in zip(row.params, b.params) if k.python]
+    returns = b.result.pytype or nccl_surface.TYPES_OF_VALUES[row.returns]
+    if b.form == "short":
+        return params, returns, ([pt for pt in params if pt[0] != b.form_param], b.form_returns)
+    if b.form == "02":
+        return params, returns, (params + [(b.form_param, "_Address")], b.form_returns)
+    return params, returns, None
 
 
 def _function(module, name):
-    """The stub of one binding function: its def, or its @overload pair."""
-    params = list(inspect.signature(getattr(module, name)).parameters.values())
-    if name not in RETURNS:
-        raise StubError(f"{name}: no return type; add it to RETURNS in tools/gen_stubs.py")
-    if name not in OVERLOADS:
-        return _def(name, params, RETURNS[name])
-    other, other_returns = OVERLOADS[name]
-    if other in [p.name for p in params]:
-        short = _def(name, [p for p in params if p.name != other], other_returns)
-        long = _def(name, params, RETURNS[name])
-    else:
-        short = _def(name, params, RETURNS[name])
-        long = _def(name, params + [inspect.Parameter(other, inspect.Parameter.POSITIONAL_OR_KEYWORD)], other_returns)
-    return "\n".join(["@overload", short, "@overload", long])
+    """The stub of one binding function: its def, or its @overload pair (the short form first)."""
+    params, returns, other = _typing(name, surface_headers.read_abi())
+    if other is None:
+        return _def(name, params, returns)
+    forms = sorted([(params, returns), other], key=lambda f: len(f[0]))
+    return "\n".join(x for f in forms for x in ("@overload", _def(name, *f)))
 
 
 def _reexports(module, source, names):
@@ -280,7 +182,7 @@ def _nccl_body(module, head):
         _union("_Struct", structs),
         "# 0.3.1's spellings of renamed names (the enums' come with the enums above).\n" +
         "\n".join(f"{a} = {getattr(module, a).__name__}" for a in aliases),
-        "# Functions (the @overload pairs: the two calling conventions of OVERLOADS in tools/gen_stubs.py)\n" +
+        "# Functions (types from tools/nccl_surface.py; @overload pairs: the two argument-count forms)\n" +
         "\n".join(_function(module, f) for f in sorted(module._FUNCTIONS)),
     ]
     missing = sorted(public - covered - set(aliases) - {layouts[s][0] for s in structs})

@@ -1,10 +1,12 @@
 /* The pieces every binding shares (bindings.h): argument helpers beyond the plain converters, the
- * 0.2.0/0.3.1 form dispatch, result builders, and the setup that adds every binding file's
- * functions to the module. */
+ * 0.2.0/0.3.1 form dispatch, result builders, and the setup that adds the method tables of
+ * bindings.gen.c to the module. */
 #include "bindings/bindings.h"
 
 #include <stdint.h>
 #include <string.h>
+
+#include "bindings/bindings.gen.h"
 
 int nx_is_address(PyObject *o)
 {
@@ -194,6 +196,22 @@ PyObject *const *nx_dual_args(const nx_sig *s03, const nx_sig *s02, PyObject *co
     return nx_args(*sig, args, nargs, kwnames, buf);
 }
 
+PyObject *nx_struct_value_result(nx_state *st, nx_struct_kind kind, const void *value, size_t size)
+{
+    PyObject *obj = nx_struct_new(st, kind);
+    if (obj != NULL)
+        memcpy(nx_struct_storage(st, obj, kind), value, size);
+    return obj;
+}
+
+PyObject *nx_pair_result(PyObject *a, PyObject *b)
+{
+    PyObject *pair = a != NULL && b != NULL ? PyTuple_Pack(2, a, b) : NULL;
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return pair;
+}
+
 PyObject *nx_struct_result(nx_state *st, PyObject *obj, ncclResult_t rc, ncclComm_t comm)
 {
     if (nx_check(st, rc, comm) < 0)
@@ -268,17 +286,13 @@ static PyObject *not_wrapped_names(void)
 int nx_bindings_setup(PyObject *module, nx_state *st)
 {
     (void)st;
-    /* The NCCL tables, then the RCCL-only one (last). */
-    PyMethodDef *tables[] = {nx_bindings_memory_methods, nx_bindings_lifecycle_methods, nx_bindings_query_methods,
-                             nx_bindings_collective_methods, nx_bindings_window_methods, nx_bindings_config_methods,
-                             nx_bindings_team_methods, nx_bindings_param_methods, nx_rocm_extension_methods};
-    const size_t n = sizeof tables / sizeof tables[0];
+    PyMethodDef *tables[] = {nx_nccl_binding_methods, nx_rccl_binding_methods};
     PyObject *nccl = NULL, *rccl = NULL, *not_wrapped = NULL;
     int rc = -1;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < 2; i++)
         if (PyModule_AddFunctions(module, tables[i]) < 0)
             goto done;
-    if ((nccl = public_names(tables, n - 1)) == NULL || (rccl = public_names(&tables[n - 1], 1)) == NULL ||
+    if ((nccl = public_names(&tables[0], 1)) == NULL || (rccl = public_names(&tables[1], 1)) == NULL ||
         PyModule_AddObjectRef(module, "_NCCL_BINDINGS", nccl) < 0 ||
         PyModule_AddObjectRef(module, "_RCCL_BINDINGS", rccl) < 0 || (not_wrapped = not_wrapped_names()) == NULL ||
         PyModule_AddObjectRef(module, "_NOT_WRAPPED", not_wrapped) < 0)

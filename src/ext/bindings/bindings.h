@@ -1,121 +1,52 @@
 /* nccl.bindings.nccl and nccl.bindings.rocm_extensions: one C function per NCCL/RCCL host entry
- * point (docs/compatibility.md#low-level-bindings), upstream 0.3.1's names and argument conventions, plus the
- * 0.2.0 forms chosen by argument count. The functions live by concern:
+ * point (docs/compatibility.md#low-level-bindings), upstream 0.3.1's names and argument
+ * conventions, plus the 0.2.0 forms chosen by argument count.
  *
- *   bindings.c              argument helpers shared by every binding, and the setup
- *   bindings_memory.c       memory, version, unique ids, error strings
- *   bindings_lifecycle.c    communicator creation, split/shrink/grow, finalize/destroy/abort,
- *                           revoke/suspend/resume
- *   bindings_query.c        communicator queries (count, rank, device, async error, memory
- *                           statistics, properties)
- *   bindings_collectives.c  collectives, point-to-point, custom reduction operators, groups
- *   bindings_windows.c      buffer and window registration, one-sided signals, device pointers,
- *                           device communicators
- *   bindings_config.c       the nccl*Config collectives (a CollConfig per call)
- *   bindings_teams.c        teams, device-resource requirements, multimem and LE queries
- *   bindings_params.c       library parameters by key, socket encryption
- *   rocm_extensions.c       the RCCL-only collectives
+ * Every binding is described once, in tools/nccl_surface.py (its Python name, the abi.h row it
+ * calls, a converter kind per parameter, its result, the flight recorder's op, its docstring), and
+ * tools/gen_surface.py writes from that:
  *
- * How to add a wrapper (ncclFoo -> foo):
- *   1. The entry point is a row of NCCL_ABI in src/include/abi.h (the only place an NCCL symbol
- *      name is written; the loader resolves it into nx_api.ncclFoo).
- *   2. In the file of its concern, write it out like its neighbours:
+ *   bindings.gen.c              every binding's nx_sig and docstring (the text signature first),
+ *                               the wrappers of the regular bindings, and the method tables
+ *   bindings.gen.h              the hand-written wrappers' prototypes and signatures
  *
- *        NX_BINDING(foo, ("comm", "count"), "ncclFoo: what it does.");
- *        static PyObject *foo(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
- *        {
- *            const nx_sig *sig = &foo_sig;
- *            nx_state *st;
- *            PyObject *buf[NX_MAX_PARAMS];
- *            PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclFoo, buf, &st);
- *            if (a == NULL)
- *                return NULL;
- *            ncclComm_t comm;
- *            size_t count;
- *            if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_size(sig, a, 1, &count) < 0)
- *                return NULL;
- *            ncclResult_t rc;
- *            NX_RUN(rc, nx_api.ncclFoo(comm, count));
- *            return nx_none_or_error(st, rc, comm);
- *        }
+ * The irregular ones are written by hand, by concern (the description's IRREGULAR says why each):
  *
- *      Order of checks: arity and keywords, the library load and the symbol (nx_intake, in
- *      bindings_intake.h), each argument in parameter order, then the one library call with the
- *      GIL released (NX_RUN), then its status (nx_check, or nx_none_or_error where the result is
- *      None). Every comm parameter goes through nx_arg_comm and every
- *      window through nx_arg_window, which refuse a null handle before any library call (only
- *      where NCCL gives NULL a meaning does a binding pass NX_NULL_ACCEPTED, with a comment).
- *      NX_BINDING spells the name and the parameters once: they make both foo_sig (what
- *      nx_intake checks and names in errors) and foo__doc__, whose text signature
- *      "foo(comm, count)\n--\n\n" inspect.signature reads. A second argument-count form is an
- *      NX_FORM(foo, 02, ...) (foo_sig_02) beside it.
- *   3. Add NX_FASTCALL_DEF(foo) to the file's method table. That is the name's only other
- *      spelling: nx_bindings_setup publishes the tables' names (_ext._NCCL_BINDINGS, and
- *      _ext._RCCL_BINDINGS for rocm_extensions.c's), which nccl.bindings.nccl and
- *      nccl.bindings.rocm_extensions export.
- *   4. Its types: `python tools/gen_stubs.py` writes the def, its docstring and its types into
- *      src/nccl/bindings/nccl.pyi from the built module (a new parameter name or return type is
- *      a row of the generator's tables); a test fails while the committed stub differs.
- *   5. Tests: tests/test_bindings_marshalling.py checks argument order through the stub library
- *      (tests/stubs, generated from abi.h); tests/test_bindings_bad_input.py the null-handle rule,
- *      which it derives from the signature. */
+ *   bindings_creation.c         communicator and window creation (two forms, rings, handles)
+ *   bindings_struct_results.c   a struct result, or 0.2.0's address to fill
+ *   bindings_groups.c           group start/end/simulate-end (group depth, GroupEnd entries)
+ *   bindings_arrays.c           wait_signal's descriptors, all_to_all_v's arrays
+ *   bindings_params.c           library parameters by key
+ *   bindings.c                  the helpers they share, and the setup
+ *
+ * A wrapper checks, in this order: arity and keywords, the library load and the symbol
+ * (nx_intake, bindings_intake.h), each argument in parameter order with the converters below,
+ * then makes the one library call with the GIL released (NX_RUN), then turns its status into None
+ * or NCCLError (nx_none_or_error, nx_check). Every comm parameter goes through nx_arg_comm and
+ * every window through nx_arg_window, which refuse a null handle before any library call (only
+ * where NCCL gives NULL a meaning does a binding take nx_arg_nullable_comm). nccl.bindings.nccl and
+ * nccl.bindings.rocm_extensions export the names of the two method tables, which nx_bindings_setup
+ * publishes as _ext._NCCL_BINDINGS and _ext._RCCL_BINDINGS. */
 #ifndef NCCL4PY_BINDINGS_H
 #define NCCL4PY_BINDINGS_H
 
-#include "module/convert.h"
 #include "group/group.h"
 #include "loader/library.h"
+#include "module/convert.h"
 #include "module/errors.h"
 #include "module/module.h"
 #include "structs/handles.h"
+#include "structs/structs.h"
 
 /* An nx_sig initializer: NX_SIGNATURE("all_reduce", "sendbuff", ...); the count is computed. */
 #define NX_SIGNATURE(fname, ...) \
     {(fname), (const char *const[]){__VA_ARGS__, NULL}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)}
 
-/* "a, b, c" from the string literals "a", "b", "c" (1 to NX_MAX_PARAMS of them): the parameter
- * list of a text signature, spelled from the same literals as the nx_sig. */
-#define NX_PT_1(a) a
-#define NX_PT_2(a, ...) a ", " NX_PT_1(__VA_ARGS__)
-#define NX_PT_3(a, ...) a ", " NX_PT_2(__VA_ARGS__)
-#define NX_PT_4(a, ...) a ", " NX_PT_3(__VA_ARGS__)
-#define NX_PT_5(a, ...) a ", " NX_PT_4(__VA_ARGS__)
-#define NX_PT_6(a, ...) a ", " NX_PT_5(__VA_ARGS__)
-#define NX_PT_7(a, ...) a ", " NX_PT_6(__VA_ARGS__)
-#define NX_PT_8(a, ...) a ", " NX_PT_7(__VA_ARGS__)
-#define NX_PT_9(a, ...) a ", " NX_PT_8(__VA_ARGS__)
-#define NX_PT_10(a, ...) a ", " NX_PT_9(__VA_ARGS__)
-#define NX_PT_11(a, ...) a ", " NX_PT_10(__VA_ARGS__)
-#define NX_PT_12(a, ...) a ", " NX_PT_11(__VA_ARGS__)
-#define NX_PT_13(a, ...) a ", " NX_PT_12(__VA_ARGS__)
-#define NX_PT_14(a, ...) a ", " NX_PT_13(__VA_ARGS__)
-#define NX_PT_15(a, ...) a ", " NX_PT_14(__VA_ARGS__)
-#define NX_PT_16(a, ...) a ", " NX_PT_15(__VA_ARGS__)
-#define NX_PT_PICK(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, n, ...) NX_PT_##n
-#define NX_PARAMS_TEXT(...) \
-    NX_PT_PICK(__VA_ARGS__, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)(__VA_ARGS__)
-#define NX_UNPAREN(...) __VA_ARGS__
-
-/* A binding's signature and docstring from one spelling of its name and parameters:
- *   NX_BINDING(comm_count, ("comm"), "ncclCommCount: the number of ranks.");
- * defines comm_count_sig (the nx_sig its intake checks) and comm_count__doc__, whose first line
- * is the text signature "comm_count(comm)\n--\n\n" that inspect.signature reads. */
-#define NX_BINDING(fn, params, doc)                                     \
-    static const nx_sig fn##_sig = NX_SIGNATURE(#fn, NX_UNPAREN params); \
-    PyDoc_STRVAR(fn##__doc__, #fn "(" NX_PARAMS_TEXT params ")\n--\n\n" doc)
-
-/* The same for a binding without parameters (its other form, if any, is an NX_FORM). */
-#define NX_BINDING0(fn, doc)                                                     \
-    static const nx_sig fn##_sig = {#fn, (const char *const[]){NULL}, 0}; \
-    PyDoc_STRVAR(fn##__doc__, #fn "()\n--\n\n" doc)
-
-/* Another argument-count form of binding fn (the 0.2.0 form, or the short form of a creation
- * call): NX_FORM(comm_split, short, "comm", ...) defines comm_split_sig_short. */
-#define NX_FORM(fn, form, ...) static const nx_sig fn##_sig_##form = NX_SIGNATURE(#fn, __VA_ARGS__)
-
-/* A method table entry of a binding: Python name = C name, FASTCALL with keywords, doc fn##__doc__. */
-#define NX_FASTCALL_DEF(fn) \
-    {#fn, (PyCFunction)(void (*)(void))fn, METH_FASTCALL | METH_KEYWORDS, fn##__doc__}
+/* A method table entry of binding `name`: nx_binding_<name> and its docstring
+ * nx_binding_<name>__doc__ (bindings.gen.c), with or without parameters. */
+#define NX_BINDING_FASTCALL_DEF(name) \
+    {#name, (PyCFunction)(void (*)(void))nx_binding_##name, METH_FASTCALL | METH_KEYWORDS, nx_binding_##name##__doc__}
+#define NX_BINDING_NOARGS_DEF(name) {#name, nx_binding_##name, METH_NOARGS, nx_binding_##name##__doc__}
 
 /* ---- argument i of the binding described by sig ----
  * Each converts a[i] and names sig's function and parameter in its error: 0, or -1 with
@@ -209,6 +140,13 @@ static inline int nx_arg_window(const nx_sig *sig, PyObject *const *a, int i, nc
 PyObject *const *nx_dual_args(const nx_sig *s03, const nx_sig *s02, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames, PyObject **buf, int *legacy, const nx_sig **sig);
 
+/* A new wrapper of struct `kind` holding a copy of the size bytes at value: the result of an
+ * entry point that returns a struct by value (the teams), or NULL with the exception. */
+PyObject *nx_struct_value_result(nx_state *st, nx_struct_kind kind, const void *value, size_t size);
+
+/* The tuple (a, b) of two new references (either NULL: NULL, the other released). */
+PyObject *nx_pair_result(PyObject *a, PyObject *b);
+
 /* A struct wrapper freshly filled by the library, or, when rc failed, NULL with the exception
  * (obj dropped). */
 PyObject *nx_struct_result(nx_state *st, PyObject *obj, ncclResult_t rc, ncclComm_t comm);
@@ -245,17 +183,7 @@ int nx_size_array_arg(PyObject *o, const char *fname, const char *argname, Py_ss
 int nx_int_array_arg(PyObject *o, const char *fname, const char *argname, Py_ssize_t count, int allow_none,
                      int **out, int **copy);
 
-/* ---- setup: each binding file's method table, added by nx_bindings_setup ---- */
-extern PyMethodDef nx_bindings_memory_methods[];
-extern PyMethodDef nx_bindings_lifecycle_methods[];
-extern PyMethodDef nx_bindings_query_methods[];
-extern PyMethodDef nx_bindings_collective_methods[];
-extern PyMethodDef nx_bindings_window_methods[];
-extern PyMethodDef nx_bindings_config_methods[];
-extern PyMethodDef nx_bindings_team_methods[];
-extern PyMethodDef nx_bindings_param_methods[];
-extern PyMethodDef nx_rocm_extension_methods[];
-
+/* ---- setup: adds the method tables of bindings.gen.c ---- */
 int nx_bindings_setup(PyObject *module, nx_state *st);
 
 #endif

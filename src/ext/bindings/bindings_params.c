@@ -1,5 +1,7 @@
-/* nccl.bindings.nccl: the library's parameters by key (NCCL 2.30, nccl4py 0.4.1's names) and its
- * socket encryption (NCCL 2.32, nccl4py 0.6.0). bindings.h says how a binding is written.
+/* nccl.bindings.nccl: the library's parameters by key (NCCL 2.30, nccl4py 0.4.1's names), written
+ * by hand (tools/nccl_surface.py's IRREGULAR says why; param_dump_all is generated). Their
+ * signatures and docstrings are generated (bindings.gen.c); bindings.h says how a binding is
+ * written.
  *
  * These are the package's one reader of the parameter registry: nccl.core.params and dump_params
  * (src/nccl/core/params.py) call param_get_parameter, param_get_all_keys and param_dump_all.
@@ -9,7 +11,10 @@
  * param_get_parameter reads every parameter as text. They are abi.h's NCCL_ABI_NOT_WRAPPED rows,
  * which nccl.bindings.nccl exports as _NOT_WRAPPED and `python -m nccl doctor` lists
  * (docs/compatibility.md says why). */
+#include "bindings/bindings.gen.h"
 #include "bindings/bindings_intake.h"
+
+#include <string.h>
 
 /* The library's text (len bytes, or up to its NUL when len < 0) as a str; NULL text is "". Bytes
  * that are not UTF-8 become U+FFFD, as Communicator.get_last_error does, so a
@@ -21,11 +26,9 @@ static PyObject *library_text(const char *text, Py_ssize_t len)
     return PyUnicode_DecodeUTF8(text, len < 0 ? (Py_ssize_t)strlen(text) : len, "replace");
 }
 
-NX_BINDING(param_get_parameter, ("key"),
-"ncclParamGetParameter: the value of the library parameter `key` (an ``NCCL_*`` name), as text.");
-static PyObject *param_get_parameter(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+PyObject *nx_binding_param_get_parameter(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    const nx_sig *sig = &param_get_parameter_sig;
+    const nx_sig *sig = &nx_binding_param_get_parameter_sig;
     nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
     PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclParamGetParameter, buf, &st);
@@ -53,10 +56,7 @@ static PyObject *param_get_parameter(PyObject *m, PyObject *const *args, Py_ssiz
     return library_text(value, len);
 }
 
-PyDoc_STRVAR(param_get_all_keys__doc__, "param_get_all_keys()\n--\n\n"
-"ncclParamGetAllParameterKeys: the keys of every library parameter (a list of str; NULL entries of\n"
-"the library's table are left out).");
-static PyObject *param_get_all_keys(PyObject *m, PyObject *unused)
+PyObject *nx_binding_param_get_all_keys(PyObject *m, PyObject *unused)
 {
     (void)unused;
     nx_state *st = nx_get_state(m);
@@ -79,44 +79,3 @@ static PyObject *param_get_all_keys(PyObject *m, PyObject *unused)
     }
     return keys;
 }
-
-PyDoc_STRVAR(param_dump_all__doc__, "param_dump_all()\n--\n\n"
-"ncclParamDumpAll: the library prints every parameter and its value (on its own stdout).");
-static PyObject *param_dump_all(PyObject *m, PyObject *unused)
-{
-    (void)unused;
-    nx_state *st = nx_get_state(m);
-    if (nx_require(st, &nx_api.ncclParamDumpAll) < 0)
-        return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    nx_api.ncclParamDumpAll();
-    Py_END_ALLOW_THREADS
-    Py_RETURN_NONE;
-}
-
-NX_BINDING(set_encryption, ("config"),
-"ncclSetEncryption: how the library encrypts its connections from now on; config is an\n"
-"EncryptionConfig or the int address of an ncclEncryptionConfig_t.");
-static PyObject *set_encryption(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    const nx_sig *sig = &set_encryption_sig;
-    nx_state *st;
-    PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclSetEncryption, buf, &st);
-    if (a == NULL)
-        return NULL;
-    void *config;
-    if (nx_arg_struct_ptr(st, sig, a, 0, NX_STRUCT_ENCRYPTION_CONFIG, "EncryptionConfig", &config) < 0)
-        return NULL;
-    ncclResult_t rc;
-    NX_RUN(rc, nx_api.ncclSetEncryption(config));
-    return nx_none_or_error(st, rc, NULL);
-}
-
-PyMethodDef nx_bindings_param_methods[] = {
-    NX_FASTCALL_DEF(param_get_parameter),
-    {"param_get_all_keys", param_get_all_keys, METH_NOARGS, param_get_all_keys__doc__},
-    {"param_dump_all", param_dump_all, METH_NOARGS, param_dump_all__doc__},
-    NX_FASTCALL_DEF(set_encryption),
-    {NULL, NULL, 0, NULL},
-};

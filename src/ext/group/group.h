@@ -28,4 +28,7 @@ int nx_group_keep(PyObject *o);
 /* Drops what nx_group_keep kept (the outermost group end, after the library call). */
 void nx_group_release(void);
 
+/* Adds nccl._ext._group_depth (the tests read this thread's depth). */
+int nx_group_setup(PyObject *module);
+
 #endif

@@ -3,6 +3,7 @@
 
 #include "bindings/bindings.h"
 #include "core/core.h"
+#include "group/group.h"
 #include "loader/library.h"
 #include "structs/pointerbox.h"
 #include "trace/trace.h"
@@ -12,7 +13,7 @@ static int nx_exec(PyObject *module)
     nx_state *st = nx_get_state(module);
     if (nx_errors_setup(module, st) < 0 || nx_lazy_setup(module, st) < 0 || nx_library_setup(module, st) < 0 || nx_structs_setup(module, st) < 0 ||
         nx_pointer_box_setup(module, st) < 0 || nx_handles_setup(module, st) < 0 ||
-        nx_bindings_setup(module, st) < 0 || nx_buffer_setup(module, st) < 0 ||
+        nx_bindings_setup(module, st) < 0 || nx_group_setup(module) < 0 || nx_buffer_setup(module, st) < 0 ||
         nx_ncclbuffer_setup(module, st) < 0 || nx_stream_setup(module, st) < 0 ||
         nx_coll_config_setup(module, st) < 0 ||
         nx_resources_setup(module, st) < 0 || nx_redop_setup(module, st) < 0 ||

@@ -274,6 +274,8 @@ static nx_Struct *alloc_struct(PyTypeObject *tp, const nx_struct_desc *d)
     return self;
 }
 
+const char *nx_struct_name(nx_struct_kind kind) { return descs[kind].name; }
+
 PyObject *nx_struct_new(nx_state *st, nx_struct_kind kind)
 {
     const nx_struct_desc *d = &descs[kind];

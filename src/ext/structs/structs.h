@@ -42,6 +42,8 @@ typedef struct {
 int nx_structs_cache_traverse(nx_structs_cache *c, visitproc visit, void *arg);
 void nx_structs_cache_clear(nx_structs_cache *c);
 
+/* The class name of a struct kind ("Team"), for messages. */
+const char *nx_struct_name(nx_struct_kind kind);
 /* A new owned, initialised instance of the given class. */
 PyObject *nx_struct_new(nx_state *st, nx_struct_kind kind);
 /* The storage of a wrapper of the given class, or NULL when o is not one (no exception). */

@@ -4,8 +4,9 @@
 # The head, down to the marker line below, is written by hand: the handle classes, the type
 # aliases the bindings' parameters use and the struct wrappers' common base. The rest is written
 # by tools/gen_stubs.py from the installed package (the C text signatures and docstrings, the
-# struct layouts) and that tool's tables of parameter and return types; every docstring here,
-# the head's too, is the runtime's. Regenerate with `python tools/gen_stubs.py`.
+# struct layouts) and from the description of the NCCL surface (tools/nccl_surface.py: the
+# parameter and return types); every docstring here, the head's too, is the runtime's. Regenerate
+# with `python tools/gen_stubs.py`.
 from collections.abc import Sequence
 from typing import Any, SupportsIndex, final, overload, type_check_only
 
@@ -500,7 +501,7 @@ _Struct = (
 ResourceWindow_vidmem = ResourceWindowVidmem
 lla2a_calc_slots = ll_a2a_calc_slots
 
-# Functions (the @overload pairs: the two calling conventions of OVERLOADS in tools/gen_stubs.py)
+# Functions (types from tools/nccl_surface.py; @overload pairs: the two argument-count forms)
 def all_gather(sendbuff: _Address, recvbuff: _Address, sendcount: int, datatype: int, comm: _CommArg,
                stream: int) -> None:
     """ncclAllGather: gather sendcount elements from every rank everywhere. Collective."""

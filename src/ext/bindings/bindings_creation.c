@@ -1,11 +1,13 @@
-/* nccl.bindings.nccl: communicator creation (init, split, shrink, grow), teardown (finalize,
- * destroy, abort) and revoke/suspend/resume (bindings.h says how a binding is written).
+/* nccl.bindings.nccl: communicator and window creation, written by hand (tools/nccl_surface.py's
+ * IRREGULAR says why; bindings.h how a binding is written). Their signatures and docstrings are
+ * generated (bindings.gen.c).
  *
  * Creation functions have two forms, told apart by the argument count: the 0.3.1 form takes the
  * address of the slot to fill (PointerBox().address, Comm().handle_ptr) and returns the status (0,
  * or 7 while a nonblocking creation is in progress); the short form (0.2.0's argument counts,
  * which nccl4py 0.5+ went back to) has no slot argument and returns a Comm, whose own slot the
  * library fills (nx_creation_handle; inside a group, possibly only at the group's end). */
+#include "bindings/bindings.gen.h"
 #include "bindings/bindings_intake.h"
 
 #include <string.h>
@@ -13,6 +15,7 @@
 
 #include "module/lazy.h"
 #include "structs/structs.h"
+#include "trace/trace.h"
 
 /* ---- the flight recorder (docs/api/trace.md) ----
  * A communicator created here gets its ring before the call (with its Init entry) and is bound to
@@ -65,17 +68,13 @@ static int creation_slot(nx_state *st, int short_form, void *caller_slot, PyObje
     return 0;
 }
 
-NX_FORM(comm_init_rank_config, short, "nranks", "comm_id", "rank", "config");
-NX_BINDING(comm_init_rank_config, ("comm", "nranks", "comm_id", "rank", "config"),
-"ncclCommInitRankConfig into the slot at address comm; returns the status (0, or 7 in progress).\n"
-"Short form comm_init_rank_config(nranks, comm_id, rank, config) returns the new Comm.");
-static PyObject *comm_init_rank_config(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+PyObject *nx_binding_comm_init_rank_config(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
     nx_state *st;
-    PyObject *const *a = nx_dual_intake(m, &comm_init_rank_config_sig, &comm_init_rank_config_sig_short, args, nargs,
+    PyObject *const *a = nx_dual_intake(m, &nx_binding_comm_init_rank_config_sig, &nx_binding_comm_init_rank_config_sig_short, args, nargs,
                                         kwnames, &nx_api.ncclCommInitRankConfig, buf, &short_form, &sig, &st);
     if (a == NULL)
         return NULL;
@@ -99,17 +98,13 @@ static PyObject *comm_init_rank_config(PyObject *m, PyObject *const *args, Py_ss
     return nx_creation_result(st, rc, handle, NULL);
 }
 
-NX_FORM(comm_init_rank, short, "nranks", "comm_id", "rank");
-NX_BINDING(comm_init_rank, ("comm", "nranks", "comm_id", "rank"),
-"ncclCommInitRank into the slot at address comm; returns the status. Collective, blocking.\n"
-"Short form comm_init_rank(nranks, comm_id, rank) returns the new Comm.");
-static PyObject *comm_init_rank(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+PyObject *nx_binding_comm_init_rank(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
     nx_state *st;
-    PyObject *const *a = nx_dual_intake(m, &comm_init_rank_sig, &comm_init_rank_sig_short, args, nargs, kwnames,
+    PyObject *const *a = nx_dual_intake(m, &nx_binding_comm_init_rank_sig, &nx_binding_comm_init_rank_sig_short, args, nargs, kwnames,
                                         &nx_api.ncclCommInitRank, buf, &short_form, &sig, &st);
     if (a == NULL)
         return NULL;
@@ -132,12 +127,9 @@ static PyObject *comm_init_rank(PyObject *m, PyObject *const *args, Py_ssize_t n
     return nx_creation_result(st, rc, handle, NULL);
 }
 
-NX_BINDING(comm_init_all, ("ndev", "devlist"),
-"ncclCommInitAll: ndev communicators in this process; returns a list of ndev Comm.\n"
-"devlist: a sequence of ints, an int address, or None (devices 0..ndev-1).");
-static PyObject *comm_init_all(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+PyObject *nx_binding_comm_init_all(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    const nx_sig *sig = &comm_init_all_sig;
+    const nx_sig *sig = &nx_binding_comm_init_all_sig;
     nx_state *st;
     PyObject *buf[NX_MAX_PARAMS];
     PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclCommInitAll, buf, &st);
@@ -198,17 +190,13 @@ done:
     return result;
 }
 
-NX_FORM(comm_init_rank_scalable, short, "nranks", "myrank", "n_id", "comm_ids", "config");
-NX_BINDING(comm_init_rank_scalable, ("newcomm", "nranks", "myrank", "n_id", "comm_ids", "config"),
-"ncclCommInitRankScalable into the slot at address newcomm; returns the status. comm_ids: an address\n"
-"or a buffer of n_id * 128 bytes. Short form (without newcomm) returns the new Comm.");
-static PyObject *comm_init_rank_scalable(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+PyObject *nx_binding_comm_init_rank_scalable(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
     nx_state *st;
-    PyObject *const *a = nx_dual_intake(m, &comm_init_rank_scalable_sig, &comm_init_rank_scalable_sig_short, args,
+    PyObject *const *a = nx_dual_intake(m, &nx_binding_comm_init_rank_scalable_sig, &nx_binding_comm_init_rank_scalable_sig_short, args,
                                         nargs, kwnames, &nx_api.ncclCommInitRankScalable, buf, &short_form, &sig, &st);
     if (a == NULL)
         return NULL;
@@ -241,17 +229,13 @@ static PyObject *comm_init_rank_scalable(PyObject *m, PyObject *const *args, Py_
     return nx_creation_result(st, rc, handle, NULL);
 }
 
-NX_FORM(comm_split, short, "comm", "color", "key", "config");
-NX_BINDING(comm_split, ("comm", "color", "key", "newcomm", "config"),
-"ncclCommSplit into the slot at address newcomm; returns the status. Collective over comm.\n"
-"Short form comm_split(comm, color, key, config) returns the new Comm (empty for NCCL_SPLIT_NOCOLOR).");
-static PyObject *comm_split(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+PyObject *nx_binding_comm_split(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
     nx_state *st;
-    PyObject *const *a = nx_dual_intake(m, &comm_split_sig, &comm_split_sig_short, args, nargs, kwnames,
+    PyObject *const *a = nx_dual_intake(m, &nx_binding_comm_split_sig, &nx_binding_comm_split_sig_short, args, nargs, kwnames,
                                         &nx_api.ncclCommSplit, buf, &short_form, &sig, &st);
     if (a == NULL)
         return NULL;
@@ -276,18 +260,13 @@ static PyObject *comm_split(PyObject *m, PyObject *const *args, Py_ssize_t nargs
     return nx_creation_result(st, rc, handle, comm);
 }
 
-NX_FORM(comm_shrink, short, "comm", "exclude_ranks_list", "exclude_ranks_count", "config", "shrink_flags");
-NX_BINDING(comm_shrink, ("comm", "exclude_ranks_list", "exclude_ranks_count", "newcomm", "config", "shrink_flags"),
-"ncclCommShrink into the slot at address newcomm; returns the status. Called by the survivors.\n"
-"exclude_ranks_list: a sequence of ints (copied) or an int address. Short form (without newcomm)\n"
-"returns the new Comm.");
-static PyObject *comm_shrink(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+PyObject *nx_binding_comm_shrink(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
     nx_state *st;
-    PyObject *const *a = nx_dual_intake(m, &comm_shrink_sig, &comm_shrink_sig_short, args, nargs, kwnames,
+    PyObject *const *a = nx_dual_intake(m, &nx_binding_comm_shrink_sig, &nx_binding_comm_shrink_sig_short, args, nargs, kwnames,
                                         &nx_api.ncclCommShrink, buf, &short_form, &sig, &st);
     if (a == NULL)
         return NULL;
@@ -319,17 +298,13 @@ static PyObject *comm_shrink(PyObject *m, PyObject *const *args, Py_ssize_t narg
     return nx_creation_result(st, rc, handle, comm);
 }
 
-NX_FORM(comm_grow, short, "comm", "n_ranks", "unique_id", "rank", "config");
-NX_BINDING(comm_grow, ("comm", "n_ranks", "unique_id", "rank", "newcomm", "config"),
-"ncclCommGrow into the slot at address newcomm; returns the status. unique_id is an address or 0.\n"
-"comm is 0 (or an empty Comm) on a rank that joins. Short form (without newcomm) returns the new Comm.");
-static PyObject *comm_grow(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+PyObject *nx_binding_comm_grow(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
     nx_state *st;
-    PyObject *const *a = nx_dual_intake(m, &comm_grow_sig, &comm_grow_sig_short, args, nargs, kwnames,
+    PyObject *const *a = nx_dual_intake(m, &nx_binding_comm_grow_sig, &nx_binding_comm_grow_sig_short, args, nargs, kwnames,
                                         &nx_api.ncclCommGrow, buf, &short_form, &sig, &st);
     if (a == NULL)
         return NULL;
@@ -360,146 +335,33 @@ static PyObject *comm_grow(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
     return nx_creation_result(st, rc, handle, comm);
 }
 
-NX_FORM(comm_get_unique_id, 02, "comm", "unique_id");
-NX_BINDING(comm_get_unique_id, ("comm"),
-"ncclCommGetUniqueId: a UniqueId for growing comm. 0.2.0 form (comm, unique_id) writes to that address.");
-static PyObject *comm_get_unique_id(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+/* ---- windows ---- */
+
+PyObject *nx_binding_comm_window_register(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    int legacy;
+    int short_form;
     const nx_sig *sig;
     PyObject *buf[NX_MAX_PARAMS];
     nx_state *st;
-    PyObject *const *a = nx_dual_intake(m, &comm_get_unique_id_sig, &comm_get_unique_id_sig_02, args, nargs, kwnames,
-                                        &nx_api.ncclCommGetUniqueId, buf, &legacy, &sig, &st);
+    PyObject *const *a = nx_dual_intake(m, &nx_binding_comm_window_register_sig, &nx_binding_comm_window_register_sig_short, args, nargs,
+                                        kwnames, &nx_api.ncclCommWindowRegister, buf, &short_form, &sig, &st);
     if (a == NULL)
         return NULL;
     ncclComm_t comm;
-    void *out = NULL;
-    if (nx_arg_comm(sig, a, 0, &comm) < 0 || (legacy && nx_arg_addr(sig, a, 1, &out) < 0))
-        return NULL;
-    ncclResult_t rc;
-    if (legacy) {
-        NX_RUN(rc, nx_api.ncclCommGetUniqueId(comm, (ncclUniqueId *)out));
-        return nx_none_or_error(st, rc, comm);
-    }
-    PyObject *obj = nx_struct_new(st, NX_STRUCT_UNIQUE_ID);
-    if (obj == NULL)
-        return NULL;
-    ncclUniqueId *id = nx_struct_storage(st, obj, NX_STRUCT_UNIQUE_ID);
-    NX_RUN(rc, nx_api.ncclCommGetUniqueId(comm, id));
-    return nx_struct_result(st, obj, rc, comm);
-}
-
-/* ---- teardown: finalize, destroy, abort ----
- * NCCL makes them no-ops on a null communicator; the binding refuses it here as everywhere (RCCL
- * does not promise the same, docs/compatibility.md#argument-conventions). */
-
-/* The teardown calls taking only the communicator. `slot` is the entry point's table slot. */
-static PyObject *teardown_call(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
-                               const nx_sig *sig, ncclResult_t (*const *slot)(ncclComm_t), int op)
-{
-    nx_state *st;
-    PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, slot, buf, &st);
-    if (a == NULL)
-        return NULL;
-    ncclComm_t comm;
-    if (nx_arg_comm(sig, a, 0, &comm) < 0)
-        return NULL;
-    nx_trace_ring *tr = nx_trace_find(comm);
-    nx_trace_mark tm = nx_trace_enter(tr, &(nx_trace_call){.op = (uint8_t)op});
-    ncclResult_t rc;
-    NX_RUN(rc, (*slot)(comm));
-    nx_trace_leave(tm, rc);
-    if (op != NX_T_FINALIZE)
-        nx_trace_ring_closed(tr);
-    return nx_none_or_error(st, rc, comm);
-}
-
-NX_BINDING(comm_finalize, ("comm"),
-"ncclCommFinalize: flush this rank's work. Collective. A null comm (0) is refused (ValueError).");
-static PyObject *comm_finalize(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    return teardown_call(m, args, nargs, kwnames, &comm_finalize_sig, &nx_api.ncclCommFinalize, NX_T_FINALIZE);
-}
-
-NX_BINDING(comm_destroy, ("comm"), "ncclCommDestroy: free the communicator. A null comm (0) is refused (ValueError).");
-static PyObject *comm_destroy(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    return teardown_call(m, args, nargs, kwnames, &comm_destroy_sig, &nx_api.ncclCommDestroy, NX_T_DESTROY);
-}
-
-NX_BINDING(comm_abort, ("comm"),
-"ncclCommAbort: abort in-flight operations and free the communicator. A null comm (0) is refused\n"
-"(ValueError).");
-static PyObject *comm_abort(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    return teardown_call(m, args, nargs, kwnames, &comm_abort_sig, &nx_api.ncclCommAbort, NX_T_ABORT);
-}
-
-/* ---- revoke, suspend, resume ---- */
-
-/* revoke and suspend: the communicator and an int of flags. `slot` is the entry point's table slot. */
-static PyObject *comm_flags_call(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
-                                 const nx_sig *sig, ncclResult_t (*const *slot)(ncclComm_t, int))
-{
-    nx_state *st;
-    PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, slot, buf, &st);
-    if (a == NULL)
-        return NULL;
-    ncclComm_t comm;
+    void *buff, *slot = NULL;
+    size_t size;
     int flags;
-    if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_int(sig, a, 1, &flags) < 0)
+    if (nx_arg_comm(sig, a, 0, &comm) < 0 || nx_arg_addr(sig, a, 1, &buff) < 0 || nx_arg_size(sig, a, 2, &size) < 0 ||
+        (!short_form && nx_arg_slot(sig, a, 3, &slot) < 0) || nx_arg_int(sig, a, short_form ? 3 : 4, &flags) < 0)
+        return NULL;
+    PyObject *handle = NULL;
+    if (short_form && nx_creation_handle(st, NX_HANDLE_WINDOW, &handle, &slot) < 0)
         return NULL;
     ncclResult_t rc;
-    NX_RUN(rc, (*slot)(comm, flags));
-    return nx_none_or_error(st, rc, comm);
+    nx_trace_call tc = {.op = NX_T_WIN_REGISTER, .flags = NX_TF_COUNT | NX_TF_SEND, .count = size,
+                        .send = (uintptr_t)buff};
+    nx_trace_mark tm = nx_trace_enter(nx_trace_find(comm), &tc);
+    NX_RUN(rc, nx_api.ncclCommWindowRegister(comm, buff, size, (ncclWindow_t *)slot, flags));
+    nx_trace_leave(tm, rc);
+    return nx_creation_result(st, rc, handle, comm);
 }
-
-NX_BINDING(comm_revoke, ("comm", "revoke_flags"), "ncclCommRevoke: stop in-flight work, keep resources.");
-static PyObject *comm_revoke(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    return comm_flags_call(m, args, nargs, kwnames, &comm_revoke_sig, &nx_api.ncclCommRevoke);
-}
-
-NX_BINDING(comm_suspend, ("comm", "flags"), "ncclCommSuspend: release resources (NCCL_SUSPEND_MEM).");
-static PyObject *comm_suspend(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    return comm_flags_call(m, args, nargs, kwnames, &comm_suspend_sig, &nx_api.ncclCommSuspend);
-}
-
-NX_BINDING(comm_resume, ("comm"), "ncclCommResume: resume a suspended communicator.");
-static PyObject *comm_resume(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    const nx_sig *sig = &comm_resume_sig;
-    nx_state *st;
-    PyObject *buf[NX_MAX_PARAMS];
-    PyObject *const *a = nx_intake(m, args, nargs, kwnames, sig, &nx_api.ncclCommResume, buf, &st);
-    if (a == NULL)
-        return NULL;
-    ncclComm_t comm;
-    if (nx_arg_comm(sig, a, 0, &comm) < 0)
-        return NULL;
-    ncclResult_t rc;
-    NX_RUN(rc, nx_api.ncclCommResume(comm));
-    return nx_none_or_error(st, rc, comm);
-}
-
-PyMethodDef nx_bindings_lifecycle_methods[] = {
-    NX_FASTCALL_DEF(comm_init_rank_config),
-    NX_FASTCALL_DEF(comm_init_rank),
-    NX_FASTCALL_DEF(comm_init_all),
-    NX_FASTCALL_DEF(comm_init_rank_scalable),
-    NX_FASTCALL_DEF(comm_split),
-    NX_FASTCALL_DEF(comm_shrink),
-    NX_FASTCALL_DEF(comm_grow),
-    NX_FASTCALL_DEF(comm_get_unique_id),
-    NX_FASTCALL_DEF(comm_finalize),
-    NX_FASTCALL_DEF(comm_destroy),
-    NX_FASTCALL_DEF(comm_abort),
-    NX_FASTCALL_DEF(comm_revoke),
-    NX_FASTCALL_DEF(comm_suspend),
-    NX_FASTCALL_DEF(comm_resume),
-    {NULL, NULL, 0, NULL},
-};
