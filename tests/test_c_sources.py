@@ -278,6 +278,8 @@ def header_alone_problems(header, include_dirs, workdir):
 @needs_gcc
 @pytest.mark.parametrize("path", c_files(EXT, suffixes=(".h",)), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_each_ext_header_includes_what_it_uses(path, tmp_path):
+    if generated(path) and "#ifndef" not in path.read_text():
+        pytest.skip("a generated part of the one file that includes it (core/collectives.c)")
     assert header_alone_problems(path.relative_to(EXT).as_posix(), [INCLUDE, EXT, PYTHON_INCLUDE], tmp_path) == ""
 
 

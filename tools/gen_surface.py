@@ -21,6 +21,7 @@ sys.path.insert(0, str(HERE))
 import nccl_surface as S  # noqa: E402
 import surface_c  # noqa: E402
 import surface_headers  # noqa: E402
+import surface_py  # noqa: E402
 
 ROOT = HERE.parent
 COMMAND = "python tools/gen_surface.py"
@@ -79,14 +80,58 @@ def check_bindings(rows, enums):
         raise DescriptionError(f"abi.h rows without a binding and not in NCCL_ABI_NOT_WRAPPED: {', '.join(missing)}")
 
 
+def check_collectives(rows):
+    kinds = {o.id for o in S.TRACE_OPS}
+    colls = {c.kind for c in S.COLLECTIVES}
+    for c in S.COLLECTIVES:
+        if c.kind not in kinds:
+            raise DescriptionError(f"collective {c.kind}: not in TRACE_OPS")
+        for entry in (c.entry, c.config_entry):
+            if entry not in rows:
+                raise DescriptionError(f"collective {c.kind}: no abi.h row {entry}")
+        if c.unrooted and (not c.rooted or c.unrooted not in colls):
+            raise DescriptionError(f"collective {c.kind}: unrooted twin {c.unrooted!r} needs rooted and a collective")
+        if c.blocks != (c.recv_rule[1] == "block" or c.kind == "ALLTOALL") and c.recv_rule[1] == "block":
+            raise DescriptionError(f"collective {c.kind}: a block-sized recvbuf needs blocks")
+    for m in S.METHODS:
+        if m.collective and m.collective not in colls:
+            raise DescriptionError(f"method {m.name}: no collective {m.collective}")
+    described = {m.collective for m in S.METHODS if m.collective}
+    if described != colls:
+        raise DescriptionError(f"collectives without a method: {', '.join(sorted(colls - described))}")
+
+
+def check_dtypes(enums):
+    values = dict(enums["ncclDataType_t"])
+    got = [values.get(d.c) for d in S.DTYPES]
+    if got != list(range(values["ncclNumTypes"])):
+        raise DescriptionError(f"DTYPES must list ncclDataType_t's values 0..ncclNumTypes-1 in order, got {got}")
+    for d in S.DTYPE_ALIASES:
+        if d.c not in values:
+            raise DescriptionError(f"DTYPE_ALIASES: no datatype {d.c}")
+
+
 # ---- the outputs ----
 
 def outputs():
     """{path relative to the repository: text} of every generated file."""
     rows = surface_headers.read_abi()
-    enums, _defines = surface_headers.read_enums()
+    enums, defines = surface_headers.read_enums()
     check_bindings(rows, enums)
+    check_collectives(rows)
+    check_dtypes(enums)
     return {
+        "src/include/nccl_surface.gen.h": header("c", [
+            "The tables nccl._ext and the host backend share: the recorder's ops, the host backend's",
+            "operations, the datatypes."]) + surface_c.shared_h(S.TRACE_OPS, S.DTYPES, S.DTYPE_ALIASES),
+        "src/ext/core/coll_kinds.gen.h": header("c", [
+            "The collective kinds of nccl.core and what each one calls (core/coll_config.c, core/collectives.c)."])
+        + surface_c.coll_kinds_h(S.COLLECTIVES, rows),
+        "src/ext/core/collectives.gen.h": header("c", [
+            "Included by core/collectives.c: the Communicator methods' signatures, docstrings, descriptors,",
+            "bodies and method table."]) + surface_c.collectives_h(S.COLLECTIVES, S.METHODS),
+        "src/nccl/_enums.py": header("py", []) + surface_py.enums_py(enums, defines),
+        "docs/compatibility.md": compatibility_md(rows, enums, defines),
         "src/ext/bindings/bindings.gen.c": header("c", [
             "Every binding's signature and docstring, the regular wrappers and the method tables."])
         + surface_c.bindings_c(S.BINDINGS, rows, enums),
@@ -94,6 +139,13 @@ def outputs():
             "What the hand-written wrappers define, and the signatures they check arguments by."])
         + surface_c.bindings_h(S.BINDINGS, rows),
     }
+
+
+def compatibility_md(rows, enums, defines):
+    """docs/compatibility.md with its generated tables rewritten (the rest is written by hand)."""
+    text = (ROOT / "docs" / "compatibility.md").read_text()
+    text = surface_py.replace_between(text, "function table", surface_py.function_table(S.BINDINGS, rows))
+    return surface_py.replace_between(text, "enum table", surface_py.enum_table(enums, defines))
 
 
 def main(argv=None):

@@ -334,6 +334,7 @@ class Binding:
     form_param: str = ""
     form_returns: str = ""
     module: str = "nccl"
+    returns: str = ""  # docs/compatibility.md's words for the result, where the result kind's are too plain
 
 
 def B(name, entry, params, result, doc, **kw):
@@ -350,7 +351,8 @@ BINDINGS = [
     # ---- memory, version, unique ids, error strings ----
     B("mem_alloc", "ncclMemAlloc", [OUT, SIZE], OUT_RESULT, "ncclMemAlloc: allocate size bytes; returns the pointer."),
     B("mem_free", "ncclMemFree", [ADDR], NONE, "ncclMemFree: free memory from mem_alloc."),
-    B("get_version", "ncclGetVersion", [OUT], OUT_RESULT, "ncclGetVersion: the library's version code."),
+    B("get_version", "ncclGetVersion", [OUT], OUT_RESULT, "ncclGetVersion: the library's version code.",
+      returns="version code"),
     B("get_unique_id", "ncclGetUniqueId", [STRUCT_OUT], hand_result("UniqueId"), hand=_STRUCTS, form="02",
       form_param="unique_id", form_returns="None",
       doc="ncclGetUniqueId: a new UniqueId. The 0.2.0 form get_unique_id(unique_id) writes to that address."),
@@ -360,14 +362,15 @@ BINDINGS = [
       "without a communicator."),
     # ---- communicator creation, split/shrink/grow, teardown, revoke/suspend/resume ----
     B("comm_init_rank_config", "ncclCommInitRankConfig", [SLOT, INT, IDS, INT, ADDR], hand_result("int"),
-      hand=_CREATION, form="short", form_param="comm", form_returns="Comm",
+      hand=_CREATION, form="short", form_param="comm", form_returns="Comm", returns="status (0 or 7)",
       doc="ncclCommInitRankConfig into the slot at address comm; returns the status (0, or 7 in progress).\n"
           "Short form comm_init_rank_config(nranks, comm_id, rank, config) returns the new Comm."),
     B("comm_init_rank", "ncclCommInitRank", [SLOT, INT, IDS, INT], hand_result("int"), hand=_CREATION,
       form="short", form_param="comm", form_returns="Comm",
       doc="ncclCommInitRank into the slot at address comm; returns the status. Collective, blocking.\n"
           "Short form comm_init_rank(nranks, comm_id, rank) returns the new Comm."),
-    B("comm_init_all", "ncclCommInitAll", [HANDLES_OUT, INT, INT_ARRAY_OR_NONE], hand_result("list[Comm]"), hand=_CREATION,
+    B("comm_init_all", "ncclCommInitAll", [HANDLES_OUT, INT, INT_ARRAY_OR_NONE], hand_result("list[Comm]"),
+      hand=_CREATION, returns="a list of `Comm`",
       doc="ncclCommInitAll: ndev communicators in this process; returns a list of ndev Comm.\n"
           "devlist: a sequence of ints, an int address, or None (devices 0..ndev-1)."),
     B("comm_init_rank_scalable", "ncclCommInitRankScalable", [SLOT, INT, INT, INT, IDS, ADDR], hand_result("int"),
@@ -402,7 +405,7 @@ BINDINGS = [
     B("comm_resume", "ncclCommResume", [COMM], NONE, "ncclCommResume: resume a suspended communicator."),
     # ---- communicator queries ----
     B("comm_get_async_error", "ncclCommGetAsyncError", [COMM, OUT], OUT_RESULT,
-      "ncclCommGetAsyncError: the communicator's asynchronous state (returned, not raised)."),
+      "ncclCommGetAsyncError: the communicator's asynchronous state (returned, not raised).", returns="state code"),
     B("comm_count", "ncclCommCount", [COMM, OUT], OUT_RESULT, "ncclCommCount: the number of ranks."),
     B("comm_cu_device", "ncclCommCuDevice", [COMM, OUT], OUT_RESULT, "ncclCommCuDevice: the device ordinal."),
     B("comm_user_rank", "ncclCommUserRank", [COMM, OUT], OUT_RESULT, "ncclCommUserRank: this rank."),
@@ -438,7 +441,7 @@ BINDINGS = [
       doc="ncclRecv: receive count elements from peer. Enqueued on stream."),
     B("red_op_create_pre_mul_sum", "ncclRedOpCreatePreMulSum",
       [OUT, ADDR, DTYPE, enum("ncclScalarResidence_t", "ScalarResidence"), COMM], OUT_RESULT,
-      "ncclRedOpCreatePreMulSum: a new reduction op (returned as an int). scalar is an address."),
+      "ncclRedOpCreatePreMulSum: a new reduction op (returned as an int). scalar is an address.", returns="op value"),
     B("red_op_destroy", "ncclRedOpDestroy", [REDOP, COMM], NONE, "ncclRedOpDestroy."),
     B("group_start", "ncclGroupStart", [], hand_result("None"), hand=_GROUPS,
       doc="ncclGroupStart: defer calls until the matching group_end()."),
@@ -449,7 +452,8 @@ BINDINGS = [
       doc="ncclGroupSimulateEnd: end the group without communicating; returns a SimInfo with the estimate.\n"
           "0.2.0 form group_simulate_end(sim_info) fills the struct at that address."),
     # ---- buffer and window registration, one-sided signals, window device pointers, device comms ----
-    B("comm_register", "ncclCommRegister", [COMM, ADDR, SIZE, OUT], OUT_RESULT, "ncclCommRegister: returns the handle."),
+    B("comm_register", "ncclCommRegister", [COMM, ADDR, SIZE, OUT], OUT_RESULT, "ncclCommRegister: returns the handle.",
+      returns="handle"),
     B("comm_deregister", "ncclCommDeregister", [COMM, ADDR], NONE, "ncclCommDeregister."),
     B("comm_window_register", "ncclCommWindowRegister", [COMM, ADDR, SIZE, SLOT, INT], hand_result("int"),
       hand=_CREATION, form="short", form_param="win", form_returns="Window", trace="WIN_REGISTER",
@@ -524,15 +528,18 @@ BINDINGS = [
     B("lsa_barrier_create_requirement", "ncclLsaBarrierCreateRequirement",
       [TEAM, INT, struct("LSA_BARRIER_HANDLE", "ncclLsaBarrierHandle_t *"), DEV_RESOURCE_REQUIREMENTS], NONE,
       "ncclLsaBarrierCreateRequirement: fill out_handle (an LsaBarrierHandle) and out_req (a\n"
-      "DevResourceRequirements) for n_barriers LSA barriers over team; either may be an int address."),
+      "DevResourceRequirements) for n_barriers LSA barriers over team; either may be an int address.",
+      returns="None (fills both)"),
     B("gin_barrier_create_requirement", "ncclGinBarrierCreateRequirement",
       [COMM, TEAM, INT, struct("GIN_BARRIER_HANDLE", "ncclGinBarrierHandle_t *"), DEV_RESOURCE_REQUIREMENTS], NONE,
       "ncclGinBarrierCreateRequirement: fill out_handle (a GinBarrierHandle) and out_req (a\n"
-      "DevResourceRequirements) for n_barriers GIN barriers over team; either may be an int address."),
+      "DevResourceRequirements) for n_barriers GIN barriers over team; either may be an int address.",
+      returns="None (fills both)"),
     B("ll_a2a_create_requirement", "ncclLLA2ACreateRequirement",
       [INT, INT, struct("LL_A2A_HANDLE", "ncclLLA2AHandle_t *"), DEV_RESOURCE_REQUIREMENTS], NONE,
       "ncclLLA2ACreateRequirement: fill out_handle (an LLA2AHandle) and out_req (a\n"
-      "DevResourceRequirements) for a low-latency all-to-all; either may be an int address."),
+      "DevResourceRequirements) for a low-latency all-to-all; either may be an int address.",
+      returns="None (fills both)"),
     B("ll_a2a_calc_slots", "ncclLLA2ACalcSlots", [INT, INT], VALUE,
       "ncclLLA2ACalcSlots: the slot count a low-latency all-to-all of max_elts elements of\n"
       "max_elt_size bytes needs (0.3.1's spelling lla2a_calc_slots is an alias)."),
@@ -553,7 +560,8 @@ BINDINGS = [
       doc="ncclParamGetAllParameterKeys: the keys of every library parameter (a list of str; NULL entries of\n"
           "the library's table are left out)."),
     B("param_dump_all", "ncclParamDumpAll", [], VOID,
-      "ncclParamDumpAll: the library prints every parameter and its value (on its own stdout)."),
+      "ncclParamDumpAll: the library prints every parameter and its value (on its own stdout).",
+      returns="None (the library prints)"),
     B("set_encryption", "ncclSetEncryption", [struct("ENCRYPTION_CONFIG", "ncclEncryptionConfig_t *")], NONE,
       "ncclSetEncryption: how the library encrypts its connections from now on; config is an\n"
       "EncryptionConfig or the int address of an ncclEncryptionConfig_t."),
@@ -604,8 +612,7 @@ MODULE_FUNCTIONS = {
 class Dtype:
     """An ncclDataType_t (nccl_abi.h) as nccl4py names it: the NcclDataType member (`core`), the
     short name the host backend and nccl.bench print, its size, its numpy dtype (numpy kind, or ""
-    for a dtype of the ml_dtypes package, told apart by name), its DLPack type code, and whether the
-    row is an alias that maps to this datatype (numpy bool, carried as UINT8 with logical reductions)."""
+    for a dtype of the ml_dtypes package, told apart by name) and its DLPack type code."""
     c: str
     core: str
     short: str
@@ -613,7 +620,6 @@ class Dtype:
     numpy: str
     kind: str
     dlpack: str
-    logical: bool = False
 
 
 DTYPES = [
@@ -629,7 +635,12 @@ DTYPES = [
     Dtype("ncclBfloat16", "BFLOAT16", "bfloat16", 2, "bfloat16", "", "kDLBfloat"),
     Dtype("ncclFloat8e4m3", "FLOAT8E4M3", "float8e4m3", 1, "float8_e4m3fn", "", "kDLFloat8_e4m3fn"),
     Dtype("ncclFloat8e5m2", "FLOAT8E5M2", "float8e5m2", 1, "float8_e5m2", "", "kDLFloat8_e5m2"),
-    Dtype("ncclUint8", "UINT8", "bool", 1, "bool", "b", "kDLBool", logical=True),
+]
+
+# Element types carried as a datatype of DTYPES with a meaning of their own: numpy bool is UINT8
+# whose reductions are logical (docs/api/collectives.md#bool-buffers).
+DTYPE_ALIASES = [
+    Dtype("ncclUint8", "UINT8", "bool", 1, "bool", "b", "kDLBool"),
 ]
 
 # ---- nccl_abi.h's enums and constants in Python (src/nccl/_enums.py) ----

@@ -303,3 +303,133 @@ def _wrap_comments(lines, width=110):
         else:
             out.append(line)
     return out
+
+
+# ---- the tables nccl._ext and the host backend share (src/include/nccl_surface.gen.h) ----
+
+def shared_h(ops, dtypes, aliases):
+    """X-macro tables: the recorder's ops, the host backend's kinds (the ops it runs, with their
+    class), and the datatypes."""
+    def table(macro, doc, rows):
+        body = " \\\n".join(f"    X({r})" for r in rows)
+        return "\n".join(_wrap_comments([f"/* {doc} */"], 110)) + f"\n#define {macro}(X) \\\n{body}\n"
+    host_class = {"coll": "COLL", "p2p": "P2P", "rma": "RMA", "win": "WIN"}
+    out = ["#ifndef NCCL4PY_NCCL_SURFACE_GEN_H", "#define NCCL4PY_NCCL_SURFACE_GEN_H", ""]
+    out.append(table("NCCL_SURFACE_TRACE_OPS",
+                     "The calls the flight recorder names (docs/api/trace.md): X(id, \"file format name\", every rank "
+                     "makes the call, \"the verdict's word before a peer\")",
+                     [f'{o.id}, "{o.name}", {int(o.every_rank)}, "{o.peer}"' for o in ops]))
+    out.append(table("NCCL_SURFACE_HOST_KINDS",
+                     "The operations the host backend runs (src/host): X(id, \"entry point named in its messages\", "
+                     "class: COLL, P2P, RMA or WIN)",
+                     [f'{o.id}, "{o.entry}", {host_class[o.host]}' for o in ops if o.host]))
+    def dtype_rows(rows):
+        return [f'{d.c}, {d.core}, "{d.short}", {d.size}, "{d.numpy}", {repr(d.kind) if d.kind else "0"}, {d.dlpack}'
+                for d in rows]
+    out.append(table("NCCL_SURFACE_DTYPES",
+                     "The datatypes, in value order: X(ncclDataType_t, NcclDataType member, short name, size, numpy "
+                     "dtype name, numpy kind (0: an ml_dtypes name, told apart by name), DLPack type code)",
+                     dtype_rows(dtypes)))
+    out.append(table("NCCL_SURFACE_DTYPE_ALIASES",
+                     "Element types carried as one of the datatypes, with a meaning of their own (bool: UINT8 whose "
+                     "reductions are logical): X(...) as NCCL_SURFACE_DTYPES",
+                     dtype_rows(aliases)))
+    out += ["#endif"]
+    return "\n".join(_wrap_comments(out, 110)) + "\n"
+
+
+# ---- the collectives of nccl.core (src/ext/core/coll_kinds.gen.h, collectives.gen.h) ----
+
+def _coll_args(c, rows, config):
+    """The C arguments of kind c's entry point, from an nx_coll_call `a` (and cfg)."""
+    row = rows[c.config_entry if config else c.entry]
+    field = {"sendbuff": "a->send", "recvbuff": "a->recv", "count": "a->count", "sendcount": "a->count",
+             "recvcount": "a->count", "datatype": "a->dtype", "op": "a->op", "root": "a->root", "comm": "a->comm",
+             "stream": "a->stream", "config": "cfg"}
+    return [field[p.name] for p in row.params]
+
+
+def coll_kinds_h(colls, rows):
+    """nx_coll_kind and what each kind calls, as switches over every kind (no default: -Wswitch
+    names a kind left out)."""
+    def switch(fn_head, doc, case_body, after, before=()):
+        lines = _wrap_comments([f"/* {doc} */"], 110) + [f"static inline {fn_head}", "{", *before, "    switch (a_kind) {"]
+        for c in colls:
+            lines.append(f"    case NX_COLL_{c.kind}:")
+            lines += ["        " + l for l in case_body(c)]
+        lines += ["    }", f"    {after}", "}", ""]
+        return lines
+    out = ["#ifndef NCCL4PY_COLL_KINDS_GEN_H", "#define NCCL4PY_COLL_KINDS_GEN_H", "",
+           '#include "loader/library.h"', '#include "trace/trace.h"', "",
+           "/* The collectives with a Communicator method and an ncclXxxConfig twin. */",
+           "typedef enum {"] + [f"    NX_COLL_{c.kind}," for c in colls] + ["} nx_coll_kind;", "",
+           "/* One checked collective call: what the method resolved, as C values only. */",
+           "typedef struct {", "    nx_coll_kind kind;", "    const void *send;", "    void *recv;", "    size_t count;",
+           "    ncclDataType_t dtype;", "    ncclRedOp_t op;   /* reductions */", "    int root;         /* rooted calls, else -1 */",
+           "    ncclComm_t comm;", "    cudaStream_t stream;", "} nx_coll_call;", ""]
+    out += switch("const void *nx_coll_plain_slot(nx_coll_kind a_kind)",
+                  "The plain entry point's table slot, for nx_require.",
+                  lambda c: [f"return &nx_api.{c.entry};"], "return NULL; /* not a kind */")
+    out += switch("const void *nx_coll_config_slot(nx_coll_kind a_kind)",
+                  "The ncclXxxConfig entry point's table slot.",
+                  lambda c: [f"return &nx_api.{c.config_entry};"], "return NULL; /* not a kind */")
+    out += switch("const char *nx_coll_config_name(nx_coll_kind a_kind)",
+                  "The ncclXxxConfig entry point's name, for FunctionNotFoundError.",
+                  lambda c: [f'return "{c.config_entry}";'], 'return "?"; /* not a kind */')
+    out += switch("nx_trace_call nx_coll_trace_call(nx_coll_kind a_kind, const nx_coll_call *a)",
+                  "The flight recorder's entry of a call (docs/api/trace.md).",
+                  lambda c: [wrap_call("return nx_trace_coll(", [
+                      f"NX_T_{c.kind}", " | ".join(f for f, on in (("NX_TF_REDOP", c.reduction), ("NX_TF_ROOT", c.rooted))
+                                                  if on) or "0",
+                      "a->send", "a->recv", "a->count", "a->dtype", "a->op" if c.reduction else "0",
+                      "a->root" if c.rooted else "-1", "a->stream"], ");", "")],
+                  "return (nx_trace_call){0}; /* not a kind */")
+    out += switch("ncclResult_t nx_coll_run(nx_coll_kind a_kind, const nx_coll_call *a, const ncclCollConfig_t *cfg)",
+                  "Runs the call with the GIL released: the plain entry point when cfg is NULL, else the ncclXxxConfig "
+                  "one. a_kind is a->kind (a constant where the caller inlines this, so one case remains).",
+                  lambda c: ["if (cfg == NULL)", run_call("rc", c.entry, _coll_args(c, rows, False), "    "), "else",
+                             run_call("rc", c.config_entry, _coll_args(c, rows, True), "    "), "break;"],
+                  "return rc;", before=("    ncclResult_t rc = ncclInvalidArgument; /* not a kind */",))
+    out += ["#endif"]
+    return "\n".join(_wrap_comments(out, 110)) + "\n"
+
+
+def _msig(m):
+    names = [p.split("=")[0] for p in m.params if p != "*"]
+    npos = m.params.index("*") if "*" in m.params else len(m.params)
+    nreq = sum(1 for p in m.params[:npos] if "=" not in p)
+    return names, npos, nreq
+
+
+def collectives_h(colls, methods):
+    """The Communicator methods of core/collectives.c: their signatures and docstrings, the
+    descriptors of the collective ones and their bodies, and the method table."""
+    by_kind = {c.kind: c for c in colls}
+    out = []
+    for m in methods:
+        names, npos, nreq = _msig(m)
+        out.append(wrap_call(f"NX_MSIG({m.name}, {npos}, {nreq}, ", [f'"{n}"' for n in names], ");", ""))
+        params = ", ".join(["$self", *m.params])
+        out.append(f"PyDoc_STRVAR({m.name}__doc__,\n{c_string(f'{m.name}({params})' + chr(10) + '--' + chr(10) * 2 + m.doc)});")
+        if m.collective:
+            c = by_kind[m.collective]
+            relation, size, why = c.recv_rule
+            fields = [f".kind = NX_COLL_{c.kind}", f".unrooted = NX_COLL_{c.unrooted or c.kind}",
+                      f".reduction = {int(c.reduction)}",
+                      f".rooted = {dict(recv='NX_ROOTED_RECV', send='NX_ROOTED_SEND').get(c.rooted, 'NX_ROOTED_NONE')}",
+                      f".count_from_recv = {int(c.count == 'recv')}", f".blocks = {int(c.blocks)}",
+                      f".recv_exactly = {int(relation == 'exactly')}", f".recv_size = NX_SIZE_{size.upper()}",
+                      f".why = {'NULL' if why is None else chr(34) + why + chr(34)}",
+                      f".in_place = NX_IN_PLACE_{c.in_place.upper()}"]
+            out.append(wrap_call(f"static const nx_coll_desc {m.name}_desc = {{", fields, "};", ""))
+            body = f"return coll_method(k, &M_{m.name}, &{m.name}_desc, args, nargs, kwnames);"
+        else:
+            body = f"return {m.name}_impl(k, &M_{m.name}, args, nargs, kwnames);"
+        out += [f"static PyObject *{m.name}_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)",
+                "{", f"    {body}", "}",
+                f"static PyObject *Communicator_{m.name}(NX_COMM_METHOD_ARGS)",
+                "{", f"    return nx_comm_call({m.name}_body, NX_COMM_METHOD_PASS);", "}", ""]
+    out.append("PyMethodDef nx_collective_methods[] = {")
+    out += [f'    NX_COMM_METHOD_DEF("{m.name}", Communicator_{m.name}, {m.name}__doc__),' for m in methods]
+    out += ["    {NULL, NULL, 0, NULL},", "};"]
+    return "\n".join(out) + "\n"

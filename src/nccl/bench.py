@@ -33,6 +33,8 @@ import time
 
 import numpy as np
 
+from nccl import _ext
+
 __all__ = ["main", "parse_args", "parse_size", "COLLECTIVES"]
 
 PROG = "nccl.bench"
@@ -44,19 +46,14 @@ REDUCING = {"allreduce", "reduce", "reduce_scatter"}
 ROOTED = {"reduce", "broadcast", "gather", "scatter"}
 BLOCKED = {"allgather", "reduce_scatter", "alltoall", "gather", "scatter"}  # size = nranks blocks
 
-# bench name -> (numpy dtype name or ml_dtypes name, nccl.core constant name)
-DTYPES = {
-    "int8": ("int8", "INT8"), "uint8": ("uint8", "UINT8"), "int32": ("int32", "INT32"),
-    "uint32": ("uint32", "UINT32"), "int64": ("int64", "INT64"), "uint64": ("uint64", "UINT64"),
-    "float16": ("float16", "FLOAT16"), "float32": ("float32", "FLOAT32"), "float64": ("float64", "FLOAT64"),
-    "bfloat16": ("bfloat16", "BFLOAT16"), "float8e4m3": ("float8_e4m3fn", "FLOAT8E4M3"),
-    "float8e5m2": ("float8_e5m2", "FLOAT8E5M2"),
-}
+# bench name -> numpy dtype name (ml_dtypes' where the numpy kind is ""), from the datatype table
+# (src/ext/buffer/buffer_dtypes.c, written from tools/nccl_surface.py's DTYPES)
+DTYPES = {short: numpy_name for _, numpy_name, _, _, short, alias in _ext._numpy_dtypes if not alias}
 DTYPE_ALIASES = {"half": "float16", "float": "float32", "double": "float64", "int": "int32", "char": "int8",
                  "bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp64": "float64"}
 OPS = ("sum", "prod", "max", "min", "avg")
-ML_DTYPES = {"bfloat16", "float8e4m3", "float8e5m2"}
-FP8 = {"float8e4m3", "float8e5m2"}
+ML_DTYPES = {short for _, _, kind, _, short, alias in _ext._numpy_dtypes if not kind and not alias}
+FP8 = {short for short in ML_DTYPES if short.startswith("float8")}
 _SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
@@ -211,7 +208,7 @@ def bus_factor(coll, n):
 
 
 def np_dtype(name):
-    np_name = DTYPES[name][0]
+    np_name = DTYPES[name]
     if name in ML_DTYPES:
         import ml_dtypes
 

@@ -500,7 +500,11 @@ def root_cause(failures, errors, log_dir=None):
 
 def launch(opts, env=None):
     """Runs a launch; returns the launcher's exit status."""
-    uid, extra, notice = create_unique_id()
+    try:
+        uid, extra, notice = create_unique_id()
+    except RuntimeError as exc:  # no library loads: NotSupportedError lists the attempts
+        _say(f"{PROG}: cannot create the unique id: " + "\n".join(str(exc).strip().splitlines()))
+        return 1
     if notice:
         _say(notice)
     token = secrets.token_hex(16)
@@ -526,16 +530,11 @@ def main(argv=None):
     except UsageError as exc:
         print(f"{PROG}: error: {exc} (python -m {PROG} --help lists the options)", file=sys.stderr)
         return EXIT_USAGE
-    try:
-        status = launch(opts)
-        # The job is over: a Ctrl-C still arriving (a user pressing it again) must not turn the
-        # exit into a KeyboardInterrupt while the interpreter shuts down.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        return status
-    except RuntimeError as exc:  # no library loads: NotSupportedError lists the attempts
-        first = str(exc).strip().splitlines()
-        _say(f"{PROG}: cannot create the unique id: " + "\n".join(first))
-        return 1
+    status = launch(opts)
+    # The job is over: a Ctrl-C still arriving (a user pressing it again) must not turn the exit
+    # into a KeyboardInterrupt while the interpreter shuts down.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return status
 
 
 if __name__ == "__main__":

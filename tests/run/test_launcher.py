@@ -721,3 +721,25 @@ def test_check_one_rank_cases(monkeypatch, variables, mpi, outcome):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             _launch.check_one_rank()
+
+
+def test_only_the_unique_id_failure_is_reported_as_one(monkeypatch, capsys):
+    """A library that does not load is reported as the unique id's failure; a RuntimeError later in
+    the launch is not dressed up as one (it propagates with its own traceback)."""
+    opts = launcher.parse_args(["-n", "2", __file__], environ={})
+
+    def no_library():
+        raise RuntimeError("no NCCL library could be loaded\n  tried: libnccl.so.2")
+    monkeypatch.setattr(launcher, "create_unique_id", no_library)
+    assert launcher.launch(opts) == 1
+    assert capsys.readouterr().err == ("nccl.run: cannot create the unique id: no NCCL library could be loaded\n"
+                                       "  tried: libnccl.so.2\n")
+
+    def launch_fails(self):
+        raise RuntimeError("the launch itself failed")
+    monkeypatch.setattr(launcher, "create_unique_id", lambda: (bytes(128), {}, None))
+    monkeypatch.setattr(launcher.LaunchTrace, "setup", staticmethod(lambda *a: None))
+    monkeypatch.setattr(launcher._Launch, "run", launch_fails)
+    with pytest.raises(RuntimeError, match="the launch itself failed"):
+        launcher.launch(opts)
+    assert "unique id" not in capsys.readouterr().err

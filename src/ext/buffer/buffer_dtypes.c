@@ -1,35 +1,31 @@
-/* The one table of the element types nccl4py maps to NCCL datatypes (buffer.h): numpy dtypes (by
- * name, or by kind and itemsize), their DLPack type codes and torch dtypes, and the numpy dtype
- * of each datatype. The resolver, create_pre_mul_sum (redop.c) and nccl.core's NcclDataType
- * (src/nccl/core/_types.py, through nccl._ext._numpy_dtypes) all read it. Sizes are the datatype
- * table's (nx_dtype_size). */
+/* The datatypes' sizes and names, and the one table of the element types nccl4py maps to NCCL
+ * datatypes (buffer.h): numpy dtypes (by name, or by kind and itemsize), their DLPack type codes and
+ * torch dtypes, and the numpy dtype of each datatype. Both are expanded from nccl_surface.gen.h's
+ * rows (tools/nccl_surface.py's DTYPES). The resolver, create_pre_mul_sum (redop.c) and nccl.core's
+ * NcclDataType (src/nccl/core/_types.py, through nccl._ext._numpy_dtypes) all read it, and so does
+ * nccl.bench (the short names). */
 #include "buffer/buffer.h"
 
 #include <string.h>
 
 #include "dlpack_abi.h"
+#include "nccl_surface.gen.h"
 
-/* The first row of a datatype names its numpy dtype; later rows are aliases (numpy bool). */
+/* The datatypes (their numpy dtype first), then the aliases (numpy bool): the rows of
+ * nccl_surface.gen.h, from tools/nccl_surface.py's DTYPES and DTYPE_ALIASES. */
 static const struct {
     const char *name; /* numpy dtype name; "torch." + name is the torch dtype's str() */
     char kind;        /* numpy kind; 0: told apart by name only, a dtype of the ml_dtypes package */
     uint8_t dl_code;  /* DLPack type code (bits: 8 * the datatype's size) */
     ncclDataType_t dt;
     int logical;      /* bool: the codes carry NX_DTYPE_LOGICAL */
+    const char *short_name; /* as the host backend and nccl.bench print it */
 } rows[] = {
-    {"int8", 'i', kDLInt, ncclInt8},
-    {"uint8", 'u', kDLUInt, ncclUint8},
-    {"int32", 'i', kDLInt, ncclInt32},
-    {"uint32", 'u', kDLUInt, ncclUint32},
-    {"int64", 'i', kDLInt, ncclInt64},
-    {"uint64", 'u', kDLUInt, ncclUint64},
-    {"float16", 'f', kDLFloat, ncclFloat16},
-    {"float32", 'f', kDLFloat, ncclFloat32},
-    {"float64", 'f', kDLFloat, ncclFloat64},
-    {"bfloat16", 0, kDLBfloat, ncclBfloat16},
-    {"float8_e4m3fn", 0, kDLFloat8_e4m3fn, ncclFloat8e4m3},
-    {"float8_e5m2", 0, kDLFloat8_e5m2, ncclFloat8e5m2},
-    {"bool", 'b', kDLBool, ncclUint8, 1},
+#define NX_DTYPE_ROW(c, core, shortname, size, numpy, kind, dlpack) {numpy, kind, dlpack, c, 0, shortname},
+#define NX_ALIAS_ROW(c, core, shortname, size, numpy, kind, dlpack) {numpy, kind, dlpack, c, 1, shortname},
+    NCCL_SURFACE_DTYPES(NX_DTYPE_ROW) NCCL_SURFACE_DTYPE_ALIASES(NX_ALIAS_ROW)
+#undef NX_DTYPE_ROW
+#undef NX_ALIAS_ROW
 };
 
 #define NROWS ((int)(sizeof rows / sizeof rows[0]))
@@ -85,14 +81,15 @@ const char *nx_dtype_numpy_name(ncclDataType_t dt, int *ml_dtypes)
 }
 
 /* nccl._ext._numpy_dtypes: ((datatype, numpy name, numpy kind or "" for an ml_dtypes name,
- * itemsize), ...), the rows in order. */
+ * itemsize, short name, alias), ...), the rows in order (the aliases last). */
 int nx_buffer_dtypes_setup(PyObject *module)
 {
     PyObject *t = PyTuple_New(NROWS);
     for (int i = 0; t != NULL && i < NROWS; i++) {
         char kind[2] = {rows[i].kind, '\0'};
-        PyObject *row = Py_BuildValue("(issn)", (int)rows[i].dt, rows[i].name, kind,
-                                      (Py_ssize_t)nx_dtype_size(rows[i].dt));
+        PyObject *row = Py_BuildValue("(issnsO)", (int)rows[i].dt, rows[i].name, kind,
+                                      (Py_ssize_t)nx_dtype_size(rows[i].dt), rows[i].short_name,
+                                      rows[i].logical ? Py_True : Py_False);
         if (row == NULL)
             Py_CLEAR(t);
         else
@@ -110,10 +107,9 @@ static const struct {
     const char *name;
     size_t size;
 } dtypes[ncclNumTypes] = {
-    [ncclInt8] = {"INT8", 1},       [ncclUint8] = {"UINT8", 1},       [ncclInt32] = {"INT32", 4},
-    [ncclUint32] = {"UINT32", 4},   [ncclInt64] = {"INT64", 8},       [ncclUint64] = {"UINT64", 8},
-    [ncclFloat16] = {"FLOAT16", 2}, [ncclFloat32] = {"FLOAT32", 4},   [ncclFloat64] = {"FLOAT64", 8},
-    [ncclBfloat16] = {"BFLOAT16", 2}, [ncclFloat8e4m3] = {"FLOAT8E4M3", 1}, [ncclFloat8e5m2] = {"FLOAT8E5M2", 1},
+#define NX_DTYPE_SIZE(c, core, shortname, size, numpy, kind, dlpack) [c] = {#core, size},
+    NCCL_SURFACE_DTYPES(NX_DTYPE_SIZE)
+#undef NX_DTYPE_SIZE
 };
 
 size_t nx_dtype_size(ncclDataType_t dt) { return (unsigned)dt < ncclNumTypes ? dtypes[dt].size : 0; }

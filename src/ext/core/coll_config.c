@@ -402,130 +402,19 @@ int nx_coll_config_take(nx_state *st, PyObject *config, const char *fname, nx_co
     return -1;
 }
 
-/* The ncclXxxConfig entry point of a call, and its plain counterpart's slot. */
-static void *config_entry(nx_coll_kind k)
-{
-    switch (k) {
-    case NX_COLL_ALLREDUCE: return (void *)nx_api.ncclAllReduceConfig;
-    case NX_COLL_REDUCE: return (void *)nx_api.ncclReduceConfig;
-    case NX_COLL_BROADCAST: return (void *)nx_api.ncclBroadcastConfig;
-    case NX_COLL_ALLGATHER: return (void *)nx_api.ncclAllGatherConfig;
-    case NX_COLL_GATHER: return (void *)nx_api.ncclGatherConfig;
-    case NX_COLL_REDUCE_SCATTER: return (void *)nx_api.ncclReduceScatterConfig;
-    case NX_COLL_ALLTOALL: return (void *)nx_api.ncclAlltoAllConfig;
-    default: return (void *)nx_api.ncclScatterConfig;
-    }
-}
-
-/* The plain entry point's table slot, for nx_require. */
-static const void *plain_slot(nx_coll_kind k)
-{
-    switch (k) {
-    case NX_COLL_ALLREDUCE: return &nx_api.ncclAllReduce;
-    case NX_COLL_REDUCE: return &nx_api.ncclReduce;
-    case NX_COLL_BROADCAST: return &nx_api.ncclBroadcast;
-    case NX_COLL_ALLGATHER: return &nx_api.ncclAllGather;
-    case NX_COLL_GATHER: return &nx_api.ncclGather;
-    case NX_COLL_REDUCE_SCATTER: return &nx_api.ncclReduceScatter;
-    case NX_COLL_ALLTOALL: return &nx_api.ncclAlltoAll;
-    default: return &nx_api.ncclScatter;
-    }
-}
-
-static const char *const config_names[] = {
-    [NX_COLL_ALLREDUCE] = "ncclAllReduceConfig",   [NX_COLL_REDUCE] = "ncclReduceConfig",
-    [NX_COLL_BROADCAST] = "ncclBroadcastConfig",   [NX_COLL_ALLGATHER] = "ncclAllGatherConfig",
-    [NX_COLL_GATHER] = "ncclGatherConfig",         [NX_COLL_REDUCE_SCATTER] = "ncclReduceScatterConfig",
-    [NX_COLL_ALLTOALL] = "ncclAlltoAllConfig",     [NX_COLL_SCATTER] = "ncclScatterConfig",
-};
-
-/* Runs the call with the GIL released: the Config entry point `fn` when non-NULL, else the plain
- * one (a default config on a library without the Config entry points). */
-static ncclResult_t run(const nx_coll_call *a, void *fn, const ncclCollConfig_t *cfg)
-{
-    ncclResult_t rc;
-    switch (a->kind) {
-    case NX_COLL_ALLREDUCE:
-        if (fn != NULL)
-            NX_RUN(rc, nx_api.ncclAllReduceConfig(a->send, a->recv, a->count, a->dtype, a->op, a->comm, a->stream, cfg));
-        else
-            NX_RUN(rc, nx_api.ncclAllReduce(a->send, a->recv, a->count, a->dtype, a->op, a->comm, a->stream));
-        return rc;
-    case NX_COLL_REDUCE:
-        if (fn != NULL)
-            NX_RUN(rc, nx_api.ncclReduceConfig(a->send, a->recv, a->count, a->dtype, a->op, a->root, a->comm, a->stream,
-                                               cfg));
-        else
-            NX_RUN(rc, nx_api.ncclReduce(a->send, a->recv, a->count, a->dtype, a->op, a->root, a->comm, a->stream));
-        return rc;
-    case NX_COLL_BROADCAST:
-        if (fn != NULL)
-            NX_RUN(rc, nx_api.ncclBroadcastConfig(a->send, a->recv, a->count, a->dtype, a->root, a->comm, a->stream,
-                                                  cfg));
-        else
-            NX_RUN(rc, nx_api.ncclBroadcast(a->send, a->recv, a->count, a->dtype, a->root, a->comm, a->stream));
-        return rc;
-    case NX_COLL_ALLGATHER:
-        if (fn != NULL)
-            NX_RUN(rc, nx_api.ncclAllGatherConfig(a->send, a->recv, a->count, a->dtype, a->comm, a->stream, cfg));
-        else
-            NX_RUN(rc, nx_api.ncclAllGather(a->send, a->recv, a->count, a->dtype, a->comm, a->stream));
-        return rc;
-    case NX_COLL_GATHER:
-        if (fn != NULL)
-            NX_RUN(rc, nx_api.ncclGatherConfig(a->send, a->recv, a->count, a->dtype, a->root, a->comm, a->stream, cfg));
-        else
-            NX_RUN(rc, nx_api.ncclGather(a->send, a->recv, a->count, a->dtype, a->root, a->comm, a->stream));
-        return rc;
-    case NX_COLL_REDUCE_SCATTER:
-        if (fn != NULL)
-            NX_RUN(rc, nx_api.ncclReduceScatterConfig(a->send, a->recv, a->count, a->dtype, a->op, a->comm, a->stream,
-                                                      cfg));
-        else
-            NX_RUN(rc, nx_api.ncclReduceScatter(a->send, a->recv, a->count, a->dtype, a->op, a->comm, a->stream));
-        return rc;
-    case NX_COLL_ALLTOALL:
-        if (fn != NULL)
-            NX_RUN(rc, nx_api.ncclAlltoAllConfig(a->send, a->recv, a->count, a->dtype, a->comm, a->stream, cfg));
-        else
-            NX_RUN(rc, nx_api.ncclAlltoAll(a->send, a->recv, a->count, a->dtype, a->comm, a->stream));
-        return rc;
-    default:
-        if (fn != NULL)
-            NX_RUN(rc, nx_api.ncclScatterConfig(a->send, a->recv, a->count, a->dtype, a->root, a->comm, a->stream, cfg));
-        else
-            NX_RUN(rc, nx_api.ncclScatter(a->send, a->recv, a->count, a->dtype, a->root, a->comm, a->stream));
-        return rc;
-    }
-}
-
-/* Each kind's flight-recorder entry (docs/api/trace.md). */
-static const struct {
-    int op, flags;
-} trace_ops[] = {
-    [NX_COLL_ALLREDUCE] = {NX_T_ALLREDUCE, NX_TF_REDOP},
-    [NX_COLL_REDUCE] = {NX_T_REDUCE, NX_TF_REDOP | NX_TF_ROOT},
-    [NX_COLL_BROADCAST] = {NX_T_BROADCAST, NX_TF_ROOT},
-    [NX_COLL_ALLGATHER] = {NX_T_ALLGATHER, 0},
-    [NX_COLL_GATHER] = {NX_T_GATHER, NX_TF_ROOT},
-    [NX_COLL_REDUCE_SCATTER] = {NX_T_REDUCESCATTER, NX_TF_REDOP},
-    [NX_COLL_ALLTOALL] = {NX_T_ALLTOALL, 0},
-    [NX_COLL_SCATTER] = {NX_T_SCATTER, NX_TF_ROOT},
-};
-
-PyObject *nx_coll_config_run(nx_state *st, const nx_coll_call *a, const nx_coll_config *c)
+PyObject *nx_coll_config_run(nx_state *st, const nx_coll_call *a, const nx_coll_config *c, nx_trace_ring *ring)
 {
     if (nx_loaded(st) < 0)
         return NULL;
-    void *fn = config_entry(a->kind);
+    void (*fn)(void); /* the ncclXxxConfig entry point, or NULL on a library without it */
+    memcpy(&fn, nx_coll_config_slot(a->kind), sizeof fn);
     if (fn == NULL && !c->is_default)
-        return nx_raise_function_not_found(st, config_names[a->kind], NULL);
-    if (fn == NULL && nx_require(st, plain_slot(a->kind)) < 0)
+        return nx_raise_function_not_found(st, nx_coll_config_name(a->kind), NULL);
+    if (fn == NULL && nx_require(st, nx_coll_plain_slot(a->kind)) < 0)
         return NULL;
-    nx_trace_call tc = nx_trace_coll(trace_ops[a->kind].op, trace_ops[a->kind].flags, a->send, a->recv, a->count,
-                                     a->dtype, a->op, a->root, a->stream);
-    nx_trace_mark tm = nx_trace_enter(a->trace, &tc);
-    ncclResult_t rc = run(a, fn, c->use);
+    nx_trace_call tc = nx_coll_trace_call(a->kind, a);
+    nx_trace_mark tm = nx_trace_enter(ring, &tc);
+    ncclResult_t rc = nx_coll_run(a->kind, a, fn != NULL ? c->use : NULL);
     nx_trace_leave(tm, rc);
     return nx_none_or_error(st, rc, a->comm);
 }

@@ -5,6 +5,7 @@
 
 #include "module/common.h"
 
+#include "core/coll_kinds.gen.h"
 #include "trace/trace.h"
 
 /* This file's part of the module state (owned references). */
@@ -16,31 +17,6 @@ typedef struct {
 int nx_coll_config_cache_traverse(nx_coll_config_cache *c, visitproc visit, void *arg);
 void nx_coll_config_cache_clear(nx_coll_config_cache *c);
 int nx_coll_config_setup(PyObject *module, nx_state *st);
-
-typedef enum {
-    NX_COLL_ALLREDUCE,
-    NX_COLL_REDUCE,
-    NX_COLL_BROADCAST,
-    NX_COLL_ALLGATHER,
-    NX_COLL_GATHER,
-    NX_COLL_REDUCE_SCATTER,
-    NX_COLL_ALLTOALL,
-    NX_COLL_SCATTER,
-} nx_coll_kind;
-
-/* One checked collective call: what collectives.c resolved, as C values only. */
-typedef struct {
-    nx_coll_kind kind;
-    const void *send;
-    void *recv;
-    size_t count;
-    ncclDataType_t dtype;
-    ncclRedOp_t op;   /* reductions */
-    int root;         /* rooted calls */
-    ncclComm_t comm;
-    cudaStream_t stream;
-    nx_trace_ring *trace; /* the flight recorder's ring of comm, or NULL (docs/api/trace.md) */
-} nx_coll_call;
 
 /* Vendor options held in the struct itself; longer lists go to memory its keep owns. */
 #define NX_SMALL_EXT 4
@@ -66,7 +42,9 @@ int nx_coll_config_take(nx_state *st, PyObject *config, const char *fname, nx_co
 
 /* Runs the call with the converted config: ncclXxxConfig when the library has it; the plain call
  * for a default config on a library without it; FunctionNotFoundError for any other config there.
- * Runs no Python code before the library call. None, or NULL with an exception. */
-PyObject *nx_coll_config_run(nx_state *st, const nx_coll_call *call, const nx_coll_config *config);
+ * Recorded on `ring` (NULL: not recorded; docs/api/trace.md). Runs no Python code before the
+ * library call. None, or NULL with an exception. */
+PyObject *nx_coll_config_run(nx_state *st, const nx_coll_call *call, const nx_coll_config *config,
+                             nx_trace_ring *ring);
 
 #endif

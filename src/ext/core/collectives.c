@@ -1,5 +1,8 @@
 /* Collective and point-to-point methods of Communicator (docs/compatibility.md#collectives), plus the
- * RCCL-only allreduce_with_bias and alltoallv.
+ * RCCL-only allreduce_with_bias and alltoallv. Their signatures, docstrings and method table are
+ * generated from tools/nccl_surface.py (core/collectives.gen.h, included at the end): the eight
+ * collectives with a config= twin run one body here (coll_method), each with the descriptor the
+ * description gives it; the others run the *_impl functions written here.
  *
  * Every method is a body run by nx_comm_call (core.h): the communicator must be open ("Cannot
  * <op>: Communicator not initialized"), then the arguments are converted, which runs Python code
@@ -232,10 +235,9 @@ static inline nx_trace_mark trace_enter(const coll_in *in, nx_trace_call tc)
     return nx_trace_enter(nx_comm_trace(in->c, in->comm), &tc);
 }
 
-static inline PyObject *with_config(const coll_in *in, nx_coll_call *call)
+static inline PyObject *with_config(const coll_in *in, const nx_coll_call *call)
 {
-    call->trace = nx_comm_trace(in->c, in->comm);
-    return nx_coll_config_run(in->st, call, &in->config);
+    return nx_coll_config_run(in->st, call, &in->config, nx_comm_trace(in->c, in->comm));
 }
 
 /* sendbuf and recvbuf, in that order, each only where this rank uses it (send_here, recv_here: the
@@ -255,349 +257,141 @@ static inline int pair_intake(const coll_in *in, PyObject *sendo, PyObject *recv
     return 0;
 }
 
-/* ---- reductions ---- */
 
-/* allreduce and reduce; rooto NULL/None means allreduce. */
-static PyObject *reduce_impl(nx_call *k, const char *fname, PyObject *sendo, PyObject *recvo, PyObject *opo,
-                             PyObject *rooto, PyObject *streamo, PyObject *configo)
+/* ---- the collectives: one body, the descriptor of each (tools/nccl_surface.py's COLLECTIVES) ---- */
+
+/* Where the buffers are used: both on every rank, recvbuf only on root (reduce, gather), sendbuf only
+ * on root (broadcast, scatter). */
+typedef enum { NX_ROOTED_NONE, NX_ROOTED_RECV, NX_ROOTED_SEND } nx_rooted;
+/* What recvbuf must hold, in elements: sendbuf's count, one block of it, or nranks times it. */
+typedef enum { NX_SIZE_SEND, NX_SIZE_BLOCK, NX_SIZE_ALL } nx_recv_size;
+/* The in-place call: recvbuf is sendbuf, recvbuf is block i of sendbuf, or sendbuf is block i of
+ * recvbuf (i: root for a rooted call, else this rank). */
+typedef enum { NX_IN_PLACE_SAME, NX_IN_PLACE_RECV_IN_SEND, NX_IN_PLACE_SEND_IN_RECV } nx_in_place;
+
+/* A collective method's descriptor (collectives.gen.h writes one per method; docs/api/collectives.md
+ * says the same in words). */
+typedef struct {
+    nx_coll_kind kind;
+    nx_coll_kind unrooted;  /* what root=None runs; kind itself when root is required */
+    int reduction;          /* takes op */
+    nx_rooted rooted;
+    int count_from_recv;    /* the count is recvbuf's (else sendbuf's, or one block of it) */
+    int blocks;             /* sendbuf splits into nranks whole blocks of at least one element */
+    int recv_exactly;       /* recvbuf must hold exactly (else at least) recv_size elements */
+    nx_recv_size recv_size;
+    const char *why;        /* the rule in the message's words, or NULL */
+    nx_in_place in_place;
+} nx_coll_desc;
+
+static const nx_buffer no_buffer = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0, 0, NULL};
+
+/* The arguments in the order sendbuf, recvbuf, [op], [root], stream, config: the common calls
+ * (positional, and positional with config=) without a walk over the parameter names. */
+static inline int coll_args(const nx_msig *sig, int n, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                            PyObject **a)
 {
-    coll_in in;
-    if (NX_UNLIKELY(comm_intake(&in, k, fname, configo) < 0))
-        return NULL;
-    nx_state *st = in.st;
-    int root = -1, is_root = 1, rooted = rooto != NULL && rooto != Py_None;
-    if (rooted && root_arg(st, in.c, rooto, fname, &root, &is_root) < 0)
-        return NULL;
-    nx_buffer s, r = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0, 0, NULL};
-    if (NX_UNLIKELY(pair_intake(&in, sendo, recvo, 1, is_root, &s, &r) < 0))
-        return NULL;
-    if (is_root) {
-        if (NX_UNLIKELY(r.count < s.count))
-            return at_least(st, "recvbuf", s.count, NULL, r.count);
-        size_t bytes = s.count * nx_dtype_size(s.dtype);
-        if (NX_UNLIKELY(s.ptr != r.ptr && overlaps(s.ptr, bytes, r.ptr, bytes)))
-            return overlap_error(st, fname);
+    int plain = kwnames == NULL;
+    if (!plain && nargs >= sig->nrequired && PyTuple_GET_SIZE(kwnames) == 1 &&
+        PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "config") == 0)
+        plain = 2; /* nccl4py 0.6.0's allreduce(x, y, op, config=...) */
+    if (NX_LIKELY(plain) && nargs >= sig->nrequired && nargs <= sig->npos) {
+        for (int i = 0; i < n; i++)
+            a[i] = i < nargs ? args[i] : NULL;
+        if (plain == 2)
+            a[n - 1] = args[nargs];
+        return 0;
     }
-    ncclRedOp_t op;
-    cudaStream_t stream;
-    if (NX_UNLIKELY(stream_arg(st, streamo, &stream) < 0) ||
-        NX_UNLIKELY(op_arg(st, in.c, opo, &s, fname, &op) < 0) || NX_UNLIKELY(coll_ready(&in) < 0))
+    return nx_margs(sig, args, nargs, kwnames, a);
+}
+
+/* The buffer rules where both buffers are used: the blocks, recvbuf's count, the in-place layout
+ * or no overlap. *block is one block of sendbuf (with d->blocks). 0, or -1 with NcclInvalid. */
+static inline int coll_check(const coll_in *in, const nx_coll_desc *d, const nx_buffer *s, const nx_buffer *r,
+                             int nranks, int index, size_t *block)
+{
+    nx_state *st = in->st;
+    size_t unit = s->count; /* the elements of block `index`, for the in-place layout */
+    if (d->blocks) {
+        if (per_rank_blocks(st, s, nranks, block) < 0)
+            return -1;
+        unit = *block;
+    }
+    size_t need = d->recv_size == NX_SIZE_SEND    ? s->count
+                  : d->recv_size == NX_SIZE_BLOCK ? *block
+                                                  : mul_sat((size_t)nranks, s->count);
+    if (NX_UNLIKELY(d->recv_exactly ? r->count != need : r->count < need)) {
+        if (d->recv_exactly)
+            exactly(st, "recvbuf", need, d->why, r->count);
+        else
+            at_least(st, "recvbuf", need, d->why, r->count);
+        return -1;
+    }
+    size_t sz = nx_dtype_size(s->dtype);
+    int in_place = d->in_place == NX_IN_PLACE_SAME           ? s->ptr == r->ptr
+                   : d->in_place == NX_IN_PLACE_RECV_IN_SEND ? r->ptr == elem_at(s->ptr, mul_sat((size_t)index, unit), sz)
+                                                             : s->ptr == elem_at(r->ptr, mul_sat((size_t)index, unit), sz);
+    if (NX_UNLIKELY(!in_place && overlaps(s->ptr, mul_sat(s->count, sz), r->ptr, mul_sat(need, sz)))) {
+        overlap_error(st, in->fname);
+        return -1;
+    }
+    return 0;
+}
+
+/* The plain call (no config=): the entry point, the flight recorder's entry, the call with the
+ * GIL released, its status (the per-kind parts are generated: core/coll_kinds.gen.h). */
+static inline PyObject *coll_plain(const coll_in *in, const nx_coll_call *call)
+{
+    if (NX_UNLIKELY(nx_require(in->st, nx_coll_plain_slot(call->kind)) < 0))
         return NULL;
-    ncclComm_t comm = in.comm;
-    if (in.configured) {
-        nx_coll_call call = {rooted ? NX_COLL_REDUCE : NX_COLL_ALLREDUCE, s.ptr, r.ptr, s.count, s.dtype, op, root,
-                             comm, stream};
-        return with_config(&in, &call);
-    }
-    ncclResult_t rc;
-    nx_trace_mark tm;
-    if (rooted) {
-        if (nx_require(st, &nx_api.ncclReduce) < 0)
-            return NULL;
-        tm = trace_enter(&in, nx_trace_coll(NX_T_REDUCE, NX_TF_REDOP | NX_TF_ROOT, s.ptr, r.ptr, s.count, s.dtype, op,
-                                            root, stream));
-        NX_RUN(rc, nx_api.ncclReduce(s.ptr, r.ptr, s.count, s.dtype, op, root, comm, stream));
-    } else {
-        if (nx_require(st, &nx_api.ncclAllReduce) < 0)
-            return NULL;
-        tm = trace_enter(&in, nx_trace_coll(NX_T_ALLREDUCE, NX_TF_REDOP, s.ptr, r.ptr, s.count, s.dtype, op, -1, stream));
-        NX_RUN(rc, nx_api.ncclAllReduce(s.ptr, r.ptr, s.count, s.dtype, op, comm, stream));
-    }
+    nx_trace_call tc = nx_coll_trace_call(call->kind, call);
+    nx_trace_mark tm = nx_trace_enter(nx_comm_trace(in->c, in->comm), &tc);
+    ncclResult_t rc = nx_coll_run(call->kind, call, NULL);
     nx_trace_leave(tm, rc);
-    return nx_none_or_error(st, rc, comm);
+    return nx_none_or_error(in->st, rc, in->comm);
 }
 
-NX_MSIG(allreduce, 3, 3, "sendbuf", "recvbuf", "op", "stream", "config");
-PyDoc_STRVAR(allreduce__doc__, "allreduce($self, sendbuf, recvbuf, op, *, stream=None, config=None)\n--\n\n"
-"Reduce sendbuf over all ranks with op into recvbuf on every rank (ncclAllReduce). Collective;\n"
-"enqueued on stream. count = sendbuf's element count; recvbuf must have at least that many\n"
-"elements of the same dtype and be writable. In place when recvbuf is sendbuf (same address).\n"
-"op: an NcclRedOp, an int, or a CustomRedOp of this communicator with the buffers' dtype.\n"
-"config: an NCCLCollConfig, passed to ncclAllReduceConfig (every collective takes one).\n"
-"Raises NcclInvalid for bad buffers, NCCLError when the library fails.");
-static PyObject *allreduce_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+/* A collective method with descriptor d. Inlined into each method with its constant descriptor, so
+ * each keeps only the steps its collective has, in the order of this file's header. */
+static inline __attribute__((always_inline)) PyObject *coll_method(nx_call *k, const nx_msig *sig,
+                                                                  const nx_coll_desc *d, PyObject *const *args,
+                                                                  Py_ssize_t nargs, PyObject *kwnames)
 {
-    PyObject *a[5];
-    if (NX_LIKELY(nargs == 3 && kwnames == NULL)) {
-        a[0] = args[0], a[1] = args[1], a[2] = args[2], a[3] = NULL, a[4] = NULL;
-    } else if (nargs == 3 && PyTuple_GET_SIZE(kwnames) == 1 &&
-               PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "config") == 0) {
-        /* nccl4py 0.6.0's allreduce(x, y, op, config=...): no walk over the parameter names */
-        a[0] = args[0], a[1] = args[1], a[2] = args[2], a[3] = NULL, a[4] = args[3];
-    } else if (nx_margs(&M_allreduce, args, nargs, kwnames, a) < 0) {
-        return NULL;
-    }
-    return reduce_impl(k, "allreduce", a[0], a[1], a[2], NULL, a[3], a[4]);
-}
-
-NX_MSIG(reduce, 4, 3, "sendbuf", "recvbuf", "op", "root", "stream", "config");
-PyDoc_STRVAR(reduce__doc__, "reduce($self, sendbuf, recvbuf, op, root=None, *, stream=None, config=None)\n--\n\n"
-"Reduce sendbuf over all ranks with op into recvbuf on root (ncclReduce); root=None is allreduce.\n"
-"Collective; enqueued on stream. count = sendbuf's element count. recvbuf is used (and resolved)\n"
-"only on root, where it needs at least count elements of sendbuf's dtype; elsewhere it may be\n"
-"anything (None). In place when recvbuf is sendbuf.");
-static PyObject *reduce_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
+    const int n = 4 + d->reduction + (d->rooted != NX_ROOTED_NONE);
     PyObject *a[6];
-    if (nx_margs(&M_reduce, args, nargs, kwnames, a) < 0)
+    if (NX_UNLIKELY(coll_args(sig, n, args, nargs, kwnames, a) < 0))
         return NULL;
-    return reduce_impl(k, "reduce", a[0], a[1], a[2], a[3], a[4], a[5]);
-}
-
-NX_MSIG(reduce_scatter, 3, 3, "sendbuf", "recvbuf", "op", "stream", "config");
-PyDoc_STRVAR(reduce_scatter__doc__, "reduce_scatter($self, sendbuf, recvbuf, op, *, stream=None, config=None)\n--\n\n"
-"Reduce sendbuf over all ranks with op; rank i receives block i (ncclReduceScatter). Collective;\n"
-"enqueued on stream. count = sendbuf's element count / nranks (a whole multiple, at least 1);\n"
-"recvbuf needs at least count elements. In place when recvbuf is at sendbuf + rank * count.");
-static PyObject *reduce_scatter_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    PyObject *a[5];
-    if (nx_margs(&M_reduce_scatter, args, nargs, kwnames, a) < 0)
-        return NULL;
+    PyObject *opo = d->reduction ? a[2] : NULL, *rooto = d->rooted != NX_ROOTED_NONE ? a[2 + d->reduction] : NULL;
     coll_in in;
-    const char *fname = "reduce_scatter";
-    int nranks, rank;
-    nx_buffer s, r;
-    if (comm_intake(&in, k, fname, a[4]) < 0 || nx_comm_nranks(in.st, in.c, fname, &nranks) < 0 ||
-        nx_comm_rank(in.st, in.c, fname, &rank) < 0 || pair_intake(&in, a[0], a[1], 1, 1, &s, &r) < 0)
+    if (NX_UNLIKELY(comm_intake(&in, k, sig->fname, a[n - 1]) < 0))
         return NULL;
     nx_state *st = in.st;
-    size_t count, sz = nx_dtype_size(s.dtype);
-    if (per_rank_blocks(st, &s, nranks, &count) < 0)
+    int has_root = d->rooted != NX_ROOTED_NONE && (d->unrooted == d->kind || (rooto != NULL && rooto != Py_None));
+    int nranks = 1, rank = 0, root = -1, is_root = 1;
+    if ((d->blocks || d->recv_size == NX_SIZE_ALL) && nx_comm_nranks(st, in.c, sig->fname, &nranks) < 0)
         return NULL;
-    if (r.count < count)
-        return at_least(st, "recvbuf", count, "sendcount / nranks", r.count);
-    if (r.ptr != elem_at(s.ptr, mul_sat((size_t)rank, count), sz) &&
-        overlaps(s.ptr, s.count * sz, r.ptr, count * sz))
-        return overlap_error(st, fname);
-    ncclRedOp_t op;
+    if (d->in_place != NX_IN_PLACE_SAME && !has_root && nx_comm_rank(st, in.c, sig->fname, &rank) < 0)
+        return NULL;
+    if (has_root && root_arg(st, in.c, rooto, sig->fname, &root, &is_root) < 0)
+        return NULL;
+    int send_here = d->rooted != NX_ROOTED_SEND || is_root, recv_here = d->rooted != NX_ROOTED_RECV || is_root;
+    nx_buffer s = no_buffer, r = no_buffer;
+    size_t block = 0;
+    if (NX_UNLIKELY(pair_intake(&in, a[0], a[1], send_here, recv_here, &s, &r) < 0) ||
+        (send_here && recv_here && NX_UNLIKELY(coll_check(&in, d, &s, &r, nranks, has_root ? root : rank, &block) < 0)))
+        return NULL;
+    ncclRedOp_t op = ncclSum;
     cudaStream_t stream;
-    if (stream_arg(st, a[3], &stream) < 0 || op_arg(st, in.c, a[2], &s, fname, &op) < 0 || coll_ready(&in) < 0)
+    if (NX_UNLIKELY(stream_arg(st, a[n - 2], &stream) < 0) ||
+        (d->reduction && NX_UNLIKELY(op_arg(st, in.c, opo, &s, sig->fname, &op) < 0)) || NX_UNLIKELY(coll_ready(&in) < 0))
         return NULL;
-    ncclComm_t comm = in.comm;
-    if (in.configured) {
-        nx_coll_call call = {NX_COLL_REDUCE_SCATTER, s.ptr, r.ptr, count, s.dtype, op, -1, comm, stream};
+    const nx_buffer *counted = d->count_from_recv ? &r : &s;
+    nx_coll_call call = {has_root || d->rooted == NX_ROOTED_NONE ? d->kind : d->unrooted, s.ptr, r.ptr,
+                         d->blocks && !d->count_from_recv ? block : counted->count, counted->dtype, op,
+                         has_root ? root : -1, in.comm, stream};
+    if (in.configured)
         return with_config(&in, &call);
-    }
-    if (nx_require(st, &nx_api.ncclReduceScatter) < 0)
-        return NULL;
-    ncclResult_t rc;
-    nx_trace_mark tm =
-        trace_enter(&in, nx_trace_coll(NX_T_REDUCESCATTER, NX_TF_REDOP, s.ptr, r.ptr, count, s.dtype, op, -1, stream));
-    NX_RUN(rc, nx_api.ncclReduceScatter(s.ptr, r.ptr, count, s.dtype, op, comm, stream));
-    nx_trace_leave(tm, rc);
-    return nx_none_or_error(st, rc, comm);
-}
-
-/* ---- data movement ---- */
-
-NX_MSIG(broadcast, 3, 3, "sendbuf", "recvbuf", "root", "stream", "config");
-PyDoc_STRVAR(broadcast__doc__, "broadcast($self, sendbuf, recvbuf, root, *, stream=None, config=None)\n--\n\n"
-"Copy root's sendbuf into recvbuf on every rank (ncclBroadcast). Collective; enqueued on stream.\n"
-"count = recvbuf's element count. sendbuf is used (and resolved) only on root, where it must have\n"
-"exactly count elements of recvbuf's dtype; elsewhere it may be anything (None). In place when\n"
-"recvbuf is sendbuf.");
-static PyObject *broadcast_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    PyObject *a[5];
-    if (nx_margs(&M_broadcast, args, nargs, kwnames, a) < 0)
-        return NULL;
-    coll_in in;
-    const char *fname = "broadcast";
-    int root, is_root;
-    nx_buffer s = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0, 0, NULL}, r;
-    if (comm_intake(&in, k, fname, a[4]) < 0 || root_arg(in.st, in.c, a[2], fname, &root, &is_root) < 0 ||
-        pair_intake(&in, a[0], a[1], is_root, 1, &s, &r) < 0)
-        return NULL;
-    nx_state *st = in.st;
-    if (is_root) {
-        if (r.count != s.count)
-            return exactly(st, "recvbuf", s.count, NULL, r.count);
-        size_t bytes = r.count * nx_dtype_size(r.dtype);
-        if (s.ptr != r.ptr && overlaps(s.ptr, bytes, r.ptr, bytes))
-            return overlap_error(st, fname);
-    }
-    cudaStream_t stream;
-    if (stream_arg(st, a[3], &stream) < 0 || coll_ready(&in) < 0)
-        return NULL;
-    ncclComm_t comm = in.comm;
-    if (in.configured) {
-        nx_coll_call call = {NX_COLL_BROADCAST, s.ptr, r.ptr, r.count, r.dtype, 0, root, comm, stream};
-        return with_config(&in, &call);
-    }
-    if (nx_require(st, &nx_api.ncclBroadcast) < 0)
-        return NULL;
-    ncclResult_t rc;
-    nx_trace_mark tm =
-        trace_enter(&in, nx_trace_coll(NX_T_BROADCAST, NX_TF_ROOT, s.ptr, r.ptr, r.count, r.dtype, 0, root, stream));
-    NX_RUN(rc, nx_api.ncclBroadcast(s.ptr, r.ptr, r.count, r.dtype, root, comm, stream));
-    nx_trace_leave(tm, rc);
-    return nx_none_or_error(st, rc, comm);
-}
-
-/* allgather and gather; rooto NULL/None means allgather. */
-static PyObject *gather_impl(nx_call *k, const char *fname, PyObject *sendo, PyObject *recvo, PyObject *rooto,
-                             PyObject *streamo, PyObject *configo)
-{
-    coll_in in;
-    int nranks, rank, root = -1, is_root = 1, rooted = rooto != NULL && rooto != Py_None;
-    nx_buffer s, r = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0, 0, NULL};
-    if (comm_intake(&in, k, fname, configo) < 0 || nx_comm_nranks(in.st, in.c, fname, &nranks) < 0 ||
-        nx_comm_rank(in.st, in.c, fname, &rank) < 0 ||
-        (rooted && root_arg(in.st, in.c, rooto, fname, &root, &is_root) < 0) ||
-        pair_intake(&in, sendo, recvo, 1, is_root, &s, &r) < 0)
-        return NULL;
-    nx_state *st = in.st;
-    size_t count = s.count;
-    if (is_root) {
-        size_t total = mul_sat((size_t)nranks, count), sz = nx_dtype_size(s.dtype);
-        if (r.count < total)
-            return at_least(st, "recvbuf", total, "nranks * sendcount", r.count);
-        const char *in_place = elem_at(r.ptr, mul_sat((size_t)(rooted ? root : rank), count), sz);
-        if (s.ptr != in_place && overlaps(s.ptr, count * sz, r.ptr, total * sz))
-            return overlap_error(st, fname);
-    }
-    cudaStream_t stream;
-    if (stream_arg(st, streamo, &stream) < 0 || coll_ready(&in) < 0)
-        return NULL;
-    ncclComm_t comm = in.comm;
-    if (in.configured) {
-        nx_coll_call call = {rooted ? NX_COLL_GATHER : NX_COLL_ALLGATHER, s.ptr, r.ptr, count, s.dtype, 0, root, comm,
-                             stream};
-        return with_config(&in, &call);
-    }
-    ncclResult_t rc;
-    nx_trace_mark tm;
-    if (rooted) {
-        if (nx_require(st, &nx_api.ncclGather) < 0)
-            return NULL;
-        tm = trace_enter(&in, nx_trace_coll(NX_T_GATHER, NX_TF_ROOT, s.ptr, r.ptr, count, s.dtype, 0, root, stream));
-        NX_RUN(rc, nx_api.ncclGather(s.ptr, r.ptr, count, s.dtype, root, comm, stream));
-    } else {
-        if (nx_require(st, &nx_api.ncclAllGather) < 0)
-            return NULL;
-        tm = trace_enter(&in, nx_trace_coll(NX_T_ALLGATHER, 0, s.ptr, r.ptr, count, s.dtype, 0, -1, stream));
-        NX_RUN(rc, nx_api.ncclAllGather(s.ptr, r.ptr, count, s.dtype, comm, stream));
-    }
-    nx_trace_leave(tm, rc);
-    return nx_none_or_error(st, rc, comm);
-}
-
-NX_MSIG(allgather, 2, 2, "sendbuf", "recvbuf", "stream", "config");
-PyDoc_STRVAR(allgather__doc__, "allgather($self, sendbuf, recvbuf, *, stream=None, config=None)\n--\n\n"
-"Concatenate every rank's sendbuf, in rank order, into recvbuf on every rank (ncclAllGather).\n"
-"Collective; enqueued on stream. count = sendbuf's element count; recvbuf needs at least\n"
-"nranks * count elements of the same dtype. In place when sendbuf is at recvbuf + rank * count.");
-static PyObject *allgather_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    PyObject *a[4];
-    if (nx_margs(&M_allgather, args, nargs, kwnames, a) < 0)
-        return NULL;
-    return gather_impl(k, "allgather", a[0], a[1], NULL, a[2], a[3]);
-}
-
-NX_MSIG(gather, 3, 2, "sendbuf", "recvbuf", "root", "stream", "config");
-PyDoc_STRVAR(gather__doc__, "gather($self, sendbuf, recvbuf, root=None, *, stream=None, config=None)\n--\n\n"
-"Concatenate every rank's sendbuf, in rank order, into recvbuf on root (ncclGather); root=None is\n"
-"allgather. Collective; enqueued on stream. count = sendbuf's element count. recvbuf is used (and\n"
-"resolved) only on root, where it needs at least nranks * count elements. In place when sendbuf\n"
-"is at recvbuf + root * count.");
-static PyObject *gather_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    PyObject *a[5];
-    if (nx_margs(&M_gather, args, nargs, kwnames, a) < 0)
-        return NULL;
-    return gather_impl(k, "gather", a[0], a[1], a[2], a[3], a[4]);
-}
-
-NX_MSIG(scatter, 3, 3, "sendbuf", "recvbuf", "root", "stream", "config");
-PyDoc_STRVAR(scatter__doc__, "scatter($self, sendbuf, recvbuf, root, *, stream=None, config=None)\n--\n\n"
-"Send block i of root's sendbuf to rank i's recvbuf (ncclScatter). Collective; enqueued on\n"
-"stream. count = recvbuf's element count. sendbuf is used (and resolved) only on root, where its\n"
-"element count must be a whole multiple of nranks with recvbuf holding exactly one block.\n"
-"In place when recvbuf is at sendbuf + root * count.");
-static PyObject *scatter_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    PyObject *a[5];
-    if (nx_margs(&M_scatter, args, nargs, kwnames, a) < 0)
-        return NULL;
-    coll_in in;
-    const char *fname = "scatter";
-    int nranks, root, is_root;
-    nx_buffer s = {NULL, 0, ncclInt8, NX_DEVICE_HOST, 0, 0, NULL}, r;
-    if (comm_intake(&in, k, fname, a[4]) < 0 || nx_comm_nranks(in.st, in.c, fname, &nranks) < 0 ||
-        root_arg(in.st, in.c, a[2], fname, &root, &is_root) < 0 || pair_intake(&in, a[0], a[1], is_root, 1, &s, &r) < 0)
-        return NULL;
-    nx_state *st = in.st;
-    if (is_root) {
-        size_t block, sz = nx_dtype_size(s.dtype);
-        if (per_rank_blocks(st, &s, nranks, &block) < 0)
-            return NULL;
-        if (r.count != block)
-            return exactly(st, "recvbuf", block, "sendcount / nranks", r.count);
-        if (r.ptr != elem_at(s.ptr, mul_sat((size_t)root, block), sz) &&
-            overlaps(s.ptr, s.count * sz, r.ptr, block * sz))
-            return overlap_error(st, fname);
-    }
-    cudaStream_t stream;
-    if (stream_arg(st, a[3], &stream) < 0 || coll_ready(&in) < 0)
-        return NULL;
-    ncclComm_t comm = in.comm;
-    if (in.configured) {
-        nx_coll_call call = {NX_COLL_SCATTER, s.ptr, r.ptr, r.count, r.dtype, 0, root, comm, stream};
-        return with_config(&in, &call);
-    }
-    if (nx_require(st, &nx_api.ncclScatter) < 0)
-        return NULL;
-    ncclResult_t rc;
-    nx_trace_mark tm =
-        trace_enter(&in, nx_trace_coll(NX_T_SCATTER, NX_TF_ROOT, s.ptr, r.ptr, r.count, r.dtype, 0, root, stream));
-    NX_RUN(rc, nx_api.ncclScatter(s.ptr, r.ptr, r.count, r.dtype, root, comm, stream));
-    nx_trace_leave(tm, rc);
-    return nx_none_or_error(st, rc, comm);
-}
-
-NX_MSIG(alltoall, 2, 2, "sendbuf", "recvbuf", "stream", "config");
-PyDoc_STRVAR(alltoall__doc__, "alltoall($self, sendbuf, recvbuf, *, stream=None, config=None)\n--\n\n"
-"Block j of sendbuf goes to rank j, landing as block i (this rank) of its recvbuf\n"
-"(ncclAlltoAll; RCCL's ncclAllToAll where only that exists). Collective; enqueued on stream.\n"
-"count = sendbuf's element count / nranks per peer (a whole multiple, at least 1); recvbuf needs\n"
-"at least nranks * count elements. Identical pointers are passed through unchanged.");
-static PyObject *alltoall_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    PyObject *a[4];
-    if (nx_margs(&M_alltoall, args, nargs, kwnames, a) < 0)
-        return NULL;
-    coll_in in;
-    const char *fname = "alltoall";
-    int nranks;
-    nx_buffer s, r;
-    if (comm_intake(&in, k, fname, a[3]) < 0 || nx_comm_nranks(in.st, in.c, fname, &nranks) < 0 ||
-        pair_intake(&in, a[0], a[1], 1, 1, &s, &r) < 0)
-        return NULL;
-    nx_state *st = in.st;
-    size_t count, sz = nx_dtype_size(s.dtype);
-    if (per_rank_blocks(st, &s, nranks, &count) < 0)
-        return NULL;
-    if (r.count < s.count)
-        return at_least(st, "recvbuf", s.count, "nranks * count", r.count);
-    if (s.ptr != r.ptr && overlaps(s.ptr, s.count * sz, r.ptr, s.count * sz))
-        return overlap_error(st, fname);
-    cudaStream_t stream;
-    if (stream_arg(st, a[2], &stream) < 0 || coll_ready(&in) < 0)
-        return NULL;
-    ncclComm_t comm = in.comm;
-    if (in.configured) {
-        nx_coll_call call = {NX_COLL_ALLTOALL, s.ptr, r.ptr, count, s.dtype, 0, -1, comm, stream};
-        return with_config(&in, &call);
-    }
-    if (nx_require(st, &nx_api.ncclAlltoAll) < 0)
-        return NULL;
-    ncclResult_t rc;
-    nx_trace_mark tm = trace_enter(&in, nx_trace_coll(NX_T_ALLTOALL, 0, s.ptr, r.ptr, count, s.dtype, 0, -1, stream));
-    NX_RUN(rc, nx_api.ncclAlltoAll(s.ptr, r.ptr, count, s.dtype, comm, stream));
-    nx_trace_leave(tm, rc);
-    return nx_none_or_error(st, rc, comm);
+    return coll_plain(&in, &call);
 }
 
 /* ---- point-to-point and one-sided ---- */
@@ -631,40 +425,32 @@ static PyObject *p2p(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObje
     return nx_none_or_error(st, rc, comm);
 }
 
-NX_MSIG(send, 2, 2, "sendbuf", "peer", "stream");
-PyDoc_STRVAR(send__doc__, "send($self, sendbuf, peer, *, stream=None)\n--\n\n"
-"Send all of sendbuf (count and dtype from the buffer) to peer (ncclSend). Pair it with peer's\n"
-"recv, inside a group when ranks exchange both ways. Enqueued on stream.");
-static PyObject *send_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+static PyObject *send_impl(nx_call *k, const nx_msig *sig, PyObject *const *args, Py_ssize_t nargs,
+                           PyObject *kwnames)
 {
-    return p2p(k, args, nargs, kwnames, &M_send, 0);
+    return p2p(k, args, nargs, kwnames, sig, 0);
 }
 
-NX_MSIG(recv, 2, 2, "recvbuf", "peer", "stream");
-PyDoc_STRVAR(recv__doc__, "recv($self, recvbuf, peer, *, stream=None)\n--\n\n"
-"Receive from peer into all of recvbuf (ncclRecv); recvbuf must be writable. Enqueued on stream.");
-static PyObject *recv_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+static PyObject *recv_impl(nx_call *k, const nx_msig *sig, PyObject *const *args, Py_ssize_t nargs,
+                           PyObject *kwnames)
 {
-    return p2p(k, args, nargs, kwnames, &M_recv, 1);
+    return p2p(k, args, nargs, kwnames, sig, 1);
 }
 
-NX_MSIG(signal, 4, 1, "peer", "signal_index", "context", "flags", "stream");
-PyDoc_STRVAR(signal__doc__, "signal($self, peer, signal_index=0, context=0, flags=0, *, stream=None)\n--\n\n"
-"Raise signal signal_index on peer (ncclSignal). NCCL requires index, context and flags to be 0\n"
-"for now and checks it. Enqueued on stream.");
-static PyObject *signal_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+static PyObject *signal_impl(nx_call *k, const nx_msig *sig, PyObject *const *args, Py_ssize_t nargs,
+                             PyObject *kwnames)
 {
     PyObject *a[5];
-    if (nx_margs(&M_signal, args, nargs, kwnames, a) < 0)
+    if (nx_margs(sig, args, nargs, kwnames, a) < 0)
         return NULL;
     coll_in in;
+    const char *fname = sig->fname;
     int peer, idx = 0, ctx = 0;
     unsigned int flags = 0;
     cudaStream_t stream;
-    if (comm_intake(&in, k, "signal", NULL) < 0 || nx_int(a[0], "signal", "peer", &peer) < 0 ||
-        (a[1] && nx_int(a[1], "signal", "signal_index", &idx) < 0) ||
-        (a[2] && nx_int(a[2], "signal", "context", &ctx) < 0) ||
-        (a[3] && nx_uint(a[3], "signal", "flags", &flags) < 0) || stream_arg(in.st, a[4], &stream) < 0 ||
+    if (comm_intake(&in, k, fname, NULL) < 0 || rank_arg(in.st, in.c, a[0], fname, "peer", &peer) < 0 ||
+        (a[1] && nx_int(a[1], fname, "signal_index", &idx) < 0) || (a[2] && nx_int(a[2], fname, "context", &ctx) < 0) ||
+        (a[3] && nx_uint(a[3], fname, "flags", &flags) < 0) || stream_arg(in.st, a[4], &stream) < 0 ||
         coll_ready(&in) < 0)
         return NULL;
     if (nx_require(in.st, &nx_api.ncclSignal) < 0)
@@ -705,20 +491,17 @@ static int wait_desc(nx_state *st, PyObject *o, ncclWaitSignalDesc_t *out)
     return 0;
 }
 
-NX_MSIG(wait_signal, 1, 1, "descs", "stream");
-PyDoc_STRVAR(wait_signal__doc__, "wait_signal($self, descs, *, stream=None)\n--\n\n"
-"Wait for the signals described by descs, a WaitSignalDesc or a list/tuple of them, packed into\n"
-"one contiguous ncclWaitSignalDesc_t array (ncclWaitSignal). Enqueued on stream.");
-static PyObject *wait_signal_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+static PyObject *wait_signal_impl(nx_call *k, const nx_msig *sig, PyObject *const *args, Py_ssize_t nargs,
+                                  PyObject *kwnames)
 {
     PyObject *a[2];
-    if (nx_margs(&M_wait_signal, args, nargs, kwnames, a) < 0)
+    if (nx_margs(sig, args, nargs, kwnames, a) < 0)
         return NULL;
     coll_in in;
     PyObject *result = NULL;
     ncclWaitSignalDesc_t *descs = NULL;
     cudaStream_t stream;
-    if (comm_intake(&in, k, "wait_signal", NULL) < 0)
+    if (comm_intake(&in, k, sig->fname, NULL) < 0)
         return NULL;
     nx_state *st = in.st;
     /* a snapshot of a list: a descriptor's property may change the caller's list (docs/architecture.md) */
@@ -754,28 +537,21 @@ done:
     return result;
 }
 
-NX_MSIG(put_signal, 7, 3, "local_buffer", "peer", "peer_window", "peer_window_offset", "signal_index", "context",
-        "flags", "stream");
-PyDoc_STRVAR(put_signal__doc__,
-"put_signal($self, local_buffer, peer, peer_window, peer_window_offset=0, signal_index=0, context=0, flags=0, *, "
-"stream=None)\n--\n\n"
-"Write local_buffer into peer's registered window at peer_window_offset (in elements of\n"
-"local_buffer's dtype, converted to bytes) and raise a signal there (ncclPutSignal).\n"
-"peer_window is a RegisteredWindowHandle; its handle is passed as peerWin. Enqueued on stream.");
-static PyObject *put_signal_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+static PyObject *put_signal_impl(nx_call *k, const nx_msig *sig, PyObject *const *args, Py_ssize_t nargs,
+                                 PyObject *kwnames)
 {
     PyObject *a[8];
-    if (nx_margs(&M_put_signal, args, nargs, kwnames, a) < 0)
+    if (nx_margs(sig, args, nargs, kwnames, a) < 0)
         return NULL;
     coll_in in;
-    const char *fname = "put_signal";
+    const char *fname = sig->fname;
     int peer, idx = 0, ctx = 0;
     unsigned int flags = 0;
     size_t offset = 0;
     nx_buffer b;
     cudaStream_t stream;
     if (comm_intake(&in, k, fname, NULL) < 0 || buffer_arg(k, a[0], "local_buffer", 0, &b) < 0 ||
-        nx_int(a[1], fname, "peer", &peer) < 0)
+        rank_arg(in.st, in.c, a[1], fname, "peer", &peer) < 0)
         return NULL;
     nx_state *st = in.st;
     if (!PyObject_TypeCheck(a[2], nx_types_of(st)->core[NX_TYPE_REGISTERED_WINDOW]))
@@ -806,19 +582,14 @@ static PyObject *put_signal_body(nx_call *k, PyObject *const *args, Py_ssize_t n
 
 /* ---- RCCL-only ---- */
 
-NX_MSIG(allreduce_with_bias, 4, 4, "sendbuf", "recvbuf", "bias", "op", "stream");
-PyDoc_STRVAR(allreduce_with_bias__doc__, "allreduce_with_bias($self, sendbuf, recvbuf, bias, op, *, stream=None)\n--\n\n"
-"RCCL only: allreduce of sendbuf with op into recvbuf, with bias (count elements of the same\n"
-"dtype) added into the result (ncclAllReduceWithBias). Collective; enqueued on stream. count =\n"
-"sendbuf's element count; recvbuf and bias need at least count elements. In place when recvbuf\n"
-"is sendbuf. FunctionNotFoundError on libraries without it.");
-static PyObject *allreduce_with_bias_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+static PyObject *allreduce_with_bias_impl(nx_call *k, const nx_msig *sig, PyObject *const *args, Py_ssize_t nargs,
+                                          PyObject *kwnames)
 {
     PyObject *a[5];
-    if (nx_margs(&M_allreduce_with_bias, args, nargs, kwnames, a) < 0)
+    if (nx_margs(sig, args, nargs, kwnames, a) < 0)
         return NULL;
     coll_in in;
-    const char *fname = "allreduce_with_bias";
+    const char *fname = sig->fname;
     nx_buffer s, r, bias;
     if (comm_intake(&in, k, fname, NULL) < 0 || pair_intake(&in, a[0], a[1], 1, 1, &s, &r) < 0 ||
         buffer_arg(k, a[2], "bias", 0, &bias) < 0)
@@ -887,20 +658,14 @@ static size_t extent(const size_t *counts, const size_t *displs, int n)
     return end;
 }
 
-NX_MSIG(alltoallv, 6, 6, "sendbuf", "recvbuf", "sendcounts", "sdispls", "recvcounts", "rdispls", "stream");
-PyDoc_STRVAR(alltoallv__doc__,
-"alltoallv($self, sendbuf, recvbuf, sendcounts, sdispls, recvcounts, rdispls, *, stream=None)\n--\n\n"
-"RCCL only: rank j receives sendcounts[j] elements from sendbuf + sdispls[j]; rank i's data lands\n"
-"at recvbuf + rdispls[i], recvcounts[i] elements (ncclAlltoAllv, or the older ncclAllToAllv).\n"
-"The four arguments are sequences of nranks ints, in elements (not bytes). Collective; enqueued\n"
-"on stream. Both buffers must cover every range they address; they must not overlap.");
-static PyObject *alltoallv_body(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+static PyObject *alltoallv_impl(nx_call *k, const nx_msig *sig, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames)
 {
     PyObject *a[7];
-    if (nx_margs(&M_alltoallv, args, nargs, kwnames, a) < 0)
+    if (nx_margs(sig, args, nargs, kwnames, a) < 0)
         return NULL;
     coll_in in;
-    const char *fname = "alltoallv";
+    const char *fname = sig->fname;
     PyObject *result = NULL;
     size_t *arr = NULL;
     int nranks;
@@ -945,64 +710,5 @@ done:
     return result;
 }
 
-/* The methods: each runs its body as one call (nx_comm_call, core.h). */
-static PyObject *Communicator_allreduce(NX_COMM_METHOD_ARGS)
-{
-    return nx_comm_call(allreduce_body, NX_COMM_METHOD_PASS);
-}
-static PyObject *Communicator_reduce(NX_COMM_METHOD_ARGS) { return nx_comm_call(reduce_body, NX_COMM_METHOD_PASS); }
-static PyObject *Communicator_broadcast(NX_COMM_METHOD_ARGS)
-{
-    return nx_comm_call(broadcast_body, NX_COMM_METHOD_PASS);
-}
-static PyObject *Communicator_allgather(NX_COMM_METHOD_ARGS)
-{
-    return nx_comm_call(allgather_body, NX_COMM_METHOD_PASS);
-}
-static PyObject *Communicator_gather(NX_COMM_METHOD_ARGS) { return nx_comm_call(gather_body, NX_COMM_METHOD_PASS); }
-static PyObject *Communicator_reduce_scatter(NX_COMM_METHOD_ARGS)
-{
-    return nx_comm_call(reduce_scatter_body, NX_COMM_METHOD_PASS);
-}
-static PyObject *Communicator_alltoall(NX_COMM_METHOD_ARGS) { return nx_comm_call(alltoall_body, NX_COMM_METHOD_PASS); }
-static PyObject *Communicator_scatter(NX_COMM_METHOD_ARGS) { return nx_comm_call(scatter_body, NX_COMM_METHOD_PASS); }
-static PyObject *Communicator_send(NX_COMM_METHOD_ARGS) { return nx_comm_call(send_body, NX_COMM_METHOD_PASS); }
-static PyObject *Communicator_recv(NX_COMM_METHOD_ARGS) { return nx_comm_call(recv_body, NX_COMM_METHOD_PASS); }
-static PyObject *Communicator_signal(NX_COMM_METHOD_ARGS) { return nx_comm_call(signal_body, NX_COMM_METHOD_PASS); }
-static PyObject *Communicator_wait_signal(NX_COMM_METHOD_ARGS)
-{
-    return nx_comm_call(wait_signal_body, NX_COMM_METHOD_PASS);
-}
-static PyObject *Communicator_put_signal(NX_COMM_METHOD_ARGS)
-{
-    return nx_comm_call(put_signal_body, NX_COMM_METHOD_PASS);
-}
-static PyObject *Communicator_allreduce_with_bias(NX_COMM_METHOD_ARGS)
-{
-    return nx_comm_call(allreduce_with_bias_body, NX_COMM_METHOD_PASS);
-}
-static PyObject *Communicator_alltoallv(NX_COMM_METHOD_ARGS)
-{
-    return nx_comm_call(alltoallv_body, NX_COMM_METHOD_PASS);
-}
-
-#define METHOD(name) NX_COMM_METHOD_DEF(#name, Communicator_##name, name##__doc__)
-
-PyMethodDef nx_collective_methods[] = {
-    METHOD(allreduce),
-    METHOD(reduce),
-    METHOD(broadcast),
-    METHOD(allgather),
-    METHOD(gather),
-    METHOD(reduce_scatter),
-    METHOD(alltoall),
-    METHOD(scatter),
-    METHOD(send),
-    METHOD(recv),
-    METHOD(signal),
-    METHOD(wait_signal),
-    METHOD(put_signal),
-    METHOD(allreduce_with_bias),
-    METHOD(alltoallv),
-    {NULL, NULL, 0, NULL},
-};
+/* The methods' signatures, docstrings and bodies, and the method table. */
+#include "core/collectives.gen.h"

@@ -122,6 +122,13 @@ int nx_call_keep(nx_call *k, PyObject *o);
  * and, inside a group, until the group ends. 0, or -1 with the exception. */
 int nx_call_buffer(nx_call *k, PyObject *o, const char *name, nx_buffer *out);
 
+/* destroy()/abort() (`what`) of a communicator whose call is converting its arguments (from one of
+ * that call's callbacks, or from another thread meanwhile): refused, since that call reads the
+ * handle next. -1 with NcclInvalid, or 0. */
+int nx_call_refuse_while_converting(nx_state *st, nx_Communicator *c, const char *what);
+/* Adds nccl._ext._converting_arguments (the cuda.core shim's Buffer.close() asks it). */
+int nx_call_setup(PyObject *module);
+
 /* A method body: what it returns is the method's result, once nx_comm_call ended the call
  * (the conversion, if still open, and the kept objects). */
 typedef PyObject *(*nx_call_body)(nx_call *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);

@@ -29,15 +29,19 @@
 #define NX_TRACE_KEEP_CLOSED 64
 #define NX_TRACE_GROUP_MAX 64
 
-#define NX_TRACE_NAME(id, name, every) [NX_T_##id] = name,
-static const char *const op_names[NX_T_NOPS] = {NX_TRACE_OPS(NX_TRACE_NAME)};
+#define NX_TRACE_NAME(id, name, every, peer) [NX_T_##id] = name,
+static const char *const op_names[NX_T_NOPS] = {NCCL_SURFACE_TRACE_OPS(NX_TRACE_NAME)};
 #undef NX_TRACE_NAME
-#define NX_TRACE_EVERY(id, name, every) [NX_T_##id] = every,
-static const unsigned char op_every_rank[NX_T_NOPS] = {NX_TRACE_OPS(NX_TRACE_EVERY)};
+#define NX_TRACE_EVERY(id, name, every, peer) [NX_T_##id] = every,
+static const unsigned char op_every_rank[NX_T_NOPS] = {NCCL_SURFACE_TRACE_OPS(NX_TRACE_EVERY)};
 #undef NX_TRACE_EVERY
+#define NX_TRACE_PEER(id, name, every, peer) [NX_T_##id] = peer,
+static const char *const op_peer[NX_T_NOPS] = {NCCL_SURFACE_TRACE_OPS(NX_TRACE_PEER)};
+#undef NX_TRACE_PEER
 
 const char *nx_trace_op_name(int op) { return op >= 0 && op < NX_T_NOPS ? op_names[op] : "?"; }
 int nx_trace_op_every_rank(int op) { return op >= 0 && op < NX_T_NOPS && op_every_rank[op]; }
+const char *nx_trace_op_peer(int op) { return op >= 0 && op < NX_T_NOPS ? op_peer[op] : ""; }
 
 struct nx_trace_ring {
     uint64_t recorded;  /* the last entry's seq; stored by the writer with release order */

@@ -14,28 +14,21 @@
 #include <stdint.h>
 #include <time.h>
 
-/* The calls an entry can name: the enum, the file format's "op" names, and whether every rank of
- * the communicator makes the call (1: a collective call, counted by the entry's "coll" ordinal, by
- * which docs/api/trace.md#the-verdict lines up the ranks' calls), one row each. Shrink is not one:
- * the ranks it excludes do not call it. */
-#define NX_TRACE_OPS(X)                                                                           \
-    X(ALLREDUCE, "AllReduce", 1) X(BROADCAST, "Broadcast", 1) X(REDUCE, "Reduce", 1)              \
-    X(ALLGATHER, "AllGather", 1) X(REDUCESCATTER, "ReduceScatter", 1) X(ALLTOALL, "AlltoAll", 1)  \
-    X(GATHER, "Gather", 1) X(SCATTER, "Scatter", 1) X(ALLREDUCE_BIAS, "AllReduceWithBias", 1)     \
-    X(ALLTOALLV, "AlltoAllv", 1) X(SEND, "Send", 0) X(RECV, "Recv", 0)                            \
-    X(GROUP_START, "GroupStart", 0) X(GROUP_END, "GroupEnd", 0)                                   \
-    X(WIN_REGISTER, "WindowRegister", 1) X(WIN_DEREGISTER, "WindowDeregister", 1)                 \
-    X(PUT_SIGNAL, "PutSignal", 0) X(SIGNAL, "Signal", 0) X(WAIT_SIGNAL, "WaitSignal", 0)          \
-    X(INIT, "Init", 1) X(SPLIT, "Split", 1) X(SHRINK, "Shrink", 0) X(GROW, "Grow", 1)             \
-    X(FINALIZE, "Finalize", 0) X(ABORT, "Abort", 0) X(DESTROY, "Destroy", 0)
+#include "nccl_surface.gen.h"
 
-#define NX_TRACE_ENUM(id, name, every) NX_T_##id,
-typedef enum { NX_TRACE_OPS(NX_TRACE_ENUM) NX_T_NOPS } nx_trace_op;
+/* The calls an entry can name (nccl_surface.gen.h, from tools/nccl_surface.py's TRACE_OPS): the enum,
+ * the file format's "op" names, whether every rank of the communicator makes the call (a collective
+ * call, counted by the entry's "coll" ordinal, by which docs/api/trace.md#the-verdict lines up the
+ * ranks' calls), and the verdict's word before the peer of a point-to-point call. */
+#define NX_TRACE_ENUM(id, name, every, peer) NX_T_##id,
+typedef enum { NCCL_SURFACE_TRACE_OPS(NX_TRACE_ENUM) NX_T_NOPS } nx_trace_op;
 #undef NX_TRACE_ENUM
 
-/* The "op" name of an entry, and whether every rank makes the call (trace.c holds the tables). */
+/* The "op" name of an entry, whether every rank makes the call, and the word before its peer ("to",
+ * "from", "" for none): trace.c holds the tables. */
 const char *nx_trace_op_name(int op);
 int nx_trace_op_every_rank(int op);
+const char *nx_trace_op_peer(int op);
 
 /* Which optional fields of a call are present. */
 enum {
@@ -209,7 +202,7 @@ struct nx_trace_entry {
     uint32_t site;
     uint32_t group;     /* 0: outside a group */
     int32_t rc;
-    uint64_t coll;              /* collective calls on the ring up to this entry (NX_TRACE_OPS) */
+    uint64_t coll;              /* collective calls on the ring up to this entry (every_rank ops) */
     uint64_t t_enter, t_return; /* ticks; t_return 0 while inside the call */
 };
 

@@ -560,7 +560,8 @@ static PyObject *dump_trace(PyObject *module, PyObject *unused)
 
 PyDoc_STRVAR(trace_ops__doc__, "_trace_ops()\n--\n\n"
 "The file format's op names in the recorder's order, each with whether every rank of a communicator\n"
-"makes the call (counted by an entry's 'coll'): a tuple of (name, bool) pairs, for nccl.trace.");
+"makes the call (counted by an entry's 'coll') and the word before its peer ('to', 'from', or '' for\n"
+"a call without one): a tuple of (name, bool, str), for nccl.trace.");
 
 static PyObject *trace_ops(PyObject *module, PyObject *unused)
 {
@@ -570,7 +571,8 @@ static PyObject *trace_ops(PyObject *module, PyObject *unused)
     if (out == NULL)
         return NULL;
     for (int op = 0; op < NX_T_NOPS; op++) {
-        PyObject *row = Py_BuildValue("(sO)", nx_trace_op_name(op), nx_trace_op_every_rank(op) ? Py_True : Py_False);
+        PyObject *row = Py_BuildValue("(sOs)", nx_trace_op_name(op), nx_trace_op_every_rank(op) ? Py_True : Py_False,
+                                      nx_trace_op_peer(op));
         if (row == NULL) {
             Py_DECREF(out);
             return NULL;

@@ -2,9 +2,9 @@
 
 The C core reads ``NcclDataType`` from here (src/ext/module/lazy.c), so its module path is a contract.
 
-The values come from nccl._enums, the one table of the C enums and constants that nccl.bindings
-exports; the member names here are nccl.core's own spellings (upper case, with nccl4py 0.3.1's
-camel-case ones as aliases).
+The values come from nccl._enums, which tools/gen_surface.py writes from src/include/nccl_abi.h
+(the one place each value is written); the member names here are nccl.core's own spellings (upper
+case, with nccl4py 0.3.1's camel-case ones as aliases).
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ __all__ = [
     "SUM", "PROD", "MAX", "MIN", "AVG",
 ]
 
-# The C table of element types (src/ext/buffer/buffer_dtypes.c): (value, numpy name, numpy kind, itemsize)
-# rows, the first of each value naming its numpy dtype. Names with no kind ("") are told apart by
-# name alone; they come from ml_dtypes.
-_BY_NAME = {name: value for value, name, kind, _ in _ext._numpy_dtypes if not kind}
-_BY_KIND = {(kind, size): value for value, _, kind, size in _ext._numpy_dtypes if kind}
-_ITEMSIZE = {value: size for value, _, _, size in _ext._numpy_dtypes}
-_NUMPY_NAMES = {value: name for value, name, _, _ in reversed(_ext._numpy_dtypes)}  # the first row wins
+# The C table of element types (src/ext/buffer/buffer_dtypes.c, from tools/nccl_surface.py's DTYPES):
+# (value, numpy name, numpy kind, itemsize, short name, alias) rows, the datatypes first, each naming
+# its numpy dtype. Names with no kind ("") are told apart by name alone; they come from ml_dtypes.
+_BY_NAME = {name: value for value, name, kind, *_ in _ext._numpy_dtypes if not kind}
+_BY_KIND = {(kind, size): value for value, _, kind, size, *_ in _ext._numpy_dtypes if kind}
+_ITEMSIZE = {value: size for value, _, _, size, *_ in _ext._numpy_dtypes}
+_NUMPY_NAMES = {value: name for value, name, *_, alias in _ext._numpy_dtypes if not alias}
 
 
 class NcclDataType(IntEnum):
@@ -186,8 +186,8 @@ class WindowFlag(IntFlag):
     DEFAULT = _enums.NCCL_WIN_DEFAULT
     COLL_SYMMETRIC = _enums.NCCL_WIN_COLL_SYMMETRIC
     STRICT_ORDERING = _enums.NCCL_WIN_STRICT_ORDERING
-    GIN_ONLY = 4  # no constant in nccl.bindings (nccl4py 0.6.0's bindings name none)
-    CFT_COUNTED = 8
+    GIN_ONLY = _enums._NCCL_WIN_GIN_ONLY  # not in nccl.bindings (nccl4py 0.6.0's bindings name none)
+    CFT_COUNTED = _enums._NCCL_WIN_CFT_COUNTED
     Default = DEFAULT
     CollSymmetric = COLL_SYMMETRIC
     StrictOrdering = STRICT_ORDERING

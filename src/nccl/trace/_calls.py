@@ -6,16 +6,21 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
-_ROOTED = {"Broadcast", "Reduce", "Gather", "Scatter"}
-_TO_PEER = {"Send": "to", "PutSignal": "to", "Signal": "to", "Recv": "from"}
+@lru_cache(maxsize=None)
+def every_rank_ops() -> frozenset:
+    """The op names that every rank of a communicator calls (the recorder's own table, generated
+    from tools/nccl_surface.py's TRACE_OPS)."""
+    from nccl import _ext
+
+    return frozenset(name for name, every, _ in _ext._trace_ops() if every)
 
 
 @lru_cache(maxsize=None)
-def every_rank_ops() -> frozenset:
-    """The op names that every rank of a communicator calls (the recorder's own table)."""
+def peer_words() -> dict:
+    """The word the verdict puts before the peer of a point-to-point op ("to", "from"), by op name."""
     from nccl import _ext
 
-    return frozenset(name for name, every in _ext._trace_ops() if every)
+    return {name: word for name, _, word in _ext._trace_ops() if word}
 
 
 def is_collective(entry: dict) -> bool:
@@ -43,12 +48,13 @@ def call(entry: dict, peer_rank=None) -> str:
     """The call with its arguments; peer_rank maps a communicator rank to the job's rank."""
     op = entry["op"]
     args = ", ".join(_args(entry))
-    if op in _TO_PEER and entry.get("peer") is not None:
+    words = peer_words()
+    if op in words and entry.get("peer") is not None:
         peer = entry["peer"]
         shown = peer_rank(peer) if peer_rank else None
         who = f"rank {shown}" if shown is not None and shown == peer else (
             f"rank {shown} (its rank {peer} there)" if shown is not None else f"communicator rank {peer}")
-        return f"{op} {_TO_PEER[op]} {who}" + (f" ({args})" if args else "")
+        return f"{op} {words[op]} {who}" + (f" ({args})" if args else "")
     return f"{op}({args})" if args else op
 
 
