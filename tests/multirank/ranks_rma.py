@@ -266,6 +266,12 @@ def bad_input(ctx):
              [WaitSignalDesc(peer, 0), WaitSignalDesc(n)])
     k.raises("wait opCnt", IA, "signalDescs[0].opCnt -1 is negative", c.wait_signal, WaitSignalDesc(peer, -1))
     k.raises("wait sigIdx", IA, "only signal index 0", c.wait_signal, WaitSignalDesc(peer, 1, 3))
+    # nccl.core checks a peer before the library, with a message naming it, as send and recv do
+    ranks = f"{n} rank{'s' if n != 1 else ''}"
+    k.raises("core signal peer", core.NcclInvalid, f"signal: peer={n} is out of range for a communicator of {ranks}",
+             c.signal, n)
+    k.raises("core put_signal peer", core.NcclInvalid,
+             f"put_signal: peer=-1 is out of range for a communicator of {ranks}", c.put_signal, one, -1, win)
     k.raises("peer pointer offset", IA, "offset 4097 is beyond rank", b.get_peer_device_pointer, win.handle, 4097,
              peer)
     k.raises("peer pointer peer", IA, f"peer {n} is outside", b.get_peer_device_pointer, win.handle, 0, n)
