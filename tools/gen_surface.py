@@ -123,7 +123,7 @@ def outputs():
     return {
         "src/include/nccl_surface.gen.h": header("c", [
             "The tables nccl._ext and the host backend share: the recorder's ops, the host backend's",
-            "operations, the datatypes."]) + surface_c.shared_h(S.TRACE_OPS, S.DTYPES, S.DTYPE_ALIASES),
+            "operations, the collectives' buffer rules, the datatypes."]) + surface_c.shared_h(S.TRACE_OPS, S.COLLECTIVES, S.DTYPES, S.DTYPE_ALIASES),
         "src/ext/core/coll_kinds.gen.h": header("c", [
             "The collective kinds of nccl.core and what each one calls (core/coll_config.c, core/collectives.c)."])
         + surface_c.coll_kinds_h(S.COLLECTIVES, rows),

@@ -122,14 +122,15 @@ TYPES_OF_VALUES = {"int": "int", "const char *": "str", "ncclTeam_t": "Team"}
 class Op:
     """One call the recorder names: its C id (NX_T_<id>, and HOST_K_<id> when the host backend runs
     it as an operation), the file format's "op" name, whether every rank of the communicator makes
-    the call (its entries are counted by the "coll" ordinal the verdict lines ranks up by), the word
-    the verdict puts before the peer of a point-to-point call, whether the call ends the
-    communicator's recording (destroy, abort), the entry point the host backend names in its
-    messages, and the host backend's class of operation (coll, p2p, rma, win; "" when the call is
-    not a host operation)."""
+    the call (its entries are counted by the "coll" ordinal the verdict lines ranks up by), whether
+    it reduces (takes an op), the word the verdict puts before the peer of a point-to-point call,
+    whether the call ends the communicator's recording (destroy, abort), the entry point the host
+    backend names in its messages, and the host backend's class of operation (coll, p2p, rma, win;
+    "" when the call is not a host operation)."""
     id: str
     name: str
     every_rank: bool
+    reduction: bool = False
     peer: str = ""
     closes: bool = False
     entry: str = ""
@@ -137,15 +138,15 @@ class Op:
 
 
 TRACE_OPS = [
-    Op("ALLREDUCE", "AllReduce", True, entry="ncclAllReduce", host="coll"),
+    Op("ALLREDUCE", "AllReduce", True, reduction=True, entry="ncclAllReduce", host="coll"),
     Op("BROADCAST", "Broadcast", True, entry="ncclBroadcast", host="coll"),
-    Op("REDUCE", "Reduce", True, entry="ncclReduce", host="coll"),
+    Op("REDUCE", "Reduce", True, reduction=True, entry="ncclReduce", host="coll"),
     Op("ALLGATHER", "AllGather", True, entry="ncclAllGather", host="coll"),
-    Op("REDUCESCATTER", "ReduceScatter", True, entry="ncclReduceScatter", host="coll"),
+    Op("REDUCESCATTER", "ReduceScatter", True, reduction=True, entry="ncclReduceScatter", host="coll"),
     Op("ALLTOALL", "AlltoAll", True, entry="ncclAlltoAll", host="coll"),
     Op("GATHER", "Gather", True, entry="ncclGather", host="coll"),
     Op("SCATTER", "Scatter", True, entry="ncclScatter", host="coll"),
-    Op("ALLREDUCE_BIAS", "AllReduceWithBias", True, entry="ncclAllReduceWithBias", host="coll"),
+    Op("ALLREDUCE_BIAS", "AllReduceWithBias", True, reduction=True, entry="ncclAllReduceWithBias", host="coll"),
     Op("ALLTOALLV", "AlltoAllv", True, entry="ncclAlltoAllv", host="coll"),
     Op("SEND", "Send", False, peer="to", entry="ncclSend", host="p2p"),
     Op("RECV", "Recv", False, peer="from", entry="ncclRecv", host="p2p"),
@@ -172,9 +173,9 @@ TRACE_OPS = [
 class Collective:
     """A collective with a Communicator method and an ncclXxxConfig twin.
 
-    kind: NX_COLL_<kind> (and the recorder's op, TRACE_OPS' id); method: the Communicator method;
-    entry, config_entry: the abi.h rows of the plain and the configured call.
-    reduction: takes an op. rooted: "" (every rank passes both buffers), "recv" (recvbuf is used
+    kind: NX_COLL_<kind> (and the recorder's op, TRACE_OPS' id, which says whether it reduces);
+    method: the Communicator method; entry, config_entry: the abi.h rows of the plain and the
+    configured call. rooted: "" (every rank passes both buffers), "recv" (recvbuf is used
     only on root: reduce, gather) or "send" (sendbuf only on root: broadcast, scatter).
     unrooted: the kind a root of None runs instead ("" when root is required).
     count: the buffer every rank passes and whose element count is the call's count ("send" or
@@ -190,7 +191,6 @@ class Collective:
     method: str
     entry: str
     config_entry: str
-    reduction: bool
     rooted: str
     unrooted: str
     count: str
@@ -200,26 +200,26 @@ class Collective:
 
 
 COLLECTIVES = [
-    Collective("ALLREDUCE", "allreduce", "ncclAllReduce", "ncclAllReduceConfig", reduction=True, rooted="",
+    Collective("ALLREDUCE", "allreduce", "ncclAllReduce", "ncclAllReduceConfig", rooted="",
                unrooted="", count="send", blocks=False, recv_rule=("at least", "send", None), in_place="same"),
-    Collective("REDUCE", "reduce", "ncclReduce", "ncclReduceConfig", reduction=True, rooted="recv",
+    Collective("REDUCE", "reduce", "ncclReduce", "ncclReduceConfig", rooted="recv",
                unrooted="ALLREDUCE", count="send", blocks=False, recv_rule=("at least", "send", None),
                in_place="same"),
-    Collective("BROADCAST", "broadcast", "ncclBroadcast", "ncclBroadcastConfig", reduction=False, rooted="send",
+    Collective("BROADCAST", "broadcast", "ncclBroadcast", "ncclBroadcastConfig", rooted="send",
                unrooted="", count="recv", blocks=False, recv_rule=("exactly", "send", None), in_place="same"),
-    Collective("ALLGATHER", "allgather", "ncclAllGather", "ncclAllGatherConfig", reduction=False, rooted="",
+    Collective("ALLGATHER", "allgather", "ncclAllGather", "ncclAllGatherConfig", rooted="",
                unrooted="", count="send", blocks=False, recv_rule=("at least", "all", "nranks * sendcount"),
                in_place="send_in_recv"),
-    Collective("GATHER", "gather", "ncclGather", "ncclGatherConfig", reduction=False, rooted="recv",
+    Collective("GATHER", "gather", "ncclGather", "ncclGatherConfig", rooted="recv",
                unrooted="ALLGATHER", count="send", blocks=False, recv_rule=("at least", "all", "nranks * sendcount"),
                in_place="send_in_recv"),
-    Collective("REDUCESCATTER", "reduce_scatter", "ncclReduceScatter", "ncclReduceScatterConfig", reduction=True,
+    Collective("REDUCESCATTER", "reduce_scatter", "ncclReduceScatter", "ncclReduceScatterConfig",
                rooted="", unrooted="", count="send", blocks=True,
                recv_rule=("at least", "block", "sendcount / nranks"), in_place="recv_in_send"),
-    Collective("ALLTOALL", "alltoall", "ncclAlltoAll", "ncclAlltoAllConfig", reduction=False, rooted="",
+    Collective("ALLTOALL", "alltoall", "ncclAlltoAll", "ncclAlltoAllConfig", rooted="",
                unrooted="", count="send", blocks=True, recv_rule=("at least", "send", "nranks * count"),
                in_place="same"),
-    Collective("SCATTER", "scatter", "ncclScatter", "ncclScatterConfig", reduction=False, rooted="send",
+    Collective("SCATTER", "scatter", "ncclScatter", "ncclScatterConfig", rooted="send",
                unrooted="", count="recv", blocks=True, recv_rule=("exactly", "block", "sendcount / nranks"),
                in_place="recv_in_send"),
 ]

@@ -307,7 +307,7 @@ def _wrap_comments(lines, width=110):
 
 # ---- the tables nccl._ext and the host backend share (src/include/nccl_surface.gen.h) ----
 
-def shared_h(ops, dtypes, aliases):
+def shared_h(ops, colls, dtypes, aliases):
     """X-macro tables: the recorder's ops, the host backend's kinds (the ops it runs, with their
     class), and the datatypes."""
     def table(macro, doc, rows):
@@ -319,10 +319,21 @@ def shared_h(ops, dtypes, aliases):
                      "The calls the flight recorder names (docs/api/trace.md): X(id, \"file format name\", every rank "
                      "makes the call, \"the verdict's word before a peer\")",
                      [f'{o.id}, "{o.name}", {int(o.every_rank)}, "{o.peer}"' for o in ops]))
+    rooted = {c.kind for c in colls if c.rooted}
     out.append(table("NCCL_SURFACE_HOST_KINDS",
                      "The operations the host backend runs (src/host): X(id, \"entry point named in its messages\", "
-                     "class: COLL, P2P, RMA or WIN)",
-                     [f'{o.id}, "{o.entry}", {host_class[o.host]}' for o in ops if o.host]))
+                     "class: COLL, P2P, RMA or WIN, reduces (takes an op), rooted)",
+                     [f'{o.id}, "{o.entry}", {host_class[o.host]}, {int(o.reduction)}, {int(o.id in rooted)}'
+                      for o in ops if o.host]))
+    in_place = {"same": "SAME", "recv_in_send": "RECV_IN_SEND", "send_in_recv": "SEND_IN_RECV"}
+    out.append(table("NCCL_SURFACE_BUFFER_RULES",
+                     "What the collectives read and write, in NCCL's terms (count: the call's count argument; the "
+                     "host backend checks it): X(id, sendbuff holds nranks * count elements (else count), recvbuff "
+                     "likewise, the buffer only root uses (NONE, SEND, RECV), the in-place form (SAME: recvbuff is "
+                     "sendbuff; RECV_IN_SEND: recvbuff is block i of sendbuff; SEND_IN_RECV: the reverse; i is root "
+                     "for a rooted call, else the rank))",
+                     [f'{c.kind}, {int(c.blocks)}, {int(c.recv_rule[1] == "all" or (c.blocks and c.recv_rule[1] == "send"))}, '
+                      f'{dict(send="SEND", recv="RECV").get(c.rooted, "NONE")}, {in_place[c.in_place]}' for c in colls]))
     def dtype_rows(rows):
         return [f'{d.c}, {d.core}, "{d.short}", {d.size}, "{d.numpy}", {repr(d.kind) if d.kind else "0"}, {d.dlpack}'
                 for d in rows]
@@ -347,6 +358,11 @@ def _coll_args(c, rows, config):
              "recvcount": "a->count", "datatype": "a->dtype", "op": "a->op", "root": "a->root", "comm": "a->comm",
              "stream": "a->stream", "config": "cfg"}
     return [field[p.name] for p in row.params]
+
+
+def reduces(kind):
+    """Whether the recorder's op `kind` (TRACE_OPS) reduces."""
+    return next(o for o in S.TRACE_OPS if o.id == kind).reduction
 
 
 def coll_kinds_h(colls, rows):
@@ -379,9 +395,9 @@ def coll_kinds_h(colls, rows):
     out += switch("nx_trace_call nx_coll_trace_call(nx_coll_kind a_kind, const nx_coll_call *a)",
                   "The flight recorder's entry of a call (docs/api/trace.md).",
                   lambda c: [wrap_call("return nx_trace_coll(", [
-                      f"NX_T_{c.kind}", " | ".join(f for f, on in (("NX_TF_REDOP", c.reduction), ("NX_TF_ROOT", c.rooted))
+                      f"NX_T_{c.kind}", " | ".join(f for f, on in (("NX_TF_REDOP", reduces(c.kind)), ("NX_TF_ROOT", c.rooted))
                                                   if on) or "0",
-                      "a->send", "a->recv", "a->count", "a->dtype", "a->op" if c.reduction else "0",
+                      "a->send", "a->recv", "a->count", "a->dtype", "a->op" if reduces(c.kind) else "0",
                       "a->root" if c.rooted else "-1", "a->stream"], ");", "")],
                   "return (nx_trace_call){0}; /* not a kind */")
     out += switch("ncclResult_t nx_coll_run(nx_coll_kind a_kind, const nx_coll_call *a, const ncclCollConfig_t *cfg)",
@@ -415,7 +431,7 @@ def collectives_h(colls, methods):
             c = by_kind[m.collective]
             relation, size, why = c.recv_rule
             fields = [f".kind = NX_COLL_{c.kind}", f".unrooted = NX_COLL_{c.unrooted or c.kind}",
-                      f".reduction = {int(c.reduction)}",
+                      f".reduction = {int(reduces(c.kind))}",
                       f".rooted = {dict(recv='NX_ROOTED_RECV', send='NX_ROOTED_SEND').get(c.rooted, 'NX_ROOTED_NONE')}",
                       f".count_from_recv = {int(c.count == 'recv')}", f".blocks = {int(c.blocks)}",
                       f".recv_exactly = {int(relation == 'exactly')}", f".recv_size = NX_SIZE_{size.upper()}",

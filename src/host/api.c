@@ -73,8 +73,7 @@ static ncclResult_t coll(host_kind kind, const char *name, const void *send, voi
     o.recvbuff = recv;
     o.count = count;
     o.datatype = dt;
-    o.has_op = kind == HOST_K_ALLREDUCE || kind == HOST_K_REDUCE || kind == HOST_K_REDUCESCATTER ||
-               kind == HOST_K_ALLREDUCE_BIAS;
+    o.has_op = host_kinds[kind].reduces;
     o.opkind = o.has_op ? op : -1;
     o.root = root;
     o.acc = acc;

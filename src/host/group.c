@@ -20,8 +20,11 @@
 
 #include "nccl_host.h"
 
+/* A group item is a communication op or a job (host_job_kind, which starts at 1). */
+enum { GROUP_OP = 0 };
+
 typedef struct host_gitem {
-    int job;                     /* host_job_kind, 0 for a communication op */
+    int job;                     /* a host_job_kind, or GROUP_OP: the item is the communication op `op` */
     ncclComm_t comm;
     host_opd *op;
     host_split_args *args;
@@ -38,23 +41,24 @@ typedef struct {
     host_gitem *head, *tail;
 } host_group_state;
 
-static _Thread_local host_group_state G = {0, ncclSuccess, -1, 0, 0, NULL, NULL};
+/* This thread's group (a group is per thread, as NCCL's). */
+static _Thread_local host_group_state this_group = {0, ncclSuccess, -1, 0, 0, NULL, NULL};
 
 int host_group_depth(void)
 {
-    return G.depth;
+    return this_group.depth;
 }
 
 ncclResult_t host_group_start(void)
 {
-    G.depth++;
+    this_group.depth++;
     return ncclSuccess;
 }
 
 void host_group_record(ncclResult_t rc)
 {
-    if (G.depth > 0 && rc != ncclSuccess && rc != ncclInProgress)
-        G.error = rc;
+    if (this_group.depth > 0 && rc != ncclSuccess && rc != ncclInProgress)
+        this_group.error = rc;
 }
 
 static void opd_free(host_opd *o)
@@ -96,11 +100,11 @@ static host_opd *opd_dup(const host_opd *op)
 static void append(host_gitem *it)
 {
     it->next = NULL;
-    if (G.tail != NULL)
-        G.tail->next = it;
+    if (this_group.tail != NULL)
+        this_group.tail->next = it;
     else
-        G.head = it;
-    G.tail = it;
+        this_group.head = it;
+    this_group.tail = it;
 }
 
 static int is_init_job(int job)
@@ -188,17 +192,50 @@ static ncclResult_t validate_alltoallv(host_comm *c, host_opd *op)
     return ncclSuccess;
 }
 
+/* The buffers a collective reads and writes, by kind (nccl_surface.gen.h's buffer rules, from
+ * tools/nccl_surface.py): whether sendbuff and recvbuff hold nranks blocks of count elements,
+ * which one only root uses, and the in-place form. Kinds without a rule are 0: none. */
+typedef enum { ONLY_ROOT_NONE, ONLY_ROOT_SEND, ONLY_ROOT_RECV } only_root;
+typedef enum { IN_PLACE_SAME = 1, IN_PLACE_RECV_IN_SEND, IN_PLACE_SEND_IN_RECV } in_place_form;
+static const struct {
+    int send_blocks, recv_blocks;
+    only_root only_root;
+    in_place_form in_place;
+} buffer_rules[HOST_NKINDS] = {
+#define HOST_BUFFER_RULE(id, send_blocks, recv_blocks, root_only, in_place) \
+    [HOST_K_##id] = {send_blocks, recv_blocks, ONLY_ROOT_##root_only, IN_PLACE_##in_place},
+    NCCL_SURFACE_BUFFER_RULES(HOST_BUFFER_RULE)
+#undef HOST_BUFFER_RULE
+};
+
+/* The buffers of a collective with a buffer rule, count elements of cb bytes (nb: nranks blocks). */
+static ncclResult_t rule_buffers(const host_comm *c, const host_opd *op, size_t cb, size_t nb, int checks)
+{
+    const char *send = op->sendbuff;
+    const char *recv = op->recvbuff;
+    int root = c->rank == op->root, block = host_kinds[op->kind].rooted ? op->root : c->rank;
+    size_t sb = buffer_rules[op->kind].send_blocks ? nb : cb, rb = buffer_rules[op->kind].recv_blocks ? nb : cb;
+    if (buffer_rules[op->kind].only_root == ONLY_ROOT_SEND && !root)
+        sb = 0;
+    if (buffer_rules[op->kind].only_root == ONLY_ROOT_RECV && !root)
+        rb = 0;
+    int in_place;
+    switch (buffer_rules[op->kind].in_place) {
+    case IN_PLACE_SAME: in_place = send == recv; break;
+    case IN_PLACE_RECV_IN_SEND: in_place = recv == send + (size_t)block * cb; break;
+    case IN_PLACE_SEND_IN_RECV: in_place = send == recv + (size_t)block * cb; break;
+    default: return ncclSuccess; /* no rule: nothing to check here */
+    }
+    return need_buffers(op, send, sb, recv, rb, in_place, checks);
+}
+
 /* Validates op on c (docs/host-backend.md#argument-checks). */
 static ncclResult_t validate(host_comm *c, host_opd *op)
 {
     ncclResult_t rc;
-    int n = c->nranks, me = c->rank;
+    int n = c->nranks;
     size_t es, cb, nb;
-    const char *send = op->sendbuff;
-    char *recv = op->recvbuff;
-    int rooted = op->kind == HOST_K_BROADCAST || op->kind == HOST_K_REDUCE || op->kind == HOST_K_GATHER ||
-                 op->kind == HOST_K_SCATTER;
-    int p2p = op->kind == HOST_K_SEND || op->kind == HOST_K_RECV;
+    int rooted = host_kinds[op->kind].rooted, p2p = host_kinds[op->kind].cls == HOST_CLASS_P2P;
     int checks = host_params()->checks;
     if (host_kind_is_rma(op->kind) || host_kind_is_win(op->kind))
         return host_rma_validate(c, op);
@@ -207,8 +244,8 @@ static ncclResult_t validate(host_comm *c, host_opd *op)
     es = host_type_size(op->datatype);
     if (rooted && (op->root < 0 || op->root >= n))
         return host_fail(ncclInvalidArgument, "%s: root %d is outside [0, %d)", op->name, op->root, n);
-    if (p2p && (op->root < 0 || op->root >= n))
-        return host_fail(ncclInvalidArgument, "%s: peer %d is outside [0, %d)", op->name, op->root, n);
+    if (p2p && (op->peer < 0 || op->peer >= n))
+        return host_fail(ncclInvalidArgument, "%s: peer %d is outside [0, %d)", op->name, op->peer, n);
     if (op->has_op)
         if (HOST_FAILED(rc = host_redop_resolve(c, (ncclRedOp_t)op->opkind, op->datatype, op)))
             return rc;
@@ -224,32 +261,22 @@ static ncclResult_t validate(host_comm *c, host_opd *op)
      * next one; a send/recv is a zero-length message that must be matched. */
     if (op->count == 0)
         return ncclSuccess;
-    int root = me == op->root;
     switch (op->kind) {
-    case HOST_K_ALLREDUCE:
-    case HOST_K_ALLREDUCE_BIAS:
-        if (HOST_FAILED(rc = need_buffers(op, send, cb, recv, cb, send == recv, checks)))
+    case HOST_K_ALLREDUCE_BIAS: /* an allreduce, plus acc */
+        if (HOST_FAILED(rc = need_buffers(op, op->sendbuff, cb, op->recvbuff, cb, op->sendbuff == op->recvbuff,
+                                          checks)))
             return rc;
-        return op->kind == HOST_K_ALLREDUCE_BIAS ? need(op, op->acc, cb, "acc") : ncclSuccess;
-    case HOST_K_BROADCAST: return need_buffers(op, send, root ? cb : 0, recv, cb, send == recv, checks);
-    case HOST_K_REDUCE: return need_buffers(op, send, cb, recv, root ? cb : 0, send == recv, checks);
-    case HOST_K_ALLGATHER: return need_buffers(op, send, cb, recv, nb, send == recv + (size_t)me * cb, checks);
-    case HOST_K_REDUCESCATTER:
-        return need_buffers(op, send, nb, recv, cb, recv == send + (size_t)me * cb, checks);
-    case HOST_K_ALLTOALL:
-        if (HOST_FAILED(rc = need_buffers(op, send, nb, recv, nb, 1, checks)))
+        return need(op, op->acc, cb, "acc");
+    case HOST_K_ALLTOALL: /* in place is NCCL's, but not ours */
+        if (HOST_FAILED(rc = rule_buffers(c, op, cb, nb, 0)))
             return rc;
-        if (checks && overlaps(send, nb, recv, nb))
+        if (checks && overlaps(op->sendbuff, nb, op->recvbuff, nb))
             return host_fail(ncclInvalidArgument, "%s: sendbuff and recvbuff overlap; in-place all-to-all is not "
                              "supported", op->name);
         return ncclSuccess;
-    case HOST_K_GATHER:
-        return need_buffers(op, send, cb, recv, root ? nb : 0, send == recv + (size_t)op->root * cb, checks);
-    case HOST_K_SCATTER:
-        return need_buffers(op, send, root ? nb : 0, recv, cb, recv == send + (size_t)op->root * cb, checks);
-    case HOST_K_SEND: return need_buffers(op, send, cb, recv, 0, 1, checks);
-    case HOST_K_RECV: return need_buffers(op, send, 0, recv, cb, 1, checks);
-    default: return ncclSuccess;
+    case HOST_K_SEND: return need_buffers(op, op->sendbuff, cb, op->recvbuff, 0, 1, checks);
+    case HOST_K_RECV: return need_buffers(op, op->sendbuff, 0, op->recvbuff, cb, 1, checks);
+    default: return rule_buffers(c, op, cb, nb, checks);
     }
 }
 
@@ -261,12 +288,12 @@ static ncclResult_t claim_for_group(host_comm *c, const char *fn)
 {
     ncclResult_t rc = ncclSuccess;
     pthread_mutex_lock(&c->lock);
-    if (c->group_owner != NULL && c->group_owner != (void *)&G)
+    if (c->group_owner != NULL && c->group_owner != (void *)&this_group)
         rc = host_fail(ncclInvalidUsage, "%s: communicator is queued in another thread's open group", fn);
     else if (c->active && !pthread_equal(c->active_thread, pthread_self()))
         rc = host_fail(ncclInvalidUsage, "%s: communicator is in use by another thread", fn);
     else
-        c->group_owner = (void *)&G;
+        c->group_owner = (void *)&this_group;
     pthread_mutex_unlock(&c->lock);
     return rc;
 }
@@ -275,13 +302,13 @@ static ncclResult_t group_queue(host_comm *c, ncclComm_t comm, const host_opd *o
 {
     ncclResult_t rc;
     host_gitem *it;
-    if (G.ninit > 0)
+    if (this_group.ninit > 0)
         return host_fail(ncclInvalidUsage, "%s: communication calls cannot share a group with init, split or shrink",
                          op->name);
-    if (G.blocking >= 0 && G.blocking != c->blocking)
+    if (this_group.blocking >= 0 && this_group.blocking != c->blocking)
         return host_fail(ncclInvalidArgument, "%s: blocking and nonblocking communicators are not allowed in the same "
                          "group", op->name);
-    for (host_gitem *g = G.head; g != NULL; g = g->next)
+    for (host_gitem *g = this_group.head; g != NULL; g = g->next)
         if (g->comm == comm && (g->job == HOST_JOB_FINALIZE || g->job == HOST_JOB_DESTROY))
             return host_fail(ncclInvalidUsage, "%s: communicator is finalized or destroyed in the same group", op->name);
     if (HOST_FAILED(rc = claim_for_group(c, op->name)))
@@ -296,9 +323,9 @@ static ncclResult_t group_queue(host_comm *c, ncclComm_t comm, const host_opd *o
     it->comm = comm;
     it->blocking = c->blocking;
     append(it);
-    if (G.blocking < 0)
-        G.blocking = c->blocking;
-    G.nops++;
+    if (this_group.blocking < 0)
+        this_group.blocking = c->blocking;
+    this_group.nops++;
     return ncclSuccess;
 }
 
@@ -306,7 +333,7 @@ static ncclResult_t run_now(host_comm *c, const host_opd *op)
 {
     host_task *t;
     ncclResult_t rc;
-    if ((op->kind == HOST_K_SEND || op->kind == HOST_K_RECV) && op->root == c->rank)
+    if ((op->kind == HOST_K_SEND || op->kind == HOST_K_RECV) && op->peer == c->rank)
         return host_fail(ncclInvalidUsage, "%s: a send to or receive from oneself outside a group can never complete; "
                          "put both halves in one group", op->name);
     pthread_mutex_lock(&c->lock);
@@ -376,11 +403,11 @@ static ncclResult_t coll_call(host_opd *op, ncclComm_t comm)
         for (int i = 0; i < 4; i++)
             memcpy(op->v + (size_t)i * n, op->uv[i], sizeof(size_t) * n);
     }
-    if (op->kind == HOST_K_WAITSIG && HOST_FAILED(rc = host_rma_descs(c, op)))
+    if (op->kind == HOST_K_WAIT_SIGNAL && HOST_FAILED(rc = host_rma_descs(c, op)))
         goto exit;
     if (HOST_FAILED(rc = validate(c, op)))
         goto exit;
-    if (G.depth > 0)
+    if (this_group.depth > 0)
         rc = group_queue(c, comm, op);
     else
         rc = run_now(c, op);
@@ -410,17 +437,17 @@ ncclResult_t host_group_add_job(host_job_kind kind, ncclComm_t comm, host_split_
     }
     blocking = c->blocking;
     host_comm_leave(c);
-    if (is_init_job((int)kind) && G.nops > 0) {
+    if (is_init_job((int)kind) && this_group.nops > 0) {
         rc = host_fail(ncclInvalidUsage, "init, split and shrink cannot share a group with communication calls");
         goto fail;
     }
-    if (G.blocking >= 0 && G.blocking != blocking && kind != HOST_JOB_DESTROY) {
+    if (this_group.blocking >= 0 && this_group.blocking != blocking && kind != HOST_JOB_DESTROY) {
         rc = host_fail(ncclInvalidArgument, "blocking and nonblocking communicators are not allowed in the same group");
         goto fail;
     }
     if (kind == HOST_JOB_FINALIZE || kind == HOST_JOB_DESTROY)
-        for (host_gitem *g = G.head; g != NULL; g = g->next)
-            if (g->comm == comm && g->job == 0) {
+        for (host_gitem *g = this_group.head; g != NULL; g = g->next)
+            if (g->comm == comm && g->job == GROUP_OP) {
                 rc = host_fail(ncclInvalidUsage, "communicator is finalized or destroyed in the group that uses it");
                 goto fail;
             }
@@ -434,10 +461,10 @@ ncclResult_t host_group_add_job(host_job_kind kind, ncclComm_t comm, host_split_
     it->args = args;
     it->blocking = blocking;
     append(it);
-    if (kind != HOST_JOB_DESTROY && G.blocking < 0)
-        G.blocking = blocking;
+    if (kind != HOST_JOB_DESTROY && this_group.blocking < 0)
+        this_group.blocking = blocking;
     if (is_init_job((int)kind))
-        G.ninit++;
+        this_group.ninit++;
     return ncclSuccess;
 fail:
     if (args != NULL)
@@ -449,22 +476,22 @@ fail:
 
 void host_group_drop_comm(ncclComm_t comm)
 {
-    host_gitem **pp = &G.head, *last = NULL;
+    host_gitem **pp = &this_group.head, *last = NULL;
     while (*pp != NULL) {
         host_gitem *it = *pp;
         if (it->comm == comm) {
             *pp = it->next;
-            if (it->job == 0)
-                G.nops--;
+            if (it->job == GROUP_OP)
+                this_group.nops--;
             else if (is_init_job(it->job))
-                G.ninit--;
+                this_group.ninit--;
             item_free(it);
             continue;
         }
         last = it;
         pp = &it->next;
     }
-    G.tail = last;
+    this_group.tail = last;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -488,7 +515,7 @@ typedef struct {
 static void release_owner(host_comm *c)
 {
     pthread_mutex_lock(&c->lock);
-    if (c->group_owner == (void *)&G)
+    if (c->group_owner == (void *)&this_group)
         c->group_owner = NULL;
     pthread_mutex_unlock(&c->lock);
 }
@@ -524,7 +551,7 @@ static double estimate_us(const host_gitem *items)
 {
     double t = 0;
     for (const host_gitem *it = items; it != NULL; it = it->next)
-        if (it->job == 0)
+        if (it->job == GROUP_OP)
             t += 5.0 + (double)it->op->count * (double)host_type_size(it->op->datatype) / 1e4;
     return t;
 }
@@ -582,9 +609,9 @@ static int self_copy_onto_itself(const host_opd *ops, const host_opd *r, int me)
     int k = 0;
     const host_opd *o;
     for (o = ops; o != r; o = o->next)
-        k += o->kind == HOST_K_RECV && o->root == me;
+        k += o->kind == HOST_K_RECV && o->peer == me;
     for (o = ops; o != NULL; o = o->next)
-        if (o->kind == HOST_K_SEND && o->root == me && k-- == 0)
+        if (o->kind == HOST_K_SEND && o->peer == me && k-- == 0)
             break;
     return o != NULL && o->sendbuff == r->recvbuff && o->count == r->count && o->datatype == r->datatype;
 }
@@ -594,8 +621,8 @@ static HOST_COLD ncclResult_t overlap_error(const host_comm *c, const p2p_span *
     const p2p_span *snd = a->op->kind == HOST_K_SEND ? a : b, *rcv = snd == a ? b : a;
     return host_fail(ncclInvalidArgument, "ncclGroupEnd: %s rank %d: the ncclRecv from rank %d into %p (%zu bytes) "
                      "overlaps the ncclSend to rank %d from %p (%zu bytes) in the same group: the receive would "
-                     "overwrite what the send still reads", c->name, c->rank, rcv->op->root, (void *)rcv->lo,
-                     (size_t)(rcv->hi - rcv->lo), snd->op->root, (void *)snd->lo, (size_t)(snd->hi - snd->lo));
+                     "overwrite what the send still reads", c->name, c->rank, rcv->op->peer, (void *)rcv->lo,
+                     (size_t)(rcv->hi - rcv->lo), snd->op->peer, (void *)snd->lo, (size_t)(snd->hi - snd->lo));
 }
 
 /* A group's sends and receives on one communicator run together, so a receive buffer that
@@ -616,7 +643,7 @@ static ncclResult_t check_p2p_overlap(const host_comm *c, const host_opd *ops)
         return host_fail(ncclSystemError, "ncclGroupEnd: out of memory");
     for (const host_opd *o = ops; o != NULL; o = o->next) {
         if (!(o->kind == HOST_K_SEND || o->kind == HOST_K_RECV) || o->count == 0 ||
-            (o->kind == HOST_K_RECV && o->root == c->rank && self_copy_onto_itself(ops, o, c->rank)))
+            (o->kind == HOST_K_RECV && o->peer == c->rank && self_copy_onto_itself(ops, o, c->rank)))
             continue;
         sp[k].lo = (uintptr_t)(o->kind == HOST_K_SEND ? o->sendbuff : o->recvbuff);
         sp[k].hi = sp[k].lo + o->count * host_type_size(o->datatype); /* validated: no overflow */
@@ -643,7 +670,7 @@ static ncclResult_t build_tasks(host_gitem *items, group_comms *gcs)
     ncclResult_t rc = ncclSuccess;
     for (host_gitem *it = items; it != NULL && rc == ncclSuccess; it = it->next) {
         group_comm *g = NULL;
-        if (it->job != 0 || HOST_FAILED(rc = group_comm_of(gcs, it->comm, &g)))
+        if (it->job != GROUP_OP || HOST_FAILED(rc = group_comm_of(gcs, it->comm, &g)))
             continue;
         if (g->last != NULL)
             g->last->next = it->op;
@@ -656,8 +683,8 @@ static ncclResult_t build_tasks(host_gitem *items, group_comms *gcs)
         const group_comm *g = &gcs->gc[k];
         int ns = 0, nr = 0;
         for (const host_opd *o = g->task->ops; o != NULL; o = o->next) {
-            ns += o->kind == HOST_K_SEND && o->root == g->c->rank;
-            nr += o->kind == HOST_K_RECV && o->root == g->c->rank;
+            ns += o->kind == HOST_K_SEND && o->peer == g->c->rank;
+            nr += o->kind == HOST_K_RECV && o->peer == g->c->rank;
         }
         if (ns != nr)
             rc = host_fail(ncclInvalidUsage, "ncclGroupEnd: rank %d has %d self send(s) but %d self receive(s) in "
@@ -677,7 +704,7 @@ static int run_inline(const host_gitem *items, group_comms *gcs, int blocking, n
     if (!blocking || gcs->ngc != 1)
         return 0;
     for (const host_gitem *it = items; it != NULL; it = it->next)
-        if (it->job != 0)
+        if (it->job != GROUP_OP)
             return 0;
     if (!host_task_try_inline(gcs->gc[0].c, gcs->gc[0].task, &r))
         return 0;
@@ -726,7 +753,7 @@ static ncclResult_t start_all(host_gitem *items, group_comms *gcs)
     ncclResult_t rc = ncclSuccess;
     for (host_gitem *it = items; it != NULL; it = it->next) {
         host_comm *c;
-        if (it->job == 0 || is_end_job(it->job))
+        if (it->job == GROUP_OP || is_end_job(it->job))
             continue;
         if (host_comm_enter(it->comm, "ncclGroupEnd", &c) != ncclSuccess) {
             HOST_CHECKIGNORE(ncclInvalidArgument, rc);
@@ -749,7 +776,7 @@ static ncclResult_t wait_all(host_gitem *items, group_comms *gcs, int blocking)
     ncclResult_t rc = ncclSuccess;
     for (host_gitem *it = items; it != NULL && blocking; it = it->next) {
         host_comm *c;
-        if (it->job == 0 || is_end_job(it->job) || host_comm_enter(it->comm, "ncclGroupEnd", &c) != ncclSuccess)
+        if (it->job == GROUP_OP || is_end_job(it->job) || host_comm_enter(it->comm, "ncclGroupEnd", &c) != ncclSuccess)
             continue;
         if (it->job == HOST_JOB_INIT) {
             HOST_CHECKIGNORE(host_comm_wait_init(c), rc);
@@ -841,21 +868,21 @@ ncclResult_t host_group_end(ncclSimInfo_t *sim, int simulate)
     host_gitem *items;
     ncclResult_t err, rc;
     double est;
-    if (G.depth == 0)
+    if (this_group.depth == 0)
         return host_fail(ncclInvalidUsage, "%s: not in a group call (ncclGroupEnd without ncclGroupStart)",
                          simulate ? "ncclGroupSimulateEnd" : "ncclGroupEnd");
     if (simulate && sim != NULL && sim->magic != NCCL_SIM_INFO_MAGIC) {
-        G.error = host_fail(ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo->magic is 0x%x, not 0x%x: initialise "
-                            "it with NCCL_SIM_INFO_INITIALIZER", sim->magic, NCCL_SIM_INFO_MAGIC);
+        this_group.error = host_fail(ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo->magic is 0x%x, not 0x%x: "
+                                     "initialise it with NCCL_SIM_INFO_INITIALIZER", sim->magic, NCCL_SIM_INFO_MAGIC);
     }
-    if (--G.depth > 0)
+    if (--this_group.depth > 0)
         return simulate && sim != NULL && sim->magic != NCCL_SIM_INFO_MAGIC ? ncclInvalidArgument : ncclSuccess;
-    items = G.head;
-    err = G.error;
-    G.head = G.tail = NULL;
-    G.error = ncclSuccess;
-    G.blocking = -1;
-    G.nops = G.ninit = 0;
+    items = this_group.head;
+    err = this_group.error;
+    this_group.head = this_group.tail = NULL;
+    this_group.error = ncclSuccess;
+    this_group.blocking = -1;
+    this_group.nops = this_group.ninit = 0;
     if (err != ncclSuccess) {
         discard(items, err);
         return err;
@@ -866,7 +893,7 @@ ncclResult_t host_group_end(ncclSimInfo_t *sim, int simulate)
     /* Items still holding ops (simulation, or a failure before submission) release them here. */
     for (host_gitem *it = items; it != NULL;) {
         host_gitem *next = it->next;
-        if (it->job == 0)
+        if (it->job == GROUP_OP)
             release_item_owner(it);
         item_free(it);
         it = next;
@@ -881,34 +908,22 @@ ncclResult_t host_group_end(ncclSimInfo_t *sim, int simulate)
 
 /* ------------------------------------------------------------------------------------------ */
 
+const host_kind_info host_kinds[HOST_NKINDS] = {
+#define HOST_KIND_INFO(id, entry, cls, reduces, rooted) [HOST_K_##id] = {HOST_CLASS_##cls, entry, reduces, rooted},
+    NCCL_SURFACE_HOST_KINDS(HOST_KIND_INFO)
+#undef HOST_KIND_INFO
+};
+
 const char *host_kind_name(host_kind k)
 {
-    switch (k) {
-    case HOST_K_ALLREDUCE: return "ncclAllReduce";
-    case HOST_K_BROADCAST: return "ncclBroadcast";
-    case HOST_K_REDUCE: return "ncclReduce";
-    case HOST_K_ALLGATHER: return "ncclAllGather";
-    case HOST_K_REDUCESCATTER: return "ncclReduceScatter";
-    case HOST_K_ALLTOALL: return "ncclAlltoAll";
-    case HOST_K_GATHER: return "ncclGather";
-    case HOST_K_SCATTER: return "ncclScatter";
-    case HOST_K_ALLTOALLV: return "ncclAllToAllv";
-    case HOST_K_ALLREDUCE_BIAS: return "ncclAllReduceWithBias";
-    case HOST_K_SEND: return "ncclSend";
-    case HOST_K_RECV: return "ncclRecv";
-    case HOST_K_PUT: return "ncclPutSignal";
-    case HOST_K_SIGNAL: return "ncclSignal";
-    case HOST_K_WAITSIG: return "ncclWaitSignal";
-    case HOST_K_WINREG: return "ncclCommWindowRegister";
-    case HOST_K_WINDEREG: return "ncclCommWindowDeregister";
-    default: return "unknown";
-    }
+    return k > HOST_K_NONE && k < HOST_NKINDS ? host_kinds[k].entry : "unknown";
 }
 
 const char *host_type_name(ncclDataType_t dt)
 {
-    static const char *names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
-                                  "float16", "float32", "float64", "bfloat16", "float8e4m3", "float8e5m2"};
+#define HOST_TYPE_NAME(c, core, shortname, size, numpy, kind, dlpack) [c] = shortname,
+    static const char *const names[ncclNumTypes] = {NCCL_SURFACE_DTYPES(HOST_TYPE_NAME)};
+#undef HOST_TYPE_NAME
     return (int)dt >= 0 && (int)dt < ncclNumTypes ? names[dt] : "invalid";
 }
 

@@ -46,6 +46,7 @@
 #include <sys/types.h>
 
 #include "abi.h"
+#include "nccl_surface.gen.h"
 #include "reduce.h"
 
 #define HOST_API __attribute__((visibility("default")))
@@ -368,39 +369,31 @@ static inline _Atomic uint64_t *host_seg_signal(const host_seg *s, int dst, int 
 /* Communicators                                                                               */
 /* ------------------------------------------------------------------------------------------ */
 
-/* What a communication call carries into a task: a copy of its arguments and op state. */
+/* The operations a communication call carries into a task (nccl_surface.gen.h, written from
+ * tools/nccl_surface.py): collectives, point-to-point, one-sided (rma.c: they run in program
+ * order among themselves) and window (de)registration (window.c: run first, in order). 0 names
+ * none: a descriptor not yet published is zeroed memory. */
 typedef enum {
-    HOST_K_ALLREDUCE = 1,
-    HOST_K_BROADCAST,
-    HOST_K_REDUCE,
-    HOST_K_ALLGATHER,
-    HOST_K_REDUCESCATTER,
-    HOST_K_ALLTOALL,
-    HOST_K_GATHER,
-    HOST_K_SCATTER,
-    HOST_K_ALLTOALLV,
-    HOST_K_ALLREDUCE_BIAS,
-    HOST_K_SEND,
-    HOST_K_RECV,
-    HOST_K_PUT,            /* one-sided (rma.c): they run in program order among themselves */
-    HOST_K_SIGNAL,
-    HOST_K_WAITSIG,
-    HOST_K_WINREG,         /* window (de)registration (window.c): run first, in order */
-    HOST_K_WINDEREG
+    HOST_K_NONE,
+#define HOST_KIND_ENUM(id, entry, cls, reduces, rooted) HOST_K_##id,
+    NCCL_SURFACE_HOST_KINDS(HOST_KIND_ENUM)
+#undef HOST_KIND_ENUM
+    HOST_NKINDS
 } host_kind;
-static inline int host_kind_is_coll(host_kind k)
-{
-    return k <= HOST_K_ALLREDUCE_BIAS;
-}
-static inline int host_kind_is_rma(host_kind k)
-{
-    return k == HOST_K_PUT || k == HOST_K_SIGNAL || k == HOST_K_WAITSIG;
-}
-static inline int host_kind_is_win(host_kind k)
-{
-    return k == HOST_K_WINREG || k == HOST_K_WINDEREG;
-}
+typedef enum { HOST_CLASS_NONE, HOST_CLASS_COLL, HOST_CLASS_P2P, HOST_CLASS_RMA, HOST_CLASS_WIN } host_kind_class;
+/* What each kind is (group.c holds the table, from the same rows): its class, the entry point its
+ * messages name, whether it reduces (takes an op) and whether it has a root. */
+typedef struct {
+    host_kind_class cls;
+    const char *entry;
+    int reduces, rooted;
+} host_kind_info;
+extern const host_kind_info host_kinds[HOST_NKINDS];
+static inline int host_kind_is_coll(host_kind k) { return host_kinds[k].cls == HOST_CLASS_COLL; }
+static inline int host_kind_is_rma(host_kind k) { return host_kinds[k].cls == HOST_CLASS_RMA; }
+static inline int host_kind_is_win(host_kind k) { return host_kinds[k].cls == HOST_CLASS_WIN; }
 
+/* What a communication call carries into a task: a copy of its arguments and op state. */
 typedef struct host_opd {
     host_kind kind;
     const char *name;          /* API name for messages */
@@ -408,7 +401,10 @@ typedef struct host_opd {
     void *recvbuff;
     size_t count;
     ncclDataType_t datatype;
-    int root;                  /* root, or peer for send/recv; -1 when unused */
+    union {
+        int root;              /* a rooted collective's root */
+        int peer;              /* a send's, recv's or one-sided op's peer */
+    };                         /* -1 when unused */
     int has_op;                /* a reduction: opkind holds the caller's ncclRedOp_t until resolved */
     int opkind;                /* host_op_kind after validation, -1 for non-reductions */
     uint8_t scalar[8];         /* PreMulSum host-immediate scalar */
@@ -897,7 +893,7 @@ static inline void host_win_opd(host_opd *o, host_kind kind, const char *name, i
     o->kind = kind;
     o->name = name;
     o->datatype = ncclInt8;
-    o->root = peer;
+    o->peer = peer;
     o->opkind = -1;
 }
 ncclResult_t host_win_user_ptr(ncclComm_t comm, ncclWindow_t win, void **out);

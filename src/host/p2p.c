@@ -46,7 +46,7 @@ static void ring_read(const unsigned char *data, size_t R, uint64_t pos, unsigne
 static ncclResult_t send_progress(host_comm *c, host_p2p_run *run, int *progress, int *done, host_blocked *b)
 {
     host_opd *op = run->op;
-    int peer = op->root;
+    int peer = op->peer;
     size_t R = c->seg.p2p_bytes;
     host_ring_hdr *ring = host_seg_ring(&c->seg, c->rank, peer);
     unsigned char *data = host_seg_ring_data(&c->seg, c->rank, peer);
@@ -98,7 +98,7 @@ static ncclResult_t recv_progress(host_comm *c, host_p2p_run *run, int *progress
 {
     ncclResult_t rc;
     host_opd *op = run->op;
-    int peer = op->root;
+    int peer = op->peer;
     size_t R = c->seg.p2p_bytes;
     host_ring_hdr *ring = host_seg_ring(&c->seg, peer, c->rank);
     const unsigned char *data = host_seg_ring_data(&c->seg, peer, c->rank);
@@ -169,7 +169,7 @@ int host_p2p_direct_exposed(const host_comm *c, const host_p2p_run *run)
     uint64_t tail;
     if (!run->started || run->hdr.magic != HOST_P2P_DIRECT_MAGIC)
         return 0;
-    tail = atomic_load_explicit(&host_seg_ring(&c->seg, c->rank, run->op->root)->tail, memory_order_acquire);
+    tail = atomic_load_explicit(&host_seg_ring(&c->seg, c->rank, run->op->peer)->tail, memory_order_acquire);
     return tail > run->start && tail < run->end;
 }
 

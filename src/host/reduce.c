@@ -16,6 +16,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "nccl_surface.gen.h"
+
 /* ---------------------------------------------------------------------------------------- */
 /* 1. Conversions                                                                           */
 /* ---------------------------------------------------------------------------------------- */
@@ -435,13 +437,10 @@ DEFINE_NARROW_KERNEL(e5m2_fnuz, uint8_t, ld_u8, st_u8, dec_e5m2_fnuz, enc_e5m2_f
 
 size_t host_type_size(ncclDataType_t dt)
 {
-    switch (dt) {
-    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
-    case ncclFloat16: case ncclBfloat16: return 2;
-    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
-    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
-    default: return 0;
-    }
+#define HOST_TYPE_SIZE(c, core, shortname, size, numpy, kind, dlpack) [c] = size,
+    static const size_t sizes[ncclNumTypes] = {NCCL_SURFACE_DTYPES(HOST_TYPE_SIZE)};
+#undef HOST_TYPE_SIZE
+    return (int)dt >= 0 && (int)dt < ncclNumTypes ? sizes[dt] : 0;
 }
 
 static kernel_fn *pick_kernel(ncclDataType_t dt, host_fp8_mode fp8)

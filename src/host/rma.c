@@ -39,18 +39,18 @@ static ncclResult_t put_target(host_comm *c, const host_opd *op, unsigned char *
     if (w == NULL)
         return host_fail(ncclInvalidArgument, "%s: peerWin %p is not a registered window of this communicator "
                          "(another communicator's, deregistered, or not a window)", op->name, (void *)op->win);
-    p = &w->part[op->root];
+    p = &w->part[op->peer];
     if (__builtin_mul_overflow(op->count, es, &bytes))
         return host_fail(ncclInvalidArgument, "%s: count %zu x %zu bytes overflows size_t", op->name, op->count, es);
     if (op->offset > p->size || bytes > p->size - op->offset)
         return host_fail(ncclInvalidArgument, "%s: peerWinOffset %zu + %zu bytes is beyond the %zu bytes rank %d "
-                         "registered in the window", op->name, op->offset, bytes, p->size, op->root);
+                         "registered in the window", op->name, op->offset, bytes, p->size, op->peer);
     if (bytes > 0 && op->sendbuff == NULL)
         return host_fail(ncclInvalidArgument, "%s: localbuff is NULL", op->name);
     if (bytes > 0 && p->base == NULL)
         return host_fail(ncclInvalidUsage, "%s: rank %d's part of the window is not ncclMemAlloc memory, so this "
                          "process cannot map it: register a buffer from ncclMemAlloc (nccl.core.mem_alloc) for "
-                         "one-sided puts", op->name, op->root);
+                         "one-sided puts", op->name, op->peer);
     *dst = p->base == NULL ? NULL : p->base + op->offset;
     return ncclSuccess;
 }
@@ -61,23 +61,23 @@ ncclResult_t host_rma_validate(host_comm *c, host_opd *op)
     ncclResult_t rc;
     int n = c->nranks;
     switch (op->kind) {
-    case HOST_K_WINREG:
+    case HOST_K_WIN_REGISTER:
         if (op->winp == NULL)
             return host_fail(ncclInvalidArgument, "%s: win is NULL", op->name);
         if (op->recvbuff == NULL && op->count > 0)
             return host_fail(ncclInvalidArgument, "%s: buff is NULL", op->name);
         return ncclSuccess;
-    case HOST_K_WINDEREG:
+    case HOST_K_WIN_DEREGISTER:
         pthread_mutex_lock(&c->lock);
         rc = host_win_find(c, op->win) != NULL ? ncclSuccess :
              host_fail(ncclInvalidArgument, "%s: win %p is not a registered window of this communicator", op->name,
                        (void *)op->win);
         pthread_mutex_unlock(&c->lock);
         return rc;
-    case HOST_K_PUT:
+    case HOST_K_PUT_SIGNAL:
     case HOST_K_SIGNAL:
-        if (op->root < 0 || op->root >= n)
-            return host_fail(ncclInvalidArgument, "%s: peer %d is outside [0, %d)", op->name, op->root, n);
+        if (op->peer < 0 || op->peer >= n)
+            return host_fail(ncclInvalidArgument, "%s: peer %d is outside [0, %d)", op->name, op->peer, n);
         if (op->kind == HOST_K_SIGNAL)
             return ncclSuccess;
         if ((int)op->datatype < 0 || (int)op->datatype >= ncclNumTypes)
@@ -163,13 +163,13 @@ ncclResult_t host_rma_progress(host_comm *c, host_opd *op, int *progress, int *d
     ncclResult_t rc;
     int me = c->rank;
     b->opname = op->name;
-    if (op->kind == HOST_K_WAITSIG)
+    if (op->kind == HOST_K_WAIT_SIGNAL)
         return wait_progress(c, op, done, b);
     /* A peer that left, aborted or died takes no more signals: the put or signal fails, naming
      * the first cause, rather than landing in memory nobody will read (its mapping stays ours). */
-    if (op->root != me && host_peer_is_gone(c, op->root))
-        return host_fail_peer_gone(c, op->name, op->root);
-    if (op->kind == HOST_K_PUT) {
+    if (op->peer != me && host_peer_is_gone(c, op->peer))
+        return host_fail_peer_gone(c, op->name, op->peer);
+    if (op->kind == HOST_K_PUT_SIGNAL) {
         /* The window cannot go away meanwhile: deregistration runs on this thread, in order. */
         pthread_mutex_lock(&c->lock);
         rc = put_target(c, op, &dst);
@@ -179,8 +179,8 @@ ncclResult_t host_rma_progress(host_comm *c, host_opd *op, int *progress, int *d
         if (op->count > 0)
             memmove(dst, op->sendbuff, op->count * host_type_size(op->datatype));
     }
-    atomic_fetch_add_explicit(host_seg_signal(&c->seg, op->root, me), 1, memory_order_release);
-    host_bell_ring(&host_seg_rankp(&c->seg, op->root)->bell);
+    atomic_fetch_add_explicit(host_seg_signal(&c->seg, op->peer, me), 1, memory_order_release);
+    host_bell_ring(&host_seg_rankp(&c->seg, op->peer)->bell);
     *progress = 1;
     *done = 1;
     return ncclSuccess;
@@ -206,7 +206,7 @@ ncclResult_t host_put_signal(const void *localbuff, size_t count, ncclDataType_t
                              ncclComm_t comm)
 {
     host_opd o;
-    host_win_opd(&o, HOST_K_PUT, "ncclPutSignal", peer);
+    host_win_opd(&o, HOST_K_PUT_SIGNAL, "ncclPutSignal", peer);
     o.sendbuff = localbuff;
     o.count = count;
     o.datatype = datatype;
@@ -225,7 +225,7 @@ ncclResult_t host_signal(int peer, int sigIdx, int ctx, unsigned flags, ncclComm
 ncclResult_t host_wait_signal(int nDesc, const ncclWaitSignalDesc_t *descs, ncclComm_t comm)
 {
     host_opd o;
-    host_win_opd(&o, HOST_K_WAITSIG, "ncclWaitSignal", -1);
+    host_win_opd(&o, HOST_K_WAIT_SIGNAL, "ncclWaitSignal", -1);
     o.ndesc = nDesc;
     o.descs = descs; /* summed per peer by host_rma_descs once the communicator is known */
     return host_coll_call(&o, comm);

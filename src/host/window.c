@@ -346,7 +346,7 @@ exit:
 
 ncclResult_t host_win_run(host_comm *c, host_opd *op)
 {
-    return op->kind == HOST_K_WINREG ? run_register(c, op) : run_deregister(c, op);
+    return op->kind == HOST_K_WIN_REGISTER ? run_register(c, op) : run_deregister(c, op);
 }
 
 void host_win_free_all(host_comm *c)
@@ -364,7 +364,7 @@ void host_win_free_all(host_comm *c)
 ncclResult_t host_win_register(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int flags)
 {
     host_opd o;
-    host_win_opd(&o, HOST_K_WINREG, "ncclCommWindowRegister", -1);
+    host_win_opd(&o, HOST_K_WIN_REGISTER, "ncclCommWindowRegister", -1);
     o.recvbuff = buff;
     o.count = size;
     o.winp = win;
@@ -377,7 +377,7 @@ ncclResult_t host_win_register(ncclComm_t comm, void *buff, size_t size, ncclWin
 ncclResult_t host_win_deregister(ncclComm_t comm, ncclWindow_t win)
 {
     host_opd o;
-    host_win_opd(&o, HOST_K_WINDEREG, "ncclCommWindowDeregister", -1);
+    host_win_opd(&o, HOST_K_WIN_DEREGISTER, "ncclCommWindowDeregister", -1);
     o.win = win;
     return host_coll_call(&o, comm);
 }

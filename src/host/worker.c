@@ -369,9 +369,9 @@ static ncclResult_t self_p2p(host_comm *c, host_opd *ops)
     /* Self send/recv: the k-th self send of the task matches its k-th self recv (docs/host-backend.md#groups). */
     host_opd *s = ops, *r = ops;
     for (;;) {
-        while (s != NULL && !(s->kind == HOST_K_SEND && s->root == c->rank))
+        while (s != NULL && !(s->kind == HOST_K_SEND && s->peer == c->rank))
             s = s->next;
-        while (r != NULL && !(r->kind == HOST_K_RECV && r->root == c->rank))
+        while (r != NULL && !(r->kind == HOST_K_RECV && r->peer == c->rank))
             r = r->next;
         if (s == NULL && r == NULL)
             return ncclSuccess;
@@ -543,7 +543,7 @@ static ncclResult_t ops_chain_p2p(host_comm *c, host_task *t, ops_state *st)
     int n = st->n, *tail, i = 0;
     for (host_opd *o = t->ops; o != NULL; o = o->next)
         if (o->kind == HOST_K_SEND || o->kind == HOST_K_RECV)
-            st->np += o->root != c->rank;
+            st->np += o->peer != c->rank;
     if (st->np == 0)
         return ncclSuccess;
     st->ps = calloc((size_t)st->np, sizeof *st->ps);
@@ -558,9 +558,9 @@ static ncclResult_t ops_chain_p2p(host_comm *c, host_task *t, ops_state *st)
         st->head[q] = tail[q] = -1;
     for (host_opd *o = t->ops; o != NULL; o = o->next) {
         int q;
-        if ((o->kind != HOST_K_SEND && o->kind != HOST_K_RECV) || o->root == c->rank)
+        if ((o->kind != HOST_K_SEND && o->kind != HOST_K_RECV) || o->peer == c->rank)
             continue;
-        q = o->root + (o->kind == HOST_K_RECV ? n : 0);
+        q = o->peer + (o->kind == HOST_K_RECV ? n : 0);
         st->ps[i].run.op = o;
         st->ps[i].next = -1;
         if (tail[q] >= 0)

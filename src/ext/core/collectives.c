@@ -327,10 +327,10 @@ static inline int coll_check(const coll_in *in, const nx_coll_desc *d, const nx_
             at_least(st, "recvbuf", need, d->why, r->count);
         return -1;
     }
-    size_t sz = nx_dtype_size(s->dtype);
+    size_t sz = nx_dtype_size(s->dtype), at = mul_sat((size_t)index, unit);
     int in_place = d->in_place == NX_IN_PLACE_SAME           ? s->ptr == r->ptr
-                   : d->in_place == NX_IN_PLACE_RECV_IN_SEND ? r->ptr == elem_at(s->ptr, mul_sat((size_t)index, unit), sz)
-                                                             : s->ptr == elem_at(r->ptr, mul_sat((size_t)index, unit), sz);
+                   : d->in_place == NX_IN_PLACE_RECV_IN_SEND ? r->ptr == elem_at(s->ptr, at, sz)
+                                                             : s->ptr == elem_at(r->ptr, at, sz);
     if (NX_UNLIKELY(!in_place && overlaps(s->ptr, mul_sat(s->count, sz), r->ptr, mul_sat(need, sz)))) {
         overlap_error(st, in->fname);
         return -1;
@@ -383,7 +383,8 @@ static inline __attribute__((always_inline)) PyObject *coll_method(nx_call *k, c
     ncclRedOp_t op = ncclSum;
     cudaStream_t stream;
     if (NX_UNLIKELY(stream_arg(st, a[n - 2], &stream) < 0) ||
-        (d->reduction && NX_UNLIKELY(op_arg(st, in.c, opo, &s, sig->fname, &op) < 0)) || NX_UNLIKELY(coll_ready(&in) < 0))
+        (d->reduction && NX_UNLIKELY(op_arg(st, in.c, opo, &s, sig->fname, &op) < 0)) ||
+        NX_UNLIKELY(coll_ready(&in) < 0))
         return NULL;
     const nx_buffer *counted = d->count_from_recv ? &r : &s;
     nx_coll_call call = {has_root || d->rooted == NX_ROOTED_NONE ? d->kind : d->unrooted, s.ptr, r.ptr,
@@ -676,11 +677,15 @@ static PyObject *alltoallv_impl(nx_call *k, const nx_msig *sig, PyObject *const 
     nx_state *st = in.st;
     if ((arr = PyMem_Calloc(4 * (size_t)nranks, sizeof *arr)) == NULL)
         return PyErr_NoMemory();
-    size_t *sc = arr, *sd = arr + nranks, *rc_ = arr + 2 * (size_t)nranks, *rd = arr + 3 * (size_t)nranks;
-    if (peer_sizes(st, a[2], "sendcounts", nranks, sc) < 0 || peer_sizes(st, a[3], "sdispls", nranks, sd) < 0 ||
-        peer_sizes(st, a[4], "recvcounts", nranks, rc_) < 0 || peer_sizes(st, a[5], "rdispls", nranks, rd) < 0)
+    size_t *sendcounts = arr, *sdispls = arr + nranks, *recvcounts = arr + 2 * (size_t)nranks;
+    size_t *rdispls = arr + 3 * (size_t)nranks;
+    if (peer_sizes(st, a[2], "sendcounts", nranks, sendcounts) < 0 ||
+        peer_sizes(st, a[3], "sdispls", nranks, sdispls) < 0 ||
+        peer_sizes(st, a[4], "recvcounts", nranks, recvcounts) < 0 ||
+        peer_sizes(st, a[5], "rdispls", nranks, rdispls) < 0)
         goto done;
-    size_t sneed = extent(sc, sd, nranks), rneed = extent(rc_, rd, nranks), sz = nx_dtype_size(s.dtype);
+    size_t sneed = extent(sendcounts, sdispls, nranks), rneed = extent(recvcounts, rdispls, nranks);
+    size_t sz = nx_dtype_size(s.dtype);
     if (s.count < sneed) {
         at_least(st, "sendbuf", sneed, "max of sdispls + sendcounts", s.count);
         goto done;
@@ -702,7 +707,7 @@ static PyObject *alltoallv_impl(nx_call *k, const nx_msig *sig, PyObject *const 
     ncclResult_t rc;
     nx_trace_mark tm =
         trace_enter(&in, nx_trace_coll(NX_T_ALLTOALLV, 0, s.ptr, r.ptr, s.count, s.dtype, 0, -1, stream));
-    NX_RUN(rc, nx_api.ncclAlltoAllv(s.ptr, sc, sd, r.ptr, rc_, rd, s.dtype, comm, stream));
+    NX_RUN(rc, nx_api.ncclAlltoAllv(s.ptr, sendcounts, sdispls, r.ptr, recvcounts, rdispls, s.dtype, comm, stream));
     nx_trace_leave(tm, rc);
     result = nx_none_or_error(st, rc, comm);
 done:
