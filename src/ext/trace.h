@@ -150,6 +150,10 @@ void nx_trace_site_get(uint32_t site, const char **file, int *line, const char *
 /* The directory of the nccl package, so calls made from nccl4py's own Python code (group(),
  * from_env) are attributed to their caller (set once at the module's first exec). */
 void nx_trace_set_package_dir(PyObject *module);
+/* Another directory whose code is attributed to its caller (a framework calling nccl4py for its
+ * user: nccl.torch adds torch's); -1 when the small table is full or out of memory. Call it
+ * before the first call from there is recorded: a site resolved earlier keeps its verdict. */
+int nx_trace_add_front_dir(const char *dir);
 
 /* ---- the clock (trace.c) ---- */
 
