@@ -9,6 +9,8 @@ process group, with these variables in the environment:
 
     RANK, WORLD_SIZE               this rank and the number of ranks
     LOCAL_RANK, LOCAL_WORLD_SIZE   the same (one machine)
+    MASTER_ADDR, MASTER_PORT       127.0.0.1 and a free port, unless set: torch's env:// init
+                                   (init_process_group) starts its store there
     NCCL4PY_UNIQUE_ID              the id, 256 hex digits (nccl.core.Communicator.from_env reads it)
     NCCL4PY_LAUNCHER               "nccl.run"
     NCCL4PY_RUN_TOKEN              random, one per launch (how the guard recognises the ranks)
@@ -42,6 +44,7 @@ sets NCCL_LIBRARY=host for the ranks, so they do not each repeat the notice.
 
 import ctypes
 import os
+import socket
 import queue
 import secrets
 import selectors
@@ -378,6 +381,17 @@ def _wait(events, running, stop_signal, deadline, timeout, own):
     return 0
 
 
+def _torch_rendezvous(env):
+    """MASTER_ADDR and MASTER_PORT for torch.distributed's env:// init, those env lacks: the
+    loopback address, and a port free now (torch's rank 0 binds it when the program starts)."""
+    extra = {} if env.get("MASTER_ADDR") else {"MASTER_ADDR": "127.0.0.1"}
+    if not env.get("MASTER_PORT"):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            extra["MASTER_PORT"] = str(s.getsockname()[1])
+    return extra
+
+
 def launch(nranks, command, timeout=None, env=None):
     """Runs the ranks; returns the launcher's exit status. ``command`` follows the interpreter."""
     uid, extra, notice = create_unique_id()
@@ -386,6 +400,7 @@ def launch(nranks, command, timeout=None, env=None):
     token = secrets.token_hex(16)
     base = dict(os.environ if env is None else env)
     base.update(extra)
+    base.update(_torch_rendezvous(base))
     base.update({
         "WORLD_SIZE": str(nranks),
         "LOCAL_WORLD_SIZE": str(nranks),
