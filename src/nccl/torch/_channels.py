@@ -133,7 +133,10 @@ def open_cpu_channel(store: dist.Store, rank: int, size: int, timeout: timedelta
     apply_host_timeout(timeout)
     if _b.get_library_flavour() == "host":
         uid = exchange_id(store, "nccl4py/cpu", rank, lambda: bytes(get_unique_id()), timeout)
-        comm = HostCommunicator.init(size, rank, UniqueId.from_bytes(uid))
+        with warnings.catch_warnings():
+            # a group of one rank (dist.new_subgroups(group_size=1)) is meant: no launcher notice
+            warnings.filterwarnings("ignore", "rank .* creates a 1-rank communicator", RuntimeWarning)
+            comm = HostCommunicator.init(size, rank, UniqueId.from_bytes(uid))
         check_host_timeout(timeout, _host_timeout_in_force())
         return comm
     uid = exchange_id(store, "nccl4py/cpu", rank, HostLibraryChannel.unique_id, timeout)

@@ -92,7 +92,7 @@ class CollectivesMixin:
             raise ValueError(f"nccl4py: all_reduce takes one tensor per call, got {len(tensors)}")
         t = tensors[0]
         ch = self._cpu if t.is_cpu else self._channel(t)
-        code = op_code(opts.reduceOp)
+        code = hash(opts.reduceOp)  # op_code(), inlined on the hot path
         op = NCCL_OP.get(code)
         if op is not None and not self._coalescing and t.dtype in NATIVE:
             if self._pending:
@@ -175,7 +175,7 @@ class CollectivesMixin:
         if opts is None:
             opts = dist.ReduceScatterOptions()
         ch = self._cpu if output.is_cpu else self._channel(output)
-        code = op_code(opts.reduceOp)
+        code = hash(opts.reduceOp)  # op_code(), inlined on the hot path
         op = NCCL_OP.get(code)
         if op is not None and not self._coalescing and output.dtype in NATIVE:
             if self._pending:

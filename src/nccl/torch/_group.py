@@ -16,11 +16,14 @@ any of its Works, at the group's next collective, or at the end of a coalescing 
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from typing import Any, Callable
 
 import torch
 import torch.distributed as dist
+
+from nccl import _ext
 
 from nccl.torch import BACKEND_NAME
 from nccl.torch._channels import open_cpu_channel, open_device_channel
@@ -29,6 +32,21 @@ from nccl.torch._convert import movable
 from nccl.torch._work import DoneWork, PendingWork
 
 __all__ = ["ProcessGroupNccl4py"]
+
+# The flight recorder attributes a call made through torch (torch.distributed, DDP, FSDP) to the
+# line of the program that called torch, as it does for nccl4py's own Python code
+# (docs/api/trace.md#what-is-recorded).
+_ext._trace_front_dir(os.path.dirname(torch.__file__) + os.sep)
+
+class _Closed:
+    """The channel of a group after shutdown() or abort(): every call says so."""
+
+    def __init__(self, how: str) -> None:
+        self._how = how
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"nccl4py: this process group was {self._how}; it runs no more operations")
+
 
 # A queued operation: (the channel it runs on, the call; it returns a finishing step or None)
 Queued = tuple[Any, Callable[[], Any]]
@@ -67,18 +85,22 @@ class ProcessGroupNccl4py(CollectivesMixin, dist.ProcessGroup):
         return self._device if self._device is not None and t.device == self._device.device else self._gpu(t)
 
     def _gpu(self, t: torch.Tensor) -> Any:
-        if t.device.type not in ("cuda",):
+        if t.device.type != "cuda":
             raise RuntimeError(f"nccl4py: tensors on {t.device} are not supported (CPU and CUDA/ROCm only)")
+        if isinstance(self._cpu, _Closed):
+            return self._cpu
         if self._device is not None:
             raise RuntimeError(f"nccl4py: this process group runs on {self._device.device}; a tensor on {t.device} "
                                "cannot join it (one GPU per rank, as with the nccl backend)")
-        if self._cpu is None:
-            raise RuntimeError("nccl4py: the process group was shut down or aborted")
         self._device = open_device_channel(self._store, self._rank, self._size, self._timeout, t.device)
         return self._device
 
-    def _channels(self) -> list[Any]:
-        return [ch for ch in (self._cpu, self._device) if ch is not None]
+    def _close(self, how: str) -> list[Any]:
+        """The open channels, which the group forgets; queued operations never waited for are dropped."""
+        channels = [ch for ch in (self._cpu, self._device) if ch is not None and not isinstance(ch, _Closed)]
+        self._pending = []
+        self._cpu, self._device = _Closed(how), None
+        return channels
 
     # ---- running operations: at once, or queued ----
 
@@ -159,15 +181,11 @@ class ProcessGroupNccl4py(CollectivesMixin, dist.ProcessGroup):
         """Destroys the group's communicators (torch's destroy_process_group calls it on every
         rank, group by group in the same order). Queued operations that were never waited for
         are dropped."""
-        self._pending = []
-        channels, self._cpu, self._device = self._channels(), None, None
-        for ch in channels:
+        for ch in self._close("shut down"):
             ch.destroy()
 
     def abort(self) -> None:
         """Aborts the group's communicators at once, without waiting for the other ranks."""
-        self._pending = []
-        channels, self._cpu, self._device = self._channels(), None, None
-        for ch in channels:
+        for ch in self._close("aborted"):
             ch.abort()
 

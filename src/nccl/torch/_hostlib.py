@@ -20,6 +20,7 @@ import torch
 from nccl import _ext
 from nccl._errors import NCCLError, NcclInvalid
 from nccl.core.interop.torch import _dtype_table
+from nccl.torch._work import DoneWork
 
 __all__ = ["HostLibraryChannel", "host_library"]
 
@@ -27,7 +28,7 @@ _ID_BYTES = 128
 
 
 class _UniqueId(ctypes.Structure):
-    _fields_ = [("internal", ctypes.c_char * _ID_BYTES)]
+    _fields_ = [("internal", ctypes.c_ubyte * _ID_BYTES)]
 
 
 _P, _N, _I = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int
@@ -75,7 +76,7 @@ class HostLibraryChannel:
         self._lib = lib = host_library()
         self._types = {dt: int(member) for dt, member in _dtype_table(torch).items()}
         comm = _P()
-        self._check(lib.ncclCommInitRank(ctypes.byref(comm), nranks, _UniqueId(uid), rank), None)
+        self._check(lib.ncclCommInitRank(ctypes.byref(comm), nranks, _UniqueId.from_buffer_copy(uid), rank), None)
         self._comm = comm
         self.rank, self.nranks = rank, nranks
 
@@ -83,7 +84,7 @@ class HostLibraryChannel:
     def unique_id() -> bytes:
         uid = _UniqueId()
         HostLibraryChannel._check(host_library().ncclGetUniqueId(ctypes.byref(uid)), None)
-        return bytes(uid.internal)
+        return bytes(uid)
 
     @staticmethod
     def _check(status: int, comm: Any) -> None:
@@ -97,6 +98,9 @@ class HostLibraryChannel:
             raise NcclInvalid(f"{name}: a contiguous CPU tensor of an NCCL datatype is needed, got "
                               f"{t.dtype} on {t.device}{'' if t.is_contiguous() else ', not contiguous'}")
         return t.data_ptr(), t.numel(), dt
+
+    def work(self, result: list[torch.Tensor]) -> DoneWork:
+        return DoneWork(result)
 
     def group_start(self) -> None:
         self._check(self._lib.ncclGroupStart(), None)
