@@ -127,7 +127,7 @@ class CollectivesMixin:
     def _bitwise_call(self, ch: Any, t: torch.Tensor, code: int, what: str, use: Callable[[torch.Tensor], Any]) -> Call:
         """BAND/BOR/BXOR: every rank's ``t`` gathered, folded locally, the result handed to ``use``."""
         c = t.contiguous()
-        gathered = torch.empty((self.size(),) + tuple(c.shape), dtype=c.dtype)
+        gathered = torch.empty((self.size(),) + tuple(c.shape), dtype=c.dtype, device=c.device)
         fold_bitwise(gathered[:1], code, what)  # refuses floating-point dtypes before any call
 
         def call() -> Any:

@@ -63,6 +63,7 @@ class ProcessGroupNccl4py(CollectivesMixin, dist.ProcessGroup):
     def __init__(self, store: dist.Store, rank: int, size: int, timeout: timedelta) -> None:
         super().__init__(rank, size)
         self._store, self._rank, self._size, self._timeout = store, rank, size, timeout
+        self._group_name = self._group_desc = ""
         self._pending: list[Queued] = []
         self._coalescing = False
         self._device: Any = None  # the GPU channel, made at the first call on GPU tensors
@@ -76,6 +77,24 @@ class ProcessGroupNccl4py(CollectivesMixin, dist.ProcessGroup):
 
     def __repr__(self) -> str:
         return f"ProcessGroupNccl4py(rank={self._rank}, size={self._size})"
+
+    # torch keeps a group's name and description in the group's C++ backends, of which a Python
+    # process group has none (ProcessGroup.group_name raises "name not set"): they live here.
+    # DeviceMesh (FSDP2, DTensor) looks groups up by name.
+
+    def _set_group_name(self, name: str) -> None:
+        self._group_name = name
+
+    @property
+    def group_name(self) -> str:
+        return self._group_name
+
+    def _set_group_desc(self, desc: str) -> None:
+        self._group_desc = desc
+
+    @property
+    def group_desc(self) -> str:
+        return self._group_desc
 
     # ---- channels ----
 
