@@ -24,7 +24,6 @@ import torch
 import torch.distributed as dist
 
 from nccl import _ext
-
 from nccl.torch import BACKEND_NAME
 from nccl.torch._channels import open_cpu_channel, open_device_channel
 from nccl.torch._collectives import CollectivesMixin, _one
@@ -37,6 +36,7 @@ __all__ = ["ProcessGroupNccl4py"]
 # line of the program that called torch, as it does for nccl4py's own Python code
 # (docs/api/trace.md#what-is-recorded).
 _ext._trace_front_dir(os.path.dirname(torch.__file__) + os.sep)
+
 
 class _Closed:
     """The channel of a group after shutdown() or abort(): every call says so."""
@@ -67,8 +67,7 @@ class ProcessGroupNccl4py(CollectivesMixin, dist.ProcessGroup):
         self._pending: list[Queued] = []
         self._coalescing = False
         self._device: Any = None  # the GPU channel, made at the first call on GPU tensors
-        self._cpu: Any = None
-        self._cpu = open_cpu_channel(store, rank, size, timeout)
+        self._cpu: Any = open_cpu_channel(store, rank, size, timeout)
 
     # ---- identity ----
 
