@@ -219,6 +219,11 @@ int host_peer_is_gone(host_comm *c, int r)
     return peer_departure(c, r) != HOST_PEER_ALIVE;
 }
 
+int host_peer_left(host_comm *c, int r)
+{
+    return peer_departure(c, r) == HOST_PEER_LEFT;
+}
+
 uint32_t host_peer_cause(host_comm *c, int r)
 {
     int how = peer_departure(c, r);
