@@ -202,11 +202,13 @@ void host_comm_set_error_why(host_comm *c, ncclResult_t rc, const char *why)
 }
 
 /* How peer r left, as this rank sees it (HOST_PEER_*): its own state word first, since it writes
- * that before sending its notice. */
+ * that before sending its notice. The monitor's word is loaded before the state word, so that a
+ * departure the monitor saw is also read from the state word (acquire), which orders whatever
+ * the peer provided before it (docs/host-backend.md#memory-order). */
 static int peer_departure(host_comm *c, int r)
 {
-    uint32_t st = c->seg.base != NULL ? atomic_load_explicit(&host_seg_rankp(&c->seg, r)->state, memory_order_acquire) : HOST_RANK_ALIVE;
     int g = atomic_load_explicit(&c->peers[r].gone, memory_order_seq_cst);
+    uint32_t st = c->seg.base != NULL ? atomic_load_explicit(&host_seg_rankp(&c->seg, r)->state, memory_order_acquire) : HOST_RANK_ALIVE;
     if (st == HOST_RANK_ABORTED || g == HOST_PEER_ABORTED)
         return HOST_PEER_ABORTED;
     if (st == HOST_RANK_LEFT || g == HOST_PEER_LEFT)

@@ -774,10 +774,10 @@ static inline host_blocked host_blocked_init(int check_gone)
 {
     return (host_blocked){-1, NULL, NULL, check_gone, -1, NULL};
 }
-/* In a pass with b->check_gone: whether peer r, which has not provided what the op `opname`
- * waits for, is gone. The caller then looks again at the word it waits on, and calls
- * host_blocked_gone only if it is still missing: the peer's departure is published after
- * everything it provided (docs/host-backend.md#memory-order). */
+/* Whether peer r, which has not yet provided what an op waits for, is gone (asked only in a pass
+ * with b->check_gone). The caller then looks again at the word it waits on and, only if that is
+ * still missing, records the unmet need with host_blocked_gone (the first one wins): a departing
+ * rank stores its state word after everything it provided (docs/host-backend.md#memory-order). */
 static inline int host_blocked_check(const host_blocked *b, host_comm *c, int r)
 {
     return b->check_gone && r != c->rank && host_peer_is_gone(c, r);
