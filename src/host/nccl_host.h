@@ -619,7 +619,8 @@ const char *host_comm_error_why(host_comm *c, char *buf, size_t len);
  * because of it), else r itself and how it went. */
 uint32_t host_peer_cause(host_comm *c, int r);
 /* Records the communicator's first cause (first wins; 0 is ignored) and publishes it in this
- * rank's words of the segment. */
+ * rank's words of the segment; nothing once this rank has aborted or left, since its departure
+ * told the peers what it had. */
 void host_comm_note_cause(host_comm *c, uint32_t cause);
 /* "peer rank 2 (pid 4711) died": a first cause in words. */
 const char *host_cause_text(host_comm *c, uint32_t cause, char *buf, size_t len);
