@@ -11,11 +11,12 @@ for a moment, and destroys each communicator as soon as its own last call on it 
 once it has none left it exits. The oracle: every call of every rank returned exactly what numpy
 computes from the inputs, which every rank derives from the seed.
 
-With kill=True one rank (the victim) is killed with SIGKILL at a random moment after the
-communicator of every rank exists, before its last call, and every rank's program ends with an
-AllReduce over that communicator: every survivor must then fail, naming the victim's pid as the
-first cause (docs/host-backend.md#peer-death-and-abort) within LATE_S of the kill, and every call
-that returned before must have been right.
+With kill=True one rank (the victim) is killed with SIGKILL, or in one trial in three aborts its
+communicator (ncclCommAbort, from another thread when it comes during a call) and ends, at a
+random moment after the communicator of every rank exists, before its last call, and every rank's
+program ends with an AllReduce over that communicator: every survivor must then fail, naming the
+victim's pid as the first cause, dead or aborted (docs/host-backend.md#peer-death-and-abort),
+within LATE_S of the kill, and every call that returned before must have been right.
 
 As in ranks_faults.py, one harness rank (init=False) is the launcher: it imports everything once
 and forks each trial's ranks, which are real processes with their own communicators, segment
@@ -24,6 +25,7 @@ and exit. Settings read once per process (NCCL_HOST_DIRECT, ...) are the launche
 import json
 import os
 import random
+import re
 import select
 import signal
 import threading
@@ -35,6 +37,10 @@ import nccl.bindings.nccl as b
 import nccl.core as nc
 from nccl.core import Communicator, UniqueId, WaitSignalDesc
 from ranks_faults import FIRST_DEATH
+
+# A first cause that is an abort, as FIRST_DEATH words a death: "rank 2 (pid 4711) aborted" or
+# "rank 2 (pid 4711), which aborted", not followed by " after" (one that aborted after another's loss).
+FIRST_ABORT = re.compile(r"rank (\d+) \(pid (\d+)\)(?:, which)? aborted(?! after)")
 
 TRIAL_LIMIT_S = 60.0  # the launcher kills what is left of a trial after this: a failure
 LATE_S = 10.0  # a survivor's error this long after the kill is a failure (the monitor takes milliseconds)
@@ -144,7 +150,7 @@ class _Plan:
 def make_plan(seed, kill=False):
     """The trial of seed: {"seed", "n", "old" (ranks before a grow; n when none), "comms",
     "calls", "victim", "kill_at" (an index into the victim's calls, _my_calls), "kill_phase"
-    ("before", "during" or "after" that call), "stops" (whether the launcher SIGSTOPs ranks),
+    ("before", "during" or "after" that call), "kill_how" ("kill" or "abort"), "stops" (whether the launcher SIGSTOPs ranks),
     "slow" (a rank that sleeps longer more often, or None)}.
 
     With kill, the random part ends with an AllReduce over the world (a fence: once the victim has
@@ -179,7 +185,7 @@ def make_plan(seed, kill=False):
             call["op"] = "broadcast"
             p.calls.append(call)
     plan = {"seed": seed, "n": n, "old": old, "comms": p.comms, "calls": p.calls, "victim": None,
-            "kill_at": None, "kill_phase": None, "stops": rnd.random() < 0.6,
+            "kill_at": None, "kill_phase": None, "kill_how": None, "stops": rnd.random() < 0.6,
             "slow": rnd.randrange(n) if rnd.random() < 0.5 else None}
     if kill:
         fence = {"op": "allreduce", "comm": "world", "count": 4, "dtype": "int64", "root": 0, "red": "sum",
@@ -193,6 +199,7 @@ def make_plan(seed, kill=False):
         plan["kill_at"] = rnd.randrange(after_fence, len(mine))
         plan["kill_phase"] = rnd.choice(("before", "during", "after")) if plan["kill_at"] < len(mine) - 1 \
             else "before"
+        plan["kill_how"] = rnd.choice(("kill", "kill", "abort"))
     return plan
 
 
@@ -515,7 +522,7 @@ def _trial_rank(fd, plan, rank, uid, grow_fds):
         try:
             me.start()
             if rank == plan["victim"]:
-                me.run(on_call=lambda i, call: _victim_call(fd, doc, plan, i, call))
+                me.run(on_call=lambda i, call: _victim_call(fd, doc, me, i, call))
             else:
                 me.run()
         except b.NCCLError as exc:
@@ -529,23 +536,41 @@ def _trial_rank(fd, plan, rank, uid, grow_fds):
     os._exit(0)
 
 
-def _victim_call(fd, doc, plan, i, call):
-    """The victim's call i: made, unless the kill comes at it (before, during or after it)."""
-    def die():
-        _report(fd, dict(doc, killed_at=time.monotonic()))
-        os.kill(os.getpid(), signal.SIGKILL)
-
+def _victim_call(fd, doc, me, i, call):
+    """The victim's call i: made, unless the kill comes at it (before, during or after it). A
+    kill is SIGKILL; an abort is ncclCommAbort of the world (the only communicator it holds
+    after the fence), after which the victim ends at once or a moment later."""
+    plan = me.plan
     if i != plan["kill_at"]:
         return call()
-    phase = plan["kill_phase"]
+    how, phase = plan["kill_how"], plan["kill_phase"]
+    rnd = random.Random(plan["seed"])
+
+    def strike():
+        if how == "kill":
+            _report(fd, dict(doc, killed_at=time.monotonic()))
+            os.kill(os.getpid(), signal.SIGKILL)
+        at = time.monotonic()
+        b.comm_abort(me.comms["world"].ptr)
+        _report(fd, dict(doc, killed_at=at))
+
+    timer = threading.Timer(rnd.uniform(0.0, 0.003), strike) if phase == "during" else None
     if phase == "before":
-        die()
-    if phase == "during":
-        threading.Timer(random.Random(plan["seed"]).uniform(0.0, 0.003), die).start()
-    call()
-    if phase == "after":
-        die()
-    time.sleep(TRIAL_LIMIT_S)  # the timer's kill is on its way
+        strike()
+    else:
+        if timer is not None:
+            timer.start()
+        try:
+            call()
+        except b.NCCLError:
+            if how == "kill" or timer is None:
+                raise
+        if timer is not None:
+            timer.join()  # a kill never returns from it
+        if phase == "after":
+            strike()
+    time.sleep(rnd.uniform(0.0, 0.05))
+    os._exit(0)
 
 
 # ---- the launcher ----
@@ -618,10 +643,11 @@ def judge(plan, reports, pids):
         if victim is None and r["error"] is not None:
             wrong.append(f"rank {rank} failed: {r['error']}")
         if victim is not None:
-            named = {pid for _, pid in FIRST_DEATH.findall(r["error"] or "")}
+            first = FIRST_DEATH if plan["kill_how"] == "kill" else FIRST_ABORT
+            named = {pid for _, pid in first.findall(r["error"] or "")}
             if named != {str(pids[victim])}:
-                wrong.append(f"rank {rank} does not name the victim (pid {pids[victim]}) as the first cause: "
-                             f"{r['error']}")
+                wrong.append(f"rank {rank} does not name the victim (pid {pids[victim]}, {plan['kill_how']}) as the "
+                             f"first cause: {r['error']}")
             elif killed_at and r["at"] - killed_at[0] > LATE_S:
                 wrong.append(f"rank {rank} failed {r['at'] - killed_at[0]:.1f} s after the kill: {r['error']}")
     if victim is not None and not killed_at:
