@@ -5,9 +5,9 @@ call returned. A departure may fail a peer's call only when that call still need
 departed rank had not provided (docs/host-backend.md#what-a-departure-means-for-a-peers-call),
 which in a correct program never happens: every call of every rank must return numpy's answer.
 
-The kill variant kills one rank with SIGKILL at a random moment: every survivor must fail within
-seconds, naming the killed rank's pid as the first cause (docs/host-backend.md#peer-death-and-abort),
-and never return wrong data.
+The kill variant kills one rank with SIGKILL, or has it abort its communicator, at a random
+moment: every survivor must fail within seconds, naming that rank's pid as the first cause
+(docs/host-backend.md#peer-death-and-abort), and never return wrong data.
 
 Trials are seeded: trial i runs the program of seed S + i. A failure names its seed; rerun it
 with NCCL4PY_DEPARTURE_SEED=<seed> NCCL4PY_DEPARTURE_TRIALS=1. NCCL4PY_DEPARTURE_TRIALS sets the
