@@ -50,6 +50,7 @@ COLLS = ("broadcast", "broadcast", "broadcast", "allreduce", "reduce", "allgathe
 OPS = {"sum": nc.SUM, "prod": nc.PROD, "max": nc.MAX, "min": nc.MIN}
 NP_OPS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 DTYPES = ("float64", "int32", "int64", "float32")
+_KEEP = []  # window memory of a one-sided round that failed: still registered, never freed
 
 
 # ---- the plan: one random program per seed ----
@@ -342,19 +343,21 @@ def _p2p_call(comm, call, k, seed, me, chk):
 
 def _rma_call(comm, call, k, seed, me, m, chk):
     """put_signal to (me + shift) % m and wait_signal from (me - shift) % m, `rounds` times, over a
-    window registered and deregistered around them (both collective)."""
+    window registered and deregistered around them (both collective). The memory is freed only
+    once the window is gone: after a failure it stays registered (and kept) until the process
+    ends."""
     cnt, shift, rounds = call["count"], call["shift"], call["rounds"]
     src = (me - shift) % m
     buf = nc.mem_alloc(cnt * 8 * rounds)
-    try:
-        win = comm.register_window(buf)
-        for i in range(rounds):
-            comm.put_signal(_input(seed, k, me, cnt, "float64", salt=i), (me + shift) % m, win, i * cnt)
-            comm.wait_signal(WaitSignalDesc(src))
-        got = np.from_dlpack(buf).view(np.float64).copy()
-        win.close()
-    finally:
-        nc.mem_free(buf)
+    _KEEP.append(buf)
+    win = comm.register_window(buf)
+    for i in range(rounds):
+        comm.put_signal(_input(seed, k, me, cnt, "float64", salt=i), (me + shift) % m, win, i * cnt)
+        comm.wait_signal(WaitSignalDesc(src))
+    got = np.from_dlpack(buf).view(np.float64).copy()
+    win.close()
+    _KEEP.remove(buf)
+    nc.mem_free(buf)
     want = np.concatenate([_input(seed, k, src, cnt, "float64", salt=i) for i in range(rounds)])
     chk.add(f"call {k} rma on {call['comm']} (shift {shift}, {cnt} doubles x {rounds})", got, want)
 
