@@ -4,10 +4,10 @@
 Every fenced ```python block is a program. Its first line may name its file (``# name.py``); a
 shell command on the same page that runs that file runs it, otherwise it runs by itself: under
 ``python -m nccl.run -n 2`` when it creates a communicator (``from_env``, ``Communicator.init``,
-``comm_init_rank``), in one process otherwise. A fenced ```sh block holds commands; those a user
+``comm_init_rank``, torch's ``init_process_group``), in one process otherwise. A fenced ```sh block holds commands; those a user
 types to use the package (``python -m nccl...``, ``python file.py``, ``mpirun``, ``torchrun``)
 run, the set-up and developer commands (``pip``, ``./run.sh``, ``.venv/bin/...``, ``tools/...``,
-``export``) are listed but not run. An HTML comment on the line above a fence changes that:
+``tests/...``, ``export``) are listed but not run. An HTML comment on the line above a fence changes that:
 
     <!-- docs-test: ranks=N -->           run the python block under python -m nccl.run -n N
     <!-- docs-test: fragment: WHY -->     a python block that is a piece of a program: compiled, not run
@@ -30,7 +30,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROO
 MARKER = re.compile(r"^<!-- docs-test: (ranks=(\d+)|fragment: .+|gpu: .+|not-run: .+|output) -->$")
 FENCE = re.compile(r"^```(\w*)\s*$")
 FILE_LINE = re.compile(r"^# ([\w.-]+\.py)\s*$")
-MAKES_COMMUNICATOR = re.compile(r"\b(from_env|Communicator\.init|comm_init_rank)\(")
+MAKES_COMMUNICATOR = re.compile(r"\b(from_env|Communicator\.init|comm_init_rank|init_process_group)\(")
 # Launchers whose command lines are a user's use of the package.
 LAUNCHERS = {"mpirun", "mpiexec", "torchrun", "srun"}
 
@@ -87,7 +87,7 @@ class Command:
             return False
         if a[0] in ("python", "python3"):
             return (a[1:2] == ["-m"] and a[2:3] != [] and a[2].split(".")[0] == "nccl") or (
-                len(a) > 1 and a[1].endswith(".py") and not a[1].startswith("tools/"))
+                len(a) > 1 and a[1].endswith(".py") and not a[1].startswith(("tools/", "tests/")))
         return a[0] in LAUNCHERS
 
     @property

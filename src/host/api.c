@@ -322,10 +322,54 @@ ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, n
     return coll(HOST_K_BROADCAST, "ncclBroadcast", sendbuff, recvbuff, count, datatype, -1, root, NULL, comm);
 }
 
+/* An AllReduce over many ranks runs as a ReduceScatter and an AllGather in one group
+ * (docs/host-backend.md#allreduce-over-many-ranks): each rank then reduces its own 1/n of the data
+ * instead of all of it, so the ranks together read the data about 3 times instead of n + 1. The
+ * reduction order is the same (ranks 0..n-1 for every element), and so is every result bit. The
+ * elements that do not divide by n follow as an AllReduce of their own. Left to the plain call:
+ * small counts (twice the steps, for no gain), few ranks, and whatever the plain call refuses
+ * (NULL or partially overlapping buffers, a bad communicator or datatype), so it names it. */
+#define HOST_AR_SPLIT_MIN_RANKS 4
+#define HOST_AR_SPLIT_MIN_BYTES ((size_t)256 << 10)
+
+static int allreduce_split(const void *send, const void *recv, size_t count, ncclDataType_t dt, ncclComm_t comm,
+                           int *n, int *me)
+{
+    size_t es = host_type_size(dt), bytes = count * es;
+    const unsigned char *s = send, *r = recv;
+    if (es == 0 || s == NULL || r == NULL || bytes < HOST_AR_SPLIT_MIN_BYTES || (s != r && s < r + bytes && r < s + bytes))
+        return 0;
+    if (ncclCommCount(comm, n) != ncclSuccess || ncclCommUserRank(comm, me) != ncclSuccess)
+        return 0;
+    return *n >= HOST_AR_SPLIT_MIN_RANKS && count / (size_t)*n > 0;
+}
+
+static ncclResult_t allreduce_in_two(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t dt,
+                                     ncclRedOp_t op, ncclComm_t comm, int n, int me)
+{
+    size_t es = host_type_size(dt), block = count / (size_t)n, whole = block * (size_t)n;
+    const unsigned char *s = sendbuff;
+    unsigned char *r = recvbuff, *mine = r + (size_t)me * block * es;
+    ncclResult_t rc = ncclGroupStart(), end;
+    if (HOST_FAILED(rc))
+        return rc;
+    rc = coll(HOST_K_REDUCESCATTER, "ncclAllReduce", s, mine, block, dt, (int)op, -1, NULL, comm);
+    if (!HOST_FAILED(rc))
+        rc = coll(HOST_K_ALLGATHER, "ncclAllReduce", mine, r, block, dt, -1, -1, NULL, comm);
+    if (!HOST_FAILED(rc) && whole < count)
+        rc = coll(HOST_K_ALLREDUCE, "ncclAllReduce", s + whole * es, r + whole * es, count - whole, dt, (int)op, -1,
+                  NULL, comm);
+    end = ncclGroupEnd();
+    return HOST_FAILED(rc) ? rc : end;
+}
+
 ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
 {
+    int n, me;
     (void)stream;
+    if (allreduce_split(sendbuff, recvbuff, count, datatype, comm, &n, &me))
+        return allreduce_in_two(sendbuff, recvbuff, count, datatype, op, comm, n, me);
     return coll(HOST_K_ALLREDUCE, "ncclAllReduce", sendbuff, recvbuff, count, datatype, (int)op, -1, NULL, comm);
 }
 

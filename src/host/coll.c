@@ -534,7 +534,10 @@ static void publish_done(host_comm *c, uint64_t s)
 
 /* Whether rank r has finished reading step s-2 (the last user of our buffer for step s). Before
  * reporting "not yet", raise our wants_done and look again, so that r's publish_done either
- * sees the flag or we see its `done`. */
+ * sees the flag or we see its `done`. A rank that left the communicator reads nothing any more,
+ * whatever its `done` says (an eager Broadcast root leaves without publishing the `done` it held
+ * back): its departure allows the reuse
+ * (docs/host-backend.md#what-a-departure-means-for-a-peers-call). */
 static int done_ready(host_comm *c, int r, uint64_t s)
 {
     host_seg_rank *mine = host_seg_rankp(&c->seg, c->rank);
@@ -543,7 +546,23 @@ static int done_ready(host_comm *c, int r, uint64_t s)
         return 1;
     atomic_store_explicit(&mine->wants_done, 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);
-    return atomic_load_explicit(done, memory_order_acquire) + 2 >= s;
+    return atomic_load_explicit(done, memory_order_acquire) + 2 >= s || host_peer_left(c, r);
+}
+
+/* Whether rank r has published step s. In a pass that checks departures (b->check_gone), a rank
+ * that has not is asked whether it is gone, then looked at again: only a step still missing
+ * after its departure was seen is one it never provided. */
+static int step_published(host_comm *c, int r, uint64_t s, host_blocked *b, const char *opname)
+{
+    _Atomic uint64_t *seq = &host_seg_slot(&c->seg, r, s)->seq;
+    if (atomic_load_explicit(seq, memory_order_acquire) == s)
+        return 1;
+    if (host_blocked_check(b, c, r)) {
+        if (atomic_load_explicit(seq, memory_order_acquire) == s)
+            return 1;
+        host_blocked_gone(b, r, opname);
+    }
+    return 0;
 }
 
 /* An eager Broadcast root's unchecked step (c->bcast_unchecked): once every peer has published
@@ -556,14 +575,15 @@ ncclResult_t host_coll_settle(host_comm *c, int *ready, host_blocked *b)
     *ready = 1;
     if (s == 0)
         return ncclSuccess;
-    for (int r = 0; r < c->nranks; r++) {
-        if (atomic_load_explicit(&host_seg_slot(&c->seg, r, s)->seq, memory_order_acquire) != s) {
-            b->peer = r;
-            b->what = "its contribution to an earlier Broadcast";
-            *ready = 0;
-            return ncclSuccess;
-        }
+    for (int r = 0; r < c->nranks && (*ready || b->check_gone); r++) {
+        if (step_published(c, r, s, b, host_kind_name(HOST_K_BROADCAST)) || !*ready)
+            continue;
+        b->peer = r;
+        b->what = "its contribution to an earlier Broadcast";
+        *ready = 0;
     }
+    if (!*ready)
+        return ncclSuccess;
     c->bcast_unchecked = 0;
     if (HOST_FAILED(rc = check_descriptors(c, s, host_kind_name(HOST_K_BROADCAST), 0)))
         return rc;
@@ -621,20 +641,19 @@ static ncclResult_t publish_step(host_comm *c, host_coll_run *run, int *ready, h
 
 /* Whether every rank we wait for in step run->s has published it: every rank, except under the
  * eager Broadcast (segment path), where a non-root waits for the root only and the root for
- * nobody (docs/host-backend.md#broadcast-without-a-barrier). */
+ * nobody (docs/host-backend.md#broadcast-without-a-barrier). A pass that checks departures looks
+ * at every missing rank, not only the first. */
 static int step_arrived(host_comm *c, const host_coll_run *run, host_blocked *b)
 {
-    int eager = c->bcast_eager && !run->direct && run->op->kind == HOST_K_BROADCAST;
-    for (int r = 0; r < c->nranks; r++) {
-        if (eager && r != run->op->root)
+    int eager = c->bcast_eager && !run->direct && run->op->kind == HOST_K_BROADCAST, arrived = 1;
+    for (int r = 0; r < c->nranks && (arrived || b->check_gone); r++) {
+        if ((eager && r != run->op->root) || step_published(c, r, run->s, b, run->op->name) || !arrived)
             continue;
-        if (atomic_load_explicit(&host_seg_slot(&c->seg, r, run->s)->seq, memory_order_acquire) != run->s) {
-            b->peer = r;
-            b->what = "its contribution to the collective";
-            return 0;
-        }
+        b->peer = r;
+        b->what = "its contribution to the collective";
+        arrived = 0;
     }
-    return 1;
+    return arrived;
 }
 
 /* Whether every rank has published step s. */
@@ -654,9 +673,11 @@ ncclResult_t host_coll_progress(host_comm *c, host_coll_run *run, int *progress,
     b->opname = op->name;
     for (;;) {
         if (run->phase == 2) {
-            /* Single copy: our buffers are free once every peer has finished reading them. */
+            /* Single copy: our buffers are free once every peer has finished reading them, or
+             * has left (then it reads nothing any more). */
             for (int r = 0; r < n; r++) {
-                if (atomic_load_explicit(&host_seg_rankp(&c->seg, r)->done, memory_order_acquire) < run->s) {
+                if (atomic_load_explicit(&host_seg_rankp(&c->seg, r)->done, memory_order_acquire) < run->s &&
+                    !host_peer_left(c, r)) {
                     b->peer = r;
                     b->what = "peers to finish reading this rank's buffers";
                     return ncclSuccess;

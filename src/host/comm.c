@@ -141,8 +141,9 @@ void host_comm_teardown(host_comm *c, int abort)
     if (c->worker_started == 3)
         return; /* the worker is stuck past the deadline: leak rather than free under it */
     host_monitor_remove(c);
-    if (!abort && c->phase != HOST_PHASE_FINALIZED)
-        (void)host_settle_before_leaving(c); /* the worker is stopped: run here; destroy succeeds anyway */
+    /* Destroy leaves at once, even as the root of an eager Broadcast whose peers have not all
+     * arrived: what they need of it is published, and the reuse it still held back is allowed by
+     * its departure (docs/host-backend.md#what-a-departure-means-for-a-peers-call). */
     if (abort || c->phase != HOST_PHASE_FINALIZED) /* finalize already announced it */
         announce_departure(c, abort);
     host_comm_free(c);

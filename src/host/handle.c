@@ -202,11 +202,13 @@ void host_comm_set_error_why(host_comm *c, ncclResult_t rc, const char *why)
 }
 
 /* How peer r left, as this rank sees it (HOST_PEER_*): its own state word first, since it writes
- * that before sending its notice. */
+ * that before sending its notice. The monitor's word is loaded before the state word, so that a
+ * departure the monitor saw is also read from the state word (acquire), which orders whatever
+ * the peer provided before it (docs/host-backend.md#memory-order). */
 static int peer_departure(host_comm *c, int r)
 {
-    uint32_t st = c->seg.base != NULL ? atomic_load_explicit(&host_seg_rankp(&c->seg, r)->state, memory_order_acquire) : HOST_RANK_ALIVE;
     int g = atomic_load_explicit(&c->peers[r].gone, memory_order_seq_cst);
+    uint32_t st = c->seg.base != NULL ? atomic_load_explicit(&host_seg_rankp(&c->seg, r)->state, memory_order_acquire) : HOST_RANK_ALIVE;
     if (st == HOST_RANK_ABORTED || g == HOST_PEER_ABORTED)
         return HOST_PEER_ABORTED;
     if (st == HOST_RANK_LEFT || g == HOST_PEER_LEFT)
@@ -217,6 +219,11 @@ static int peer_departure(host_comm *c, int r)
 int host_peer_is_gone(host_comm *c, int r)
 {
     return peer_departure(c, r) != HOST_PEER_ALIVE;
+}
+
+int host_peer_left(host_comm *c, int r)
+{
+    return peer_departure(c, r) == HOST_PEER_LEFT;
 }
 
 uint32_t host_peer_cause(host_comm *c, int r)
@@ -233,11 +240,21 @@ uint32_t host_peer_cause(host_comm *c, int r)
     return HOST_CAUSE(r, how == HOST_PEER_ALIVE ? HOST_PEER_LEFT : how);
 }
 
+/* Whether this rank has aborted or left the communicator: what it published with its departure
+ * is what its peers blame, so no later loss it notices (a thread still inside a call, the
+ * monitor reading a peer's notice) may be recorded as its first cause. */
+static int departed(host_comm *c)
+{
+    return atomic_load_explicit(&c->aborted, memory_order_seq_cst) ||
+           (c->seg.base != NULL &&
+            atomic_load_explicit(&host_seg_rankp(&c->seg, c->rank)->state, memory_order_relaxed) != HOST_RANK_ALIVE);
+}
+
 void host_comm_note_cause(host_comm *c, uint32_t cause)
 {
     uint32_t none = 0;
     int d = HOST_CAUSE_RANK(cause), how = HOST_CAUSE_HOW(cause);
-    if (cause != 0 && d >= 0 && d < c->nranks && how >= HOST_PEER_LEFT && how <= HOST_PEER_ABORTED &&
+    if (cause != 0 && d >= 0 && d < c->nranks && how >= HOST_PEER_LEFT && how <= HOST_PEER_ABORTED && !departed(c) &&
         atomic_compare_exchange_strong_explicit(&c->cause, &none, cause, memory_order_seq_cst, memory_order_seq_cst) && c->seg.base != NULL)
         /* Published at once, so the peers blame it even if this process ends without leaving;
          * seq_cst, before whatever the failure makes this rank do next. */

@@ -615,7 +615,8 @@ const char *host_comm_error_why(host_comm *c, char *buf, size_t len);
  * because of it), else r itself and how it went. */
 uint32_t host_peer_cause(host_comm *c, int r);
 /* Records the communicator's first cause (first wins; 0 is ignored) and publishes it in this
- * rank's words of the segment. */
+ * rank's words of the segment; nothing once this rank has aborted or left, since its departure
+ * told the peers what it had. */
 void host_comm_note_cause(host_comm *c, uint32_t cause);
 /* "peer rank 2 (pid 4711) died": a first cause in words. */
 const char *host_cause_text(host_comm *c, uint32_t cause, char *buf, size_t len);
@@ -625,6 +626,10 @@ const char *host_cause_text(host_comm *c, uint32_t cause, char *buf, size_t len)
 const char *host_peer_gone_text(host_comm *c, int r, char *buf, size_t len);
 /* Whether peer r is gone: its state word says it left or aborted, or the monitor saw it go. */
 int host_peer_is_gone(host_comm *c, int r);
+/* Whether peer r left the communicator (finalize, destroy, or its process ended after either):
+ * it reads nothing of this rank's any more, so what it had still to read no longer holds back
+ * the reuse of a buffer. An abort or a death is not a departure of this kind. */
+int host_peer_left(host_comm *c, int r);
 /* Fails (ncclRemoteError) an operation `what` that needs peer r, which is gone, after noting the
  * first cause of its loss: "<comm> rank 1: ncclAllReduce needs rank 0 (pid 4700), which aborted
  * after rank 2 (pid 4711) died" (docs/host-backend.md#peer-death-and-abort). */
@@ -745,20 +750,42 @@ int host_task_try_inline(host_comm *c, host_task *t, ncclResult_t *rc);
 void host_task_free(host_task *t);
 void host_worker_stop(host_comm *c, int64_t deadline);
 ncclResult_t host_run_ops(host_comm *c, host_task *t);
-/* A departing rank (finalize, destroy) first settles an eager Broadcast it was the root of:
- * until every peer has published that step, a peer may still be on its way into it, and a
- * collective that finds a peer gone fails (docs/host-backend.md#broadcast-without-a-barrier). */
+/* ncclCommFinalize first settles an eager Broadcast this rank was the root of, so that a
+ * mismatch in it is finalize's error (docs/host-backend.md#broadcast-without-a-barrier). */
 ncclResult_t host_settle_before_leaving(host_comm *c);
 
-/* What a progress function is stuck on, for the deadline message and peer-gone checks. */
+/* What a progress function is stuck on, for the deadline message and the departure check
+ * (docs/host-backend.md#what-a-departure-means-for-a-peers-call). */
 typedef struct {
     int peer;            /* first peer we are waiting for, -1 if none */
     const char *what;    /* "collective step", "send", ... */
     const char *opname;
-    int nmissing;
-    int liveness_checked; /* the op checks peer's liveness itself, re-reading what it waits for
-                           * after seeing the peer gone (a peer may deliver, then leave) */
+    int check_gone;      /* in: this pass comes before sleeping; a wait also asks whether the peer it
+                          * waits for is gone, and if so looks again at what it waits for */
+    int gone;            /* out (check_gone): a peer that is gone without having provided what an
+                          * op still needs from it, -1 if none */
+    const char *gone_op; /* the op that needs it */
 } host_blocked;
+/* A fresh host_blocked for one op of a pass that checks departures or not. */
+static inline host_blocked host_blocked_init(int check_gone)
+{
+    return (host_blocked){-1, NULL, NULL, check_gone, -1, NULL};
+}
+/* Whether peer r, which has not yet provided what an op waits for, is gone (asked only in a pass
+ * with b->check_gone). The caller then looks again at the word it waits on and, only if that is
+ * still missing, records the unmet need with host_blocked_gone (the first one wins): a departing
+ * rank stores its state word after everything it provided (docs/host-backend.md#memory-order). */
+static inline int host_blocked_check(const host_blocked *b, host_comm *c, int r)
+{
+    return b->check_gone && r != c->rank && host_peer_is_gone(c, r);
+}
+static inline void host_blocked_gone(host_blocked *b, int r, const char *opname)
+{
+    if (b->gone < 0) {
+        b->gone = r;
+        b->gone_op = opname;
+    }
+}
 
 /* coll.c: a collective in progress */
 typedef struct {

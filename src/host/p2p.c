@@ -91,6 +91,14 @@ static ncclResult_t send_progress(host_comm *c, host_p2p_run *run, int *progress
     b->peer = peer;
     b->what = run->pos < run->end ? "ring space (the receiver has not posted or finished its ncclRecv)"
                                   : "the receiver to take the data (no matching ncclRecv yet?)";
+    /* A receiver that took the whole message may leave at once: look again after seeing it gone. */
+    if (host_blocked_check(b, c, peer)) {
+        if (run->pos == run->end && atomic_load_explicit(&ring->tail, memory_order_acquire) >= run->end) {
+            *done = 1;
+            return ncclSuccess;
+        }
+        host_blocked_gone(b, peer, op->name);
+    }
     return ncclSuccess;
 }
 
@@ -161,6 +169,10 @@ static ncclResult_t recv_progress(host_comm *c, host_p2p_run *run, int *progress
     }
     b->peer = peer;
     b->what = "data from the sender (no matching ncclSend yet?)";
+    /* A sender whose message fits the ring's eager limit may leave before we took it: what it
+     * wrote before leaving is still ours to take (the next pass takes it). */
+    if (host_blocked_check(b, c, peer) && atomic_load_explicit(&ring->head, memory_order_acquire) == run->pos)
+        host_blocked_gone(b, peer, op->name);
     return ncclSuccess;
 }
 

@@ -147,7 +147,6 @@ static ncclResult_t wait_progress(host_comm *c, host_opd *op, int *done, host_bl
             continue;
         b->peer = p;
         b->what = "its ncclPutSignal/ncclSignal";
-        b->liveness_checked = 1;
         return ncclSuccess;
     }
     for (int p = 0; p < n; p++)

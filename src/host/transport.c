@@ -535,10 +535,22 @@ static int peer_exited(const host_comm *c, int peer)
     return poll(&pf, 1, 0) > 0 && (pf.revents & (POLLIN | POLLHUP | POLLERR)) != 0;
 }
 
+/* The first cause of the loss of peer, whose process ended: the cause it published, when it
+ * failed for another rank's loss before ending (docs/host-backend.md#peer-death-and-abort), else
+ * its own death. */
+static uint32_t dead_peer_cause(host_comm *c, int peer)
+{
+    uint32_t inherited = atomic_load_explicit(&host_seg_rankp(&c->seg, peer)->cause, memory_order_acquire);
+    int d = HOST_CAUSE_RANK(inherited);
+    if (inherited != 0 && d != peer && d != c->rank && d >= 0 && d < c->nranks)
+        return inherited;
+    return HOST_CAUSE(peer, HOST_PEER_DEAD);
+}
+
 ncclResult_t host_direct_read(host_comm *c, int peer, void *dst, uint64_t src, size_t len)
 {
     size_t done = 0;
-    int err = 0;
+    int err = 0, exited;
     char text[256];
     ncclResult_t rc;
     while (done < len) {
@@ -554,19 +566,28 @@ ncclResult_t host_direct_read(host_comm *c, int peer, void *dst, uint64_t src, s
         break;
     }
     /* The bytes are the peer's only if its process still lives (see the file comment). */
-    if (err == ESRCH || peer_exited(c, peer)) {
-        rc = ncclRemoteError;
-        host_comm_note_cause(c, HOST_CAUSE(peer, HOST_PEER_DEAD));
-        snprintf(text, sizeof text, "rank %d (pid %u) died during a single-copy read by rank %d", peer,
-                 c->peers[peer].pid, c->rank);
-    } else if (err == 0) {
+    exited = err == ESRCH || peer_exited(c, peer);
+    if (err == 0 && !exited)
         return ncclSuccess;
-    } else if (atomic_load_explicit(&c->seg.hdr->error_code, memory_order_acquire) != 0) {
-        /* a rank gave up (worker.c release_exposed) and its buffers may be gone: its reason */
+    if (atomic_load_explicit(&c->seg.hdr->error_code, memory_order_acquire) != 0) {
+        /* a rank gave up (worker.c release_exposed) and its buffers, or its process, may be gone
+         * since: its reason, which names the first cause of its failure */
         rc = (ncclResult_t)atomic_load_explicit(&c->seg.hdr->error_code, memory_order_acquire);
         host_comm_note_cause(c, c->seg.hdr->error_cause);
         return host_fail(rc, "%s rank %d: single-copy read from rank %d stopped: %s", c->name, c->rank, peer,
                          c->seg.hdr->error_text);
+    }
+    if (exited) {
+        uint32_t cause = dead_peer_cause(c, peer);
+        char first[128];
+        rc = ncclRemoteError;
+        host_comm_note_cause(c, cause);
+        if (HOST_CAUSE_RANK(cause) == peer)
+            snprintf(text, sizeof text, "rank %d (pid %u) died during a single-copy read by rank %d", peer,
+                     c->peers[peer].pid, c->rank);
+        else
+            snprintf(text, sizeof text, "rank %d (pid %u) died after %s, during a single-copy read by rank %d", peer,
+                     c->peers[peer].pid, host_cause_text(c, cause, first, sizeof first), c->rank);
     } else if (atomic_load_explicit(&host_seg_rankp(&c->seg, peer)->state, memory_order_acquire) != HOST_RANK_ALIVE ||
                atomic_load_explicit(&c->peers[peer].gone, memory_order_seq_cst) != HOST_PEER_ALIVE) {
         char how[128];

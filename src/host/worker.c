@@ -285,13 +285,14 @@ void host_worker_stop(host_comm *c, int64_t deadline)
 /* OPS tasks                                                                                    */
 /* ------------------------------------------------------------------------------------------ */
 
-/* A peer that is gone, preferring one that died: a rank that aborted may have done so because
- * of that death. */
-static int any_peer_gone(host_comm *c, int *who)
+/* A peer that aborted or died, preferring one that died: a rank that aborted may have done so
+ * because of that death. A peer that left is not one: it fails only the ops that still need
+ * something from it (host_blocked.gone). */
+static int any_peer_lost(host_comm *c, int *who)
 {
     *who = -1;
     for (int r = 0; r < c->nranks; r++) {
-        if (r == c->rank || !host_peer_is_gone(c, r))
+        if (r == c->rank || !host_peer_is_gone(c, r) || host_peer_left(c, r))
             continue;
         if (*who < 0 || atomic_load_explicit(&c->peers[r].gone, memory_order_seq_cst) == HOST_PEER_DEAD)
             *who = r;
@@ -299,8 +300,12 @@ static int any_peer_gone(host_comm *c, int *who)
     return *who >= 0;
 }
 
-/* Nothing could move: is there a reason it never will? */
-static ncclResult_t stuck_check(host_comm *c, host_task *t, int coll_pending, const host_blocked *b)
+/* Nothing could move, after a pass that checked departures (b->check_gone): is there a reason it
+ * never will? An error another rank recorded, a cancellation, the communicator's own error, a
+ * peer that aborted or died (the communicator is broken: every op fails at once), or a peer that
+ * left without providing what an op still needs (only that op's need fails it;
+ * docs/host-backend.md#what-a-departure-means-for-a-peers-call). */
+static ncclResult_t stuck_check(host_comm *c, host_task *t, const host_blocked *b)
 {
     host_seg_header *h = c->seg.hdr;
     uint32_t code = atomic_load_explicit(&h->error_code, memory_order_acquire);
@@ -321,10 +326,10 @@ static ncclResult_t stuck_check(host_comm *c, host_task *t, int coll_pending, co
                          b->opname ? b->opname : "operation", host_error_string(err),
                          host_comm_error_why(c, why, sizeof why));
     }
-    if (coll_pending && any_peer_gone(c, &who))
-        return host_fail_peer_gone(c, b->opname ? b->opname : "collective", who);
-    if (b->peer >= 0 && b->peer != c->rank && !b->liveness_checked && host_peer_is_gone(c, b->peer))
-        return host_fail_peer_gone(c, b->opname ? b->opname : "operation", b->peer);
+    if (any_peer_lost(c, &who))
+        return host_fail_peer_gone(c, b->opname ? b->opname : "operation", who);
+    if (b->gone >= 0)
+        return host_fail_peer_gone(c, b->gone_op ? b->gone_op : "operation", b->gone);
     return ncclSuccess;
 }
 
@@ -416,6 +421,21 @@ static host_opd *next_rma(host_opd *o)
     return o;
 }
 
+/* Takes what a stuck op waits for into the pass's b: the whole of it when `first` (what the
+ * deadline message names), and in any case the first peer found gone with a need unmet. */
+static void blocked_merge(host_blocked *b, const host_blocked *op, int first)
+{
+    int gone = b->gone;
+    const char *gone_op = b->gone_op;
+    if (first) {
+        b->peer = op->peer;
+        b->what = op->what;
+        b->opname = op->opname;
+    }
+    b->gone = gone >= 0 ? gone : op->gone;
+    b->gone_op = gone >= 0 ? gone_op : op->gone_op;
+}
+
 /* One non-blocking pass over every chain and the collective sequence. *pending: something is
  * left; *progress: something moved; *b: what the first stuck op waits for. */
 static ncclResult_t ops_pass(host_comm *c, ops_state *st, int *progress, int *pending, host_blocked *b)
@@ -424,13 +444,12 @@ static ncclResult_t ops_pass(host_comm *c, ops_state *st, int *progress, int *pe
     for (int q = 0; q < 2 * st->n && st->np > 0; q++) {
         while (st->head[q] >= 0) {
             int done = 0, moved = 0;
-            host_blocked pb = {-1, NULL, NULL, 0};
+            host_blocked pb = host_blocked_init(b->check_gone);
             if (HOST_FAILED(rc = host_p2p_progress(c, &st->ps[st->head[q]].run, &moved, &done, &pb)))
                 return rc;
             *progress |= moved;
             if (!done) {
-                if (b->peer < 0)
-                    *b = pb;
+                blocked_merge(b, &pb, b->peer < 0);
                 *pending = 1;
                 break;
             }
@@ -440,25 +459,23 @@ static ncclResult_t ops_pass(host_comm *c, ops_state *st, int *progress, int *pe
     if (st->settle && c->bcast_unchecked != 0) {
         /* A task without a collective still reports an eager Broadcast's mismatch (coll.c). */
         int ready;
-        host_blocked sb = {-1, NULL, NULL, 0};
+        host_blocked sb = host_blocked_init(b->check_gone);
         if (HOST_FAILED(rc = host_coll_settle(c, &ready, &sb)))
             return rc;
         *progress |= ready;
         if (!ready) {
-            if (b->peer < 0)
-                *b = sb;
+            blocked_merge(b, &sb, b->peer < 0);
             *pending = 2 | *pending;
         }
     }
     while (st->rma != NULL) {
         int done = 0, moved = 0;
-        host_blocked rb = {-1, NULL, NULL, 0};
+        host_blocked rb = host_blocked_init(b->check_gone);
         if (HOST_FAILED(rc = host_rma_progress(c, st->rma, &moved, &done, &rb)))
             return rc;
         *progress |= moved;
         if (!done) {
-            if (b->peer < 0)
-                *b = rb;
+            blocked_merge(b, &rb, b->peer < 0);
             *pending = 1;
             break;
         }
@@ -466,13 +483,12 @@ static ncclResult_t ops_pass(host_comm *c, ops_state *st, int *progress, int *pe
     }
     while (st->coll != NULL) {
         int done = 0, moved = 0;
-        host_blocked cb = {-1, NULL, NULL, 0};
+        host_blocked cb = host_blocked_init(b->check_gone);
         if (HOST_FAILED(rc = host_coll_progress(c, &st->crun, &moved, &done, &cb)))
             return rc;
         *progress |= moved;
         if (!done) {
-            if (b->peer < 0 || b->what == NULL)
-                *b = cb;
+            blocked_merge(b, &cb, b->peer < 0 || b->what == NULL);
             *pending = 2 | *pending;
             break;
         }
@@ -596,11 +612,13 @@ typedef struct {
     int slept;
 } ops_clock;
 
-/* ops_pass from a clean slate. */
-static ncclResult_t ops_pass_fresh(host_comm *c, ops_state *st, int *progress, int *pending, host_blocked *b)
+/* ops_pass from a clean slate; check_gone: the pass before sleeping, which also looks for peers
+ * gone with a need unmet (host_blocked). */
+static ncclResult_t ops_pass_fresh(host_comm *c, ops_state *st, int check_gone, int *progress, int *pending,
+                                   host_blocked *b)
 {
     *progress = *pending = 0;
-    *b = (host_blocked){-1, NULL, NULL, 0};
+    *b = host_blocked_init(check_gone);
     return ops_pass(c, st, progress, pending, b);
 }
 
@@ -619,7 +637,7 @@ static ncclResult_t ops_poll(host_comm *c, ops_state *st, const ops_clock *k, in
             sched_yield();
         else
             host_cpu_relax();
-        if (HOST_FAILED(rc = ops_pass_fresh(c, st, progress, pending, b)))
+        if (HOST_FAILED(rc = ops_pass_fresh(c, st, 0, progress, pending, b)))
             break;
     } while (!*progress && *pending && !atomic_load_explicit(&c->aborted, memory_order_seq_cst) && host_now_ns() < until);
     return rc;
@@ -640,7 +658,7 @@ static ncclResult_t ops_progress(host_comm *c, host_task *t, ops_state *st, ops_
             rc = host_fail(ncclInvalidUsage, "%s rank %d: communicator aborted", c->name, c->rank);
             break;
         }
-        if (HOST_FAILED(rc = ops_pass_fresh(c, st, &progress, &pending, &b)))
+        if (HOST_FAILED(rc = ops_pass_fresh(c, st, 0, &progress, &pending, &b)))
             break;
         if (!progress && pending) {
             if (k->wait_start == 0)
@@ -657,11 +675,12 @@ static ncclResult_t ops_progress(host_comm *c, host_task *t, ops_state *st, ops_
         if (!progress && pending) {
             /* Nothing moved: register as a sleeper only now, then look once more before
              * sleeping, so peers skip the wake syscall whenever this rank is busy rather than
-             * asleep. */
+             * asleep. That look also checks departures: every departure rings the bell, so a
+             * wait that sleeps past one has seen it here. */
             snap = host_bell_prepare(bell);
-            rc = ops_pass_fresh(c, st, &progress, &pending, &b);
+            rc = ops_pass_fresh(c, st, 1, &progress, &pending, &b);
             if (rc == ncclSuccess && pending && !progress &&
-                (rc = stuck_check(c, t, st->coll != NULL, &b)) == ncclSuccess) {
+                (rc = stuck_check(c, t, &b)) == ncclSuccess) {
                 k->slept = 1;
                 if (host_bell_wait(bell, snap, k->deadline) == ETIMEDOUT) {
                     rc = host_fail(host_timeout_code(),

@@ -4,14 +4,16 @@
     python -m nccl.run -n N [options] -m module [args...]
 
 ``--help`` lists the options; docs/api/launcher.md says what the launcher does and how: the
-ranks' environment, their output, what it prints when a rank fails or waits too long, the
-flight recorder's verdict, and how nothing a rank starts outlives the launcher (a child
-subreaper, and a guard process for a launcher that is itself killed: nccl/_run_guard.py).
+ranks' environment (torch's env:// variables included), their output, what it prints when a rank
+fails or waits too long, the flight recorder's verdict, and how nothing a rank starts outlives
+the launcher (a child subreaper, and a guard process for a launcher that is itself killed:
+nccl/_run_guard.py).
 """
 
 import argparse
 import ctypes
 import os
+import socket
 import queue
 import secrets
 import signal
@@ -498,6 +500,17 @@ def root_cause(failures, errors, log_dir=None):
     return lines
 
 
+def _torch_rendezvous(env):
+    """MASTER_ADDR and MASTER_PORT for torch.distributed's env:// init, those env lacks: the
+    loopback address, and a port free now (torch's rank 0 binds it when the program starts)."""
+    extra = {} if env.get("MASTER_ADDR") else {"MASTER_ADDR": "127.0.0.1"}
+    if not env.get("MASTER_PORT"):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            extra["MASTER_PORT"] = str(s.getsockname()[1])
+    return extra
+
+
 def launch(opts, env=None):
     """Runs a launch; returns the launcher's exit status."""
     try:
@@ -510,6 +523,7 @@ def launch(opts, env=None):
     token = secrets.token_hex(16)
     base = dict(os.environ if env is None else env)
     base.update(extra)
+    base.update(_torch_rendezvous(base))
     base.update({
         "WORLD_SIZE": str(opts.nranks),
         "LOCAL_WORLD_SIZE": str(opts.nranks),

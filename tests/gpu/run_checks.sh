@@ -4,8 +4,10 @@
 #                                      installed, or installs this checkout into it (no network
 #                                      needed when meson-python and numpy are already there)
 # Checks (tests/gpu/gpu_checks.py): every collective, configs, properties, a graph replay, a window
-# with a put_signal/wait_signal round. Prints: the library in use, one line per check
-# (PASS/FAIL/SKIP), and the per-call overhead benchmark. Exits non-zero if any check failed. Bounded to 5 minutes.
+# with a put_signal/wait_signal round; (tests/gpu/torch_checks.py, with torch) the "nccl4py"
+# torch.distributed backend on CUDA tensors, CPU tensors of the same group, DDP, one rank per GPU.
+# Prints: the library in use, one line per check (PASS/FAIL/SKIP), and the per-call overhead
+# benchmark. Exits non-zero if any check failed. Bounded to 7 minutes.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 python="${PYTHON:-python3}"
@@ -24,6 +26,13 @@ timeout 120 "$python" tests/gpu/grow_check.py || status=1
 echo "== the docs' GPU examples (tests/test_docs_examples.py)"
 NCCL4PY_DOCS_GPU=1 timeout 120 "$python" -m pytest -q -p no:cacheprovider tests/test_docs_examples.py -k gpu_example \
     || status=1
+if "$python" -c "import torch, torch.distributed" 2>/dev/null; then
+    gpus=$("$python" -c "import torch; print(max(torch.cuda.device_count(), 1))")
+    echo "== torch.distributed on the nccl4py backend ($gpus rank(s))"
+    timeout 120 "$python" -m nccl.run -n "$gpus" tests/gpu/torch_checks.py || status=1
+else
+    echo "== torch.distributed on the nccl4py backend: SKIP (torch is not installed)"
+fi
 echo "== per-call overhead (null library, same process)"
 timeout 90 "$python" benchmarks/overhead.py --repeat 5 --number 100000 || status=1
 exit $status

@@ -277,6 +277,32 @@ def large(ctx):
     return c.result()
 
 
+def split_allreduce(ctx):
+    """AllReduce of 256 KiB and more, which from 4 ranks on runs as a ReduceScatter and an AllGather
+    (src/host/api.c): every type x op, in and out of place, bit for bit against the reference
+    (the same rank order), at a count n does not divide (the rest is an AllReduce of its own);
+    float32 also at one it does."""
+    c = Checker(ctx)
+    n, r = c.size, c.rank
+    for dt in R.ALL_TYPES:
+        es = R.NP_TYPES[dt].itemsize
+        counts = [(256 << 10) // es + 3] + ([n * ((256 << 10) // es // n + 1)] if dt == R.DT.Float32 else [])
+        for count in counts:
+            for op in R.OPS:
+                xs = c.inputs(dt, count, int(op) * 5 + 3)
+                want = R.reduce_ref(xs, op, dt)
+                tag = f"{_name(dt)} {R.b.RedOp(op).name} count={count}"
+                s, d = Guarded(dt, count, xs[r]), Guarded(dt, count)
+                c.call(b.all_reduce, s.at(), d.at(), count, dt, op)
+                c.expect(f"AllReduce {tag}", d.body, want, d)
+                c.expect(f"AllReduce {tag} send buffer", s.body, xs[r], s)
+                ip = Guarded(dt, count, xs[r])
+                c.call(b.all_reduce, ip.at(), ip.at(), count, dt, op)
+                c.expect(f"AllReduce in place {tag}", ip.body, want, ip)
+                c.digest.update(ip.body.tobytes())
+    return c.result()
+
+
 def streamed(ctx):
     """Outputs of at least 16 MiB per rank, which the segment path writes with non-temporal
     stores (src/host/coll.c copy_out): AllGather, AlltoAll, Gather, Broadcast (in and out of

@@ -377,9 +377,9 @@ def eager_root_leaves(ctx):
     """The root of an eager Broadcast leaves the communicator (params["leave"]: "finalize" =
     finalize then destroy, "destroy" = destroy alone) right after it returns. Rank 1 comes 0.5 s
     late to the Broadcast before it, from rank 0, which rank 0 (its eager root) settles at the
-    start of the next one, waiting for rank 1: leaving must wait until every peer has published
-    the step, so that no peer's collective finds the root gone
-    (docs/host-backend.md#broadcast-without-a-barrier)."""
+    start of the next one, waiting for rank 1 while the last root may already have left: no
+    peer's call needs anything of the departed root that it did not publish, so none fails
+    (docs/host-backend.md#what-a-departure-means-for-a-peers-call)."""
     r, n = ctx.rank, ctx.size
     child = _split(ctx.comm, 0, r)
     want = [np.arange(100, dtype=np.float32) * (root + 2) for root in (0, n - 1)]

@@ -214,7 +214,8 @@ def kill_during_read(ctx):
     Rank n-1 sends `count` float32 to every other rank (a Broadcast from it, or one ncclSend per
     rank); rank 0 runs its part in a thread and watches its own receive buffer: once the first
     page has arrived and the last has not, the read is under way, and rank 0 SIGKILLs the victim
-    (the sender, or itself). Returns what each survivor got, and whether the kill was mid-read."""
+    (the sender, or itself). Returns what each survivor got (for a call that returned: whether a
+    receiver holds the whole message, "data_ok"), and whether the kill was mid-read."""
     n, r, comm = ctx.size, ctx.rank, ctx.comm
     p = ctx.params
     count = p["count"]
@@ -239,6 +240,8 @@ def kill_during_read(ctx):
                 b.recv(x.ctypes.data, count, DT.Float32, sender, comm, 0)
         except b.NCCLError as exc:
             out.update(type=type(exc).__name__, status=int(exc.status), msg=str(exc))
+        else:
+            out["data_ok"] = r == sender or bool((x == float(n)).all())
         out["elapsed"] = time.monotonic() - t0
 
     if r != 0:

@@ -40,6 +40,14 @@ def test_large_counts(run_ranks, nranks):
 
 
 
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("nranks", [4, 5])
+def test_allreduce_over_many_ranks(run_ranks, nranks):
+    """AllReduce from 256 KiB at 4 and 5 ranks (a ReduceScatter and an AllGather): every type x op,
+    in and out of place, counts that n divides and does not."""
+    _check(run_ranks(nranks, "ranks_collectives:split_allreduce", timeout=150))
+
+
 @pytest.mark.timeout(120)
 def test_large_outputs_streamed(run_ranks):
     """Outputs of 16 MiB and more (written with non-temporal stores on the segment path), at 3

@@ -99,7 +99,8 @@ def test_eager_broadcast_root(run_ranks, nranks, next_call):
 @pytest.mark.parametrize("leave", ["finalize", "destroy"])
 def test_eager_broadcast_root_that_leaves_at_once(run_ranks, leave):
     """An eager Broadcast root that finalizes or destroys the communicator right after returning
-    waits until its peers are in the step: every rank's Broadcasts succeed with the root's data."""
+    (finalize waits until its peers are in the step, destroy does not): every rank's Broadcasts
+    succeed with the root's data."""
     res = run_ranks(3, "ranks_groups:eager_root_leaves", timeout=45, params={"leave": leave},
                     env={"NCCL_HOST_DIRECT": "0"})
     ok = {"type": None}

@@ -133,7 +133,10 @@ def test_peer_killed_during_single_copy_read(run_ranks, what, victim):
     """Rank 0 kills the sender (the last rank), or itself, once its single-copy read of a 128 MiB
     message is under way: every rank left waiting on the dead one gets ncclRemoteError, long
     before the 30 s deadline. A Broadcast to two readers; a send/recv pair (a second, finished
-    receiver would leave and so fail the sender before the kill)."""
+    receiver would leave and so fail the sender before the kill). A reader whose read the kernel
+    finished before the killed sender's process was gone holds the sender's whole message and
+    succeeds (docs/host-backend.md#single-copy-direct-transfers): on a loaded machine rank 0's
+    watcher may see the read under way only near its end."""
     nranks = 3 if what == "broadcast" else 2
     dead = nranks - 1 if victim == "sender" else 0
     res = run_ranks(nranks, "ranks_transport:kill_during_read", timeout=75, expect_death={dead},
@@ -148,5 +151,8 @@ def test_peer_killed_during_single_copy_read(run_ranks, what, victim):
     # reader, and in a Broadcast the other reader too (its last phase waits for every rank's read)
     for r in live:
         v = r.value
+        if victim == "sender" and v["type"] is None:
+            assert v["data_ok"], f"rank {r.rank} returned without the whole message: {v}"
+            continue
         assert v["type"] == "NCCLRemoteError", f"rank {r.rank}: {v}"
         assert v["elapsed"] < 10, f"rank {r.rank} took {v['elapsed']:.1f} s to notice"

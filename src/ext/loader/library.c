@@ -321,6 +321,21 @@ static PyObject *get_load_attempts(PyObject *module, PyObject *unused)
     return attempts_tuple(a, n);
 }
 
+PyDoc_STRVAR(host_library_path__doc__, "_host_library_path()\n--\n\n"
+"Absolute path of the bundled host backend (nccl/_lib/libnccl-host.so), whichever library is loaded\n"
+"(no load is triggered): nccl.torch opens a second handle on it for CPU tensors on GPU machines.");
+
+static PyObject *host_library_path(PyObject *module, PyObject *unused)
+{
+    (void)module, (void)unused;
+    char path[PATH_MAX];
+    if (host_backend_path(path, sizeof path) < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "the bundled host backend's folder could not be found (dladdr)");
+        return NULL;
+    }
+    return PyUnicode_DecodeFSDefault(path);
+}
+
 PyDoc_STRVAR(library_info__doc__, "_library_info()\n--\n\n"
 "(path, flavour, version code, host backend text or None) of the loaded library; loads it.");
 
@@ -507,6 +522,7 @@ static PyMethodDef library_methods[] = {
     {"get_library_flavour", get_library_flavour, METH_NOARGS, get_library_flavour__doc__},
     {"get_load_attempts", get_load_attempts, METH_NOARGS, get_load_attempts__doc__},
     {"_library_info", library_info, METH_NOARGS, library_info__doc__},
+    {"_host_library_path", host_library_path, METH_NOARGS, host_library_path__doc__},
     {"_inspect_function_pointers", inspect_function_pointers, METH_NOARGS, inspect_function_pointers__doc__},
     {"_abi_symbols", abi_symbols, METH_NOARGS, abi_symbols__doc__},
     {"_abi_resolved", abi_resolved, METH_NOARGS, abi_resolved__doc__},

@@ -146,6 +146,10 @@ void nx_trace_set_package_dir(PyObject *module);
 /* The stacklevel of PyErr_WarnEx that names the innermost frame outside nccl4py's own Python code
  * (the user's call), for notices about the user's program (library.c). */
 int nx_stacklevel_outside_package(void);
+/* Another directory whose code is attributed to its caller (a framework calling nccl4py for its
+ * user: nccl.torch adds torch's); -1 when the small table is full or out of memory. Call it
+ * before the first call from there is recorded: a site resolved earlier keeps its verdict. */
+int nx_trace_add_front_dir(const char *dir);
 
 /* ---- the clock (trace.c) ---- */
 

@@ -582,8 +582,29 @@ static PyObject *trace_ops(PyObject *module, PyObject *unused)
     return out;
 }
 
+PyDoc_STRVAR(trace_front_dir__doc__, "_trace_front_dir(path)\n--\n\n"
+"Record calls made from Python files under the directory `path` (a str ending in '/') as made by\n"
+"their caller, as calls from nccl4py's own code are (nccl.torch passes torch's directory).");
+
+static PyObject *trace_front_dir(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    const char *dir = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    if (dir == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "_trace_front_dir() argument must be str, not %.100s", Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    if (nx_trace_add_front_dir(dir) < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "_trace_front_dir(): the table of directories is full");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef trace_methods[] = {
     {"_dump_trace", dump_trace, METH_NOARGS, dump_trace__doc__},
+    {"_trace_front_dir", trace_front_dir, METH_O, trace_front_dir__doc__},
     {"_trace_ops", trace_ops, METH_NOARGS, trace_ops__doc__},
     {NULL, NULL, 0, NULL},
 };

@@ -34,6 +34,9 @@ static site_row *chunks[SITE_CHUNKS]; /* published with release order, never fre
 static uint32_t nsites = 1;           /* index 0 is "no site" (site_mu; read with acquire) */
 static uint32_t *hash;                /* site indices by (code, lasti), 0 empty (site_mu) */
 static char *package_dir;             /* ".../nccl/" */
+#define MAX_FRONT_DIRS 4
+static char *front_dirs[MAX_FRONT_DIRS]; /* frameworks that call us for the user (site_mu) */
+static int nfront_dirs;
 
 void nx_trace_set_package_dir(PyObject *module)
 {
@@ -138,6 +141,25 @@ static char *dup_utf8(PyObject *s)
     return strdup(t);
 }
 
+/* Adds a directory whose Python code calls nccl4py on its user's behalf (nccl.torch adds torch's:
+ * a collective made through torch.distributed is attributed to the line that called torch). */
+int nx_trace_add_front_dir(const char *dir)
+{
+    int rc = 0;
+    pthread_mutex_lock(&site_mu);
+    int seen = 0;
+    for (int i = 0; i < nfront_dirs; i++)
+        seen |= strcmp(front_dirs[i], dir) == 0;
+    if (!seen) {
+        if (nfront_dirs == MAX_FRONT_DIRS || (front_dirs[nfront_dirs] = strdup(dir)) == NULL)
+            rc = -1;
+        else
+            nfront_dirs++;
+    }
+    pthread_mutex_unlock(&site_mu);
+    return rc;
+}
+
 static int is_internal(const char *file)
 {
     if (file == NULL)
@@ -145,7 +167,14 @@ static int is_internal(const char *file)
     size_t n = strlen(file), k = strlen("/contextlib.py");
     if (n >= k && strcmp(file + n - k, "/contextlib.py") == 0)
         return 1;
-    return package_dir != NULL && strncmp(file, package_dir, strlen(package_dir)) == 0;
+    if (package_dir != NULL && strncmp(file, package_dir, strlen(package_dir)) == 0)
+        return 1;
+    int front = 0;
+    pthread_mutex_lock(&site_mu);
+    for (int i = 0; i < nfront_dirs && !front; i++)
+        front = strncmp(file, front_dirs[i], strlen(front_dirs[i])) == 0;
+    pthread_mutex_unlock(&site_mu);
+    return front;
 }
 
 /* A slot for (code, lasti): code objects are at least 16-byte aligned; instructions are 2 bytes. */
@@ -222,8 +251,8 @@ static NX_COLD uint32_t resolve(PyCodeObject *co, int lasti, int *internal)
     return i;
 }
 
-/* The first frame outside nccl4py's own code, from the innermost one up (a call through
- * `with nccl.group()` or Communicator.from_env). Walks frame objects, which CPython may have to
+/* The first frame outside nccl4py's own code and the frameworks' (nx_trace_add_front_dir), from
+ * the innermost one up (a call through `with nccl.group()`, Communicator.from_env or torch). Walks frame objects, which CPython may have to
  * create: this happens only for calls that nccl4py's Python code makes. */
 static NX_COLD uint32_t caller_outside(void)
 {
