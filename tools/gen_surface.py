@@ -131,7 +131,10 @@ def outputs():
             "Included by core/collectives.c: the Communicator methods' signatures, docstrings, descriptors,",
             "bodies and method table."]) + surface_c.collectives_h(S.COLLECTIVES, S.METHODS),
         "src/nccl/_enums.py": header("py", []) + surface_py.enums_py(enums, defines),
+        "src/nccl/_collective_kinds.py": header("py", []) + surface_py.collective_kinds_py(S.COLLECTIVES, S.TRACE_OPS),
         "docs/compatibility.md": compatibility_md(rows, enums, defines),
+        "docs/api/trace.md": surface_py.replace_between((ROOT / "docs" / "api" / "trace.md").read_text(), "op table",
+                                                       surface_py.trace_ops_table(S.TRACE_OPS), "docs/api/trace.md"),
         "src/ext/bindings/bindings.gen.c": header("c", [
             "Every binding's signature and docstring, the regular wrappers and the method tables."])
         + surface_c.bindings_c(S.BINDINGS, rows, enums),

@@ -1,5 +1,6 @@
 """The Python and Markdown that tools/gen_surface.py writes from the description
-(tools/nccl_surface.py): nccl._enums, and docs/compatibility.md's tables of functions and enums."""
+(tools/nccl_surface.py): nccl._enums, nccl._collective_kinds, docs/compatibility.md's tables of
+functions and enums, and docs/api/trace.md's table of the recorder's ops."""
 
 import re
 
@@ -50,6 +51,35 @@ def enums_py(enums, defines):
             "# uses it)."]
     out += [f"{name} = {constant_value(name, defines)}" for name in S.CONSTANTS]
     return "\n".join(out) + "\n"
+
+
+def collective_kinds_py(collectives, trace_ops):
+    """src/nccl/_collective_kinds.py: what Python code (nccl.bench) needs to know of each collective."""
+    reduces = {op.id: op.reduction for op in trace_ops}
+    out = ['"""The collectives of nccl.core by method name: whether each reduces (takes an op), has a root,',
+           "and sizes its buffers in nranks blocks (one block per rank in sendbuf or recvbuf), as",
+           "tools/nccl_surface.py's COLLECTIVES describe them.\"\"\"", "", "from typing import NamedTuple", "", "",
+           "class CollectiveKind(NamedTuple):", "    op: str  # the flight recorder's name of the call",
+           "    reduces: bool", "    rooted: bool", "    blocked: bool", "", "",
+           "COLLECTIVES = {"]
+    names = {op.id: op.name for op in trace_ops}
+    for c in collectives:
+        blocked = c.blocks or c.recv_rule[1] == "all"
+        out.append(f'    "{c.method}": CollectiveKind("{names[c.kind]}", {reduces[c.kind]}, {bool(c.rooted)}, {blocked}),')
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+# ---- docs/api/trace.md ----
+
+
+def trace_ops_table(trace_ops):
+    """docs/api/trace.md#the-ops: every call the recorder names."""
+    out = ["| `op` | every rank of the communicator calls it | peer | ends the recording |", "|---|---|---|---|"]
+    for op in trace_ops:
+        out.append(f"| `{op.name}` | {'yes' if op.every_rank else 'no'} | {op.peer and f'{op.peer} `peer`'} | "
+                   f"{'yes' if op.closes else ''} |")
+    return "\n".join(out)
 
 
 # ---- docs/compatibility.md ----
@@ -123,11 +153,11 @@ def enum_table(enums, defines):
     return "\n".join(out)
 
 
-def replace_between(text, what, body):
-    """`text` with the part between the markers of `what` replaced by body."""
+def replace_between(text, what, body, doc="docs/compatibility.md"):
+    """`text` (of the file `doc`) with the part between the markers of `what` replaced by body."""
     begin, end = BEGIN.format(what=what), END.format(what=what)
     if begin not in text or end not in text:
-        raise ValueError(f"docs/compatibility.md lacks the markers of the {what}")
+        raise ValueError(f"{doc} lacks the markers of the {what}")
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
     return f"{head}{begin}\n\n{body}\n\n{end}{tail}"

@@ -69,7 +69,7 @@ static size_t subpos(int d, int j)
 
 static int rooted(host_kind k)
 {
-    return k == HOST_K_BROADCAST || k == HOST_K_REDUCE || k == HOST_K_GATHER || k == HOST_K_SCATTER;
+    return host_kinds[k].rooted; /* from the kinds' rows (nccl_surface.gen.h) */
 }
 
 /* Elements per step of a rooted collective: in a rooted collective one side copies while the

@@ -34,17 +34,20 @@ import time
 import numpy as np
 
 from nccl import _ext
+from nccl._collective_kinds import COLLECTIVES as _KINDS
 
 __all__ = ["main", "parse_args", "parse_size", "COLLECTIVES"]
 
 PROG = "nccl.bench"
 EXIT_USAGE = 2
 
+# What each collective is (reduces, has a root, sizes in nranks blocks) comes from the generated table
+# (tools/nccl_surface.py's COLLECTIVES); sendrecv is the bench's own ring of send/recv pairs.
 COLLECTIVES = ("allreduce", "reduce", "broadcast", "allgather", "reduce_scatter", "alltoall", "gather", "scatter",
                "sendrecv")
-REDUCING = {"allreduce", "reduce", "reduce_scatter"}
-ROOTED = {"reduce", "broadcast", "gather", "scatter"}
-BLOCKED = {"allgather", "reduce_scatter", "alltoall", "gather", "scatter"}  # size = nranks blocks
+REDUCING = {name for name, kind in _KINDS.items() if kind.reduces}
+ROOTED = {name for name, kind in _KINDS.items() if kind.rooted}
+BLOCKED = {name for name, kind in _KINDS.items() if kind.blocked}  # size = nranks blocks
 
 # bench name -> numpy dtype name (ml_dtypes' where the numpy kind is ""), from the datatype table
 # (src/ext/buffer/buffer_dtypes.c, written from tools/nccl_surface.py's DTYPES)
