@@ -173,9 +173,12 @@ def test_no_unlisted_functions():
     assert nb.all_to_all_v is rx.all_to_all_v and nb.all_reduce is b.all_reduce
 
 
-def test_rows_are_93_nccl_then_4_rccl_only():
+def test_rows_are_the_nccl_ones_then_the_rccl_only_ones():
+    """As many NCCL rows as the oracle dates, then RCCL's (the rows C_TO_PY names that it does not)."""
     rows = _ext._abi_symbols()
-    assert [rccl for _, _, rccl in rows] == [False] * 93 + [True] * 4
+    rccl_only = set(C_TO_PY) - set(API_MIN_VERSION)
+    assert [rccl for _, _, rccl in rows] == [False] * len(API_MIN_VERSION) + [True] * len(rccl_only)
+    assert {name for name, _, rccl in rows if rccl} == rccl_only
     assert all(since == 0 for _, since, rccl in rows if rccl)
 
 
@@ -201,7 +204,7 @@ def test_inspect_function_pointers(stub_python):
     """)
     ptrs, shrink, missing, path, path2 = r
     nccl_rows = [name for name, _, rccl in _ext._abi_symbols() if not rccl]
-    assert sorted(ptrs) == sorted("__" + n for n in nccl_rows) and len(ptrs) == 93
+    assert sorted(ptrs) == sorted("__" + n for n in nccl_rows) and len(ptrs) == len(API_MIN_VERSION)
     assert all(ptrs.values()) and shrink == ptrs["__ncclCommShrink"]
     assert missing[0] == "KeyError"
     assert path == path2 and path.endswith("/nccl/libnccl.so.2")
