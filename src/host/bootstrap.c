@@ -744,12 +744,30 @@ ncclResult_t host_ctl_send(host_comm *c, int peer, uint32_t type, uint64_t tag, 
     return io_fail(c, io, fn, peer);
 }
 
+/* The tag of the next exchange among `members` (docs/host-backend.md#communicator-lifecycle).
+ * Exchanges among every rank of c are numbered 1, 2, ...; those among some of its ranks (a
+ * shrink: the excluded ranks never call it) in a series of their own, bit 63 set. So a shrink
+ * leaves the numbering of the exchanges every rank makes alike on every rank, and a split or a
+ * window registration on the parent after it meets the same tag everywhere. Survivors of one
+ * shrink share its tag even when their exclusion lists differ, so the records compare and the
+ * difference is reported. */
+static uint64_t mgmt_tag(host_comm *c, int nmembers)
+{
+    return nmembers == c->nranks ? ++c->mgmt_seq : (1ULL << 63) | ++c->subset_seq;
+}
+
+/* Mail from an earlier exchange of the same series that failed here (a later one's is kept). */
+static int stale_mail(uint64_t have, uint64_t want)
+{
+    return have >> 63 == want >> 63 && have < want;
+}
+
 ncclResult_t host_mgmt_allgather(host_comm *c, const int *members, int nmembers, const void *mine, uint32_t len,
                                  void *out, const char *fn)
 {
     int64_t deadline = host_deadline_after(host_params()->timeout_ns);
     int64_t start = host_now_ns();
-    uint64_t tag = ++c->mgmt_seq;
+    uint64_t tag = mgmt_tag(c, nmembers);
     ncclResult_t rc = ncclSuccess;
     for (int i = 0; i < nmembers; i++) {
         if (members[i] == c->rank) {
@@ -768,7 +786,7 @@ ncclResult_t host_mgmt_allgather(host_comm *c, const int *members, int nmembers,
             host_mail **pp = &c->mail, *found = NULL;
             while (*pp != NULL) {
                 host_mail *e = *pp;
-                if (e->from == m && e->tag < tag) { /* left over from an exchange that failed here */
+                if (e->from == m && stale_mail(e->tag, tag)) { /* left over from an exchange that failed here */
                     *pp = e->next;
                     free(e);
                     continue;

@@ -547,7 +547,8 @@ typedef struct host_comm {
                                   * HOST_UDS_DIR, not abstract names (sys.c host_uds_name) */
     host_peer *peers;
     host_mail *mail;             /* mailbox (guarded by lock) */
-    uint64_t mgmt_seq;           /* split/shrink/grow exchanges on this comm */
+    uint64_t mgmt_seq;           /* exchanges among every rank (split, grow, windows, setup) */
+    uint64_t subset_seq;         /* exchanges among some ranks (shrink) */
     int grow_pending;            /* ncclCommGetUniqueId made grow_id, no grow consumed it yet (lock) */
     ncclUniqueId grow_id;
     int monitored;

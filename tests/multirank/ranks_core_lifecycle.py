@@ -8,6 +8,8 @@ import threading
 import time
 import warnings
 
+import numpy as np
+
 import nccl.core as nc
 from nccl.bindings.nccl import NCCLError
 from nccl.core import Communicator, NCCLConfig, NcclInvalid, UniqueId
@@ -75,7 +77,8 @@ def several_ids(ctx):
 
 def split_and_shrink(ctx):
     """split by parity with reversed keys; NOCOLOR gives a null communicator; shrink drops the
-    last rank (called by the survivors only)."""
+    last rank (called by the survivors only), which lives on: every rank then splits the parent
+    again and allreduces on the child and on the parent."""
     f = Fails(ctx)
     n, r = ctx.size, ctx.rank
     with _init(ctx) as comm:
@@ -98,6 +101,13 @@ def split_and_shrink(ctx):
             small = comm.shrink([n - 1])
             f.check((small.nranks, small.rank) == (n - 1, r), f"shrink gave {small.nranks}/{small.rank}")
             small.destroy()
+        again = comm.split(0, key=r)
+        x = np.full(3, r + 1, np.float32)
+        again.allreduce(x, x, nc.SUM)
+        comm.allreduce(x, x, nc.SUM)
+        want = n * (n * (n + 1) / 2)
+        f.check(np.array_equal(x, np.full(3, want, np.float32)), f"after the shrink: {x}, want {want}")
+        again.destroy()
     f.check(not comm.is_valid, "with-block destroyed the parent")
     return f.result()
 
@@ -161,8 +171,6 @@ def gc_warns_without_collective(ctx):
 
 def abort_from_another_thread(ctx):
     """Rank 0 blocks in an allreduce the others never join; another thread aborts it."""
-    import numpy as np
-
     f = Fails(ctx)
     comm = _init(ctx)
     if ctx.rank != 0:
