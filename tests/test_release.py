@@ -46,6 +46,7 @@ def test_wheel_needs_every_package_file_and_the_license():
     # the version is meson.build's, label and all; _version.py is made from its template
     assert build_wheels.version() == "0.6.0+host"
     assert "nccl4py-0.6.0+host.dist-info/licenses/LICENSE" in needs
+    assert "nccl4py-0.6.0+host.dist-info/entry_points.txt" in needs  # torch's backend autoload
     assert "nccl/_version.py" in needs and "nccl/_version.py.in" not in needs
     assert not [n for n in needs if n.startswith(("tests/", "build", "benchmarks/", "src/"))]
 

@@ -172,13 +172,15 @@ def configured_files():
 def wheel_needs(ext_suffix):
     """Every file a wheel must hold (and nothing else): the package's files under src/ as git tracks
     them (.py, .pyi, py.typed) with the configured ones in place of their templates, the compiled
-    libraries, the license files and the dist-info."""
+    libraries, the license files and the dist-info (entry_points.txt when pyproject.toml declares
+    entry points: torch's backend autoload, docs/api/torch.md)."""
     meta = project()
     dist_info = f"{meta['name']}-{version()}.dist-info"
     configured = configured_files()
     package = {p.removeprefix("src/") for p in tracked("src/nccl") - {src for src, _ in configured}}
+    metadata = ("METADATA", "WHEEL", "RECORD") + (("entry_points.txt",) if meta.get("entry-points") else ())
     return (package | {out for _, out in configured} | installed_libraries(ext_suffix)
-            | {f"{dist_info}/{n}" for n in ("METADATA", "WHEEL", "RECORD")}
+            | {f"{dist_info}/{n}" for n in metadata}
             | {f"{dist_info}/licenses/{f}" for f in meta["license-files"]})
 
 
