@@ -109,6 +109,7 @@ typedef struct {
     const char *comm_id;      /* NCCL_COMM_ID (not supported: reported at GetUniqueId) */
     int spin_us;              /* NCCL_HOST_SPIN_US: -1 unset (HOST_SPIN_DEFAULT_US), 0 never spin */
     int yield_us;             /* NCCL_HOST_YIELD_US: 0 sleep without yielding first */
+    int yield_small_us;       /* NCCL_HOST_YIELD_SMALL_US: longest yield window of a small task */
     int bcast_eager;          /* NCCL_HOST_BCAST_EAGER: 0 or 1 */
     int direct;               /* NCCL_HOST_DIRECT: HOST_DIRECT_* */
     size_t direct_min;        /* NCCL_HOST_DIRECT_MIN; 1 under NCCL_HOST_DIRECT=1 */
@@ -119,6 +120,9 @@ enum { HOST_DIRECT_AUTO = 0, HOST_DIRECT_OFF = 1, HOST_DIRECT_ON = 2 };
 #define HOST_SPIN_DEFAULT_US 50
 /* Longest sched_yield polling before sleeping when NCCL_HOST_YIELD_US is unset (worker.c). */
 #define HOST_YIELD_DEFAULT_US 20
+/* Longest, adaptive, yield window of a task of small ops when NCCL_HOST_YIELD_SMALL_US is unset
+ * (worker.c). */
+#define HOST_YIELD_SMALL_DEFAULT_US 400
 /* Single-copy threshold when NCCL_HOST_DIRECT_MIN is unset: bytes per rank of a collective, or
  * of a p2p message (measured with benchmarks/host_bandwidth.py, see params.c). */
 #define HOST_DIRECT_MIN_DEFAULT ((size_t)65536)
@@ -570,6 +574,8 @@ typedef struct host_comm {
     int64_t spin_max_ns;         /* longest spin before sleeping; 0: never spin */
     int64_t spin_ns;             /* the current, adaptive, spin window (worker.c) */
     int64_t yield_ns;            /* longest sched_yield polling of a wait that did not spin */
+    int64_t yield_small_max_ns;  /* the same for a task of small ops (worker.c), at least yield_ns */
+    int64_t yield_small_ns;      /* its current, adaptive, window */
     int bcast_eager;             /* a Broadcast root returns once staged (NCCL_HOST_BCAST_EAGER, coll.c) */
     uint64_t bcast_unchecked;    /* a Broadcast root's step whose peers' descriptors are still unchecked; 0 none */
 

@@ -17,7 +17,11 @@
  *                                             ranks are no more than their CPUs spin (transport.c)
  *   NCCL_HOST_YIELD_US            20          longest stretch of sched_yield polling before a wait that
  *                                             did not spin sleeps, in microseconds (worker.c); 0 = sleep
- *                                             at once
+ *                                             at once (every wait, small tasks' too)
+ *   NCCL_HOST_YIELD_SMALL_US      400         the same for a task whose ops each move at most 64 KiB:
+ *                                             the longest of a window adapted per communicator
+ *                                             between NCCL_HOST_YIELD_US and it (worker.c); at or
+ *                                             below NCCL_HOST_YIELD_US, small tasks use that
  *   NCCL_HOST_BCAST_EAGER         1           1: a Broadcast root returns once its data is staged in
  *                                             shared memory, and its checks against the peers' calls
  *                                             complete at its next call (coll.c); 0: the root waits for
@@ -198,6 +202,7 @@ static void params_load(void)
 
     p->spin_us = parse_long("NCCL_HOST_SPIN_US", 0, 1000000, -1);
     p->yield_us = parse_long("NCCL_HOST_YIELD_US", 0, 1000000, HOST_YIELD_DEFAULT_US);
+    p->yield_small_us = parse_long("NCCL_HOST_YIELD_SMALL_US", 0, 1000000, HOST_YIELD_SMALL_DEFAULT_US);
     p->bcast_eager = parse_long("NCCL_HOST_BCAST_EAGER", 0, 1, 1);
     p->direct = HOST_DIRECT_AUTO;
     s = getenv("NCCL_HOST_DIRECT");
@@ -247,9 +252,9 @@ static void params_load(void)
     host_log(HOST_LOG_VERSION, HOST_SUB_ALL, "NCCL version %d.%d.%d+host (libnccl-host %s, flavour %s, fp8 %s)",
              p->version_code / 10000, (p->version_code / 100) % 100, p->version_code % 100, HOST_LIB_VERSION,
              p->flavor == HOST_FLAVOR_RCCL ? "rccl" : "nccl", p->fp8 == HOST_FP8_FNUZ ? "fnuz" : "ocp");
-    HOST_INFO(HOST_SUB_ENV, "params: timeout %gs chunk %zu p2p %zu eager %zu checks %d spin %d us yield %d us "
+    HOST_INFO(HOST_SUB_ENV, "params: timeout %gs chunk %zu p2p %zu eager %zu checks %d spin %d us yield %d us (small %d us) "
               "direct %s from %zu bcast-eager %d", p->timeout_s, p->chunk_bytes, p->p2p_bytes, p->p2p_eager, p->checks,
-              p->spin_us, p->yield_us, p->direct == HOST_DIRECT_OFF ? "off" : p->direct == HOST_DIRECT_ON ? "on" : "auto",
+              p->spin_us, p->yield_us, p->yield_small_us, p->direct == HOST_DIRECT_OFF ? "off" : p->direct == HOST_DIRECT_ON ? "on" : "auto",
               p->direct_min, p->bcast_eager);
     host_fork_setup();
 }
@@ -308,6 +313,7 @@ const char *host_info_text(void)
     X(NCCL_HOST_P2P_EAGER, INT)                                                                    \
     X(NCCL_HOST_SPIN_US, INT)                                                                      \
     X(NCCL_HOST_YIELD_US, INT)                                                                     \
+    X(NCCL_HOST_YIELD_SMALL_US, INT)                                                               \
     X(NCCL_HOST_BCAST_EAGER, INT)                                                                  \
     X(NCCL_HOST_DIRECT, TEXT)                                                                      \
     X(NCCL_HOST_DIRECT_MIN, INT)                                                                   \
@@ -371,6 +377,7 @@ static int64_t param_int(int id)
     case HOST_P_NCCL_HOST_P2P_EAGER: return (int64_t)p->p2p_eager;
     case HOST_P_NCCL_HOST_SPIN_US: return p->spin_us < 0 ? HOST_SPIN_DEFAULT_US : p->spin_us;
     case HOST_P_NCCL_HOST_YIELD_US: return p->yield_us;
+    case HOST_P_NCCL_HOST_YIELD_SMALL_US: return p->yield_small_us;
     case HOST_P_NCCL_HOST_BCAST_EAGER: return p->bcast_eager;
     case HOST_P_NCCL_HOST_DIRECT_MIN: return (int64_t)p->direct_min;
     case HOST_P_NCCL_HOST_CHECKS: return p->checks;

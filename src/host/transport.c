@@ -389,7 +389,7 @@ ncclResult_t host_transport_setup(host_comm *c)
     ncclResult_t rc = ncclSuccess;
 
     c->direct = 0;
-    c->spin_max_ns = c->spin_ns = c->yield_ns = 0;
+    c->spin_max_ns = c->spin_ns = c->yield_ns = c->yield_small_max_ns = c->yield_small_ns = 0;
     c->bcast_eager = 0;
     atomic_store_explicit(&host_seg_rankp(&c->seg, c->rank)->cpu, -1, memory_order_relaxed); /* a hint, publishes nothing; not known until it first waits */
     if (n == 1)
@@ -452,6 +452,9 @@ ncclResult_t host_transport_setup(host_comm *c)
     /* Yield (worker.c) wherever a wait does not spin; the broadcast form must be one per
      * communicator, since its ranks wait for each other differently (coll.c). */
     c->yield_ns = (int64_t)p->yield_us * 1000;
+    c->yield_small_max_ns = p->yield_small_us > p->yield_us && c->yield_ns > 0 ? (int64_t)p->yield_small_us * 1000
+                                                                                 : c->yield_ns;
+    c->yield_small_ns = c->yield_small_max_ns;
     c->bcast_eager = all[0].bcast_eager != 0;
 
     /* Direct: every rank wants it, it pays here (auto), and every rank could read every peer. */

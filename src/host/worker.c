@@ -34,7 +34,16 @@
  * passes for up to NCCL_HOST_YIELD_US after the wait began, then sleeps. Oversubscribed, the rank
  * waited for is usually runnable but without a CPU, and yielding hands it ours at the cost of one
  * syscall, where a sleep costs a futex wait, a wake syscall from each peer that publishes, and two
- * context switches. Bounded, so an idle rank still sleeps. */
+ * context switches. Bounded, so an idle rank still sleeps.
+ *
+ * A task whose ops each move at most HOST_YIELD_SMALL_BYTES waits for its peers' calls, not for
+ * their copies, and with several ranks per CPU that wait is a few of their turns on the CPU: longer
+ * than NCCL_HOST_YIELD_US once a call costs some microseconds of Python (torch.distributed's),
+ * and a rank that then sleeps pulls every other one into sleeps and wakeups (docs/host-backend.md
+ * #execution-worker-thread-or-inline). Its yield window adapts per communicator as the spin
+ * window does, from NCCL_HOST_YIELD_SMALL_US down to NCCL_HOST_YIELD_US, so a rank whose peers
+ * are busy for long still sleeps soon. Larger tasks keep the short window: there the peers copy,
+ * and a rank that keeps yielding holds a CPU the scheduler would otherwise give to a copier. */
 #include <errno.h>
 #include <fenv.h>
 #include <sched.h>
@@ -341,21 +350,41 @@ typedef struct {
 /* Shortest adaptive spin window: longer than the jitter of a peer's call path. */
 #define HOST_SPIN_FLOOR_NS 4000
 
-/* The wait that began at *wait_start (0: none) has ended: adapt the spin window (see the file
- * comment) and reset the wait. */
-static void spin_adapt(host_comm *c, int64_t *wait_start, int *slept)
+/* Bytes per op up to which a task's waits yield for the longer, adaptive window (see the file
+ * comment): the sizes whose waits are for the peers' calls rather than for their copies. */
+#define HOST_YIELD_SMALL_BYTES 65536
+
+/* The progress loop's clock: when something last moved, the deadline that follows from it, when
+ * the current wait began (0: not waiting), whether it has slept and whether it yielded. */
+typedef struct {
+    int64_t last, deadline, wait_start;
+    int slept, yielded;
+} ops_clock;
+
+/* A window after a wait that lasted `waited`: doubled when the wait ended within the polling or
+ * soon after it (within twice the longest window, a near miss), halved after a longer one, kept
+ * within [lo, hi]. */
+static int64_t window_adapt(int64_t w, int64_t waited, int slept, int64_t lo, int64_t hi)
 {
-    int64_t waited = host_now_ns() - *wait_start, floor, w;
-    int was_asleep = *slept;
-    if (*wait_start == 0)
+    w = !slept || waited <= 2 * hi ? 2 * w : w / 2;
+    return w < lo ? lo : w > hi ? hi : w;
+}
+
+/* The current wait (none when k->wait_start is 0) has ended: adapt the spin window and, for a
+ * small task that yielded, the yield window (see the file comment), and reset the wait. */
+static void wait_adapt(host_comm *c, int small, ops_clock *k)
+{
+    int64_t waited = host_now_ns() - k->wait_start;
+    if (k->wait_start == 0)
         return;
-    *wait_start = 0;
-    *slept = 0;
-    if (c->spin_max_ns == 0)
-        return;
-    floor = c->spin_max_ns < HOST_SPIN_FLOOR_NS ? c->spin_max_ns : HOST_SPIN_FLOOR_NS;
-    w = !was_asleep || waited <= 2 * c->spin_max_ns ? 2 * c->spin_ns : c->spin_ns / 2;
-    c->spin_ns = w < floor ? floor : w > c->spin_max_ns ? c->spin_max_ns : w;
+    if (c->spin_max_ns > 0)
+        c->spin_ns = window_adapt(c->spin_ns, waited, k->slept,
+                                  c->spin_max_ns < HOST_SPIN_FLOOR_NS ? c->spin_max_ns : HOST_SPIN_FLOOR_NS,
+                                  c->spin_max_ns);
+    if (small && k->yielded)
+        c->yield_small_ns = window_adapt(c->yield_small_ns, waited, k->slept, c->yield_ns, c->yield_small_max_ns);
+    k->wait_start = 0;
+    k->slept = k->yielded = 0;
 }
 
 /* Whether to spin now: allowed, and the peer we wait for did not last run on our CPU. Records
@@ -404,7 +433,25 @@ typedef struct {
     int settle;           /* the task has no collective: it settles an eager Broadcast's checks */
     host_coll_run crun;
     host_opd *rma;        /* current one-sided op (rma.c), NULL when they are all done */
+    int small;            /* every op moves at most HOST_YIELD_SMALL_BYTES (task_is_small) */
 } ops_state;
+
+/* Whether every op of t moves at most HOST_YIELD_SMALL_BYTES: its count times its datatype's
+ * size (the count it was called with: per rank for AllGather, per peer for AlltoAll), an
+ * AlltoAllv its largest send count. */
+static int task_is_small(const host_task *t)
+{
+    for (const host_opd *o = t->ops; o != NULL; o = o->next) {
+        size_t count = o->count;
+        if (o->kind == HOST_K_ALLTOALLV)
+            for (size_t i = 0; o->v != NULL && i < o->nv / 4; i++)
+                count = o->v[i] > count ? o->v[i] : count;
+        size_t size = host_type_size(o->datatype);
+        if (count > HOST_YIELD_SMALL_BYTES / (size > 0 ? size : 1))
+            return 0;
+    }
+    return 1;
+}
 
 /* The next op from o on (o included) that is a collective, or a one-sided op. */
 static host_opd *next_coll(host_opd *o)
@@ -600,17 +647,11 @@ static ncclResult_t ops_begin(host_comm *c, host_task *t, ops_state *st)
     st->rma = next_rma(t->ops);
     st->coll = next_coll(t->ops);
     st->settle = st->coll == NULL;
+    st->small = task_is_small(t);
     if (st->coll != NULL)
         (void)HOST_FAILED(rc = host_coll_begin(c, &st->crun, st->coll));
     return rc;
 }
-
-/* The progress loop's clock: when something last moved, the deadline that follows from it, when
- * the current wait began (0: not waiting) and whether it has slept. */
-typedef struct {
-    int64_t last, deadline, wait_start;
-    int slept;
-} ops_clock;
 
 /* ops_pass from a clean slate; check_gone: the pass before sleeping, which also looks for peers
  * gone with a need unmet (host_blocked). */
@@ -663,10 +704,12 @@ static ncclResult_t ops_progress(host_comm *c, host_task *t, ops_state *st, ops_
         if (!progress && pending) {
             if (k->wait_start == 0)
                 k->wait_start = host_now_ns();
-            if (!k->slept && c->spin_ns > 0 && spin_now(c, &b))
+            if (!k->slept && c->spin_ns > 0 && spin_now(c, &b)) {
                 rc = ops_poll(c, st, k, c->spin_ns, 0, &progress, &pending, &b);
-            else if (!k->slept && c->yield_ns > 0)
-                rc = ops_poll(c, st, k, c->yield_ns, 1, &progress, &pending, &b);
+            } else if (!k->slept && c->yield_ns > 0) {
+                k->yielded = 1;
+                rc = ops_poll(c, st, k, st->small ? c->yield_small_ns : c->yield_ns, 1, &progress, &pending, &b);
+            }
             if (HOST_FAILED(rc))
                 break;
             if (!progress && pending && atomic_load_explicit(&c->aborted, memory_order_seq_cst))
@@ -696,7 +739,7 @@ static ncclResult_t ops_progress(host_comm *c, host_task *t, ops_state *st, ops_
                 break;
         }
         /* Something moved, or nothing is left. */
-        spin_adapt(c, &k->wait_start, &k->slept);
+        wait_adapt(c, st->small, k);
         if (!pending)
             break;
         k->last = host_now_ns();
@@ -707,7 +750,7 @@ static ncclResult_t ops_progress(host_comm *c, host_task *t, ops_state *st, ops_
 
 ncclResult_t host_run_ops(host_comm *c, host_task *t)
 {
-    ops_clock k = {host_now_ns(), host_deadline_after(host_params()->timeout_ns), 0, 0};
+    ops_clock k = {host_now_ns(), host_deadline_after(host_params()->timeout_ns), 0, 0, 0};
     ops_state st;
     ncclResult_t rc;
     memset(&st, 0, sizeof st);

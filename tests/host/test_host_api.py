@@ -186,7 +186,7 @@ def test_parameter_keys_and_values_by_key():
         result = dict(keys=keys, vals=vals, unknown=unknown, null=null)
     """, NCCL_HOST_TIMEOUT="7.5", NCCL_HOST_P2P_BYTES="8192", NCCL_COMM_BLOCKING="0")
     assert r["keys"][:3] == ["NCCL_HOST_FLAVOR", "NCCL_HOST_VERSION_CODE", "NCCL_HOST_FP8"]
-    assert len(r["keys"]) == 20 and len(set(r["keys"])) == 20
+    assert len(r["keys"]) == 21 and len(set(r["keys"])) == 21
     vals = r["vals"]
     assert vals["NCCL_HOST_TIMEOUT"] == ["7.5", 3]
     assert vals["NCCL_HOST_P2P_BYTES"] == ["8192", 4]
@@ -196,6 +196,7 @@ def test_parameter_keys_and_values_by_key():
     assert vals["NCCL_HOST_CHUNK_BYTES"] == ["0", 1]  # unset: sized per communicator
     assert vals["NCCL_HOST_SPIN_US"] == ["50", 2] and vals["NCCL_HOST_DIRECT"] == ["auto", 4]  # unset: defaults
     assert vals["NCCL_HOST_YIELD_US"] == ["20", 2] and vals["NCCL_HOST_BCAST_EAGER"] == ["1", 1]
+    assert vals["NCCL_HOST_YIELD_SMALL_US"] == ["400", 3]
     assert r["unknown"] == [4, None, 0, "ncclParamBind: NCCL_NO_SUCH is not a parameter of the host backend"]
     assert r["null"] == 4
 
@@ -247,7 +248,8 @@ def test_parameters_by_handle():
 def test_param_dump_all_prints_every_parameter():
     out = run("L.ncclParamDumpAll()\n", NCCL_HOST_CHECKS="0")
     lines = out.splitlines()
-    assert len(lines) == 20 and "NCCL_HOST_CHECKS=0" in lines and "NCCL_HOST_FP8=ocp" in lines
+    assert len(lines) == 21 and "NCCL_HOST_CHECKS=0" in lines and "NCCL_HOST_FP8=ocp" in lines
+    assert "NCCL_HOST_YIELD_SMALL_US=400" in lines
 
 
 # ---- properties ----

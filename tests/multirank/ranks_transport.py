@@ -39,8 +39,8 @@ def idle_wait(ctx):
     """Optionally pin every rank to one CPU (params "one_cpu": the ranks then outnumber their
     CPUs) or each rank to a CPU of its own ("own_cpu": a spin is then never skipped for a peer
     last seen on the same CPU, wherever the scheduler would have put them), then rank 0 waits in
-    an AllReduce for the last rank, which arrives after params["late"] seconds. Returns rank 0's
-    CPU time and wall time over that wait."""
+    an AllReduce for the last rank, which arrives after params["late"] seconds, params["rounds"]
+    times (default 1). Returns rank 0's CPU time and wall time over those waits."""
     cpus = sorted(os.sched_getaffinity(0))
     if ctx.params.get("one_cpu"):
         os.sched_setaffinity(0, {cpus[0]})
@@ -49,11 +49,11 @@ def idle_wait(ctx):
     comm = init_comm(ctx)
     x = np.ones(4, np.float32)
     b.all_reduce(x.ctypes.data, x.ctypes.data, 4, DT.Float32, OP.Sum, comm, 0)  # everyone is up
-    res = {}
-    if ctx.rank == ctx.size - 1:
-        time.sleep(ctx.params["late"])
     c0, w0 = cpu_seconds(), time.monotonic()
-    b.all_reduce(x.ctypes.data, x.ctypes.data, 4, DT.Float32, OP.Sum, comm, 0)
+    for _ in range(ctx.params.get("rounds", 1)):
+        if ctx.rank == ctx.size - 1:
+            time.sleep(ctx.params["late"])
+        b.all_reduce(x.ctypes.data, x.ctypes.data, 4, DT.Float32, OP.Sum, comm, 0)
     res = {"cpu": cpu_seconds() - c0, "wall": time.monotonic() - w0}
     b.comm_destroy(comm)
     return res

@@ -88,6 +88,20 @@ def test_idle_rank_beyond_the_yield_window_sleeps(run_ranks, yield_us):
     assert wait["cpu"] < 0.3 * wait["wall"], f"the waiting rank used {wait['cpu']:.3f} s of CPU in {wait['wall']:.2f} s"
 
 
+@pytest.mark.timeout(90)
+def test_small_operations_yield_window_shrinks_when_peers_are_late(run_ranks):
+    """An 8-byte AllReduce yields for up to NCCL_HOST_YIELD_SMALL_US (here 0.3 s) before it
+    sleeps, but the window halves after each wait longer than twice that: 8 waits of 0.7 s for
+    the last rank, 4 ranks on one CPU. At a fixed 0.3 s window the waiting rank would take a third
+    of the CPU for 0.3 s of each wait (14% of the time); adapted, about 4%."""
+    res = run_ranks(4, "ranks_transport:idle_wait", timeout=75, init=False,
+                    params={"late": 0.7, "rounds": 8, "one_cpu": True},
+                    env=dict(DEBUG, NCCL_HOST_YIELD_SMALL_US="300000"))
+    wait = res[0].value
+    assert wait["wall"] > 5.0, wait
+    assert wait["cpu"] < 0.08 * wait["wall"], f"the waiting rank used {wait['cpu']:.3f} s of CPU in {wait['wall']:.2f} s"
+
+
 @pytest.mark.timeout(60)
 def test_idle_rank_beyond_the_spin_window_sleeps(run_ranks):
     """Ranks <= CPUs: spinning is allowed, but bounded by its window (default 50 us); a rank
