@@ -120,6 +120,7 @@ def outputs():
     check_bindings(rows, enums)
     check_collectives(rows)
     check_dtypes(enums)
+    sections = binding_sections()
     return {
         "src/include/nccl_surface.gen.h": header("c", [
             "The tables nccl._ext and the host backend share: the recorder's ops, the host backend's",
@@ -135,13 +136,27 @@ def outputs():
         "docs/compatibility.md": compatibility_md(rows, enums, defines),
         "docs/api/trace.md": surface_py.replace_between((ROOT / "docs" / "api" / "trace.md").read_text(), "op table",
                                                        surface_py.trace_ops_table(S.TRACE_OPS), "docs/api/trace.md"),
-        "src/ext/bindings/bindings.gen.c": header("c", [
-            "Every binding's signature and docstring, the regular wrappers and the method tables."])
-        + surface_c.bindings_c(S.BINDINGS, rows, enums),
         "src/ext/bindings/bindings.gen.h": header("c", [
-            "What the hand-written wrappers define, and the signatures they check arguments by."])
-        + surface_c.bindings_h(S.BINDINGS, rows),
+            "The sections' method tables, what the hand-written wrappers define, and the signatures they",
+            "check arguments by."])
+        + surface_c.bindings_h(sections, S.BINDINGS, rows),
+    } | {
+        f"src/ext/bindings/{s.stem}.gen.c": header("c", [
+            f"The bindings of one section ({s.title}): their signatures and docstrings,",
+            "the regular wrappers and the section's method table."])
+        + surface_c.bindings_section_c(s.stem, s.title, bs, rows, enums)
+        for s, (_, bs) in zip(S.BINDING_SECTIONS, sections)
     }
+
+
+def binding_sections():
+    """(stem, its bindings) per section of the description, the bindings taken from S.BINDINGS
+    (so a changed or removed binding shows there) by the section each one's name is listed in."""
+    section_of = {b.name: s.stem for s in S.BINDING_SECTIONS for b in s.bindings}
+    for b in S.BINDINGS:
+        if b.name not in section_of:
+            raise DescriptionError(f"{b.name}: in no section of BINDING_SECTIONS")
+    return [(s.stem, [b for b in S.BINDINGS if section_of[b.name] == s.stem]) for s in S.BINDING_SECTIONS]
 
 
 def compatibility_md(rows, enums, defines):

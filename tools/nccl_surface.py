@@ -7,7 +7,9 @@ their types and the values of their enums. This module says what nccl4py makes o
   name, the abi.h row it calls, a converter kind for each C parameter (in the row's order; the
   Python parameter names are the row's argument names in snake_case, without the out-parameters),
   its result kind, the flight recorder's op and its docstring. A binding with ``hand=`` is
-  written by hand in that file (IRREGULAR says why); all others are generated.
+  written by hand in that file (IRREGULAR says why); all others are generated. BINDINGS lists
+  the bindings of BINDING_SECTIONS in order: a section per concern, each generated into a C file
+  of its own (src/ext/bindings/<stem>.gen.c).
 * COLLECTIVES: the Communicator collectives with a config= twin: their kind, the recorder's op,
   and the descriptor their methods check buffers by (rooted or not, reduction or not, where the
   count comes from, what the other buffer must hold, the in-place layout).
@@ -347,236 +349,256 @@ _GROUPS = "bindings_groups.c"
 _ARRAYS = "bindings_arrays.c"
 _PARAMS = "bindings_params.c"
 
-BINDINGS = [
-    # ---- memory, version, unique ids, error strings ----
-    B("mem_alloc", "ncclMemAlloc", [OUT, SIZE], OUT_RESULT, "ncclMemAlloc: allocate size bytes; returns the pointer."),
-    B("mem_free", "ncclMemFree", [ADDR], NONE, "ncclMemFree: free memory from mem_alloc."),
-    B("get_version", "ncclGetVersion", [OUT], OUT_RESULT, "ncclGetVersion: the library's version code.",
-      returns="version code"),
-    B("get_unique_id", "ncclGetUniqueId", [STRUCT_OUT], hand_result("UniqueId"), hand=_STRUCTS, form="02",
-      form_param="unique_id", form_returns="None",
-      doc="ncclGetUniqueId: a new UniqueId. The 0.2.0 form get_unique_id(unique_id) writes to that address."),
-    B("get_error_string", "ncclGetErrorString", [INT], VALUE, "ncclGetErrorString: the text of a result code."),
-    B("get_last_error", "ncclGetLastError", [COMM_OR_NULL], VALUE,
-      "ncclGetLastError: the last error text ('' if none). comm may be 0: the error of a call made\n"
-      "without a communicator."),
-    # ---- communicator creation, split/shrink/grow, teardown, revoke/suspend/resume ----
-    B("comm_init_rank_config", "ncclCommInitRankConfig", [SLOT, INT, IDS, INT, ADDR], hand_result("int"),
-      hand=_CREATION, form="short", form_param="comm", form_returns="Comm", returns="status (0 or 7)",
-      doc="ncclCommInitRankConfig into the slot at address comm; returns the status (0, or 7 in progress).\n"
-          "Short form comm_init_rank_config(nranks, comm_id, rank, config) returns the new Comm."),
-    B("comm_init_rank", "ncclCommInitRank", [SLOT, INT, IDS, INT], hand_result("int"), hand=_CREATION,
-      form="short", form_param="comm", form_returns="Comm",
-      doc="ncclCommInitRank into the slot at address comm; returns the status. Collective, blocking.\n"
-          "Short form comm_init_rank(nranks, comm_id, rank) returns the new Comm."),
-    B("comm_init_all", "ncclCommInitAll", [HANDLES_OUT, INT, INT_ARRAY_OR_NONE], hand_result("list[Comm]"),
-      hand=_CREATION, returns="a list of `Comm`",
-      doc="ncclCommInitAll: ndev communicators in this process; returns a list of ndev Comm.\n"
-          "devlist: a sequence of ints, an int address, or None (devices 0..ndev-1)."),
-    B("comm_init_rank_scalable", "ncclCommInitRankScalable", [SLOT, INT, INT, INT, IDS, ADDR], hand_result("int"),
-      hand=_CREATION, form="short", form_param="newcomm", form_returns="Comm",
-      doc="ncclCommInitRankScalable into the slot at address newcomm; returns the status. comm_ids: an address\n"
-          "or a buffer of n_id * 128 bytes. Short form (without newcomm) returns the new Comm."),
-    B("comm_split", "ncclCommSplit", [COMM, INT, INT, SLOT, ADDR], hand_result("int"), hand=_CREATION,
-      form="short", form_param="newcomm", form_returns="Comm",
-      doc="ncclCommSplit into the slot at address newcomm; returns the status. Collective over comm.\n"
-          "Short form comm_split(comm, color, key, config) returns the new Comm (empty for NCCL_SPLIT_NOCOLOR)."),
-    B("comm_shrink", "ncclCommShrink", [COMM, INT_ARRAY, INT, SLOT, ADDR, INT], hand_result("int"), hand=_CREATION,
-      form="short", form_param="newcomm", form_returns="Comm",
-      doc="ncclCommShrink into the slot at address newcomm; returns the status. Called by the survivors.\n"
-          "exclude_ranks_list: a sequence of ints (copied) or an int address. Short form (without newcomm)\n"
-          "returns the new Comm."),
-    B("comm_grow", "ncclCommGrow", [COMM_OR_NULL, INT, ADDR, INT, SLOT, ADDR], hand_result("int"), hand=_CREATION,
-      form="short", form_param="newcomm", form_returns="Comm",
-      doc="ncclCommGrow into the slot at address newcomm; returns the status. unique_id is an address or 0.\n"
-          "comm is 0 (or an empty Comm) on a rank that joins. Short form (without newcomm) returns the new Comm."),
-    B("comm_get_unique_id", "ncclCommGetUniqueId", [COMM, STRUCT_OUT], hand_result("UniqueId"), hand=_STRUCTS,
-      form="02", form_param="unique_id", form_returns="None",
-      doc="ncclCommGetUniqueId: a UniqueId for growing comm. 0.2.0 form (comm, unique_id) writes to that address."),
-    B("comm_finalize", "ncclCommFinalize", [COMM], NONE, trace="FINALIZE",
-      doc="ncclCommFinalize: flush this rank's work. Collective. A null comm (0) is refused (ValueError)."),
-    B("comm_destroy", "ncclCommDestroy", [COMM], NONE, trace="DESTROY",
-      doc="ncclCommDestroy: free the communicator. A null comm (0) is refused (ValueError)."),
-    B("comm_abort", "ncclCommAbort", [COMM], NONE, trace="ABORT",
-      doc="ncclCommAbort: abort in-flight operations and free the communicator. A null comm (0) is refused\n"
-          "(ValueError)."),
-    B("comm_revoke", "ncclCommRevoke", [COMM, INT], NONE, "ncclCommRevoke: stop in-flight work, keep resources."),
-    B("comm_suspend", "ncclCommSuspend", [COMM, INT], NONE, "ncclCommSuspend: release resources (NCCL_SUSPEND_MEM)."),
-    B("comm_resume", "ncclCommResume", [COMM], NONE, "ncclCommResume: resume a suspended communicator."),
-    # ---- communicator queries ----
-    B("comm_get_async_error", "ncclCommGetAsyncError", [COMM, OUT], OUT_RESULT,
-      "ncclCommGetAsyncError: the communicator's asynchronous state (returned, not raised).", returns="state code"),
-    B("comm_count", "ncclCommCount", [COMM, OUT], OUT_RESULT, "ncclCommCount: the number of ranks."),
-    B("comm_cu_device", "ncclCommCuDevice", [COMM, OUT], OUT_RESULT, "ncclCommCuDevice: the device ordinal."),
-    B("comm_user_rank", "ncclCommUserRank", [COMM, OUT], OUT_RESULT, "ncclCommUserRank: this rank."),
-    B("comm_mem_stats", "ncclCommMemStats", [COMM, enum("ncclCommMemStat_t", "CommMemStat"), OUT], OUT_RESULT,
-      "ncclCommMemStats: the value of a CommMemStat."),
-    B("comm_query_properties", "ncclCommQueryProperties", [COMM, STRUCT_OUT], hand_result("CommProperties"),
-      hand=_STRUCTS, form="02", form_param="props", form_returns="None",
-      doc="ncclCommQueryProperties: a CommProperties. 0.2.0 form (comm, props) fills the struct at that address."),
-    # ---- collectives, point-to-point, custom reduction operators, groups ----
-    B("all_reduce", "ncclAllReduce", [ADDR, ADDR, SIZE, DTYPE, REDOP, COMM, STREAM], NONE, trace="ALLREDUCE",
-      doc="ncclAllReduce: reduce over all ranks into every recvbuff. Collective; enqueued on stream."),
-    B("reduce_scatter", "ncclReduceScatter", [ADDR, ADDR, SIZE, DTYPE, REDOP, COMM, STREAM], NONE,
-      trace="REDUCESCATTER",
-      doc="ncclReduceScatter: reduce, then scatter recvcount elements per rank. Collective."),
-    B("reduce", "ncclReduce", [ADDR, ADDR, SIZE, DTYPE, REDOP, INT, COMM, STREAM], NONE, trace="REDUCE",
-      doc="ncclReduce: reduce onto root. Collective; enqueued on stream."),
-    B("broadcast", "ncclBroadcast", [ADDR, ADDR, SIZE, DTYPE, INT, COMM, STREAM], NONE, trace="BROADCAST",
-      doc="ncclBroadcast: copy root's sendbuff to every recvbuff. Collective; enqueued on stream."),
-    B("gather", "ncclGather", [ADDR, ADDR, SIZE, DTYPE, INT, COMM, STREAM], NONE, trace="GATHER",
-      doc="ncclGather: gather count elements from every rank onto root. Collective."),
-    B("scatter", "ncclScatter", [ADDR, ADDR, SIZE, DTYPE, INT, COMM, STREAM], NONE, trace="SCATTER",
-      doc="ncclScatter: scatter count elements per rank from root. Collective."),
-    B("bcast", "ncclBcast", [ADDR, SIZE, DTYPE, INT, COMM, STREAM], NONE, trace="BROADCAST",
-      doc="ncclBcast (deprecated, in place): broadcast from root. Collective; enqueued on stream."),
-    B("all_gather", "ncclAllGather", [ADDR, ADDR, SIZE, DTYPE, COMM, STREAM], NONE, trace="ALLGATHER",
-      doc="ncclAllGather: gather sendcount elements from every rank everywhere. Collective."),
-    B("allto_all", "ncclAlltoAll", [ADDR, ADDR, SIZE, DTYPE, COMM, STREAM], NONE, trace="ALLTOALL",
-      doc="ncclAlltoAll (RCCL's older ncclAllToAll when that is all the library has): count elements to and\n"
-          "from every rank. Collective; enqueued on stream."),
-    B("send", "ncclSend", [ADDR, SIZE, DTYPE, INT, COMM, STREAM], NONE, trace="SEND",
-      doc="ncclSend: send count elements to peer. Enqueued on stream; pair with recv."),
-    B("recv", "ncclRecv", [ADDR, SIZE, DTYPE, INT, COMM, STREAM], NONE, trace="RECV",
-      doc="ncclRecv: receive count elements from peer. Enqueued on stream."),
-    B("red_op_create_pre_mul_sum", "ncclRedOpCreatePreMulSum",
-      [OUT, ADDR, DTYPE, enum("ncclScalarResidence_t", "ScalarResidence"), COMM], OUT_RESULT,
-      "ncclRedOpCreatePreMulSum: a new reduction op (returned as an int). scalar is an address.", returns="op value"),
-    B("red_op_destroy", "ncclRedOpDestroy", [REDOP, COMM], NONE, "ncclRedOpDestroy."),
-    B("group_start", "ncclGroupStart", [], hand_result("None"), hand=_GROUPS,
-      doc="ncclGroupStart: defer calls until the matching group_end()."),
-    B("group_end", "ncclGroupEnd", [], hand_result("None"), hand=_GROUPS,
-      doc="ncclGroupEnd: the outermost one executes the group."),
-    B("group_simulate_end", "ncclGroupSimulateEnd", [STRUCT_OUT], hand_result("SimInfo"), hand=_GROUPS, form="02",
-      form_param="sim_info", form_returns="None",
-      doc="ncclGroupSimulateEnd: end the group without communicating; returns a SimInfo with the estimate.\n"
-          "0.2.0 form group_simulate_end(sim_info) fills the struct at that address."),
-    # ---- buffer and window registration, one-sided signals, window device pointers, device comms ----
-    B("comm_register", "ncclCommRegister", [COMM, ADDR, SIZE, OUT], OUT_RESULT, "ncclCommRegister: returns the handle.",
-      returns="handle"),
-    B("comm_deregister", "ncclCommDeregister", [COMM, ADDR], NONE, "ncclCommDeregister."),
-    B("comm_window_register", "ncclCommWindowRegister", [COMM, ADDR, SIZE, SLOT, INT], hand_result("int"),
-      hand=_CREATION, form="short", form_param="win", form_returns="Window", trace="WIN_REGISTER",
-      doc="ncclCommWindowRegister into the slot at address win; returns the status. Collective.\n"
-          "Short form comm_window_register(comm, buff, size, win_flags) returns the new Window (inside a group\n"
-          "the library fills it when the group ends)."),
-    B("comm_window_deregister", "ncclCommWindowDeregister", [COMM, WINDOW], NONE, "ncclCommWindowDeregister.",
-      trace="WIN_DEREGISTER"),
-    B("win_get_user_ptr", "ncclWinGetUserPtr", [COMM, WINDOW, OUT], OUT_RESULT,
-      "ncclWinGetUserPtr: the window's user pointer."),
-    B("put_signal", "ncclPutSignal", [ADDR, SIZE, DTYPE, INT, WINDOW, SIZE, INT, INT, UINT, COMM, STREAM], NONE,
-      trace="PUT_SIGNAL",
-      doc="ncclPutSignal: one-sided write into peer's window (offset in bytes), then signal."),
-    B("signal", "ncclSignal", [INT, INT, INT, UINT, COMM, STREAM], NONE, "ncclSignal: signal peer without data.",
-      trace="SIGNAL"),
-    B("wait_signal", "ncclWaitSignal", [INT, DESCS, COMM, STREAM], hand_result("None"), hand=_ARRAYS,
-      trace="WAIT_SIGNAL",
-      doc="ncclWaitSignal: wait for the signals described by n_desc WaitSignalDesc entries (an address or a "
-          "buffer)."),
-    B("get_lsa_multimem_device_pointer", "ncclGetLsaMultimemDevicePointer", [WINDOW, SIZE, OUT], OUT_RESULT,
-      "ncclGetLsaMultimemDevicePointer: the multimem pointer at offset."),
-    B("get_lsa_device_pointer", "ncclGetLsaDevicePointer", [WINDOW, SIZE, INT, OUT], OUT_RESULT,
-      "ncclGetLsaDevicePointer: the pointer of lsa_rank's window at offset."),
-    B("get_peer_device_pointer", "ncclGetPeerDevicePointer", [WINDOW, SIZE, INT, OUT], OUT_RESULT,
-      "ncclGetPeerDevicePointer: the pointer of peer's window at offset."),
-    B("dev_comm_create", "ncclDevCommCreate", [COMM, ADDR, STRUCT_OUT], hand_result("DevComm"), hand=_STRUCTS,
-      form="02", form_param="out_dev_comm", form_returns="None",
-      doc="ncclDevCommCreate: a new DevComm built from the requirements reqs (a DevCommRequirements or its\n"
-          "address). The 3-argument form dev_comm_create(comm, reqs, out_dev_comm) fills the struct at\n"
-          "address out_dev_comm instead and returns None."),
-    B("dev_comm_destroy", "ncclDevCommDestroy", [COMM, ADDR], NONE, "ncclDevCommDestroy."),
-    # ---- the nccl*Config collectives (NCCL 2.31): a CollConfig (or its address, 0: none) per call ----
-    B("all_reduce_config", "ncclAllReduceConfig", [ADDR, ADDR, SIZE, DTYPE, REDOP, COMM, STREAM, ADDR], NONE,
-      trace="ALLREDUCE",
-      doc="ncclAllReduceConfig: reduce over all ranks into every recvbuff. Collective; enqueued on stream."),
-    B("reduce_config", "ncclReduceConfig", [ADDR, ADDR, SIZE, DTYPE, REDOP, INT, COMM, STREAM, ADDR], NONE,
-      trace="REDUCE", doc="ncclReduceConfig: reduce onto root. Collective; enqueued on stream."),
-    B("reduce_scatter_config", "ncclReduceScatterConfig", [ADDR, ADDR, SIZE, DTYPE, REDOP, COMM, STREAM, ADDR], NONE,
-      trace="REDUCESCATTER",
-      doc="ncclReduceScatterConfig: reduce, then scatter recvcount elements per rank. Collective; enqueued on "
-          "stream."),
-    B("all_gather_config", "ncclAllGatherConfig", [ADDR, ADDR, SIZE, DTYPE, COMM, STREAM, ADDR], NONE,
-      trace="ALLGATHER",
-      doc="ncclAllGatherConfig: gather sendcount elements from every rank everywhere. Collective; enqueued on "
-          "stream."),
-    B("allto_all_config", "ncclAlltoAllConfig", [ADDR, ADDR, SIZE, DTYPE, COMM, STREAM, ADDR], NONE,
-      trace="ALLTOALL",
-      doc="ncclAlltoAllConfig: count elements to and from every rank. Collective; enqueued on stream."),
-    B("broadcast_config", "ncclBroadcastConfig", [ADDR, ADDR, SIZE, DTYPE, INT, COMM, STREAM, ADDR], NONE,
-      trace="BROADCAST",
-      doc="ncclBroadcastConfig: copy root's sendbuff to every recvbuff. Collective; enqueued on stream."),
-    B("gather_config", "ncclGatherConfig", [ADDR, ADDR, SIZE, DTYPE, INT, COMM, STREAM, ADDR], NONE,
-      trace="GATHER",
-      doc="ncclGatherConfig: gather count elements from every rank onto root. Collective; enqueued on stream."),
-    B("scatter_config", "ncclScatterConfig", [ADDR, ADDR, SIZE, DTYPE, INT, COMM, STREAM, ADDR], NONE,
-      trace="SCATTER",
-      doc="ncclScatterConfig: scatter count elements per rank from root. Collective; enqueued on stream."),
-    # ---- teams, device-resource requirements, multimem and logical-endpoint queries ----
-    B("team_world", "ncclTeamWorld", [COMM], VALUE, "ncclTeamWorld: the team of every rank of comm (a Team)."),
-    B("team_lsa", "ncclTeamLsa", [COMM], VALUE,
-      "ncclTeamLsa: the team of the ranks sharing this rank's load/store-accessible memory (a Team)."),
-    B("team_rail", "ncclTeamRail", [COMM], VALUE,
-      "ncclTeamRail: the team of the ranks at this rank's position in every LSA team (a Team)."),
-    B("team_cft", "ncclTeamCft", [COMM, enum("ncclCftTeamMode_t", "CftTeamMode")], VALUE,
-      "ncclTeamCft: the CFT team of comm in the given CftTeamMode (a Team)."),
-    B("team_cft_multimem", "ncclTeamCftMultimem", [COMM], VALUE,
-      "ncclTeamCftMultimem: the CFT multimem team of comm (a Team)."),
-    B("team_rank_to_world", "ncclTeamRankToWorld", [COMM, TEAM, INT], VALUE,
-      "ncclTeamRankToWorld: the world rank of team's rank `rank`."),
-    B("team_rank_to_lsa", "ncclTeamRankToLsa", [COMM, TEAM, INT], VALUE,
-      "ncclTeamRankToLsa: the LSA rank of team's rank `rank`."),
-    B("lsa_barrier_create_requirement", "ncclLsaBarrierCreateRequirement",
-      [TEAM, INT, struct("LSA_BARRIER_HANDLE", "ncclLsaBarrierHandle_t *"), DEV_RESOURCE_REQUIREMENTS], NONE,
-      "ncclLsaBarrierCreateRequirement: fill out_handle (an LsaBarrierHandle) and out_req (a\n"
-      "DevResourceRequirements) for n_barriers LSA barriers over team; either may be an int address.",
-      returns="None (fills both)"),
-    B("gin_barrier_create_requirement", "ncclGinBarrierCreateRequirement",
-      [COMM, TEAM, INT, struct("GIN_BARRIER_HANDLE", "ncclGinBarrierHandle_t *"), DEV_RESOURCE_REQUIREMENTS], NONE,
-      "ncclGinBarrierCreateRequirement: fill out_handle (a GinBarrierHandle) and out_req (a\n"
-      "DevResourceRequirements) for n_barriers GIN barriers over team; either may be an int address.",
-      returns="None (fills both)"),
-    B("ll_a2a_create_requirement", "ncclLLA2ACreateRequirement",
-      [INT, INT, struct("LL_A2A_HANDLE", "ncclLLA2AHandle_t *"), DEV_RESOURCE_REQUIREMENTS], NONE,
-      "ncclLLA2ACreateRequirement: fill out_handle (an LLA2AHandle) and out_req (a\n"
-      "DevResourceRequirements) for a low-latency all-to-all; either may be an int address.",
-      returns="None (fills both)"),
-    B("ll_a2a_calc_slots", "ncclLLA2ACalcSlots", [INT, INT], VALUE,
-      "ncclLLA2ACalcSlots: the slot count a low-latency all-to-all of max_elts elements of\n"
-      "max_elt_size bytes needs (0.3.1's spelling lla2a_calc_slots is an alias)."),
-    B("get_multimem_device_pointer", "ncclGetMultimemDevicePointer",
-      [WINDOW, SIZE, struct_value("MULTIMEM_HANDLE", "ncclMultimemHandle_t"), OUT], OUT_RESULT,
-      "ncclGetMultimemDevicePointer: the multimem pointer at offset through multimem (a MultimemHandle)."),
-    B("get_multimem_device_le_info", "ncclGetMultimemDeviceLeInfo", [WINDOW, SIZE, OUT, OUT], OUT_PAIR,
-      "ncclGetMultimemDeviceLeInfo: (le_id, le_offset) of the multimem logical endpoint at offset."),
-    B("get_cft_device_le_info", "ncclGetCftDeviceLeInfo", [WINDOW, SIZE, INT, TEAM, OUT, OUT], OUT_PAIR,
-      "ncclGetCftDeviceLeInfo: (le_id, le_offset) of CFT rank peer_cft of cft_team (a Team) at offset."),
-    B("get_peer_device_le_info", "ncclGetPeerDeviceLeInfo", [WINDOW, SIZE, INT, OUT, OUT], OUT_PAIR,
-      "ncclGetPeerDeviceLeInfo: (le_id, le_offset) of world rank peer_world's window at offset."),
-    # ---- library parameters by key (NCCL 2.30), socket encryption (NCCL 2.32) ----
-    B("param_get_parameter", "ncclParamGetParameter", [KEY, TEXT_OUT, TEXT_OUT], hand_result("str"), hand=_PARAMS,
-      doc="ncclParamGetParameter: the value of the library parameter `key` (an ``NCCL_*`` name), as text."),
-    B("param_get_all_keys", "ncclParamGetAllParameterKeys", [TEXT_OUT, TEXT_OUT], hand_result("list[str]"),
-      hand=_PARAMS,
-      doc="ncclParamGetAllParameterKeys: the keys of every library parameter (a list of str; NULL entries of\n"
-          "the library's table are left out)."),
-    B("param_dump_all", "ncclParamDumpAll", [], VOID,
-      "ncclParamDumpAll: the library prints every parameter and its value (on its own stdout).",
-      returns="None (the library prints)"),
-    B("set_encryption", "ncclSetEncryption", [struct("ENCRYPTION_CONFIG", "ncclEncryptionConfig_t *")], NONE,
-      "ncclSetEncryption: how the library encrypts its connections from now on; config is an\n"
-      "EncryptionConfig or the int address of an ncclEncryptionConfig_t."),
-    # ---- nccl.bindings.rocm_extensions: the RCCL-only collectives ----
-    B("all_reduce_with_bias", "ncclAllReduceWithBias", [ADDR, ADDR, SIZE, DTYPE, REDOP, COMM, STREAM, ADDR], NONE,
-      trace="ALLREDUCE_BIAS", module="rccl",
-      doc="ncclAllReduceWithBias (RCCL): an all-reduce that also adds acc, count elements of datatype, into\n"
-          "the result. Collective; enqueued on stream. FunctionNotFoundError when the library lacks it."),
-    B("all_to_all_v", "ncclAlltoAllv", [ADDR, SIZE_ARRAY, SIZE_ARRAY, ADDR, SIZE_ARRAY, SIZE_ARRAY, DTYPE, COMM, STREAM],
-      hand_result("None"), hand=_ARRAYS, module="rccl", trace="ALLTOALLV",
-      doc="ncclAlltoAllv (RCCL; falls back to the deprecated ncclAllToAllv): rank j receives sendcounts[j]\n"
-          "elements from sendbuff + sdispls[j]; data from rank i lands at recvbuff + rdispls[i]. Counts and\n"
-          "displacements are in elements of datatype, not bytes. The four arrays are host size_t[nranks]\n"
-          "addresses, sequences of ints, or 1-D uint64 buffers (copied after checking their length)."),
+@dataclass(frozen=True)
+class Section:
+    """A group of bindings by concern: tools/gen_surface.py writes each into a file of its own,
+    src/ext/bindings/<stem>.gen.c (wrappers, signatures, docstrings, method table)."""
+    stem: str
+    title: str
+    bindings: list
+
+
+BINDING_SECTIONS = [
+    Section("memory", "memory, version, unique ids, error strings", [
+        B("mem_alloc", "ncclMemAlloc", [OUT, SIZE], OUT_RESULT, "ncclMemAlloc: allocate size bytes; returns the pointer."),
+        B("mem_free", "ncclMemFree", [ADDR], NONE, "ncclMemFree: free memory from mem_alloc."),
+        B("get_version", "ncclGetVersion", [OUT], OUT_RESULT, "ncclGetVersion: the library's version code.",
+          returns="version code"),
+        B("get_unique_id", "ncclGetUniqueId", [STRUCT_OUT], hand_result("UniqueId"), hand=_STRUCTS, form="02",
+          form_param="unique_id", form_returns="None",
+          doc="ncclGetUniqueId: a new UniqueId. The 0.2.0 form get_unique_id(unique_id) writes to that address."),
+        B("get_error_string", "ncclGetErrorString", [INT], VALUE, "ncclGetErrorString: the text of a result code."),
+        B("get_last_error", "ncclGetLastError", [COMM_OR_NULL], VALUE,
+          "ncclGetLastError: the last error text ('' if none). comm may be 0: the error of a call made\n"
+          "without a communicator."),
+    ]),
+    Section("communicators", "communicator creation, split/shrink/grow, teardown, revoke/suspend/resume", [
+        B("comm_init_rank_config", "ncclCommInitRankConfig", [SLOT, INT, IDS, INT, ADDR], hand_result("int"),
+          hand=_CREATION, form="short", form_param="comm", form_returns="Comm", returns="status (0 or 7)",
+          doc="ncclCommInitRankConfig into the slot at address comm; returns the status (0, or 7 in progress).\n"
+              "Short form comm_init_rank_config(nranks, comm_id, rank, config) returns the new Comm."),
+        B("comm_init_rank", "ncclCommInitRank", [SLOT, INT, IDS, INT], hand_result("int"), hand=_CREATION,
+          form="short", form_param="comm", form_returns="Comm",
+          doc="ncclCommInitRank into the slot at address comm; returns the status. Collective, blocking.\n"
+              "Short form comm_init_rank(nranks, comm_id, rank) returns the new Comm."),
+        B("comm_init_all", "ncclCommInitAll", [HANDLES_OUT, INT, INT_ARRAY_OR_NONE], hand_result("list[Comm]"),
+          hand=_CREATION, returns="a list of `Comm`",
+          doc="ncclCommInitAll: ndev communicators in this process; returns a list of ndev Comm.\n"
+              "devlist: a sequence of ints, an int address, or None (devices 0..ndev-1)."),
+        B("comm_init_rank_scalable", "ncclCommInitRankScalable", [SLOT, INT, INT, INT, IDS, ADDR], hand_result("int"),
+          hand=_CREATION, form="short", form_param="newcomm", form_returns="Comm",
+          doc="ncclCommInitRankScalable into the slot at address newcomm; returns the status. comm_ids: an address\n"
+              "or a buffer of n_id * 128 bytes. Short form (without newcomm) returns the new Comm."),
+        B("comm_split", "ncclCommSplit", [COMM, INT, INT, SLOT, ADDR], hand_result("int"), hand=_CREATION,
+          form="short", form_param="newcomm", form_returns="Comm",
+          doc="ncclCommSplit into the slot at address newcomm; returns the status. Collective over comm.\n"
+              "Short form comm_split(comm, color, key, config) returns the new Comm (empty for NCCL_SPLIT_NOCOLOR)."),
+        B("comm_shrink", "ncclCommShrink", [COMM, INT_ARRAY, INT, SLOT, ADDR, INT], hand_result("int"), hand=_CREATION,
+          form="short", form_param="newcomm", form_returns="Comm",
+          doc="ncclCommShrink into the slot at address newcomm; returns the status. Called by the survivors.\n"
+              "exclude_ranks_list: a sequence of ints (copied) or an int address. Short form (without newcomm)\n"
+              "returns the new Comm."),
+        B("comm_grow", "ncclCommGrow", [COMM_OR_NULL, INT, ADDR, INT, SLOT, ADDR], hand_result("int"), hand=_CREATION,
+          form="short", form_param="newcomm", form_returns="Comm",
+          doc="ncclCommGrow into the slot at address newcomm; returns the status. unique_id is an address or 0.\n"
+              "comm is 0 (or an empty Comm) on a rank that joins. Short form (without newcomm) returns the new Comm."),
+        B("comm_get_unique_id", "ncclCommGetUniqueId", [COMM, STRUCT_OUT], hand_result("UniqueId"), hand=_STRUCTS,
+          form="02", form_param="unique_id", form_returns="None",
+          doc="ncclCommGetUniqueId: a UniqueId for growing comm. 0.2.0 form (comm, unique_id) writes to that address."),
+        B("comm_finalize", "ncclCommFinalize", [COMM], NONE, trace="FINALIZE",
+          doc="ncclCommFinalize: flush this rank's work. Collective. A null comm (0) is refused (ValueError)."),
+        B("comm_destroy", "ncclCommDestroy", [COMM], NONE, trace="DESTROY",
+          doc="ncclCommDestroy: free the communicator. A null comm (0) is refused (ValueError)."),
+        B("comm_abort", "ncclCommAbort", [COMM], NONE, trace="ABORT",
+          doc="ncclCommAbort: abort in-flight operations and free the communicator. A null comm (0) is refused\n"
+              "(ValueError)."),
+        B("comm_revoke", "ncclCommRevoke", [COMM, INT], NONE, "ncclCommRevoke: stop in-flight work, keep resources."),
+        B("comm_suspend", "ncclCommSuspend", [COMM, INT], NONE, "ncclCommSuspend: release resources (NCCL_SUSPEND_MEM)."),
+        B("comm_resume", "ncclCommResume", [COMM], NONE, "ncclCommResume: resume a suspended communicator."),
+    ]),
+    Section("queries", "communicator queries", [
+        B("comm_get_async_error", "ncclCommGetAsyncError", [COMM, OUT], OUT_RESULT,
+          "ncclCommGetAsyncError: the communicator's asynchronous state (returned, not raised).", returns="state code"),
+        B("comm_count", "ncclCommCount", [COMM, OUT], OUT_RESULT, "ncclCommCount: the number of ranks."),
+        B("comm_cu_device", "ncclCommCuDevice", [COMM, OUT], OUT_RESULT, "ncclCommCuDevice: the device ordinal."),
+        B("comm_user_rank", "ncclCommUserRank", [COMM, OUT], OUT_RESULT, "ncclCommUserRank: this rank."),
+        B("comm_mem_stats", "ncclCommMemStats", [COMM, enum("ncclCommMemStat_t", "CommMemStat"), OUT], OUT_RESULT,
+          "ncclCommMemStats: the value of a CommMemStat."),
+        B("comm_query_properties", "ncclCommQueryProperties", [COMM, STRUCT_OUT], hand_result("CommProperties"),
+          hand=_STRUCTS, form="02", form_param="props", form_returns="None",
+          doc="ncclCommQueryProperties: a CommProperties. 0.2.0 form (comm, props) fills the struct at that address."),
+    ]),
+    Section("collectives", "collectives, point-to-point, custom reduction operators, groups", [
+        B("all_reduce", "ncclAllReduce", [ADDR, ADDR, SIZE, DTYPE, REDOP, COMM, STREAM], NONE, trace="ALLREDUCE",
+          doc="ncclAllReduce: reduce over all ranks into every recvbuff. Collective; enqueued on stream."),
+        B("reduce_scatter", "ncclReduceScatter", [ADDR, ADDR, SIZE, DTYPE, REDOP, COMM, STREAM], NONE,
+          trace="REDUCESCATTER",
+          doc="ncclReduceScatter: reduce, then scatter recvcount elements per rank. Collective."),
+        B("reduce", "ncclReduce", [ADDR, ADDR, SIZE, DTYPE, REDOP, INT, COMM, STREAM], NONE, trace="REDUCE",
+          doc="ncclReduce: reduce onto root. Collective; enqueued on stream."),
+        B("broadcast", "ncclBroadcast", [ADDR, ADDR, SIZE, DTYPE, INT, COMM, STREAM], NONE, trace="BROADCAST",
+          doc="ncclBroadcast: copy root's sendbuff to every recvbuff. Collective; enqueued on stream."),
+        B("gather", "ncclGather", [ADDR, ADDR, SIZE, DTYPE, INT, COMM, STREAM], NONE, trace="GATHER",
+          doc="ncclGather: gather count elements from every rank onto root. Collective."),
+        B("scatter", "ncclScatter", [ADDR, ADDR, SIZE, DTYPE, INT, COMM, STREAM], NONE, trace="SCATTER",
+          doc="ncclScatter: scatter count elements per rank from root. Collective."),
+        B("bcast", "ncclBcast", [ADDR, SIZE, DTYPE, INT, COMM, STREAM], NONE, trace="BROADCAST",
+          doc="ncclBcast (deprecated, in place): broadcast from root. Collective; enqueued on stream."),
+        B("all_gather", "ncclAllGather", [ADDR, ADDR, SIZE, DTYPE, COMM, STREAM], NONE, trace="ALLGATHER",
+          doc="ncclAllGather: gather sendcount elements from every rank everywhere. Collective."),
+        B("allto_all", "ncclAlltoAll", [ADDR, ADDR, SIZE, DTYPE, COMM, STREAM], NONE, trace="ALLTOALL",
+          doc="ncclAlltoAll (RCCL's older ncclAllToAll when that is all the library has): count elements to and\n"
+              "from every rank. Collective; enqueued on stream."),
+        B("send", "ncclSend", [ADDR, SIZE, DTYPE, INT, COMM, STREAM], NONE, trace="SEND",
+          doc="ncclSend: send count elements to peer. Enqueued on stream; pair with recv."),
+        B("recv", "ncclRecv", [ADDR, SIZE, DTYPE, INT, COMM, STREAM], NONE, trace="RECV",
+          doc="ncclRecv: receive count elements from peer. Enqueued on stream."),
+        B("red_op_create_pre_mul_sum", "ncclRedOpCreatePreMulSum",
+          [OUT, ADDR, DTYPE, enum("ncclScalarResidence_t", "ScalarResidence"), COMM], OUT_RESULT,
+          "ncclRedOpCreatePreMulSum: a new reduction op (returned as an int). scalar is an address.", returns="op value"),
+        B("red_op_destroy", "ncclRedOpDestroy", [REDOP, COMM], NONE, "ncclRedOpDestroy."),
+        B("group_start", "ncclGroupStart", [], hand_result("None"), hand=_GROUPS,
+          doc="ncclGroupStart: defer calls until the matching group_end()."),
+        B("group_end", "ncclGroupEnd", [], hand_result("None"), hand=_GROUPS,
+          doc="ncclGroupEnd: the outermost one executes the group."),
+        B("group_simulate_end", "ncclGroupSimulateEnd", [STRUCT_OUT], hand_result("SimInfo"), hand=_GROUPS, form="02",
+          form_param="sim_info", form_returns="None",
+          doc="ncclGroupSimulateEnd: end the group without communicating; returns a SimInfo with the estimate.\n"
+              "0.2.0 form group_simulate_end(sim_info) fills the struct at that address."),
+    ]),
+    Section("windows", "buffer and window registration, one-sided signals, window device pointers, device comms", [
+        B("comm_register", "ncclCommRegister", [COMM, ADDR, SIZE, OUT], OUT_RESULT, "ncclCommRegister: returns the handle.",
+          returns="handle"),
+        B("comm_deregister", "ncclCommDeregister", [COMM, ADDR], NONE, "ncclCommDeregister."),
+        B("comm_window_register", "ncclCommWindowRegister", [COMM, ADDR, SIZE, SLOT, INT], hand_result("int"),
+          hand=_CREATION, form="short", form_param="win", form_returns="Window", trace="WIN_REGISTER",
+          doc="ncclCommWindowRegister into the slot at address win; returns the status. Collective.\n"
+              "Short form comm_window_register(comm, buff, size, win_flags) returns the new Window (inside a group\n"
+              "the library fills it when the group ends)."),
+        B("comm_window_deregister", "ncclCommWindowDeregister", [COMM, WINDOW], NONE, "ncclCommWindowDeregister.",
+          trace="WIN_DEREGISTER"),
+        B("win_get_user_ptr", "ncclWinGetUserPtr", [COMM, WINDOW, OUT], OUT_RESULT,
+          "ncclWinGetUserPtr: the window's user pointer."),
+        B("put_signal", "ncclPutSignal", [ADDR, SIZE, DTYPE, INT, WINDOW, SIZE, INT, INT, UINT, COMM, STREAM], NONE,
+          trace="PUT_SIGNAL",
+          doc="ncclPutSignal: one-sided write into peer's window (offset in bytes), then signal."),
+        B("signal", "ncclSignal", [INT, INT, INT, UINT, COMM, STREAM], NONE, "ncclSignal: signal peer without data.",
+          trace="SIGNAL"),
+        B("wait_signal", "ncclWaitSignal", [INT, DESCS, COMM, STREAM], hand_result("None"), hand=_ARRAYS,
+          trace="WAIT_SIGNAL",
+          doc="ncclWaitSignal: wait for the signals described by n_desc WaitSignalDesc entries (an address or a "
+              "buffer)."),
+        B("get_lsa_multimem_device_pointer", "ncclGetLsaMultimemDevicePointer", [WINDOW, SIZE, OUT], OUT_RESULT,
+          "ncclGetLsaMultimemDevicePointer: the multimem pointer at offset."),
+        B("get_lsa_device_pointer", "ncclGetLsaDevicePointer", [WINDOW, SIZE, INT, OUT], OUT_RESULT,
+          "ncclGetLsaDevicePointer: the pointer of lsa_rank's window at offset."),
+        B("get_peer_device_pointer", "ncclGetPeerDevicePointer", [WINDOW, SIZE, INT, OUT], OUT_RESULT,
+          "ncclGetPeerDevicePointer: the pointer of peer's window at offset."),
+        B("dev_comm_create", "ncclDevCommCreate", [COMM, ADDR, STRUCT_OUT], hand_result("DevComm"), hand=_STRUCTS,
+          form="02", form_param="out_dev_comm", form_returns="None",
+          doc="ncclDevCommCreate: a new DevComm built from the requirements reqs (a DevCommRequirements or its\n"
+              "address). The 3-argument form dev_comm_create(comm, reqs, out_dev_comm) fills the struct at\n"
+              "address out_dev_comm instead and returns None."),
+        B("dev_comm_destroy", "ncclDevCommDestroy", [COMM, ADDR], NONE, "ncclDevCommDestroy."),
+    ]),
+    Section("config_collectives", "the nccl*Config collectives (NCCL 2.31): a CollConfig (or its address, 0: none) per call", [
+        B("all_reduce_config", "ncclAllReduceConfig", [ADDR, ADDR, SIZE, DTYPE, REDOP, COMM, STREAM, ADDR], NONE,
+          trace="ALLREDUCE",
+          doc="ncclAllReduceConfig: reduce over all ranks into every recvbuff. Collective; enqueued on stream."),
+        B("reduce_config", "ncclReduceConfig", [ADDR, ADDR, SIZE, DTYPE, REDOP, INT, COMM, STREAM, ADDR], NONE,
+          trace="REDUCE", doc="ncclReduceConfig: reduce onto root. Collective; enqueued on stream."),
+        B("reduce_scatter_config", "ncclReduceScatterConfig", [ADDR, ADDR, SIZE, DTYPE, REDOP, COMM, STREAM, ADDR], NONE,
+          trace="REDUCESCATTER",
+          doc="ncclReduceScatterConfig: reduce, then scatter recvcount elements per rank. Collective; enqueued on "
+              "stream."),
+        B("all_gather_config", "ncclAllGatherConfig", [ADDR, ADDR, SIZE, DTYPE, COMM, STREAM, ADDR], NONE,
+          trace="ALLGATHER",
+          doc="ncclAllGatherConfig: gather sendcount elements from every rank everywhere. Collective; enqueued on "
+              "stream."),
+        B("allto_all_config", "ncclAlltoAllConfig", [ADDR, ADDR, SIZE, DTYPE, COMM, STREAM, ADDR], NONE,
+          trace="ALLTOALL",
+          doc="ncclAlltoAllConfig: count elements to and from every rank. Collective; enqueued on stream."),
+        B("broadcast_config", "ncclBroadcastConfig", [ADDR, ADDR, SIZE, DTYPE, INT, COMM, STREAM, ADDR], NONE,
+          trace="BROADCAST",
+          doc="ncclBroadcastConfig: copy root's sendbuff to every recvbuff. Collective; enqueued on stream."),
+        B("gather_config", "ncclGatherConfig", [ADDR, ADDR, SIZE, DTYPE, INT, COMM, STREAM, ADDR], NONE,
+          trace="GATHER",
+          doc="ncclGatherConfig: gather count elements from every rank onto root. Collective; enqueued on stream."),
+        B("scatter_config", "ncclScatterConfig", [ADDR, ADDR, SIZE, DTYPE, INT, COMM, STREAM, ADDR], NONE,
+          trace="SCATTER",
+          doc="ncclScatterConfig: scatter count elements per rank from root. Collective; enqueued on stream."),
+    ]),
+    Section("device", "teams, device-resource requirements, multimem and logical-endpoint queries", [
+        B("team_world", "ncclTeamWorld", [COMM], VALUE, "ncclTeamWorld: the team of every rank of comm (a Team)."),
+        B("team_lsa", "ncclTeamLsa", [COMM], VALUE,
+          "ncclTeamLsa: the team of the ranks sharing this rank's load/store-accessible memory (a Team)."),
+        B("team_rail", "ncclTeamRail", [COMM], VALUE,
+          "ncclTeamRail: the team of the ranks at this rank's position in every LSA team (a Team)."),
+        B("team_cft", "ncclTeamCft", [COMM, enum("ncclCftTeamMode_t", "CftTeamMode")], VALUE,
+          "ncclTeamCft: the CFT team of comm in the given CftTeamMode (a Team)."),
+        B("team_cft_multimem", "ncclTeamCftMultimem", [COMM], VALUE,
+          "ncclTeamCftMultimem: the CFT multimem team of comm (a Team)."),
+        B("team_rank_to_world", "ncclTeamRankToWorld", [COMM, TEAM, INT], VALUE,
+          "ncclTeamRankToWorld: the world rank of team's rank `rank`."),
+        B("team_rank_to_lsa", "ncclTeamRankToLsa", [COMM, TEAM, INT], VALUE,
+          "ncclTeamRankToLsa: the LSA rank of team's rank `rank`."),
+        B("lsa_barrier_create_requirement", "ncclLsaBarrierCreateRequirement",
+          [TEAM, INT, struct("LSA_BARRIER_HANDLE", "ncclLsaBarrierHandle_t *"), DEV_RESOURCE_REQUIREMENTS], NONE,
+          "ncclLsaBarrierCreateRequirement: fill out_handle (an LsaBarrierHandle) and out_req (a\n"
+          "DevResourceRequirements) for n_barriers LSA barriers over team; either may be an int address.",
+          returns="None (fills both)"),
+        B("gin_barrier_create_requirement", "ncclGinBarrierCreateRequirement",
+          [COMM, TEAM, INT, struct("GIN_BARRIER_HANDLE", "ncclGinBarrierHandle_t *"), DEV_RESOURCE_REQUIREMENTS], NONE,
+          "ncclGinBarrierCreateRequirement: fill out_handle (a GinBarrierHandle) and out_req (a\n"
+          "DevResourceRequirements) for n_barriers GIN barriers over team; either may be an int address.",
+          returns="None (fills both)"),
+        B("ll_a2a_create_requirement", "ncclLLA2ACreateRequirement",
+          [INT, INT, struct("LL_A2A_HANDLE", "ncclLLA2AHandle_t *"), DEV_RESOURCE_REQUIREMENTS], NONE,
+          "ncclLLA2ACreateRequirement: fill out_handle (an LLA2AHandle) and out_req (a\n"
+          "DevResourceRequirements) for a low-latency all-to-all; either may be an int address.",
+          returns="None (fills both)"),
+        B("ll_a2a_calc_slots", "ncclLLA2ACalcSlots", [INT, INT], VALUE,
+          "ncclLLA2ACalcSlots: the slot count a low-latency all-to-all of max_elts elements of\n"
+          "max_elt_size bytes needs (0.3.1's spelling lla2a_calc_slots is an alias)."),
+        B("get_multimem_device_pointer", "ncclGetMultimemDevicePointer",
+          [WINDOW, SIZE, struct_value("MULTIMEM_HANDLE", "ncclMultimemHandle_t"), OUT], OUT_RESULT,
+          "ncclGetMultimemDevicePointer: the multimem pointer at offset through multimem (a MultimemHandle)."),
+        B("get_multimem_device_le_info", "ncclGetMultimemDeviceLeInfo", [WINDOW, SIZE, OUT, OUT], OUT_PAIR,
+          "ncclGetMultimemDeviceLeInfo: (le_id, le_offset) of the multimem logical endpoint at offset."),
+        B("get_cft_device_le_info", "ncclGetCftDeviceLeInfo", [WINDOW, SIZE, INT, TEAM, OUT, OUT], OUT_PAIR,
+          "ncclGetCftDeviceLeInfo: (le_id, le_offset) of CFT rank peer_cft of cft_team (a Team) at offset."),
+        B("get_peer_device_le_info", "ncclGetPeerDeviceLeInfo", [WINDOW, SIZE, INT, OUT, OUT], OUT_PAIR,
+          "ncclGetPeerDeviceLeInfo: (le_id, le_offset) of world rank peer_world's window at offset."),
+    ]),
+    Section("params", "library parameters by key (NCCL 2.30), socket encryption (NCCL 2.32)", [
+        B("param_get_parameter", "ncclParamGetParameter", [KEY, TEXT_OUT, TEXT_OUT], hand_result("str"), hand=_PARAMS,
+          doc="ncclParamGetParameter: the value of the library parameter `key` (an ``NCCL_*`` name), as text."),
+        B("param_get_all_keys", "ncclParamGetAllParameterKeys", [TEXT_OUT, TEXT_OUT], hand_result("list[str]"),
+          hand=_PARAMS,
+          doc="ncclParamGetAllParameterKeys: the keys of every library parameter (a list of str; NULL entries of\n"
+              "the library's table are left out)."),
+        B("param_dump_all", "ncclParamDumpAll", [], VOID,
+          "ncclParamDumpAll: the library prints every parameter and its value (on its own stdout).",
+          returns="None (the library prints)"),
+        B("set_encryption", "ncclSetEncryption", [struct("ENCRYPTION_CONFIG", "ncclEncryptionConfig_t *")], NONE,
+          "ncclSetEncryption: how the library encrypts its connections from now on; config is an\n"
+          "EncryptionConfig or the int address of an ncclEncryptionConfig_t."),
+    ]),
+    Section("rccl", "nccl.bindings.rocm_extensions: the RCCL-only collectives", [
+        B("all_reduce_with_bias", "ncclAllReduceWithBias", [ADDR, ADDR, SIZE, DTYPE, REDOP, COMM, STREAM, ADDR], NONE,
+          trace="ALLREDUCE_BIAS", module="rccl",
+          doc="ncclAllReduceWithBias (RCCL): an all-reduce that also adds acc, count elements of datatype, into\n"
+              "the result. Collective; enqueued on stream. FunctionNotFoundError when the library lacks it."),
+        B("all_to_all_v", "ncclAlltoAllv", [ADDR, SIZE_ARRAY, SIZE_ARRAY, ADDR, SIZE_ARRAY, SIZE_ARRAY, DTYPE, COMM, STREAM],
+          hand_result("None"), hand=_ARRAYS, module="rccl", trace="ALLTOALLV",
+          doc="ncclAlltoAllv (RCCL; falls back to the deprecated ncclAllToAllv): rank j receives sendcounts[j]\n"
+              "elements from sendbuff + sdispls[j]; data from rank i lands at recvbuff + rdispls[i]. Counts and\n"
+              "displacements are in elements of datatype, not bytes. The four arrays are host size_t[nranks]\n"
+              "addresses, sequences of ints, or 1-D uint64 buffers (copied after checking their length)."),
+    ]),
 ]
+
+BINDINGS = [b for section in BINDING_SECTIONS for b in section.bindings]
 
 # Why each hand-written wrapper is not generated (docs/developing.md lists them).
 IRREGULAR = {

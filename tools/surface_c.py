@@ -246,31 +246,43 @@ def _method_def(b, row):
     return f"    NX_BINDING_{'NOARGS' if uses_noargs(b, row) else 'FASTCALL'}_DEF({b.name}),"
 
 
-def bindings_c(bindings, rows, enums):
-    """bindings/bindings.gen.c: every binding's signature and docstring, the generated wrappers,
-    and the method tables of nccl.bindings.nccl and nccl.bindings.rocm_extensions."""
+def section_module(section_bindings):
+    """The module ("nccl" or "rccl") of a section's bindings: one per section."""
+    modules = {b.module for b in section_bindings}
+    if len(modules) != 1:
+        raise ValueError(f"a section's bindings must all be in one module, got {sorted(modules)}")
+    return modules.pop()
+
+
+def bindings_section_c(stem, title, bindings, rows, enums):
+    """bindings/<stem>.gen.c: one section's signatures and docstrings (its hand-written wrappers'
+    too), its generated wrappers and its method table, in the description's order."""
     out = ['#include "bindings/bindings.gen.h"', "", '#include "bindings/bindings_intake.h"', '#include "trace/trace.h"', "",
            "/* ---- signatures and docstrings (the hand-written wrappers' too) ---- */", ""]
     for b in bindings:
         out += [binding_sig_and_doc(b, rows[b.entry], static=not b.hand), ""]
-    out += ["/* ---- the generated wrappers ---- */", ""]
+    if any(not b.hand for b in bindings):
+        out += ["/* ---- the generated wrappers ---- */", ""]
     for b in bindings:
         if not b.hand:
             out += [binding_wrapper(b, rows[b.entry], enums), ""]
-    for module, table in (("nccl", "nx_nccl_binding_methods"), ("rccl", "nx_rccl_binding_methods")):
-        title = "nccl.bindings.nccl" if module == "nccl" else "nccl.bindings.rocm_extensions"
-        out += [f"/* {title}, in the description's order */", f"PyMethodDef {table}[] = {{"]
-        out += [_method_def(b, rows[b.entry]) for b in bindings if b.module == module]
-        out += ["    {NULL, NULL, 0, NULL},", "};", ""]
-    return "\n".join(out).rstrip() + "\n"
+    out += [f"/* {title} */", f"PyMethodDef nx_binding_methods_{stem}[] = {{"]
+    out += [_method_def(b, rows[b.entry]) for b in bindings]
+    out += ["    {NULL, NULL, 0, NULL},", "};", ""]
+    return "\n".join(_wrap_comments(out)).rstrip() + "\n"
 
 
-def bindings_h(bindings, rows):
-    """bindings/bindings.gen.h: what the hand-written wrappers define (nx_binding_<name>) and the
-    signatures they check their arguments by."""
+def bindings_h(sections, bindings, rows):
+    """bindings/bindings.gen.h: the method tables of the sections (<stem>.gen.c) and which module
+    each goes to, what the hand-written wrappers define (nx_binding_<name>) and the signatures
+    they check their arguments by. sections: (stem, the section's bindings) pairs."""
     out = ["#ifndef NCCL4PY_BINDINGS_GEN_H", "#define NCCL4PY_BINDINGS_GEN_H", "", '#include "module/convert.h"', "",
-           "/* The method tables (bindings.gen.c), added by nx_bindings_setup. */",
-           "extern PyMethodDef nx_nccl_binding_methods[];", "extern PyMethodDef nx_rccl_binding_methods[];", ""]
+           "/* The method tables, one per section (<stem>.gen.c), added by nx_bindings_setup in this order. */"]
+    out += [f"extern PyMethodDef nx_binding_methods_{stem}[];" for stem, _ in sections]
+    for module, macro in (("nccl", "NX_NCCL_BINDING_TABLES"), ("rccl", "NX_RCCL_BINDING_TABLES")):
+        tables = [f"nx_binding_methods_{stem}" for stem, bs in sections if section_module(bs) == module]
+        out.append(f"#define {macro} {{" + "".join(f" \\\n    {t}," for t in tables) + " \\\n}")
+    out.append("")
     for hand in sorted({b.hand for b in bindings if b.hand}):
         out.append(f"/* {hand}: {S.IRREGULAR[hand]} */".replace("\n", " "))
         for b in (b for b in bindings if b.hand == hand):

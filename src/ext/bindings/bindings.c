@@ -1,6 +1,6 @@
 /* The pieces every binding shares (bindings.h): argument helpers beyond the plain converters, the
  * 0.2.0/0.3.1 form dispatch, result builders, and the setup that adds the method tables of
- * bindings.gen.c to the module. */
+ * the sections (<section>.gen.c) to the module. */
 #include "bindings/bindings.h"
 
 #include <stdint.h>
@@ -286,13 +286,14 @@ static PyObject *not_wrapped_names(void)
 int nx_bindings_setup(PyObject *module, nx_state *st)
 {
     (void)st;
-    PyMethodDef *tables[] = {nx_nccl_binding_methods, nx_rccl_binding_methods};
+    PyMethodDef *const nccl_tables[] = NX_NCCL_BINDING_TABLES, *const rccl_tables[] = NX_RCCL_BINDING_TABLES;
+    const size_t n_nccl = sizeof nccl_tables / sizeof nccl_tables[0], n_rccl = sizeof rccl_tables / sizeof rccl_tables[0];
     PyObject *nccl = NULL, *rccl = NULL, *not_wrapped = NULL;
     int rc = -1;
-    for (size_t i = 0; i < 2; i++)
-        if (PyModule_AddFunctions(module, tables[i]) < 0)
+    for (size_t i = 0; i < n_nccl + n_rccl; i++)
+        if (PyModule_AddFunctions(module, i < n_nccl ? nccl_tables[i] : rccl_tables[i - n_nccl]) < 0)
             goto done;
-    if ((nccl = public_names(&tables[0], 1)) == NULL || (rccl = public_names(&tables[1], 1)) == NULL ||
+    if ((nccl = public_names(nccl_tables, n_nccl)) == NULL || (rccl = public_names(rccl_tables, n_rccl)) == NULL ||
         PyModule_AddObjectRef(module, "_NCCL_BINDINGS", nccl) < 0 ||
         PyModule_AddObjectRef(module, "_RCCL_BINDINGS", rccl) < 0 || (not_wrapped = not_wrapped_names()) == NULL ||
         PyModule_AddObjectRef(module, "_NOT_WRAPPED", not_wrapped) < 0)

@@ -6,9 +6,12 @@
  * calls, a converter kind per parameter, its result, the flight recorder's op, its docstring), and
  * tools/gen_surface.py writes from that:
  *
- *   bindings.gen.c              every binding's nx_sig and docstring (the text signature first),
- *                               the wrappers of the regular bindings, and the method tables
- *   bindings.gen.h              the hand-written wrappers' prototypes and signatures
+ *   <section>.gen.c             one per section of the description (memory, communicators,
+ *                               queries, collectives, windows, config_collectives, device, params,
+ *                               rccl): its bindings' nx_sig and docstring (the text signature
+ *                               first), the wrappers of its regular bindings, its method table
+ *   bindings.gen.h              the sections' method tables and module, the hand-written
+ *                               wrappers' prototypes and signatures
  *
  * The irregular ones are written by hand, by concern (the description's IRREGULAR says why each):
  *
@@ -43,7 +46,7 @@
     {(fname), (const char *const[]){__VA_ARGS__, NULL}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)}
 
 /* A method table entry of binding `name`: nx_binding_<name> and its docstring
- * nx_binding_<name>__doc__ (bindings.gen.c), with or without parameters. */
+ * nx_binding_<name>__doc__ (its section's <section>.gen.c), with or without parameters. */
 #define NX_BINDING_FASTCALL_DEF(name) \
     {#name, (PyCFunction)(void (*)(void))nx_binding_##name, METH_FASTCALL | METH_KEYWORDS, nx_binding_##name##__doc__}
 #define NX_BINDING_NOARGS_DEF(name) {#name, nx_binding_##name, METH_NOARGS, nx_binding_##name##__doc__}
@@ -183,7 +186,7 @@ int nx_size_array_arg(PyObject *o, const char *fname, const char *argname, Py_ss
 int nx_int_array_arg(PyObject *o, const char *fname, const char *argname, Py_ssize_t count, int allow_none,
                      int **out, int **copy);
 
-/* ---- setup: adds the method tables of bindings.gen.c ---- */
+/* ---- setup: adds the sections' method tables (bindings.gen.h lists them) ---- */
 int nx_bindings_setup(PyObject *module, nx_state *st);
 
 #endif

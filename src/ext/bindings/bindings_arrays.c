@@ -1,6 +1,6 @@
 /* nccl.bindings: the entry points that take arrays given either as an address (used in place) or as
  * data (checked against a length, then copied), written by hand (tools/nccl_surface.py's IRREGULAR
- * says why). Their signatures and docstrings are generated (bindings.gen.c); bindings.h says how a
+ * says why). Their signatures and docstrings are generated (<section>.gen.c); bindings.h says how a
  * binding is written. */
 #include "bindings/bindings.gen.h"
 #include "bindings/bindings_intake.h"

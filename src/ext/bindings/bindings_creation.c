@@ -1,6 +1,6 @@
 /* nccl.bindings.nccl: communicator and window creation, written by hand (tools/nccl_surface.py's
  * IRREGULAR says why; bindings.h how a binding is written). Their signatures and docstrings are
- * generated (bindings.gen.c).
+ * generated (<section>.gen.c).
  *
  * Creation functions have two forms, told apart by the argument count: the 0.3.1 form takes the
  * address of the slot to fill (PointerBox().address, Comm().handle_ptr) and returns the status (0,

@@ -1,7 +1,7 @@
 /* nccl.bindings.nccl: the group calls, written by hand (tools/nccl_surface.py's IRREGULAR says
  * why). Every group call of both APIs passes here and keeps this thread's group depth
  * (group/group.h): nccl.core's group() calls these bindings. Their signatures and docstrings are
- * generated (bindings.gen.c); bindings.h says how a binding is written. */
+ * generated (<section>.gen.c); bindings.h says how a binding is written. */
 #include "bindings/bindings.gen.h"
 #include "bindings/bindings_intake.h"
 #include "group/group.h"

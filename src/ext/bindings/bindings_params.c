@@ -1,6 +1,6 @@
 /* nccl.bindings.nccl: the library's parameters by key (NCCL 2.30, nccl4py 0.4.1's names), written
  * by hand (tools/nccl_surface.py's IRREGULAR says why; param_dump_all is generated). Their
- * signatures and docstrings are generated (bindings.gen.c); bindings.h says how a binding is
+ * signatures and docstrings are generated (<section>.gen.c); bindings.h says how a binding is
  * written.
  *
  * These are the package's one reader of the parameter registry: nccl.core.params and dump_params

@@ -1,7 +1,7 @@
 /* nccl.bindings.nccl: the entry points that fill a struct, written by hand (tools/nccl_surface.py's
  * IRREGULAR says why): a new wrapper the library fills (the short form), or, in 0.2.0's form, the
  * struct at an address the caller gives. Their signatures and docstrings are generated
- * (bindings.gen.c); bindings.h says how a binding is written. */
+ * (<section>.gen.c); bindings.h says how a binding is written. */
 #include "bindings/bindings.gen.h"
 #include "bindings/bindings_intake.h"
 #include "structs/structs.h"

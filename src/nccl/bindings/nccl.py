@@ -60,7 +60,7 @@ from nccl._errors import (  # noqa: F401
     NotSupportedError,
 )
 
-# Every binding's name comes from the extension's method tables (src/ext/bindings/bindings.gen.c,
+# Every binding's name comes from the extension's method tables (src/ext/bindings/<section>.gen.c,
 # generated from tools/nccl_surface.py, where it is written once); the loader's functions and
 # check_status are the module's own additions.
 _FUNCTIONS = _ext._NCCL_BINDINGS + ("get_library_path", "get_library_flavour", "get_load_attempts", "check_status")

@@ -5,7 +5,7 @@ NotImplementedError)."""
 
 from nccl import _ext
 
-# The names come from the extension's RCCL-only method table (src/ext/bindings/bindings.gen.c, generated
+# The names come from the extension's RCCL-only method table (src/ext/bindings/rccl.gen.c, generated
 # from tools/nccl_surface.py).
 __all__ = list(_ext._RCCL_BINDINGS)
 globals().update({name: getattr(_ext, name) for name in __all__})
