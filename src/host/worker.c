@@ -374,9 +374,10 @@ static int64_t window_adapt(int64_t w, int64_t waited, int slept, int64_t lo, in
  * small task that yielded, the yield window (see the file comment), and reset the wait. */
 static void wait_adapt(host_comm *c, int small, ops_clock *k)
 {
-    int64_t waited = host_now_ns() - k->wait_start;
+    int64_t waited;
     if (k->wait_start == 0)
-        return;
+        return; /* most calls: nothing waited, so no clock read */
+    waited = host_now_ns() - k->wait_start;
     if (c->spin_max_ns > 0)
         c->spin_ns = window_adapt(c->spin_ns, waited, k->slept,
                                   c->spin_max_ns < HOST_SPIN_FLOOR_NS ? c->spin_max_ns : HOST_SPIN_FLOOR_NS,
