@@ -145,18 +145,25 @@ def outputs():
             f"The bindings of one section ({s.title}): their signatures and docstrings,",
             "the regular wrappers and the section's method table."])
         + surface_c.bindings_section_c(s.stem, s.title, bs, rows, enums)
-        for s, (_, bs) in zip(S.BINDING_SECTIONS, sections)
+        for s, _, bs in sections
     }
 
 
 def binding_sections():
-    """(stem, its bindings) per section of the description, the bindings taken from S.BINDINGS
-    (so a changed or removed binding shows there) by the section each one's name is listed in."""
+    """(section, its module, its bindings) per section of the description, the bindings taken from
+    S.BINDINGS (so a changed or removed binding shows there) by the section each one's name is
+    listed in. A section's bindings are all in one module: its method table is added to one."""
     section_of = {b.name: s.stem for s in S.BINDING_SECTIONS for b in s.bindings}
+    out = []
     for b in S.BINDINGS:
         if b.name not in section_of:
             raise DescriptionError(f"{b.name}: in no section of BINDING_SECTIONS")
-    return [(s.stem, [b for b in S.BINDINGS if section_of[b.name] == s.stem]) for s in S.BINDING_SECTIONS]
+    for s in S.BINDING_SECTIONS:
+        modules = sorted({b.module for b in s.bindings})
+        if len(modules) != 1:
+            raise DescriptionError(f"section {s.stem}: its bindings must all be in one module, got {modules}")
+        out.append((s, modules[0], [b for b in S.BINDINGS if section_of[b.name] == s.stem]))
+    return out
 
 
 def compatibility_md(rows, enums, defines):

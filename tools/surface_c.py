@@ -246,14 +246,6 @@ def _method_def(b, row):
     return f"    NX_BINDING_{'NOARGS' if uses_noargs(b, row) else 'FASTCALL'}_DEF({b.name}),"
 
 
-def section_module(section_bindings):
-    """The module ("nccl" or "rccl") of a section's bindings: one per section."""
-    modules = {b.module for b in section_bindings}
-    if len(modules) != 1:
-        raise ValueError(f"a section's bindings must all be in one module, got {sorted(modules)}")
-    return modules.pop()
-
-
 def bindings_section_c(stem, title, bindings, rows, enums):
     """bindings/<stem>.gen.c: one section's signatures and docstrings (its hand-written wrappers'
     too), its generated wrappers and its method table, in the description's order."""
@@ -275,12 +267,12 @@ def bindings_section_c(stem, title, bindings, rows, enums):
 def bindings_h(sections, bindings, rows):
     """bindings/bindings.gen.h: the method tables of the sections (<stem>.gen.c) and which module
     each goes to, what the hand-written wrappers define (nx_binding_<name>) and the signatures
-    they check their arguments by. sections: (stem, the section's bindings) pairs."""
+    they check their arguments by. sections: (section, its module, its bindings) per section."""
     out = ["#ifndef NCCL4PY_BINDINGS_GEN_H", "#define NCCL4PY_BINDINGS_GEN_H", "", '#include "module/convert.h"', "",
            "/* The method tables, one per section (<stem>.gen.c), added by nx_bindings_setup in this order. */"]
-    out += [f"extern PyMethodDef nx_binding_methods_{stem}[];" for stem, _ in sections]
+    out += [f"extern PyMethodDef nx_binding_methods_{s.stem}[];" for s, _, _ in sections]
     for module, macro in (("nccl", "NX_NCCL_BINDING_TABLES"), ("rccl", "NX_RCCL_BINDING_TABLES")):
-        tables = [f"nx_binding_methods_{stem}" for stem, bs in sections if section_module(bs) == module]
+        tables = [f"nx_binding_methods_{s.stem}" for s, of, _ in sections if of == module]
         out.append(f"#define {macro} {{" + "".join(f" \\\n    {t}," for t in tables) + " \\\n}")
     out.append("")
     for hand in sorted({b.hand for b in bindings if b.hand}):
