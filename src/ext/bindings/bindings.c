@@ -283,6 +283,15 @@ static PyObject *not_wrapped_names(void)
     return out;
 }
 
+/* Adds the functions of tables[0..n) to module, in order. */
+static int add_tables(PyObject *module, PyMethodDef *const *tables, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (PyModule_AddFunctions(module, tables[i]) < 0)
+            return -1;
+    return 0;
+}
+
 int nx_bindings_setup(PyObject *module, nx_state *st)
 {
     (void)st;
@@ -290,9 +299,8 @@ int nx_bindings_setup(PyObject *module, nx_state *st)
     const size_t n_nccl = sizeof nccl_tables / sizeof nccl_tables[0], n_rccl = sizeof rccl_tables / sizeof rccl_tables[0];
     PyObject *nccl = NULL, *rccl = NULL, *not_wrapped = NULL;
     int rc = -1;
-    for (size_t i = 0; i < n_nccl + n_rccl; i++)
-        if (PyModule_AddFunctions(module, i < n_nccl ? nccl_tables[i] : rccl_tables[i - n_nccl]) < 0)
-            goto done;
+    if (add_tables(module, nccl_tables, n_nccl) < 0 || add_tables(module, rccl_tables, n_rccl) < 0)
+        goto done;
     if ((nccl = public_names(nccl_tables, n_nccl)) == NULL || (rccl = public_names(rccl_tables, n_rccl)) == NULL ||
         PyModule_AddObjectRef(module, "_NCCL_BINDINGS", nccl) < 0 ||
         PyModule_AddObjectRef(module, "_RCCL_BINDINGS", rccl) < 0 || (not_wrapped = not_wrapped_names()) == NULL ||
