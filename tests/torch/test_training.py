@@ -11,10 +11,22 @@ from launch import run_ranks
 CASES = [("ddp", 2), ("fsdp", 2), ("ddp", 3)]
 
 
+def gloo_reference(tmp_path, kind, nranks):
+    """gloo's training, the reference. torch's gloo job alone (no nccl4py communicator in it) was
+    seen to die once in about 14 runs with "terminate called without an active exception" (a
+    SIGABRT inside torch): such a death is retried once, in a fresh folder; any other failure, or a
+    second one, fails the test."""
+    reports, proc = run_ranks("rank_train.py", nranks, tmp_path / "gloo", kind, "gloo", check=False)
+    if proc.returncode != 0 and "terminate called without an active exception" in proc.stderr:
+        reports, proc = run_ranks("rank_train.py", nranks, tmp_path / "gloo-again", kind, "gloo", check=False)
+    assert proc.returncode == 0, f"gloo's rank_train.py at {nranks} ranks exited with {proc.returncode}\n{proc.stderr[-6000:]}"
+    return reports
+
+
 @pytest.mark.parametrize("kind,nranks", CASES, ids=[f"{k}-{n}" for k, n in CASES])
 def test_parameters_match_gloos(tmp_path, kind, nranks):
     ours, _ = run_ranks("rank_train.py", nranks, tmp_path / "nccl4py", kind, "nccl4py")
-    gloo, _ = run_ranks("rank_train.py", nranks, tmp_path / "gloo", kind, "gloo")
+    gloo = gloo_reference(tmp_path, kind, nranks)
     for rank in range(nranks):
         assert ours[rank]["params"].keys() == gloo[rank]["params"].keys()
         for name, values in ours[rank]["params"].items():
